@@ -1,0 +1,61 @@
+//! Runtime of [lumina](https://docs.rs/lumina): the Lumina game engine's notification system.
+//!
+//! Game code depends on the `lumina` facade, which re-exports everything here together with the
+//! macros. One module per mechanism:
+//!
+//! - [`handle`]: [`DelegateHandle`], the subscription ticket (rules H1, H2).
+//! - [`invocation`]: [`InvocationList`](invocation::InvocationList), the reentrancy-safe
+//!   subscriber list shared by every mechanism (M1-M7, M12).
+//! - [`delegate`]: single-cast [`Delegate`] (S1-S3).
+//! - [`multicast`]: [`MulticastDelegate`] (M1-M12).
+
+// Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
+// in game code.
+#[allow(unused_extern_crates)]
+extern crate self as lumina;
+
+pub mod delegate;
+pub mod handle;
+pub mod invocation;
+pub mod multicast;
+
+pub use delegate::Delegate;
+pub use handle::DelegateHandle;
+pub use multicast::MulticastDelegate;
+
+/// Not public API; used by expansions of lumina's macros, which name everything through
+/// `::lumina::__private` so that they work with `lumina` as the only dependency.
+#[doc(hidden)]
+pub mod __private {
+    #[doc(hidden)]
+    pub use crate::delegate::Delegate;
+    #[doc(hidden)]
+    pub use crate::handle::DelegateHandle;
+    #[doc(hidden)]
+    pub use crate::invocation::InvocationList;
+    #[doc(hidden)]
+    pub use crate::multicast::MulticastDelegate;
+    #[doc(hidden)]
+    pub use std::rc::Rc;
+
+    /// Not public API; used by expansions. Upgrades the weak owner of a member binding; the
+    /// invocation list checks the owner is alive right before it calls the binding.
+    #[doc(hidden)]
+    #[inline]
+    pub fn upgrade_owner<T>(owner: &std::rc::Weak<T>) -> std::rc::Rc<T> {
+        owner
+            .upgrade()
+            .expect("lumina: a member binding ran after its owner was dropped")
+    }
+
+    /// Not public API; used by expansions. The panic of `execute` on an unbound delegate (S2).
+    #[doc(hidden)]
+    #[cold]
+    #[track_caller]
+    pub fn unbound_execute(delegate_name: &str) -> ! {
+        panic!(
+            "`{delegate_name}::execute` called with nothing bound (or its object was dropped): \
+             check `is_bound()` first, or call `execute_if_bound()`, which returns None instead"
+        )
+    }
+}

@@ -1,0 +1,184 @@
+//! [`MulticastDelegate`]: an invocation list of callbacks with handles (rules M1-M12).
+//!
+//! Game code usually declares a named type with
+//! [`declare_multicast_delegate!`](crate::declare_multicast_delegate); the generic type is for
+//! quick use with owned argument types, e.g. `MulticastDelegate<dyn Fn(u32, f32)>`.
+
+use std::any::Any;
+use std::fmt;
+use std::rc::Rc;
+
+use crate::handle::DelegateHandle;
+use crate::invocation::InvocationList;
+
+/// A multicast delegate: any number of subscribers, called in the order they were added.
+///
+/// `F` is the signature as a trait object, `dyn Fn(Args..) -> R`. With owned argument types the
+/// generic type has the full API (`add_lambda`, `add_static`, `add_member`, `broadcast`,
+/// `broadcast_collect`, ...); for signatures with reference arguments, and to give the delegate
+/// a real name, use [`declare_multicast_delegate!`](crate::declare_multicast_delegate), whose
+/// types wrap this one.
+///
+/// The reentrancy contract (DESIGN.md M1-M7) holds: subscribers may add, remove, clear and
+/// broadcast again from inside a broadcast. All methods take `&self` (M10). A delegate is neither
+/// `Send` nor `Sync`: it belongs to the thread that made it (see
+/// [`main_thread::enqueue`](crate::main_thread::enqueue) to signal across threads).
+///
+/// ```
+/// use lumina::MulticastDelegate;
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+///
+/// let on_damage: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+/// let total = Rc::new(Cell::new(0));
+/// let sink = Rc::clone(&total);
+/// let handle = on_damage.add_lambda(move |amount| sink.set(sink.get() + amount));
+/// on_damage.broadcast(7);
+/// on_damage.broadcast(3);
+/// assert_eq!(total.get(), 10);
+/// assert!(on_damage.remove(handle));
+/// assert!(!on_damage.is_bound());
+/// ```
+pub struct MulticastDelegate<F: ?Sized + 'static> {
+    list: InvocationList<Rc<F>>,
+}
+
+impl<F: ?Sized + 'static> Default for MulticastDelegate<F> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<F: ?Sized + 'static> fmt::Debug for MulticastDelegate<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MulticastDelegate")
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl<F: ?Sized + 'static> MulticastDelegate<F> {
+    /// An empty delegate. Allocates nothing (M12).
+    pub const fn new() -> Self {
+        MulticastDelegate {
+            list: InvocationList::new(),
+        }
+    }
+
+    /// Adds an already shared callable; the building block of every `add_*` method.
+    pub fn add_shared(&self, callable: Rc<F>) -> DelegateHandle {
+        self.list.add(callable)
+    }
+
+    /// Adds a callable bound to `owner`, held weakly: it never runs after `owner` is dropped, stops
+    /// counting in [`len`](Self::len), and is pruned (M9). The building block of `add_member`.
+    pub fn add_shared_member<T: Any>(&self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
+        self.list.add_owned(owner, callable)
+    }
+
+    /// Removes the subscription of `handle`; `false` (and no change) for an invalid, foreign or
+    /// already removed handle (H2). During a broadcast, a removed subscriber not yet reached does
+    /// not run (M3).
+    pub fn remove(&self, handle: DelegateHandle) -> bool {
+        self.list.remove(handle)
+    }
+
+    /// Removes every member binding of `owner`; returns how many were removed (M9).
+    pub fn remove_all<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
+        self.list.remove_owner(owner)
+    }
+
+    /// Whether a live member binding of `owner` exists (M9).
+    pub fn is_bound_to<T: ?Sized>(&self, owner: &Rc<T>) -> bool {
+        self.list.is_bound_to(owner)
+    }
+
+    /// Removes every subscriber (M6). During a broadcast nothing further runs in it; subscribers
+    /// added after the clear run from the next broadcast on.
+    pub fn clear(&self) {
+        self.list.clear();
+    }
+
+    /// Whether a live subscriber exists (M8).
+    pub fn is_bound(&self) -> bool {
+        self.list.is_bound()
+    }
+
+    /// How many live subscribers there are (M8).
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// `true` when no live subscriber exists.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The underlying [`InvocationList`], for custom broadcast loops.
+    pub fn invocation_list(&self) -> &InvocationList<Rc<F>> {
+        &self.list
+    }
+}
+
+/// Implements the typed API for `MulticastDelegate<dyn Fn(A..) -> R>` with owned arguments.
+macro_rules! impl_multicast_arity {
+    ($($arg:ident: $Arg:ident),*) => {
+        impl<$($Arg: Clone + 'static,)* R: 'static> MulticastDelegate<dyn Fn($($Arg),*) -> R> {
+            /// Adds a closure; the returned handle removes it.
+            pub fn add_lambda(&self, f: impl Fn($($Arg),*) -> R + 'static) -> DelegateHandle {
+                self.add_shared(Rc::new(f))
+            }
+
+            /// Adds a plain function.
+            pub fn add_static(&self, f: fn($($Arg),*) -> R) -> DelegateHandle {
+                self.add_shared(Rc::new(f))
+            }
+
+            /// Adds a method of `owner`, held weakly (M9): it never runs once `owner` is dropped.
+            pub fn add_member<T: Any>(
+                &self,
+                owner: &Rc<T>,
+                method: impl Fn(&T, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                let weak = Rc::downgrade(owner);
+                self.add_shared_member(
+                    owner,
+                    Rc::new(move |$($arg: $Arg),*| method(&crate::__private::upgrade_owner(&weak), $($arg),*)),
+                )
+            }
+
+            /// Calls every subscriber present when the broadcast starts, in order, discarding
+            /// results. Owned arguments are cloned at most N - 1 times (M11); never allocates (M12).
+            pub fn broadcast(&self, $($arg: $Arg),*) {
+                self.list.broadcast_with(($($arg,)*), |f, ($($arg,)*)| {
+                    f($($arg),*);
+                });
+            }
+
+            /// [`broadcast`](Self::broadcast), then [`clear`](Self::clear): for one-shot signals.
+            /// Subscribers added during the broadcast are cleared too (M6).
+            pub fn broadcast_and_clear(&self, $($arg: $Arg),*) {
+                self.broadcast($($arg),*);
+                self.clear();
+            }
+
+            /// Calls every subscriber like [`broadcast`](Self::broadcast) and returns their
+            /// results in call order.
+            pub fn broadcast_collect(&self, $($arg: $Arg),*) -> Vec<R> {
+                let mut results = Vec::new();
+                self.list.broadcast_with(($($arg,)*), |f, ($($arg,)*)| {
+                    results.push(f($($arg),*));
+                });
+                results
+            }
+        }
+    };
+}
+
+impl_multicast_arity!();
+impl_multicast_arity!(a: A);
+impl_multicast_arity!(a: A, b: B);
+impl_multicast_arity!(a: A, b: B, c: C);
+impl_multicast_arity!(a: A, b: B, c: C, d: D);
+impl_multicast_arity!(a: A, b: B, c: C, d: D, e: E);
+impl_multicast_arity!(a: A, b: B, c: C, d: D, e: E, g: G);
