@@ -1,0 +1,396 @@
+//! The systems under measurement, shared by the criterion benches (`benches/delegates.rs`) and the
+//! quick report (`examples/bench_report.rs`), so both measure exactly the same work.
+//!
+//! Every subscriber of every system does the same thing: add its argument to one global counter
+//! with a relaxed load and store (plain moves, no locked instruction), through a reference it
+//! captured. The counter also lets a caller check that each system really ran every subscriber.
+
+#![allow(dead_code)] // each includer uses a different subset
+
+use std::rc::{Rc, Weak};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+
+use lumina::{Delegate, DelegateHandle, MulticastDelegate};
+use signals2::{Connect1, Emit1, Signal};
+
+/// Where every subscriber adds its argument.
+pub static SINK: AtomicU64 = AtomicU64::new(0);
+
+/// Nesting depth of the nested-broadcast benchmark.
+static DEPTH: AtomicU32 = AtomicU32::new(0);
+
+/// The subscriber body, identical for every system.
+#[inline(always)]
+pub fn work(sink: &AtomicU64, x: i32) {
+    sink.store(sink.load(Relaxed).wrapping_add(x as u64), Relaxed);
+}
+
+/// Reads (and resets) the number the subscribers added since the last call.
+pub fn take_sink() -> u64 {
+    SINK.swap(0, Relaxed)
+}
+
+/// A broadcast system: N subscribers, one call broadcasts `x` to all of them.
+pub trait System {
+    /// Short name for tables and benchmark ids.
+    const NAME: &'static str;
+    /// A system with `n` subscribers.
+    fn with_subscribers(n: usize) -> Self;
+    /// Calls every subscriber once with `x`.
+    fn broadcast(&self, x: i32);
+}
+
+/// The floor: a raw `Vec<Box<dyn Fn>>` loop, no handles, no reentrancy safety.
+pub struct Floor(Subscribers);
+
+impl System for Floor {
+    const NAME: &'static str = "floor Vec<Box<dyn Fn>>";
+    fn with_subscribers(n: usize) -> Self {
+        let sink: &'static AtomicU64 = &SINK;
+        Floor(
+            (0..n)
+                .map(|_| Box::new(move |x| work(sink, x)) as Box<dyn Fn(i32)>)
+                .collect(),
+        )
+    }
+    #[inline(never)]
+    fn broadcast(&self, x: i32) {
+        for subscriber in &self.0 {
+            subscriber(x);
+        }
+    }
+}
+
+/// lumina's `MulticastDelegate`.
+pub struct Lumina(MulticastDelegate<dyn Fn(i32)>);
+
+impl System for Lumina {
+    const NAME: &'static str = "lumina MulticastDelegate";
+    fn with_subscribers(n: usize) -> Self {
+        let delegate: MulticastDelegate<dyn Fn(i32)> = MulticastDelegate::new();
+        let sink: &'static AtomicU64 = &SINK;
+        for _ in 0..n {
+            let _ = delegate.add_lambda(move |x| work(sink, x));
+        }
+        Lumina(delegate)
+    }
+    #[inline(never)]
+    fn broadcast(&self, x: i32) {
+        self.0.broadcast(x);
+    }
+}
+
+/// The `signals2` crate (thread-safe, modelled on Boost.Signals2).
+pub struct Signals2(Signal<(i32,)>);
+
+impl System for Signals2 {
+    const NAME: &'static str = "signals2 crate";
+    fn with_subscribers(n: usize) -> Self {
+        let signal: Signal<(i32,)> = Signal::new();
+        let sink: &'static AtomicU64 = &SINK;
+        for _ in 0..n {
+            let _ = signal.connect(move |x| work(sink, x));
+        }
+        Signals2(signal)
+    }
+    #[inline(never)]
+    fn broadcast(&self, x: i32) {
+        self.0.emit(x);
+    }
+}
+
+/// Boost.Signals2 through the C++ shim `benches/boost_shim.cpp` (feature `boost-bench`).
+#[cfg(lumina_boost_shim)]
+pub mod boost {
+    use std::ffi::c_void;
+    use std::sync::atomic::AtomicU64;
+
+    // SAFETY: these declarations match the C functions of benches/boost_shim.cpp exactly. The two
+    // marked `safe` take no pointer: calling them cannot break any invariant.
+    unsafe extern "C" {
+        safe fn lumina_boost_new() -> *mut c_void;
+        fn lumina_boost_free(signal: *mut c_void);
+        fn lumina_boost_connect(signal: *mut c_void, sink: *const AtomicU64) -> u64;
+        fn lumina_boost_disconnect(signal: *mut c_void, id: u64);
+        fn lumina_boost_emit(signal: *mut c_void, x: i32);
+        /// How many times C++ `operator new` ran in the process.
+        pub safe fn lumina_boost_allocations() -> u64;
+    }
+
+    /// A `boost::signals2::signal<void(int)>` with its connections. Owns the pointer made by
+    /// `lumina_boost_new`, freed once, in `Drop`.
+    pub struct BoostSignals2(*mut c_void);
+
+    impl BoostSignals2 {
+        /// An empty signal.
+        pub fn new() -> Self {
+            BoostSignals2(lumina_boost_new())
+        }
+        /// Connects a counting slot that adds to the `'static` sink; the id disconnects it.
+        pub fn connect(&self) -> u64 {
+            // SAFETY: `self.0` is a live signal (freed only in Drop); SINK is a static.
+            unsafe { lumina_boost_connect(self.0, &super::SINK) }
+        }
+        /// Disconnects the slot of `id` (an unknown id is ignored by the shim).
+        pub fn disconnect(&self, id: u64) {
+            // SAFETY: `self.0` is a live signal.
+            unsafe { lumina_boost_disconnect(self.0, id) }
+        }
+        /// Emits `x` to every connected slot.
+        pub fn emit(&self, x: i32) {
+            // SAFETY: `self.0` is a live signal.
+            unsafe { lumina_boost_emit(self.0, x) }
+        }
+    }
+
+    impl Drop for BoostSignals2 {
+        fn drop(&mut self) {
+            // SAFETY: the pointer came from `lumina_boost_new` and is freed only here, once.
+            unsafe { lumina_boost_free(self.0) }
+        }
+    }
+
+    impl super::System for BoostSignals2 {
+        const NAME: &'static str = "Boost.Signals2 (C++)";
+        fn with_subscribers(n: usize) -> Self {
+            let signal = BoostSignals2::new();
+            for _ in 0..n {
+                signal.connect();
+            }
+            signal
+        }
+        #[inline(never)]
+        fn broadcast(&self, x: i32) {
+            self.emit(x);
+        }
+    }
+}
+
+/// Why Boost.Signals2 is not measured in this build, or `None` when it is.
+pub fn boost_skipped() -> Option<&'static str> {
+    if cfg!(lumina_boost_shim) {
+        None
+    } else {
+        Some(option_env!("LUMINA_BOOST_SKIPPED").unwrap_or("the build script did not run"))
+    }
+}
+
+/// Subscribers of one level of the nested benchmark.
+pub const NESTED_WIDTH: usize = 16;
+/// Broadcast levels of the nested benchmark: the first subscriber of each level re-broadcasts
+/// the same list until this depth, so one outer broadcast makes `NESTED_WIDTH * NESTED_DEPTH`
+/// subscriber calls.
+pub const NESTED_DEPTH: u32 = 4;
+
+/// The body of the first subscriber of the nested benchmark: the usual work, then, above the
+/// deepest level, `again` (which broadcasts the same list once more) one level deeper.
+#[inline(always)]
+fn nested_work(sink: &AtomicU64, x: i32, again: impl FnOnce()) {
+    work(sink, x);
+    let depth = DEPTH.load(Relaxed);
+    if depth + 1 < NESTED_DEPTH {
+        DEPTH.store(depth + 1, Relaxed);
+        again();
+        DEPTH.store(depth, Relaxed);
+    }
+}
+
+/// The floor's subscriber list.
+type Subscribers = Vec<Box<dyn Fn(i32)>>;
+
+/// Nested broadcast, floor: the first subscriber loops over the same `Vec` again.
+pub struct NestedFloor(Rc<Subscribers>);
+
+impl System for NestedFloor {
+    const NAME: &'static str = Floor::NAME;
+    fn with_subscribers(n: usize) -> Self {
+        let sink: &'static AtomicU64 = &SINK;
+        NestedFloor(Rc::new_cyclic(|me: &Weak<Subscribers>| {
+            let me = me.clone();
+            let mut list: Subscribers = vec![Box::new(move |x| {
+                nested_work(sink, x, || {
+                    if let Some(list) = me.upgrade() {
+                        for subscriber in list.iter() {
+                            subscriber(x);
+                        }
+                    }
+                })
+            })];
+            list.extend((1..n).map(|_| Box::new(move |x| work(sink, x)) as Box<dyn Fn(i32)>));
+            list
+        }))
+    }
+    #[inline(never)]
+    fn broadcast(&self, x: i32) {
+        for subscriber in self.0.iter() {
+            subscriber(x);
+        }
+    }
+}
+
+/// Nested broadcast, lumina: the first subscriber re-broadcasts the same delegate (M5).
+pub struct NestedLumina(Rc<MulticastDelegate<dyn Fn(i32)>>);
+
+impl System for NestedLumina {
+    const NAME: &'static str = Lumina::NAME;
+    fn with_subscribers(n: usize) -> Self {
+        let sink: &'static AtomicU64 = &SINK;
+        NestedLumina(Rc::new_cyclic(
+            |me: &Weak<MulticastDelegate<dyn Fn(i32)>>| {
+                let me = me.clone();
+                let delegate: MulticastDelegate<dyn Fn(i32)> = MulticastDelegate::new();
+                let _ = delegate.add_lambda(move |x| {
+                    nested_work(sink, x, || {
+                        if let Some(delegate) = me.upgrade() {
+                            delegate.broadcast(x);
+                        }
+                    })
+                });
+                for _ in 1..n {
+                    let _ = delegate.add_lambda(move |x| work(sink, x));
+                }
+                delegate
+            },
+        ))
+    }
+    #[inline(never)]
+    fn broadcast(&self, x: i32) {
+        self.0.broadcast(x);
+    }
+}
+
+/// Nested broadcast, signals2: the first slot re-emits the same signal.
+pub struct NestedSignals2(Signal<(i32,)>);
+
+impl System for NestedSignals2 {
+    const NAME: &'static str = Signals2::NAME;
+    fn with_subscribers(n: usize) -> Self {
+        let sink: &'static AtomicU64 = &SINK;
+        let signal: Signal<(i32,)> = Signal::new();
+        let me = signal.weak();
+        let _ = signal.connect(move |x| {
+            nested_work(sink, x, || {
+                if let Some(signal) = me.upgrade() {
+                    signal.emit(x);
+                }
+            })
+        });
+        for _ in 1..n {
+            let _ = signal.connect(move |x| work(sink, x));
+        }
+        NestedSignals2(signal)
+    }
+    #[inline(never)]
+    fn broadcast(&self, x: i32) {
+        self.0.emit(x);
+    }
+}
+
+/// Single-cast: a raw boxed closure (the floor).
+pub fn single_floor() -> Box<dyn Fn(i32)> {
+    let sink: &'static AtomicU64 = &SINK;
+    Box::new(move |x| work(sink, x))
+}
+
+/// Single-cast: lumina's `Delegate`.
+pub fn single_lumina() -> Delegate<dyn Fn(i32)> {
+    let sink: &'static AtomicU64 = &SINK;
+    Delegate::<dyn Fn(i32)>::create_lambda(move |x| work(sink, x))
+}
+
+/// A small deterministic generator (xorshift64*), for shuffling without a dependency.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a non-zero seed.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed | 1)
+    }
+    /// The next number.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Fisher-Yates shuffle.
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = (self.next_u64() % (i as u64 + 1)) as usize;
+            items.swap(i, j);
+        }
+    }
+}
+
+/// Churn on lumina: adds `order.len()` subscribers, then removes them all in the order given (a
+/// permutation of `0..n`, drawn by the caller outside the timing).
+pub fn churn_lumina(order: &[usize]) {
+    let (delegate, handles) = lumina_add(order.len());
+    lumina_remove(&delegate, &handles, order);
+}
+
+/// The add half of [`churn_lumina`].
+pub fn lumina_add(n: usize) -> (MulticastDelegate<dyn Fn(i32)>, Vec<DelegateHandle>) {
+    let delegate: MulticastDelegate<dyn Fn(i32)> = MulticastDelegate::new();
+    let sink: &'static AtomicU64 = &SINK;
+    let handles = (0..n)
+        .map(|_| delegate.add_lambda(move |x| work(sink, x)))
+        .collect();
+    (delegate, handles)
+}
+
+/// The remove half of [`churn_lumina`]: removes `handles[i]` for each `i` of `order`.
+pub fn lumina_remove(
+    delegate: &MulticastDelegate<dyn Fn(i32)>,
+    handles: &[DelegateHandle],
+    order: &[usize],
+) {
+    for &index in order {
+        assert!(delegate.remove(handles[index]));
+    }
+    assert!(delegate.is_empty());
+}
+
+/// Churn floor: the raw ordered structure with O(log n) insert and remove, a
+/// `BTreeMap<u64, Box<dyn Fn>>` keyed by a counter, same order of removal. Known O(n log n), so
+/// lumina's time relative to it must stay flat as n grows.
+pub fn churn_floor(order: &[usize]) {
+    let mut map: std::collections::BTreeMap<u64, Box<dyn Fn(i32)>> = Default::default();
+    let sink: &'static AtomicU64 = &SINK;
+    for id in 0..order.len() as u64 {
+        map.insert(id, Box::new(move |x| work(sink, x)));
+    }
+    for &index in order {
+        assert!(map.remove(&(index as u64)).is_some());
+    }
+    assert!(map.is_empty());
+}
+
+/// Churn on signals2 (connect, then disconnect in the same random order).
+pub fn churn_signals2(order: &[usize]) {
+    let signal: Signal<(i32,)> = Signal::new();
+    let sink: &'static AtomicU64 = &SINK;
+    let connections: Vec<_> = (0..order.len())
+        .map(|_| signal.connect(move |x| work(sink, x)))
+        .collect();
+    for &index in order {
+        connections[index].disconnect();
+    }
+}
+
+/// Churn on Boost.Signals2 (connect, then disconnect in the same random order).
+#[cfg(lumina_boost_shim)]
+pub fn churn_boost(order: &[usize]) {
+    let signal = boost::BoostSignals2::new();
+    let ids: Vec<u64> = (0..order.len()).map(|_| signal.connect()).collect();
+    for &index in order {
+        signal.disconnect(ids[index]);
+    }
+}
+
+/// A random permutation of `0..n`, fixed per `n`.
+pub fn removal_order(n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    Rng::new(0x5EED ^ n as u64).shuffle(&mut order);
+    order
+}
