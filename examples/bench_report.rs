@@ -73,9 +73,9 @@ fn allocations_per(times: u64, mut op: impl FnMut()) -> f64 {
 }
 
 /// Rounds of the round-robin measurement; each cell is the median over them.
-const ROUNDS: usize = 31;
+const ROUNDS: usize = 101;
 /// Target duration of one timed sample.
-const SAMPLE: Duration = Duration::from_millis(2);
+const SAMPLE: Duration = Duration::from_micros(300);
 
 /// One system in one benchmark: how to run one operation, and how many subscriber calls it makes.
 struct Case<'a> {

@@ -7,20 +7,26 @@
 //!
 //! - M1: subscribers run in order (priority first, highest first; then the order they were added),
 //!   once each per broadcast.
-//! - M2: a broadcast runs only the subscribers present when it started. A [`Broadcast`] remembers
-//!   [`DelegateHandle::next_id`] when it starts; anything added later has a larger id and is skipped.
-//! - M3/M4: removal and clearing while a broadcast runs only empty the entry's slot (a
-//!   *tombstone*), so nothing not yet reached runs, indices stay valid and the running subscriber
-//!   keeps its own clone of the callable until it returns.
+//! - M2: a broadcast runs only the subscribers present when it started. While any broadcast
+//!   runs, the main list is frozen in shape: subscribers added go to a *pending* list, merged
+//!   into the main one when the outermost broadcast ends. A [`Broadcast`] remembers
+//!   [`DelegateHandle::next_id`] when it starts, so a nested broadcast runs the pending
+//!   subscribers added before it started (merged in order) and skips those added after.
+//! - M3/M4: removal and clearing while a broadcast runs only mark the entry removed (a
+//!   *tombstone*), so nothing not yet reached runs; the callable itself stays in place, alive,
+//!   until the outermost broadcast ends, so the subscriber that is running finishes safely.
+//!   Outside a broadcast a removed callable is dropped at once.
 //! - M5: the lock count nests; the list is compacted once, when the outermost broadcast ends.
 //! - M7: the lock is a guard, released (and the list compacted) even when a subscriber panics.
 //! - M9: an entry with a weak owner whose owner died is never returned again and is pruned.
 //! - M12: beginning and walking a broadcast never allocates; removal by handle is a binary
 //!   search while handles are in order (always, for lists without priorities).
 //!
-//! Every method takes `&self`: subscribers re-enter the list through a shared reference. No
-//! `RefCell` borrow is ever held while user code runs (callables are cloned out first, removed
-//! callables are dropped after the borrow ends), so re-entrancy cannot hit a borrow panic.
+//! Every method takes `&self`: subscribers re-enter the list through a shared reference. The main
+//! list is borrowed mutably only while no broadcast runs, and never across user code (removed
+//! callables are dropped after the borrow ends); a broadcast holds a shared borrow of it for its
+//! whole duration, which every method used during a broadcast shares. So re-entrancy cannot hit a
+//! borrow panic, and a broadcast walks the list without re-borrowing or cloning per subscriber.
 //!
 //! ```
 //! use lumina::invocation::InvocationList;
@@ -40,21 +46,86 @@
 //! ```
 
 use std::any::Any;
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, Ref, RefCell};
 use std::fmt;
 use std::rc::{Rc, Weak};
 
 use crate::handle::DelegateHandle;
 
-/// One subscriber. `slot == None` is a tombstone: removed, waiting for compaction.
+/// [`Entry::state`] bit: removed (a tombstone).
+const REMOVED: u8 = 1;
+/// [`Entry::state`] bit: has a weak owner, whose death also ends the subscription (M9).
+const OWNED: u8 = 2;
+
+/// One subscriber.
+///
+/// A removed entry is a *tombstone*, waiting for compaction: its state has [`REMOVED`] and its
+/// `slot` is emptied, dropping the callable at once, unless the callable is running right now
+/// (a broadcast borrows the slot while it calls it): then it stays until the outermost broadcast
+/// ends (M4). So an empty slot always has [`REMOVED`] set.
 struct Entry<C> {
     id: u64,
     priority: i32,
-    slot: Option<C>,
+    /// [`REMOVED`] | [`OWNED`]: 0 for a live entry without owner, so the broadcast loop checks
+    /// liveness with one byte compare.
+    state: Cell<u8>,
+    /// Borrowed by each broadcast for the duration of the call (several when nested).
+    slot: RefCell<Option<C>>,
     owner: Option<Weak<dyn Any>>,
 }
 
 impl<C> Entry<C> {
+    fn new(id: u64, priority: i32, owner: Option<Weak<dyn Any>>, callable: C) -> Self {
+        Entry {
+            id,
+            priority,
+            state: Cell::new(if owner.is_some() { OWNED } else { 0 }),
+            slot: RefCell::new(Some(callable)),
+            owner,
+        }
+    }
+
+    fn is_removed(&self) -> bool {
+        self.state.get() & REMOVED != 0
+    }
+
+    fn mark_removed(&self) {
+        self.state.set(self.state.get() | REMOVED);
+    }
+
+    /// Marks the entry removed and empties its slot.
+    fn take(&mut self) -> Option<C> {
+        self.mark_removed();
+        self.slot.get_mut().take()
+    }
+
+    /// Marks the entry removed and empties its slot unless its callable is running (then
+    /// `settle` drops it when the outermost broadcast ends, M4). The caller drops what this
+    /// returns, ideally outside any borrow.
+    fn take_unless_running(&self) -> Option<C> {
+        self.mark_removed();
+        self.slot
+            .try_borrow_mut()
+            .ok()
+            .and_then(|mut slot| slot.take())
+    }
+
+    /// A clone of the callable, if there is one and `filter` accepts it.
+    fn cloned_if(&self, filter: impl FnOnce(&C) -> bool) -> Option<C>
+    where
+        C: Clone,
+    {
+        self.slot
+            .borrow()
+            .as_ref()
+            .filter(|callable| filter(callable))
+            .cloned()
+    }
+
+    fn has_callable(&mut self) -> bool {
+        self.slot.get_mut().is_some()
+    }
+
     /// The dispatch-order key: higher priority first, then ascending id (= order added).
     fn key(&self) -> (i64, u64) {
         (-i64::from(self.priority), self.id)
@@ -66,8 +137,35 @@ impl<C> Entry<C> {
             .is_none_or(|owner| owner.strong_count() > 0)
     }
 
+    /// Not removed (the owner may have died).
+    #[inline]
+    fn is_present(&self) -> bool {
+        !self.is_removed()
+    }
+
+    #[inline]
     fn is_live(&self) -> bool {
-        self.slot.is_some() && self.owner_alive()
+        match self.state.get() {
+            0 => true,
+            OWNED => self.owner_alive(),
+            _ => false,
+        }
+    }
+
+    /// Whether the entry is live. A present entry whose owner died is pruned on the way (M9):
+    /// marked removed, its callable dropped unless running.
+    #[inline]
+    fn live_or_prune(&self, tombstones: &Cell<usize>) -> bool {
+        match self.state.get() {
+            0 => true,
+            OWNED if self.owner_alive() => true,
+            OWNED => {
+                tombstones.set(tombstones.get() + 1);
+                drop(self.take_unless_running());
+                false
+            }
+            _ => false,
+        }
     }
 
     fn is_owned_by(&self, owner: *const ()) -> bool {
@@ -80,18 +178,27 @@ impl<C> Entry<C> {
 /// A reentrancy-safe, ordered list of subscribers; see the [module documentation](self).
 ///
 /// `C` is what a subscriber is (an `Rc<dyn Fn(..)>` for delegates, a handler reference for the
-/// event processor, a native-or-managed listener for script delegates); it is cloned out of the
-/// list before it is invoked, so it should be cheap to clone.
+/// event processor, a native-or-managed listener for script delegates). [`broadcast_with`]
+/// calls subscribers through a reference; the [`Broadcast`] iterator yields clones, so `C`
+/// should be cheap to clone.
+///
+/// [`broadcast_with`]: InvocationList::broadcast_with
 pub struct InvocationList<C> {
+    /// Subscribers in dispatch order. Changed in shape (pushed, inserted, compacted) only while
+    /// no broadcast runs; broadcasts hold a shared borrow of it.
     entries: RefCell<Vec<Entry<C>>>,
+    /// Subscribers added while a broadcast runs, in dispatch order; merged into `entries` when
+    /// the outermost broadcast ends. Never borrowed across user code.
+    pending: RefCell<Vec<Entry<C>>>,
+    /// Whether `pending` may be non-empty (set on insertion, cleared when it is emptied), so
+    /// beginning and ending a broadcast need not borrow it.
+    has_pending: Cell<bool>,
     /// How many broadcasts are running on this list (they nest).
     lock: Cell<u32>,
-    /// Entries whose slot is empty, waiting for compaction.
+    /// Removed entries of `entries` waiting for compaction.
     tombstones: Cell<usize>,
-    /// Bumped by every insertion that is not at the end, so running cursors re-find their place.
-    generation: Cell<u64>,
-    /// Whether ids ascend along the list (true until an insertion lands before the end), which
-    /// allows removal by binary search and lets a cursor stop at the first too-new entry.
+    /// Whether ids ascend along `entries` (true until an insertion lands before the end), which
+    /// allows removal by binary search.
     ids_ascending: Cell<bool>,
 }
 
@@ -115,9 +222,10 @@ impl<C> InvocationList<C> {
     pub const fn new() -> Self {
         InvocationList {
             entries: RefCell::new(Vec::new()),
+            pending: RefCell::new(Vec::new()),
+            has_pending: Cell::new(false),
             lock: Cell::new(0),
             tombstones: Cell::new(0),
-            generation: Cell::new(0),
             ids_ascending: Cell::new(true),
         }
     }
@@ -146,38 +254,53 @@ impl<C> InvocationList<C> {
         callable: C,
     ) -> DelegateHandle {
         let handle = DelegateHandle::new_unique();
-        let mut entries = self.entries.borrow_mut();
-        let at_end = entries.last().is_none_or(|last| last.priority >= priority);
-        let position = if at_end {
-            entries.len()
+        let entry = Entry::new(handle.id(), priority, owner, callable);
+        if self.is_broadcasting() {
+            // The main list keeps its shape while broadcasts walk it (M2).
+            let mut pending = self.pending.borrow_mut();
+            let position = pending.partition_point(|other| other.priority >= priority);
+            pending.insert(position, entry);
+            self.has_pending.set(true);
         } else {
-            entries.partition_point(|entry| entry.priority >= priority)
-        };
-        if position != entries.len() {
-            self.ids_ascending.set(false);
-            self.generation.set(self.generation.get().wrapping_add(1));
+            let mut entries = self.entries.borrow_mut();
+            if Self::insert_sorted(&mut entries, entry) {
+                self.ids_ascending.set(false);
+            }
         }
-        entries.insert(
-            position,
-            Entry {
-                id: handle.id(),
-                priority,
-                slot: Some(callable),
-                owner,
-            },
-        );
         handle
+    }
+
+    /// Inserts `entry` after every entry of at least its priority; returns whether ids no
+    /// longer ascend along the list (it landed before the end, or after a larger id: pending
+    /// entries are merged in dispatch order, not id order).
+    fn insert_sorted(entries: &mut Vec<Entry<C>>, entry: Entry<C>) -> bool {
+        let at_end = entries
+            .last()
+            .is_none_or(|last| last.priority >= entry.priority);
+        if at_end {
+            let out_of_order = entries.last().is_some_and(|last| last.id > entry.id);
+            entries.push(entry);
+            out_of_order
+        } else {
+            let position = entries.partition_point(|other| other.priority >= entry.priority);
+            entries.insert(position, entry);
+            true
+        }
     }
 
     /// Removes the subscriber of `handle`. Returns `false`, changing nothing, for an invalid,
     /// foreign or already removed handle, or one whose owner is already dropped (H2).
     ///
     /// Outside a broadcast the callable is dropped before this returns; during one, the entry
-    /// becomes a tombstone that no running or later broadcast invokes (M3), and the subscriber
-    /// currently running (if it is this one) finishes on its own clone (M4).
+    /// becomes a tombstone that no running or later broadcast invokes (M3), and its callable is
+    /// dropped when the outermost broadcast ends, so the subscriber currently running (if it is
+    /// this one) finishes safely (M4).
     pub fn remove(&self, handle: DelegateHandle) -> bool {
         if !handle.is_valid() {
             return false;
+        }
+        if self.is_broadcasting() {
+            return self.remove_while_broadcasting(handle.id());
         }
         let (removed, was_live) = {
             let mut entries = self.entries.borrow_mut();
@@ -186,7 +309,7 @@ impl<C> InvocationList<C> {
             };
             let entry = &mut entries[index];
             let was_live = entry.is_live();
-            let removed = entry.slot.take();
+            let removed = entry.take();
             if removed.is_some() {
                 self.tombstones.set(self.tombstones.get() + 1);
             }
@@ -198,31 +321,45 @@ impl<C> InvocationList<C> {
         was_live
     }
 
-    /// Removes every live subscriber bound to `owner` (M9); returns how many.
+    fn remove_while_broadcasting(&self, id: u64) -> bool {
+        {
+            let entries = self.entries.borrow();
+            if let Some(index) = self.find(&entries, id) {
+                let entry = &entries[index];
+                if !entry.is_present() {
+                    return false;
+                }
+                self.tombstones.set(self.tombstones.get() + 1);
+                let was_live = entry.owner_alive();
+                let removed = entry.take_unless_running();
+                drop(entries);
+                drop(removed);
+                return was_live;
+            }
+        }
+        let removed = {
+            let mut pending = self.pending.borrow_mut();
+            let Some(index) = pending.iter().position(|entry| entry.id == id) else {
+                return false;
+            };
+            // No broadcast holds a reference into `pending`: take it out right away.
+            pending.remove(index)
+        };
+        let was_live = removed.is_live();
+        drop(removed);
+        was_live
+    }
+
+    /// Removes every live subscriber bound to `owner` (M9); returns how many. Allocates nothing.
     pub fn remove_owner<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
         let owner = Rc::as_ptr(owner).cast::<()>();
-        let graveyard: Vec<C> = {
-            let mut entries = self.entries.borrow_mut();
-            entries
-                .iter_mut()
-                .filter(|entry| entry.is_live() && entry.is_owned_by(owner))
-                .filter_map(|entry| entry.slot.take())
-                .collect()
-        };
-        let removed = graveyard.len();
-        self.tombstones.set(self.tombstones.get() + removed);
-        drop(graveyard);
-        self.compact_if_worthwhile();
-        removed
+        self.remove_each(|entry| entry.is_live() && entry.is_owned_by(owner))
     }
 
     /// Whether a live subscriber is bound to `owner`.
     pub fn is_bound_to<T: ?Sized>(&self, owner: &Rc<T>) -> bool {
         let owner = Rc::as_ptr(owner).cast::<()>();
-        self.entries
-            .borrow()
-            .iter()
-            .any(|entry| entry.is_live() && entry.is_owned_by(owner))
+        self.any_entry(|entry| entry.is_live() && entry.is_owned_by(owner))
     }
 
     /// Removes every subscriber. During a broadcast nothing further runs in it (or in any
@@ -230,15 +367,7 @@ impl<C> InvocationList<C> {
     /// on (M6).
     pub fn clear(&self) {
         if self.is_broadcasting() {
-            let graveyard: Vec<C> = {
-                let mut entries = self.entries.borrow_mut();
-                entries
-                    .iter_mut()
-                    .filter_map(|entry| entry.slot.take())
-                    .collect()
-            };
-            self.tombstones.set(self.tombstones.get() + graveyard.len());
-            drop(graveyard);
+            self.remove_each(Entry::is_present);
         } else {
             let old = std::mem::take(&mut *self.entries.borrow_mut());
             self.tombstones.set(0);
@@ -249,17 +378,14 @@ impl<C> InvocationList<C> {
 
     /// Whether at least one live subscriber exists (M8).
     pub fn is_bound(&self) -> bool {
-        self.entries.borrow().iter().any(Entry::is_live)
+        self.any_entry(Entry::is_live)
     }
 
     /// How many live subscribers there are: removed ones and those whose owner died do not
     /// count (M8).
     pub fn len(&self) -> usize {
-        self.entries
-            .borrow()
-            .iter()
-            .filter(|entry| entry.is_live())
-            .count()
+        let count = |entries: &[Entry<C>]| entries.iter().filter(|entry| entry.is_live()).count();
+        count(&self.entries.borrow()) + count(&self.pending.borrow())
     }
 
     /// `true` when [`len`](Self::len) is 0.
@@ -274,17 +400,62 @@ impl<C> InvocationList<C> {
 
     /// Starts a broadcast: locks the list until the returned [`Broadcast`] is dropped and yields
     /// the live subscribers that were present at this moment, in order (M1, M2).
+    #[inline]
     pub fn begin(&self) -> Broadcast<'_, C> {
         self.lock.set(self.lock.get() + 1);
+        // Pending subscribers present now were added before this (nested) broadcast began: they
+        // run in it, merged in order. Later ones never do (their ids reach `limit`).
+        let merge_pending = self.has_pending.get();
         Broadcast {
             list: self,
-            limit: DelegateHandle::next_id(),
-            cursor: Cursor {
-                index: 0,
-                generation: self.generation.get(),
-                last_key: None,
+            entries: Some(self.entries.borrow()),
+            limit: if merge_pending {
+                DelegateHandle::next_id()
+            } else {
+                0
             },
+            merge_pending,
+            index: 0,
+            last_key: None,
         }
+    }
+
+    /// Removes every entry present now that `select` picks; returns how many. Each callable is
+    /// dropped at once (unless it is running: then when the outermost broadcast ends, M4), while
+    /// the list is locked like a broadcast, so the re-entrant code of a closure's drop cannot move
+    /// entries under the walk; what that code adds comes after this call and stays. Allocates
+    /// nothing (a subscriber may clear or remove an owner during a broadcast, M12).
+    fn remove_each(&self, mut select: impl FnMut(&Entry<C>) -> bool) -> usize {
+        let lock = self.begin();
+        let limit = DelegateHandle::next_id();
+        let mut removed = 0;
+        for entry in lock.entries.as_deref().map_or(&[][..], Vec::as_slice) {
+            if entry.is_present() && select(entry) {
+                removed += 1;
+                self.tombstones.set(self.tombstones.get() + 1);
+                drop(entry.take_unless_running());
+            }
+        }
+        loop {
+            let entry = {
+                let mut pending = self.pending.borrow_mut();
+                let Some(index) = pending
+                    .iter()
+                    .position(|entry| entry.id < limit && select(entry))
+                else {
+                    break;
+                };
+                pending.remove(index)
+            };
+            removed += 1;
+            drop(entry);
+        }
+        removed
+    }
+
+    fn any_entry(&self, mut predicate: impl FnMut(&Entry<C>) -> bool) -> bool {
+        self.entries.borrow().iter().any(&mut predicate)
+            || self.pending.borrow().iter().any(predicate)
     }
 
     fn find(&self, entries: &[Entry<C>], id: u64) -> Option<usize> {
@@ -307,60 +478,143 @@ impl<C> InvocationList<C> {
         }
     }
 
-    /// Drops every tombstone. Only runs when no broadcast is running, so no cursor is affected.
-    /// Dropping an entry only drops its id and weak owner: no user code runs here.
+    /// Drops every tombstone whose callable is already gone and merges the pending subscribers
+    /// in. Only runs when no broadcast is running. Dropping an entry here only drops its id and
+    /// weak owner: no user code runs.
     fn compact(&self) {
         let mut entries = self.entries.borrow_mut();
-        entries.retain(|entry| entry.slot.is_some());
-        self.tombstones.set(0);
+        entries.retain_mut(Entry::has_callable);
+        let mut pending = self.pending.borrow_mut();
+        self.has_pending.set(false);
+        for entry in pending.drain(..) {
+            if Self::insert_sorted(&mut entries, entry) {
+                self.ids_ascending.set(false);
+            }
+        }
+        // Normally 0: only a panic in a callable's drop during `settle` leaves removed entries
+        // holding their callable; they are dropped by the next settle.
+        let left = entries.iter().filter(|entry| entry.is_removed()).count();
+        self.tombstones.set(left);
         if entries.is_empty() {
             self.ids_ascending.set(true);
         }
     }
 
+    #[inline]
     fn unlock(&self) {
         let depth = self.lock.get() - 1;
         self.lock.set(depth);
-        if depth == 0 && self.tombstones.get() > 0 {
-            self.compact();
+        if depth == 0 && (self.tombstones.get() > 0 || self.has_pending.get()) {
+            self.settle();
+        }
+    }
+
+    /// At the end of the outermost broadcast: drops the callables removed during it, one at a
+    /// time and outside any borrow (their captures may re-enter the list), then compacts and
+    /// merges the pending subscribers. The list counts as broadcasting meanwhile, so re-entrant
+    /// calls from those drops cannot move entries under the walk; the guard finishes (and
+    /// unlocks) even if a drop panics.
+    #[cold]
+    #[inline(never)]
+    fn settle(&self) {
+        struct Settling<'a, C>(&'a InvocationList<C>);
+        impl<C> Drop for Settling<'_, C> {
+            fn drop(&mut self) {
+                self.0.lock.set(0);
+                self.0.compact();
+            }
+        }
+        self.lock.set(1);
+        let _settling = Settling(self);
+        loop {
+            let mut index = 0;
+            let mut dropped = false;
+            loop {
+                let callable = {
+                    let mut entries = self.entries.borrow_mut();
+                    let Some(offset) = entries[index..]
+                        .iter_mut()
+                        .position(|entry| entry.is_removed() && entry.has_callable())
+                    else {
+                        break;
+                    };
+                    index += offset;
+                    entries[index].slot.get_mut().take()
+                };
+                drop(callable);
+                dropped = true;
+            }
+            // A drop may have removed more (behind the walk): go again until none is left.
+            if !dropped {
+                break;
+            }
         }
     }
 }
 
 impl<C: Clone> InvocationList<C> {
     /// Broadcasts `args` to every subscriber: `call(subscriber, args)` runs for each one that
-    /// [`begin`](Self::begin) yields. An owned argument is cloned only for subscribers that have
-    /// a live subscriber after them, so the last one gets the original: at most N - 1 clones for
-    /// N subscribers (M11). Never allocates (M12).
+    /// [`begin`](Self::begin) yields, through a reference (no clone of the subscriber). An owned
+    /// argument is cloned only for subscribers that have a live subscriber after them, so the
+    /// last one gets the original: at most N - 1 clones for N subscribers (M11). Never
+    /// allocates (M12).
     pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
         let mut broadcast = self.begin();
-        let Some(mut current) = broadcast.next() else {
-            return;
-        };
-        loop {
-            if broadcast.has_next() {
+        if broadcast.merge_pending {
+            // Rare: a nested broadcast while subscribers added during the outer one wait.
+            let Some(mut current) = broadcast.next() else {
+                return;
+            };
+            while broadcast.has_next() {
                 call(&current, args.clone());
                 match broadcast.next() {
                     Some(next) => current = next,
                     None => return,
                 }
-            } else {
-                call(&current, args);
+            }
+            call(&current, args);
+            return;
+        }
+        // The main list keeps its shape while the broadcast holds it (see `insert`), and removed
+        // callables stay alive until the outermost broadcast ends: calling through references
+        // into it is safe across re-entrant calls.
+        let tombstones = &self.tombstones;
+        let entries: &[Entry<C>] = broadcast.entries.as_deref().map_or(&[], Vec::as_slice);
+        // The last live subscriber gets the original args (M11). Found once: later ones cannot
+        // appear (M2); if it is removed before it runs, the original is dropped unused and the
+        // clones made stay below N.
+        let last = match entries.last() {
+            Some(entry) if entry.state.get() == 0 => entries.len() - 1,
+            _ => match entries.iter().rposition(Entry::is_live) {
+                Some(last) => last,
+                None => return,
+            },
+        };
+        for (index, entry) in entries[..=last].iter().enumerate() {
+            // Live without owner is the common case: one byte compare. The state is read right
+            // before the call, as an earlier call may have removed this entry (M3).
+            if entry.state.get() != 0 && !live_slow(entry, tombstones) {
+                continue;
+            }
+            // Borrowed for the call: a removal meanwhile leaves the running callable in place.
+            let slot = entry.slot.borrow();
+            let Some(current) = slot.as_ref() else {
+                continue;
+            };
+            if index == last {
+                call(current, args);
                 return;
             }
+            call(current, args.clone());
         }
     }
 }
 
-/// Where a [`Broadcast`] is in the list.
-#[derive(Clone, Copy)]
-struct Cursor {
-    /// Next index to look at.
-    index: usize,
-    /// The list's generation when `index` was computed.
-    generation: u64,
-    /// Key of the last entry passed, to re-find the place after a mid-list insertion.
-    last_key: Option<(i64, u64)>,
+/// The broadcast loop's path for entries that are removed or have an owner.
+#[cold]
+#[inline(never)]
+fn live_slow<C>(entry: &Entry<C>, tombstones: &Cell<usize>) -> bool {
+    entry.live_or_prune(tombstones)
 }
 
 /// A running broadcast: holds the list's lock count up and yields its subscribers.
@@ -371,15 +625,23 @@ struct Cursor {
 /// outermost one compacts the list (M5, M7).
 pub struct Broadcast<'a, C> {
     list: &'a InvocationList<C>,
-    /// Entries with an id at least this large were added after the broadcast began (M2).
+    /// The main list, held for the whole broadcast (it keeps its shape meanwhile). Released
+    /// first on drop, so the outermost broadcast can compact.
+    entries: Option<Ref<'a, Vec<Entry<C>>>>,
+    /// Pending entries with an id at least this large were added after the broadcast began (M2).
     limit: u64,
-    cursor: Cursor,
+    /// Whether pending entries existed at begin (only then can any of them run in it).
+    merge_pending: bool,
+    /// Next index to look at in the main list.
+    index: usize,
+    /// Key of the last entry passed, main or pending: pending ones after it come next.
+    last_key: Option<(i64, u64)>,
 }
 
 impl<C> fmt::Debug for Broadcast<'_, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Broadcast")
-            .field("index", &self.cursor.index)
+            .field("index", &self.index)
             .finish_non_exhaustive()
     }
 }
@@ -388,55 +650,77 @@ impl<C: Clone> Broadcast<'_, C> {
     /// The next live subscriber for which `filter` returns true, skipping others.
     ///
     /// Subscribers whose owner died are pruned as they are passed (their callable is dropped
-    /// outside the list's borrow).
+    /// when the outermost broadcast ends).
     pub fn next_matching(&mut self, mut filter: impl FnMut(&C) -> bool) -> Option<C> {
+        let list = self.list;
+        let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
         loop {
-            let mut graveyard = None;
-            {
-                let list = self.list;
-                let mut entries = list.entries.borrow_mut();
-                self.relocate(&entries);
-                while self.cursor.index < entries.len() {
-                    let entry = &mut entries[self.cursor.index];
-                    if entry.id >= self.limit {
-                        if list.ids_ascending.get() {
-                            self.cursor.index = entries.len();
-                            break;
-                        }
-                        self.step(entry.key());
-                        continue;
-                    }
-                    self.step(entry.key());
-                    if entry.slot.is_none() {
-                        continue;
-                    }
-                    if !entry.owner_alive() {
-                        graveyard = entry.slot.take();
-                        list.tombstones.set(list.tombstones.get() + 1);
-                        break;
-                    }
-                    if let Some(slot) = entry.slot.as_ref().filter(|slot| filter(slot)) {
-                        return Some(slot.clone());
+            // The next live entry of the main list.
+            let main = loop {
+                let Some(entry) = entries.get(self.index) else {
+                    break None;
+                };
+                if entry.live_or_prune(&list.tombstones) {
+                    break Some(entry);
+                }
+                self.index += 1;
+            };
+            // The next runnable pending entry, if pending ones can run in this broadcast; the
+            // earlier of the two in dispatch order comes first.
+            if self.merge_pending {
+                let pending = list.pending.borrow();
+                let next_pending = self.next_pending(&pending);
+                if let Some(entry) = next_pending.filter(|p| main.is_none_or(|m| p.key() < m.key()))
+                {
+                    self.last_key = Some(entry.key());
+                    match entry.cloned_if(&mut filter) {
+                        Some(callable) => return Some(callable),
+                        None => continue,
                     }
                 }
             }
-            // A pruned callable is dropped outside the borrow (its captures may re-enter the
-            // list); then the walk goes on, re-finding its place if the list changed.
-            graveyard.as_ref()?;
-            drop(graveyard);
+            let entry = main?;
+            self.index += 1;
+            self.last_key = Some(entry.key());
+            if let Some(callable) = entry.cloned_if(&mut filter) {
+                return Some(callable);
+            }
         }
+    }
+
+    /// The first live pending entry after `last_key` that was added before this broadcast began.
+    fn next_pending<'p>(&self, pending: &'p [Entry<C>]) -> Option<&'p Entry<C>> {
+        let start = self.last_key.map_or(0, |last| {
+            pending.partition_point(|entry| entry.key() <= last)
+        });
+        pending[start..]
+            .iter()
+            .find(|entry| entry.id < self.limit && entry.is_live())
     }
 
     /// Whether [`next_matching`](Self::next_matching) with this filter would yield a subscriber
     /// now. Does not advance.
     pub fn has_next_matching(&mut self, mut filter: impl FnMut(&C) -> bool) -> bool {
-        let list = self.list;
-        let entries = list.entries.borrow();
-        self.relocate(&entries);
-        entries[self.cursor.index.min(entries.len())..]
+        let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
+        let mut matching = |entry: &Entry<C>| {
+            entry.is_live() && entry.slot.borrow().as_ref().is_some_and(&mut filter)
+        };
+        if entries[self.index.min(entries.len())..]
             .iter()
-            .filter(|entry| entry.id < self.limit)
-            .any(|entry| entry.is_live() && entry.slot.as_ref().is_some_and(&mut filter))
+            .any(&mut matching)
+        {
+            return true;
+        }
+        if !self.merge_pending {
+            return false;
+        }
+        let pending = self.list.pending.borrow();
+        let start = self.last_key.map_or(0, |last| {
+            pending.partition_point(|entry| entry.key() <= last)
+        });
+        pending[start..]
+            .iter()
+            .any(|entry| entry.id < self.limit && matching(entry))
     }
 
     /// Whether another live subscriber follows. Does not advance.
@@ -448,29 +732,8 @@ impl<C: Clone> Broadcast<'_, C> {
     /// when the broadcast began) and the same lock. Script delegates use this for their second,
     /// managed pass.
     pub fn rewind(&mut self) {
-        self.cursor = Cursor {
-            index: 0,
-            generation: self.list.generation.get(),
-            last_key: None,
-        };
-    }
-
-    fn step(&mut self, key: (i64, u64)) {
-        self.cursor.index += 1;
-        self.cursor.last_key = Some(key);
-    }
-
-    /// After an insertion before the end of the list, re-finds the index after the last entry
-    /// passed (entries are sorted by key, and nothing is removed physically while locked).
-    fn relocate(&mut self, entries: &[Entry<C>]) {
-        let generation = self.list.generation.get();
-        if self.cursor.generation != generation {
-            self.cursor.generation = generation;
-            self.cursor.index = match self.cursor.last_key {
-                None => 0,
-                Some(last) => entries.partition_point(|entry| entry.key() <= last),
-            };
-        }
+        self.index = 0;
+        self.last_key = None;
     }
 }
 
@@ -483,7 +746,10 @@ impl<C: Clone> Iterator for Broadcast<'_, C> {
 }
 
 impl<C> Drop for Broadcast<'_, C> {
+    #[inline]
     fn drop(&mut self) {
+        // Release the shared borrow first: the outermost broadcast compacts the list.
+        self.entries = None;
         self.list.unlock();
     }
 }
