@@ -181,6 +181,13 @@ impl<'a> Common<'a> {
     }
 }
 
+/// The user's `#[cfg(..)]` attributes, repeated on the impl blocks so they come and go with
+/// the struct.
+fn cfg_attrs(decl: &DelegateDecl) -> TokenStream {
+    let cfgs = decl.attrs.iter().filter(|attr| attr.path().is_ident("cfg"));
+    quote!(#(#cfgs)*)
+}
+
 fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let name = &decl.name;
     let vis = &decl.vis;
@@ -204,6 +211,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         signature_doc(decl, args)
     );
     let attrs = struct_attrs(decl, &summary);
+    let cfgs = cfg_attrs(decl);
     let handle = quote!(::lumina::__private::DelegateHandle);
     let output_arrow = decl.output.as_ref().map(|output| quote!(-> #output));
     let passed: Vec<TokenStream> = args.iter().map(Arg::pass).collect();
@@ -249,6 +257,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         #[derive(Default, Debug)]
         #vis struct #name(::lumina::__private::MulticastDelegate<dyn #signature>);
 
+        #cfgs
         #[allow(dead_code)]
         impl #name {
             /// An empty delegate. Allocates nothing.
@@ -320,6 +329,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             }
         }
 
+        #cfgs
         #[allow(dead_code)]
         impl #name {
             /// Calls every subscriber present when the broadcast starts, in the order they were
@@ -363,6 +373,7 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         signature_doc(decl, args)
     );
     let attrs = struct_attrs(decl, &summary);
+    let cfgs = cfg_attrs(decl);
     let delegate = quote!(::lumina::__private::Delegate);
     let output = decl
         .output
@@ -375,6 +386,7 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         #[derive(Clone, Default, Debug)]
         #vis struct #name(#delegate<dyn #signature>);
 
+        #cfgs
         #[allow(dead_code)]
         impl #name {
             /// An unbound delegate.
