@@ -559,35 +559,55 @@ impl<C: Clone> InvocationList<C> {
     /// last one gets the original: at most N - 1 clones for N subscribers (M11). Never
     /// allocates (M12).
     pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
+        let mut args = Some(args);
+        self.walk(|subscriber, last| {
+            if last {
+                if let Some(args) = args.take() {
+                    call(subscriber, args);
+                }
+            } else if let Some(args) = &args {
+                call(subscriber, args.clone());
+            }
+            false
+        });
+    }
+
+    /// Calls `call` on each subscriber that [`begin`](Self::begin) yields, in order, through a
+    /// reference (no clone of the subscriber), until one call returns `true`; returns whether
+    /// one did. The event processor's dispatch: handlers run until one consumes the event.
+    /// Never allocates (M12).
+    pub fn broadcast_until(&self, mut call: impl FnMut(&C) -> bool) -> bool {
+        self.walk(|subscriber, _| call(subscriber))
+    }
+
+    /// The broadcast loop: `visit(subscriber, is_last)` for each live subscriber present when
+    /// it began, until `visit` returns `true` (then returns `true`). `is_last`: no live
+    /// subscriber follows (at that moment; a later removal can only make it come true later).
+    #[inline(always)]
+    fn walk(&self, mut visit: impl FnMut(&C, bool) -> bool) -> bool {
         let mut broadcast = self.begin();
         if broadcast.merge_pending {
             // Rare: a nested broadcast while subscribers added during the outer one wait.
-            let Some(mut current) = broadcast.next() else {
-                return;
-            };
-            while broadcast.has_next() {
-                call(&current, args.clone());
-                match broadcast.next() {
-                    Some(next) => current = next,
-                    None => return,
+            while let Some(current) = broadcast.next() {
+                let last = !broadcast.has_next();
+                if visit(&current, last) {
+                    return true;
                 }
             }
-            call(&current, args);
-            return;
+            return false;
         }
-        // The main list keeps its shape while the broadcast holds it (see `insert`), and removed
-        // callables stay alive until the outermost broadcast ends: calling through references
-        // into it is safe across re-entrant calls.
+        // The main list keeps its shape while the broadcast holds it (see `insert`), and a
+        // callable stays in place while it runs: calling through references into the list is
+        // safe across re-entrant calls.
         let tombstones = &self.tombstones;
         let entries: &[Entry<C>] = broadcast.entries.as_deref().map_or(&[], Vec::as_slice);
-        // The last live subscriber gets the original args (M11). Found once: later ones cannot
-        // appear (M2); if it is removed before it runs, the original is dropped unused and the
-        // clones made stay below N.
+        // The last live subscriber, found once: later ones cannot appear (M2); if it is removed
+        // before it runs, no call is told it is the last (M11 then clones for fewer than N).
         let last = match entries.last() {
             Some(entry) if entry.state.get() == 0 => entries.len() - 1,
             _ => match entries.iter().rposition(Entry::is_live) {
                 Some(last) => last,
-                None => return,
+                None => return false,
             },
         };
         for (index, entry) in entries[..=last].iter().enumerate() {
@@ -601,12 +621,11 @@ impl<C: Clone> InvocationList<C> {
             let Some(current) = slot.as_ref() else {
                 continue;
             };
-            if index == last {
-                call(current, args);
-                return;
+            if visit(current, index == last) {
+                return true;
             }
-            call(current, args.clone());
         }
+        false
     }
 }
 
