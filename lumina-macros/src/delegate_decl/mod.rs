@@ -80,7 +80,11 @@ fn sanitize(mut decl: DelegateDecl) -> DelegateDecl {
             }
         }
     }
-    if decl.output.as_ref().is_some_and(rejected) {
+    if decl
+        .output
+        .as_ref()
+        .is_some_and(|output| rejected(output) || validate::has_rejected_output(output))
+    {
         decl.output = None;
     }
     decl

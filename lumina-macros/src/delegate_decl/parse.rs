@@ -121,7 +121,25 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
     } else {
         None
     };
-    let params = if input.peek(syn::token::Paren) {
+    // `Name, &Window, u32`: the C++ macro's form. Say where parameters go, and read them anyway
+    // so the declared type matches the user's intent.
+    let cpp_style = if input.peek(Token![,]) && !input.peek2(syn::token::Paren) {
+        let comma: Token![,] = input.parse().expect("peeked `,`");
+        cx.error_spanned_by(
+            comma,
+            format!(
+                "expected `(` after the name: parameters go in parentheses, e.g. `{}!(pub {}(window: &Window, size: u32))`",
+                kind.macro_name(),
+                name
+            ),
+        );
+        true
+    } else {
+        false
+    };
+    let params = if cpp_style {
+        parse_params(cx, input)
+    } else if input.peek(syn::token::Paren) {
         match parenthesized(input) {
             Ok(content) => parse_params(cx, &content),
             Err(error) => {

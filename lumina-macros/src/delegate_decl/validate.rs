@@ -3,6 +3,8 @@
 
 use std::collections::HashSet;
 
+use proc_macro2::TokenStream;
+use quote::ToTokens;
 use syn::{GenericArgument, Lifetime, PathArguments, ReturnType, Type, TypeParamBound};
 
 use super::parse::DelegateDecl;
@@ -16,6 +18,7 @@ pub(crate) fn validate(cx: &Ctxt, decl: &DelegateDecl) {
     unique_param_names(cx, decl);
     no_impl_trait(cx, decl);
     no_named_lifetimes(cx, decl);
+    no_borrowed_return(cx, decl);
 }
 
 /// A delegate type is one concrete signature: `Name<T>` cannot be expanded into a type whose
@@ -122,6 +125,48 @@ fn no_named_lifetimes(cx: &Ctxt, decl: &DelegateDecl) {
     }
 }
 
+/// A returned borrow would have to come from an argument, but `execute(&self, ..)` and
+/// `broadcast_collect` tie elided output lifetimes to the delegate itself, so such a signature
+/// cannot be expanded; rustc's own errors about it point into generated code.
+fn no_borrowed_return(cx: &Ctxt, decl: &DelegateDecl) {
+    let Some(output) = &decl.output else { return };
+    for_each_elided_borrow(output, &mut |borrow| {
+        cx.error_spanned_by(
+            borrow,
+            "a delegate's return type cannot borrow from its arguments: expected an owned type (`String`, `Rc<T>`) or a `&'static` reference",
+        );
+    });
+}
+
+/// Calls `f` with the tokens of every reference without a lifetime and every `'_` inside `ty`.
+fn for_each_elided_borrow(ty: &Type, f: &mut dyn FnMut(TokenStream)) {
+    if let Type::Reference(reference) = ty
+        && reference.lifetime.is_none()
+    {
+        f(reference.and_token.to_token_stream());
+    }
+    let mut children = Vec::new();
+    let mut lifetimes = Vec::new();
+    for_each_child(ty, &mut |child| children.push(child), &mut |lifetime| {
+        lifetimes.push(lifetime)
+    });
+    if let Type::Reference(syn::TypeReference {
+        lifetime: Some(lifetime),
+        ..
+    }) = ty
+    {
+        lifetimes.push(lifetime);
+    }
+    for lifetime in lifetimes {
+        if lifetime.ident == "_" {
+            f(lifetime.to_token_stream());
+        }
+    }
+    for child in children {
+        for_each_elided_borrow(child, f);
+    }
+}
+
 /// Calls `f` on every `impl Trait` inside `ty`.
 fn for_each_impl_trait(ty: &Type, f: &mut dyn FnMut(&syn::TypeImplTrait)) {
     match ty {
@@ -139,6 +184,13 @@ pub(crate) fn has_rejected_type(ty: &Type) -> bool {
     let mut rejected = false;
     for_each_impl_trait(ty, &mut |_| rejected = true);
     for_each_lifetime(ty, &mut |lifetime| rejected |= is_named(lifetime));
+    rejected
+}
+
+/// Whether the return type `ty` breaks a rule of this module.
+pub(crate) fn has_rejected_output(ty: &Type) -> bool {
+    let mut rejected = has_rejected_type(ty);
+    for_each_elided_borrow(ty, &mut |_| rejected = true);
     rejected
 }
 
