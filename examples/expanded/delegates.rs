@@ -99,9 +99,6 @@ impl ProjectLoaded {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-}
-#[allow(dead_code)]
-impl ProjectLoaded {
     /// Calls every subscriber present when the broadcast starts, in the order they were
     /// added, discarding results. References are passed through; an owned argument is
     /// cloned for every subscriber but the last, which gets the original.
@@ -205,9 +202,6 @@ impl WindowResize {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-}
-#[allow(dead_code)]
-impl WindowResize {
     /// Calls every subscriber present when the broadcast starts, in the order they were
     /// added, discarding results. References are passed through; an owned argument is
     /// cloned for every subscriber but the last, which gets the original.
@@ -311,9 +305,6 @@ impl SaveQuery {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-}
-#[allow(dead_code)]
-impl SaveQuery {
     /// Calls every subscriber present when the broadcast starts, in the order they were
     /// added, discarding results. References are passed through; an owned argument is
     /// cloned for every subscriber but the last, which gets the original.

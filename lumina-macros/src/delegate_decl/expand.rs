@@ -337,11 +337,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             pub fn is_empty(&self) -> bool {
                 self.0.is_empty()
             }
-        }
 
-        #cfgs
-        #[allow(dead_code)]
-        impl #name {
             /// Calls every subscriber present when the broadcast starts, in the order they were
             /// added, discarding results. References are passed through; an owned argument is
             /// cloned for every subscriber but the last, which gets the original.

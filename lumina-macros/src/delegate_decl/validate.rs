@@ -7,12 +7,13 @@ use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::{GenericArgument, Lifetime, PathArguments, ReturnType, Type, TypeParamBound};
 
-use super::parse::DelegateDecl;
+use super::parse::{DelegateDecl, Kind};
 use crate::ctxt::Ctxt;
 
 /// Runs every rule.
 pub(crate) fn validate(cx: &Ctxt, decl: &DelegateDecl) {
     no_generics(cx, decl);
+    no_derive(cx, decl);
     no_self_param(cx, decl);
     no_mut_pattern(cx, decl);
     unique_param_names(cx, decl);
@@ -31,6 +32,25 @@ fn no_generics(cx: &Ctxt, decl: &DelegateDecl) {
                 "a delegate type cannot be generic: expected `{}(...)` with concrete parameter types; declare one delegate per signature",
                 decl.name
             ),
+        );
+    }
+}
+
+/// The generated type already implements what it can (`Default`, `Debug`, and `Clone` for
+/// single-cast); a derive would conflict with those or fail inside the runtime's type.
+fn no_derive(cx: &Ctxt, decl: &DelegateDecl) {
+    let implemented = match decl.kind {
+        Kind::Multicast => "`Default` and `Debug`",
+        Kind::Single => "`Clone`, `Default` and `Debug`",
+    };
+    for attr in decl
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("derive"))
+    {
+        cx.error_spanned_by(
+            attr,
+            format!("`#[derive]` is not supported on a delegate declaration: the type already implements {implemented}"),
         );
     }
 }
