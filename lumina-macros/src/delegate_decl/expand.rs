@@ -100,6 +100,7 @@ fn tokens_to_string(tokens: &impl ToTokens) -> String {
         ("< ", "<"),
         (" >", ">"),
         (" ,", ","),
+        (" ;", ";"),
         (" (", "("),
         ("( ", "("),
         (" )", ")"),
@@ -465,6 +466,32 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             pub fn execute_if_bound(&self, #(#names: #types),*) -> ::core::option::Option<#output> {
                 self.0.callable().map(|#f| #f(#(#names),*))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tokens_to_string;
+
+    /// The generated rustdoc states the signature the way people write it.
+    #[test]
+    fn signature_types_render_as_written() {
+        for written in [
+            "&Window",
+            "&mut Vec<u8>",
+            "&'static str",
+            "std::borrow::Cow<'_, str>",
+            "(u32, u32)",
+            "&mut (u32, u32)",
+            "[u8; 4]",
+            "Box<dyn Fn(u32) -> bool>",
+            "Option<&'static str>",
+            "fn(u32)",
+            "&dyn std::fmt::Debug",
+        ] {
+            let ty: syn::Type = syn::parse_str(written).expect("a type");
+            assert_eq!(tokens_to_string(&ty), written);
         }
     }
 }

@@ -137,6 +137,7 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
     } else {
         false
     };
+    let has_parens = input.peek(syn::token::Paren);
     let params = if cpp_style {
         parse_params(cx, input)
     } else if input.peek(syn::token::Paren) {
@@ -179,7 +180,7 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
     if !input.is_empty() {
         let expected = if output.is_some() {
             "the end of the declaration"
-        } else if params.is_empty() && !input.peek(syn::token::Paren) {
+        } else if !has_parens && !cpp_style {
             "`(` with the parameters, `-> ReturnType` or the end of the declaration"
         } else {
             "`-> ReturnType` or the end of the declaration"
