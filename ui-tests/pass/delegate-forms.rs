@@ -71,3 +71,13 @@ pub fn borrowing() {
     let mut bytes = Vec::new();
     assert_eq!(borrowing.execute("ab", "".into(), &mut bytes), Some("empty"));
 }
+
+/// Not `Clone`: a single-cast delegate passes it straight through, so that is fine.
+pub struct Texture;
+
+declare_delegate!(pub Consume(texture: Texture) -> bool);
+
+/// A non-`Clone` owned parameter in a single-cast delegate.
+pub fn consume() -> bool {
+    Consume::create_lambda(|Texture| true).execute(Texture)
+}
