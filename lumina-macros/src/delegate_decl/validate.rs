@@ -20,6 +20,7 @@ pub(crate) fn validate(cx: &Ctxt, decl: &DelegateDecl) {
     no_impl_trait(cx, decl);
     no_named_lifetimes(cx, decl);
     no_borrowed_return(cx, decl);
+    no_unsized_by_value(cx, decl);
 }
 
 /// A delegate type is one concrete signature: `Name<T>` cannot be expanded into a type whose
@@ -158,6 +159,44 @@ fn no_borrowed_return(cx: &Ctxt, decl: &DelegateDecl) {
     });
 }
 
+/// Parameters and results are passed by value, so their size must be known: `str`, `[T]` and
+/// `dyn Trait` need a reference or an owning pointer. (rustc's own errors for this point into
+/// generated code, several times.)
+fn no_unsized_by_value(cx: &Ctxt, decl: &DelegateDecl) {
+    let check = |ty: &Type, what: &str| {
+        if let Some(expected) = unsized_alternatives(ty) {
+            cx.error_spanned_by(
+                ty,
+                format!(
+                    "a {what} is passed by value, so its type needs a size known at compile time: expected {expected}"
+                ),
+            );
+        }
+    };
+    for param in &decl.params {
+        if let Some(ty) = &param.ty {
+            check(ty, "parameter");
+        }
+    }
+    if let Some(output) = &decl.output {
+        check(output, "return value");
+    }
+}
+
+/// For an unsized type written by value, what to write instead.
+fn unsized_alternatives(ty: &Type) -> Option<&'static str> {
+    match ty {
+        Type::Paren(paren) => unsized_alternatives(&paren.elem),
+        Type::Group(group) => unsized_alternatives(&group.elem),
+        Type::Path(path) if path.qself.is_none() && path.path.is_ident("str") => {
+            Some("`&str` or `String`")
+        }
+        Type::Slice(_) => Some("a slice reference such as `&[T]`, or `Vec<T>`"),
+        Type::TraitObject(_) => Some("`&dyn Trait` or `Box<dyn Trait>`"),
+        _ => None,
+    }
+}
+
 /// Calls `f` with the tokens of every reference without a lifetime and every `'_` inside `ty`.
 fn for_each_elided_borrow(ty: &Type, f: &mut dyn FnMut(TokenStream)) {
     if let Type::Reference(reference) = ty
@@ -201,7 +240,7 @@ fn for_each_impl_trait(ty: &Type, f: &mut dyn FnMut(&syn::TypeImplTrait)) {
 
 /// Whether `ty` breaks a rule of this module (so the fallback expansion leaves it out).
 pub(crate) fn has_rejected_type(ty: &Type) -> bool {
-    let mut rejected = false;
+    let mut rejected = unsized_alternatives(ty).is_some();
     for_each_impl_trait(ty, &mut |_| rejected = true);
     for_each_lifetime(ty, &mut |lifetime| rejected |= is_named(lifetime));
     rejected
