@@ -341,9 +341,11 @@ fn parse_param(cx: &Ctxt, input: ParseStream<'_>) -> syn::Result<Param> {
 /// A parameter or return type; the error says what was expected.
 fn parse_type(input: ParseStream<'_>) -> syn::Result<Type> {
     if input.peek(syn::token::Paren) && input.peek2(Token![:]) {
-        return Err(
-            input.error("parameter patterns are not allowed: expected `name: Type` or just `Type`")
-        );
+        let pattern: proc_macro2::TokenTree = input.fork().parse()?;
+        return Err(syn::Error::new_spanned(
+            pattern,
+            "parameter patterns are not allowed: expected `name: Type` or just `Type`",
+        ));
     }
     input.parse::<Type>().map_err(|error| {
         let span: Span = error.span();

@@ -101,22 +101,17 @@ fn unique_param_names(cx: &Ctxt, decl: &DelegateDecl) {
 /// `impl Trait` is not a type a `dyn Fn` signature can hold; a trait object or a concrete type
 /// is.
 fn no_impl_trait(cx: &Ctxt, decl: &DelegateDecl) {
-    for param in &decl.params {
-        if let Some(ty) = &param.ty {
-            for_each_impl_trait(ty, &mut |impl_trait| {
-                cx.error_spanned_by(
-                    impl_trait,
-                    "`impl Trait` is not allowed in a delegate parameter: expected a concrete type, a reference such as `&dyn Trait`, or `Box<dyn Trait>`",
-                );
-            });
-        }
-    }
-    if let Some(output) = &decl.output {
-        for_each_impl_trait(output, &mut |impl_trait| {
-            cx.error_spanned_by(
-                impl_trait,
-                "`impl Trait` is not allowed as a delegate's return type: expected a concrete type or `Box<dyn Trait>`",
-            );
+    for (ty, position) in signature_types(decl) {
+        let message = match position {
+            Position::Parameter => {
+                "`impl Trait` is not allowed in a delegate parameter: expected a concrete type, a reference such as `&dyn Trait`, or `Box<dyn Trait>`"
+            }
+            Position::Return => {
+                "`impl Trait` is not allowed as a delegate's return type: expected a concrete type or `Box<dyn Trait>`"
+            }
+        };
+        for_each_impl_trait(ty, &mut |impl_trait| {
+            cx.error_spanned_by(impl_trait, message)
         });
     }
 }
@@ -124,7 +119,7 @@ fn no_impl_trait(cx: &Ctxt, decl: &DelegateDecl) {
 /// A named lifetime (`&'a T`) would have to be declared on the type; every reference in a
 /// delegate signature already accepts any lifetime when it is elided (`&T`). `'static` is fine.
 fn no_named_lifetimes(cx: &Ctxt, decl: &DelegateDecl) {
-    let check = |ty: &Type| {
+    for (ty, _) in signature_types(decl) {
         for_each_lifetime(ty, &mut |lifetime| {
             if is_named(lifetime) {
                 cx.error_spanned_by(
@@ -135,14 +130,6 @@ fn no_named_lifetimes(cx: &Ctxt, decl: &DelegateDecl) {
                 );
             }
         });
-    };
-    for param in &decl.params {
-        if let Some(ty) = &param.ty {
-            check(ty);
-        }
-    }
-    if let Some(output) = &decl.output {
-        check(output);
     }
 }
 
@@ -163,8 +150,12 @@ fn no_borrowed_return(cx: &Ctxt, decl: &DelegateDecl) {
 /// `dyn Trait` need a reference or an owning pointer. (rustc's own errors for this point into
 /// generated code, several times.)
 fn no_unsized_by_value(cx: &Ctxt, decl: &DelegateDecl) {
-    let check = |ty: &Type, what: &str| {
+    for (ty, position) in signature_types(decl) {
         if let Some(expected) = unsized_alternatives(ty) {
+            let what = match position {
+                Position::Parameter => "parameter",
+                Position::Return => "return value",
+            };
             cx.error_spanned_by(
                 ty,
                 format!(
@@ -172,15 +163,22 @@ fn no_unsized_by_value(cx: &Ctxt, decl: &DelegateDecl) {
                 ),
             );
         }
-    };
-    for param in &decl.params {
-        if let Some(ty) = &param.ty {
-            check(ty, "parameter");
-        }
     }
-    if let Some(output) = &decl.output {
-        check(output, "return value");
-    }
+}
+
+/// Where a type stands in the signature.
+#[derive(Clone, Copy)]
+enum Position {
+    Parameter,
+    Return,
+}
+
+/// Every parameter type that was written, then the return type.
+fn signature_types(decl: &DelegateDecl) -> impl Iterator<Item = (&Type, Position)> {
+    let params = decl.params.iter().filter_map(|param| param.ty.as_ref());
+    params
+        .map(|ty| (ty, Position::Parameter))
+        .chain(decl.output.iter().map(|ty| (ty, Position::Return)))
 }
 
 /// For an unsized type written by value, what to write instead.
