@@ -297,9 +297,20 @@ impl LifecycleSignal {
 
     /// Fires the signal: marks it fired, runs every subscriber in order, then drops them all
     /// (M6). The engine calls this once; a second call finds nobody to run.
+    ///
+    /// If a subscriber panics, the panic propagates (M7), the subscribers after it do not run,
+    /// and the signal is still fired and cleared: a one-shot signal never fires twice for anyone.
     pub fn broadcast_and_clear(&self) {
+        /// Clears the delegate when dropped, also while a subscriber's panic unwinds.
+        struct ClearOnDrop<'a>(&'a MulticastDelegate<dyn Fn()>);
+        impl Drop for ClearOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.clear();
+            }
+        }
         self.fired.set(true);
-        self.delegate.broadcast_and_clear();
+        let _clear = ClearOnDrop(&self.delegate);
+        self.delegate.broadcast();
     }
 
     /// Back to "not fired, no subscribers": the start of a new engine session.
