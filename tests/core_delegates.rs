@@ -6,12 +6,14 @@
 mod support;
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
 use std::rc::Rc;
 use std::thread;
 
 use lumina::DelegateHandle;
-use lumina::core_delegates::{CoreDelegates, QuitOutcome, WorldId};
+use lumina::core_delegates::{CoreDelegates, ModuleInfo, QuitOutcome, SettingsClass, WorldId};
 use lumina::main_thread::{self, GameThreadScope};
 use support::{capture_tracing, panic_message};
 
@@ -132,6 +134,143 @@ fn t1_worker_results_reach_core_delegates_through_enqueue() {
     assert_eq!(ran_on.get(), None);
     assert_eq!(main_thread::process_queue(), 1);
     assert_eq!(ran_on.get(), Some(game_thread));
+}
+
+// ---------------------------------------------------------------------------------------------
+// C1: every signal of the spec's table, with its arguments.
+// ---------------------------------------------------------------------------------------------
+
+static INPUT_SETTINGS: SettingsClass = SettingsClass::new("InputSettings", "Engine");
+
+#[test]
+fn c1_every_signal_of_the_spec_delivers_its_arguments() {
+    let _game = GameThreadScope::enter();
+    let core = CoreDelegates::get();
+    let calls = Calls::default();
+
+    let sink = calls.clone();
+    let _ = core
+        .on_module_loaded()
+        .add_lambda(move |module: &ModuleInfo| {
+            sink.push(format!(
+                "module loaded {} {:?}",
+                module.name(),
+                module.path()
+            ));
+        });
+    let sink = calls.clone();
+    let _ = core
+        .on_module_unloaded()
+        .add_lambda(move || sink.push("module unloaded"));
+    let sink = calls.clone();
+    let _ = core
+        .post_world_unload()
+        .add_lambda(move || sink.push("world unloaded"));
+    let sink = calls.clone();
+    let _ = core
+        .on_world_travelled()
+        .add_lambda(move |old, new| sink.push(format!("travelled {} {}", old != new, new)));
+    let sink = calls.clone();
+    let _ = core
+        .on_content_file_modified()
+        .add_lambda(move |path: &Path| {
+            sink.push(format!("modified {}", path.display()));
+        });
+    let sink = calls.clone();
+    let _ = core
+        .on_content_file_renamed()
+        .add_lambda(move |old: &Path, new: &Path| {
+            sink.push(format!("renamed {} -> {}", old.display(), new.display()));
+        });
+    let sink = calls.clone();
+    let _ = core
+        .on_settings_saved()
+        .add_lambda(move |class: &SettingsClass| {
+            let same = std::ptr::eq(class, &INPUT_SETTINGS);
+            sink.push(format!(
+                "settings saved {class} (the static itself: {same})"
+            ));
+        });
+    let sink = calls.clone();
+    let _ = core
+        .on_game_quit_requested()
+        .add_lambda(move || sink.push("quit requested"));
+
+    let module = ModuleInfo::new("Editor").with_path("bin/libeditor.so");
+    core.on_module_loaded().broadcast(&module);
+    core.on_module_unloaded().broadcast();
+    core.post_world_unload().broadcast();
+    let lobby = WorldId::new_unique();
+    core.on_world_travelled()
+        .broadcast(WorldId::new_unique(), lobby);
+    core.on_content_file_modified()
+        .broadcast(Path::new("Content/door.lua"));
+    core.on_content_file_renamed()
+        .broadcast(Path::new("Content/door.lua"), Path::new("Content/gate.lua"));
+    core.on_settings_saved().broadcast(&INPUT_SETTINGS);
+    core.on_game_quit_requested().broadcast();
+
+    assert_eq!(
+        calls.take(),
+        [
+            "module loaded Editor Some(\"bin/libeditor.so\")".to_owned(),
+            "module unloaded".to_owned(),
+            "world unloaded".to_owned(),
+            format!("travelled true {lobby}"),
+            "modified Content/door.lua".to_owned(),
+            "renamed Content/door.lua -> Content/gate.lua".to_owned(),
+            "settings saved Engine.InputSettings (the static itself: true)".to_owned(),
+            "quit requested".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn c1_world_ids_are_unique_identities_across_threads() {
+    let here: Vec<WorldId> = (0..100).map(|_| WorldId::new_unique()).collect();
+    let there = thread::spawn(|| (0..100).map(|_| WorldId::new_unique()).collect::<Vec<_>>())
+        .join()
+        .unwrap();
+    let all: HashSet<WorldId> = here.iter().chain(&there).copied().collect();
+    assert_eq!(all.len(), 200, "no two worlds share an id");
+    let copy = here[0];
+    assert_eq!(copy, here[0]);
+    assert_ne!(here[0], here[1]);
+}
+
+#[test]
+fn c1_the_engine_types_describe_what_subscribers_filter_on() {
+    let module = ModuleInfo::new("Renderer");
+    assert_eq!((module.name(), module.path()), ("Renderer", None));
+    assert_eq!(module.to_string(), "Renderer");
+    assert_eq!(INPUT_SETTINGS.name(), "InputSettings");
+    assert_eq!(INPUT_SETTINGS.category(), "Engine");
+    assert_eq!(
+        INPUT_SETTINGS,
+        SettingsClass::new("InputSettings", "Engine")
+    );
+    assert_ne!(INPUT_SETTINGS, SettingsClass::new("InputSettings", "Game"));
+}
+
+#[test]
+fn c1_a_member_subscriber_to_a_core_signal_is_held_weakly() {
+    struct Panel {
+        refreshed: Cell<u32>,
+    }
+    let _game = GameThreadScope::enter();
+    let saved = CoreDelegates::get().on_settings_saved();
+    let panel = Rc::new(Panel {
+        refreshed: Cell::new(0),
+    });
+    let _ = saved.add_member(&panel, |panel: &Panel, _: &SettingsClass| {
+        panel.refreshed.set(panel.refreshed.get() + 1);
+    });
+    saved.broadcast(&INPUT_SETTINGS);
+    assert_eq!(panel.refreshed.get(), 1);
+    assert!(saved.is_bound_to(&panel));
+    drop(panel); // the editor closed the panel without unsubscribing
+    assert!(!saved.is_bound());
+    saved.broadcast(&INPUT_SETTINGS);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,15 +15,22 @@
 //! subscription is reported through `tracing` naming the signal (C2).
 //!
 //! ```
-//! use lumina::core_delegates::{CoreDelegates, WorldId};
+//! use lumina::core_delegates::{CoreDelegates, SettingsClass, WorldId};
 //! use lumina::main_thread;
+//!
+//! static AUDIO_SETTINGS: SettingsClass = SettingsClass::new("AudioSettings", "Engine");
 //!
 //! main_thread::designate_game_thread();
 //! let core = CoreDelegates::get();
 //!
 //! // A module's start-up: subscribe before the engine fires the lifecycle signals.
 //! let _ = core.on_post_engine_init().add_lambda(|| println!("engine is up"));
-//! // An engine-lifetime subscription, visibly discarded.
+//! // Engine-lifetime subscriptions, visibly discarded.
+//! let _ = core.on_settings_saved().add_lambda(|class| {
+//!     if class == &AUDIO_SETTINGS {
+//!         println!("rebuilding the audio mixer");
+//!     }
+//! });
 //! let _ = core.on_world_travelled().add_lambda(|old, new| {
 //!     println!("dropping what was cached for {old}, now in {new}");
 //! });
@@ -31,6 +38,7 @@
 //! // The engine:
 //! core.on_pre_engine_init().broadcast_and_clear();
 //! core.on_post_engine_init().broadcast_and_clear();
+//! core.on_settings_saved().broadcast(&AUDIO_SETTINGS);
 //! core.on_world_travelled().broadcast(WorldId::new_unique(), WorldId::new_unique());
 //! assert!(core.on_post_engine_init().has_fired());
 //! ```
@@ -46,6 +54,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::handle::DelegateHandle;
 use crate::main_thread;
 use crate::multicast::MulticastDelegate;
+use lumina_macros::declare_multicast_delegate;
 
 // ---------------------------------------------------------------------------------------------
 // Engine types the signatures carry.
@@ -346,34 +355,41 @@ fn report_late_subscription(signal: &'static str) {
 // The set.
 // ---------------------------------------------------------------------------------------------
 
-/// The signals with arguments, declared with the same macro game code uses.
-mod signals {
-    use super::{ModuleInfo, SettingsClass, WorldId};
-    use crate::multicast::MulticastDelegate;
-    use std::path::Path;
+// The named signal types, declared with the same macro game code uses.
 
-    // Until `declare_multicast_delegate!` lands these are aliases of the generic type; the
-    // macro's named types replace them with the same API.
-
-    /// `(module: &ModuleInfo)`: see [`CoreDelegates::on_module_loaded`](super::CoreDelegates::on_module_loaded).
-    pub type OnModuleLoaded = MulticastDelegate<dyn Fn(&ModuleInfo)>;
-    /// `()`: see [`CoreDelegates::on_module_unloaded`](super::CoreDelegates::on_module_unloaded).
-    pub type OnModuleUnloaded = MulticastDelegate<dyn Fn()>;
-    /// `()`: see [`CoreDelegates::post_world_unload`](super::CoreDelegates::post_world_unload).
-    pub type PostWorldUnload = MulticastDelegate<dyn Fn()>;
-    /// `(old_world: WorldId, new_world: WorldId)`: see [`CoreDelegates::on_world_travelled`](super::CoreDelegates::on_world_travelled).
-    pub type OnWorldTravelled = MulticastDelegate<dyn Fn(WorldId, WorldId)>;
-    /// `(path: &Path)`: see [`CoreDelegates::on_content_file_modified`](super::CoreDelegates::on_content_file_modified).
-    pub type OnContentFileModified = MulticastDelegate<dyn Fn(&Path)>;
-    /// `(old_path: &Path, new_path: &Path)`: see [`CoreDelegates::on_content_file_renamed`](super::CoreDelegates::on_content_file_renamed).
-    pub type OnContentFileRenamed = MulticastDelegate<dyn Fn(&Path, &Path)>;
-    /// `(class: &SettingsClass)`: see [`CoreDelegates::on_settings_saved`](super::CoreDelegates::on_settings_saved).
-    pub type OnSettingsSaved = MulticastDelegate<dyn Fn(&SettingsClass)>;
-    /// `()`: see [`CoreDelegates::on_game_quit_requested`](super::CoreDelegates::on_game_quit_requested).
-    pub type OnGameQuitRequested = MulticastDelegate<dyn Fn()>;
-}
-
-pub use signals::*;
+declare_multicast_delegate!(
+    /// The type of [`CoreDelegates::on_module_loaded`].
+    pub OnModuleLoaded(module: &ModuleInfo)
+);
+declare_multicast_delegate!(
+    /// The type of [`CoreDelegates::on_module_unloaded`].
+    pub OnModuleUnloaded
+);
+declare_multicast_delegate!(
+    /// The type of [`CoreDelegates::post_world_unload`].
+    pub PostWorldUnload
+);
+declare_multicast_delegate!(
+    /// The type of [`CoreDelegates::on_world_travelled`]. The old world is already torn down:
+    /// it comes as a [`WorldId`], good only for identity comparison.
+    pub OnWorldTravelled(old_world: WorldId, new_world: WorldId)
+);
+declare_multicast_delegate!(
+    /// The type of [`CoreDelegates::on_content_file_modified`].
+    pub OnContentFileModified(path: &Path)
+);
+declare_multicast_delegate!(
+    /// The type of [`CoreDelegates::on_content_file_renamed`].
+    pub OnContentFileRenamed(old_path: &Path, new_path: &Path)
+);
+declare_multicast_delegate!(
+    /// The type of [`CoreDelegates::on_settings_saved`].
+    pub OnSettingsSaved(class: &SettingsClass)
+);
+declare_multicast_delegate!(
+    /// The type of [`CoreDelegates::on_game_quit_requested`]; its bound state is the branch (C3).
+    pub OnGameQuitRequested
+);
 
 /// What [`CoreDelegates::request_game_quit`] decided (C3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
