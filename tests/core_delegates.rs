@@ -370,6 +370,10 @@ fn c2_late_member_and_static_subscriptions_are_reported_too() {
         )
     });
     assert!(!member.is_valid() && !stat.is_valid());
+    assert!(
+        !shutdown.is_bound_to(&service),
+        "the late member binding is not kept"
+    );
     assert_eq!(
         report
             .matches("signal=\"CoreDelegates::on_pre_engine_shutdown\"")
@@ -425,6 +429,10 @@ fn c2_a_lifecycle_subscriber_removed_before_firing_does_not_run() {
     let ran = Rc::new(Cell::new(false));
     let sink = Rc::clone(&ran);
     let handle = signal.add_lambda(move || sink.set(true));
+    let owner = Rc::new(());
+    let _ = signal.add_member(&owner, |_: &()| panic!("removed with its owner"));
+    assert!(signal.is_bound_to(&owner));
+    assert_eq!(signal.remove_all(&owner), 1);
     assert!(signal.remove(handle));
     assert!(!signal.remove(handle));
     signal.broadcast_and_clear();

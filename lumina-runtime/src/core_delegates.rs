@@ -289,6 +289,11 @@ impl LifecycleSignal {
         self.delegate.remove_all(owner)
     }
 
+    /// Whether a live member binding of `owner` waits for the signal (M9).
+    pub fn is_bound_to<T: ?Sized>(&self, owner: &Rc<T>) -> bool {
+        self.delegate.is_bound_to(owner)
+    }
+
     /// Whether a live subscriber waits for the signal (M8). Always `false` once it fired.
     pub fn is_bound(&self) -> bool {
         self.delegate.is_bound()
