@@ -464,6 +464,20 @@ impl CoreDelegates {
 
     /// The engine-wide set.
     ///
+    /// ```
+    /// use lumina::CoreDelegates;
+    /// use lumina::main_thread;
+    ///
+    /// main_thread::designate_game_thread();
+    /// let _ = CoreDelegates::get()
+    ///     .on_module_unloaded()
+    ///     .add_lambda(|| println!("a module is gone"));
+    ///
+    /// // Another thread gets no copy of its own: it panics, naming `main_thread::enqueue`.
+    /// let off_thread = std::thread::spawn(|| CoreDelegates::get().on_module_unloaded().len());
+    /// assert!(off_thread.join().is_err());
+    /// ```
+    ///
     /// # Panics
     ///
     /// Off the game thread (T1), with a message naming `main_thread::enqueue`.
@@ -571,6 +585,21 @@ impl CoreDelegates {
     /// [`QuitOutcome::Handled`]; if nothing is, nothing runs and the answer is
     /// [`QuitOutcome::ExitProcess`]: the engine shuts down and exits. The engine never needs to
     /// know whether an editor exists.
+    ///
+    /// ```
+    /// use lumina::core_delegates::{CoreDelegates, QuitOutcome};
+    /// use lumina::main_thread;
+    ///
+    /// main_thread::designate_game_thread();
+    /// let core = CoreDelegates::get();
+    /// assert_eq!(core.request_game_quit(), QuitOutcome::ExitProcess); // a packaged game
+    ///
+    /// let editor = core
+    ///     .on_game_quit_requested()
+    ///     .add_lambda(|| println!("play session ended"));
+    /// assert_eq!(core.request_game_quit(), QuitOutcome::Handled); // in the editor
+    /// # assert!(core.on_game_quit_requested().remove(editor));
+    /// ```
     #[track_caller]
     pub fn request_game_quit(&self) -> QuitOutcome {
         let quit = self.on_game_quit_requested();

@@ -27,17 +27,13 @@
 //!
 //! ```
 //! use lumina::main_thread;
-//! use std::sync::mpsc;
 //!
 //! main_thread::designate_game_thread();
 //!
-//! let (done, finished) = mpsc::channel();
-//! let worker = std::thread::spawn(move || {
+//! let worker = std::thread::spawn(|| {
 //!     let path_length = 42; // expensive work, off the game thread
 //!     main_thread::enqueue(move || println!("path found: {path_length} steps"));
-//!     done.send(()).unwrap();
 //! });
-//! finished.recv().unwrap();
 //! worker.join().unwrap();
 //!
 //! // Once per frame, on the game thread:
@@ -250,6 +246,7 @@ fn begin_session(designation: &mut Designation, new: Designation) -> u64 {
 /// built is torn down on the spot (every [`CoreDelegates`](crate::core_delegates::CoreDelegates)
 /// subscriber is dropped and the one-shot signals can fire again), tasks still queued are dropped
 /// unrun with a `tracing` warning saying how many, and the next scope starts from a fresh engine.
+/// (Tasks enqueued while no scope is held wait for the next one.)
 ///
 /// The scope is neither `Send` nor `Sync`: it ends on the thread it designated. Do not enter a
 /// scope on a thread spawned by a thread that holds one and wait for it: it would wait forever.
