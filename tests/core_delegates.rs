@@ -110,6 +110,44 @@ fn t1_each_game_thread_session_starts_with_a_fresh_set() {
     );
 }
 
+/// Panics when dropped: a subscriber with a faulty destructor.
+struct PanicOnDrop;
+
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        panic!("faulty destructor");
+    }
+}
+
+#[test]
+fn t1_a_panicking_destructor_at_scope_end_still_empties_the_set_and_releases_the_game_thread() {
+    let game_thread = thread::spawn(|| {
+        let game = GameThreadScope::enter();
+        let core = CoreDelegates::get();
+        let faulty = PanicOnDrop;
+        let _ = core.on_module_loaded().add_lambda(move |_| {
+            let _keep = &faulty;
+        });
+        let _ = core.on_game_quit_requested().add_lambda(|| {});
+        core.on_post_engine_init().broadcast_and_clear();
+        let payload = panic::catch_unwind(AssertUnwindSafe(|| drop(game)))
+            .expect_err("the destructor's panic propagates");
+        assert_eq!(panic_message(&*payload), "faulty destructor");
+
+        // Released: this thread can be the game thread again, and finds an empty, re-armed set
+        // (the subscribers after the faulty one were dropped too).
+        let _again = GameThreadScope::enter();
+        let core = CoreDelegates::get();
+        assert!(!core.on_module_loaded().is_bound());
+        assert!(!core.on_game_quit_requested().is_bound());
+        assert!(!core.on_post_engine_init().has_fired());
+    });
+    game_thread.join().unwrap();
+    // And so can another thread.
+    let _game = GameThreadScope::enter();
+    assert!(main_thread::is_game_thread());
+}
+
 #[test]
 fn t1_worker_results_reach_core_delegates_through_enqueue() {
     let _game = GameThreadScope::enter();

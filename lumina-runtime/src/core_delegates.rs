@@ -47,6 +47,7 @@ use std::any::Any;
 use std::cell::{Cell, OnceCell};
 use std::fmt;
 use std::num::NonZeroU64;
+use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -611,19 +612,32 @@ impl CoreDelegates {
         }
     }
 
-    /// Drops every subscriber and re-arms the one-shot signals.
+    /// Drops every subscriber and re-arms the one-shot signals. A subscriber whose destructor
+    /// panics does not stop the others from being dropped: the first panic propagates once the
+    /// whole set is empty, so the next session never finds a stale subscriber.
     fn reset(&self) {
-        self.on_pre_engine_init.reset();
-        self.on_post_engine_init.reset();
-        self.on_pre_engine_shutdown.reset();
-        self.on_module_loaded.clear();
-        self.on_module_unloaded.clear();
-        self.post_world_unload.clear();
-        self.on_world_travelled.clear();
-        self.on_content_file_modified.clear();
-        self.on_content_file_renamed.clear();
-        self.on_settings_saved.clear();
-        self.on_game_quit_requested.clear();
+        let steps: [&dyn Fn(); 11] = [
+            &|| self.on_pre_engine_init.reset(),
+            &|| self.on_post_engine_init.reset(),
+            &|| self.on_pre_engine_shutdown.reset(),
+            &|| self.on_module_loaded.clear(),
+            &|| self.on_module_unloaded.clear(),
+            &|| self.post_world_unload.clear(),
+            &|| self.on_world_travelled.clear(),
+            &|| self.on_content_file_modified.clear(),
+            &|| self.on_content_file_renamed.clear(),
+            &|| self.on_settings_saved.clear(),
+            &|| self.on_game_quit_requested.clear(),
+        ];
+        let mut first_panic = None;
+        for step in steps {
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(step)) {
+                first_panic.get_or_insert(payload);
+            }
+        }
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
+        }
     }
 }
 

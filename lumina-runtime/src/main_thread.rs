@@ -324,6 +324,9 @@ impl GameThreadScope {
 
 impl Drop for GameThreadScope {
     fn drop(&mut self) {
+        // Released last, and also if a destructor run by the teardown panics: a thread waiting
+        // in `enter` must never wait forever.
+        let _release = ReleaseDesignation;
         // Tear down while this thread is still the game thread: dropped subscribers may touch
         // engine-wide state from their destructors.
         crate::core_delegates::end_session();
@@ -339,7 +342,15 @@ impl Drop for GameThreadScope {
         }
         drop(leftover);
         SPARE.with(|spare| spare.take());
+    }
+}
 
+/// Ends the calling thread's scoped designation when dropped and wakes the threads waiting to
+/// enter a scope.
+struct ReleaseDesignation;
+
+impl Drop for ReleaseDesignation {
+    fn drop(&mut self) {
         let mut designation = lock(&DESIGNATION);
         *designation = Designation::None;
         CURRENT_SESSION.store(0, Ordering::Release);
