@@ -610,23 +610,32 @@ impl<C: Clone> InvocationList<C> {
                 None => return false,
             },
         };
-        for (index, entry) in entries[..=last].iter().enumerate() {
-            // Live without owner is the common case: one byte compare. The state is read right
-            // before the call, as an earlier call may have removed this entry (M3).
-            if entry.state.get() != 0 && !live_slow(entry, tombstones) {
-                continue;
-            }
-            // Borrowed for the call: a removal meanwhile leaves the running callable in place.
-            let slot = entry.slot.borrow();
-            let Some(current) = slot.as_ref() else {
-                continue;
-            };
-            if visit(current, index == last) {
+        let (before, last) = entries[..=last].split_at(last);
+        for entry in before {
+            if visit_entry(entry, tombstones, |current| visit(current, false)) {
                 return true;
             }
         }
-        false
+        last.iter()
+            .any(|entry| visit_entry(entry, tombstones, |current| visit(current, true)))
     }
+}
+
+/// One step of the broadcast loop: `visit` on the entry's callable if the entry is live.
+#[inline(always)]
+fn visit_entry<C>(
+    entry: &Entry<C>,
+    tombstones: &Cell<usize>,
+    visit: impl FnOnce(&C) -> bool,
+) -> bool {
+    // Live without owner is the common case: one byte compare. The state is read right before
+    // the call, as an earlier call may have removed this entry (M3).
+    if entry.state.get() != 0 && !live_slow(entry, tombstones) {
+        return false;
+    }
+    // Borrowed for the call: a removal meanwhile leaves the running callable in place (M4).
+    let slot = entry.slot.borrow();
+    slot.as_ref().is_some_and(visit)
 }
 
 /// The broadcast loop's path for entries that are removed or have an owner.
