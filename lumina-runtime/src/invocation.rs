@@ -12,10 +12,11 @@
 //!   into the main one when the outermost broadcast ends. A [`Broadcast`] remembers
 //!   [`DelegateHandle::next_id`] when it starts, so a nested broadcast runs the pending
 //!   subscribers added before it started (merged in order) and skips those added after.
-//! - M3/M4: removal and clearing while a broadcast runs only mark the entry removed (a
-//!   *tombstone*), so nothing not yet reached runs; the callable itself stays in place, alive,
-//!   until the outermost broadcast ends, so the subscriber that is running finishes safely.
-//!   Outside a broadcast a removed callable is dropped at once.
+//! - M3/M4: removal and clearing while a broadcast runs mark the entry removed (a *tombstone*),
+//!   so nothing not yet reached runs, and drop its callable at once, unless the callable is
+//!   running (a broadcast borrows its slot for the call): then it stays in place until the
+//!   outermost broadcast ends, so the running subscriber finishes safely. Outside a broadcast a
+//!   removed callable is dropped at once.
 //! - M5: the lock count nests; the list is compacted once, when the outermost broadcast ends.
 //! - M7: the lock is a guard, released (and the list compacted) even when a subscriber panics.
 //! - M9: an entry with a weak owner whose owner died is never returned again and is pruned.
@@ -25,8 +26,10 @@
 //! Every method takes `&self`: subscribers re-enter the list through a shared reference. The main
 //! list is borrowed mutably only while no broadcast runs, and never across user code (removed
 //! callables are dropped after the borrow ends); a broadcast holds a shared borrow of it for its
-//! whole duration, which every method used during a broadcast shares. So re-entrancy cannot hit a
-//! borrow panic, and a broadcast walks the list without re-borrowing or cloning per subscriber.
+//! whole duration, which every method used during a broadcast shares, and the pending list is
+//! only borrowed briefly. So re-entrancy cannot hit a borrow panic, and
+//! [`broadcast_with`](InvocationList::broadcast_with) walks the list without re-borrowing it or
+//! cloning a subscriber (see BENCHMARKS.md for what that buys).
 //!
 //! ```
 //! use lumina::invocation::InvocationList;
