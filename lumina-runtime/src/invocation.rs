@@ -134,6 +134,7 @@ impl<C> Entry<C> {
         (-i64::from(self.priority), self.id)
     }
 
+    #[inline]
     fn owner_alive(&self) -> bool {
         self.owner
             .as_ref()
@@ -633,8 +634,15 @@ fn visit_entry<C>(
 ) -> bool {
     // Live without owner is the common case: one byte compare. The state is read right before
     // the call, as an earlier call may have removed this entry (M3).
-    if entry.state.get() != 0 && !live_slow(entry, tombstones) {
-        return false;
+    match entry.state.get() {
+        0 => {}
+        // Owned and alive: member bindings, and every handler of the event processor.
+        OWNED if entry.owner_alive() => {}
+        _ => {
+            if !live_slow(entry, tombstones) {
+                return false;
+            }
+        }
     }
     // Borrowed for the call: a removal meanwhile leaves the running callable in place (M4).
     let slot = entry.slot.borrow();
