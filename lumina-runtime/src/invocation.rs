@@ -462,12 +462,34 @@ impl<C> InvocationList<C> {
             || self.pending.borrow().iter().any(predicate)
     }
 
+    /// The index of the entry with `id`, in O(log n) while ids ascend along the list, and in
+    /// O(k log n) for k distinct priorities otherwise (M12).
+    ///
+    /// Entries are sorted by priority, and within one priority by id: every insertion lands at
+    /// the end of its priority's run with the largest id issued so far (pending entries too, as
+    /// they are merged in dispatch order). So each run is binary-searched; a run's end is found
+    /// by galloping, which keeps even a list of all distinct priorities at O(n), no worse than a
+    /// scan. (From the delegate-tests branch, commit 7ef80bd.)
     fn find(&self, entries: &[Entry<C>], id: u64) -> Option<usize> {
         if self.ids_ascending.get() {
-            entries.binary_search_by_key(&id, |entry| entry.id).ok()
-        } else {
-            entries.iter().position(|entry| entry.id == id)
+            return entries.binary_search_by_key(&id, |entry| entry.id).ok();
         }
+        let mut start = 0;
+        while let Some(first) = entries.get(start) {
+            let rest = &entries[start..];
+            let same = |entry: &Entry<C>| entry.priority == first.priority;
+            // Gallop: rest[bound / 2] is in the run; the run ends before `bound` or the end.
+            let mut bound = 1;
+            while bound < rest.len() && same(&rest[bound]) {
+                bound *= 2;
+            }
+            let run_len = bound / 2 + rest[bound / 2..bound.min(rest.len())].partition_point(same);
+            if let Ok(index) = rest[..run_len].binary_search_by_key(&id, |entry| entry.id) {
+                return Some(start + index);
+            }
+            start += run_len;
+        }
+        None
     }
 
     /// Outside broadcasts, drops tombstones once they are at least half the list, so removal
@@ -564,7 +586,7 @@ impl<C: Clone> InvocationList<C> {
     /// allocates (M12).
     pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
         let mut args = Some(args);
-        self.walk(|subscriber, last| {
+        self.walk::<false>(|subscriber, last| {
             if last {
                 if let Some(args) = args.take() {
                     call(subscriber, args);
@@ -581,14 +603,18 @@ impl<C: Clone> InvocationList<C> {
     /// one did. The event processor's dispatch: handlers run until one consumes the event.
     /// Never allocates (M12).
     pub fn broadcast_until(&self, mut call: impl FnMut(&C) -> bool) -> bool {
-        self.walk(|subscriber, _| call(subscriber))
+        // Dispatch lists hold owned entries (the processor's handlers): check owners inline.
+        self.walk::<true>(|subscriber, _| call(subscriber))
     }
 
     /// The broadcast loop: `visit(subscriber, is_last)` for each live subscriber present when
     /// it began, until `visit` returns `true` (then returns `true`). `is_last`: no live
     /// subscriber follows (at that moment; a later removal can only make it come true later).
     #[inline(always)]
-    fn walk(&self, mut visit: impl FnMut(&C, bool) -> bool) -> bool {
+    ///
+    /// `OWNED_INLINE`: check owned entries in the loop rather than out of line; faster when
+    /// most entries have owners, slower for plain subscribers (a bigger loop).
+    fn walk<const OWNED_INLINE: bool>(&self, mut visit: impl FnMut(&C, bool) -> bool) -> bool {
         let mut broadcast = self.begin();
         if broadcast.merge_pending {
             // Rare: a nested broadcast while subscribers added during the outer one wait.
@@ -616,40 +642,60 @@ impl<C: Clone> InvocationList<C> {
         };
         let (before, last) = entries[..=last].split_at(last);
         for entry in before {
-            if visit_entry(entry, tombstones, |current| visit(current, false)) {
+            if visit_entry::<C, OWNED_INLINE>(entry, tombstones, |current| visit(current, false)) {
                 return true;
             }
         }
-        last.iter()
-            .any(|entry| visit_entry(entry, tombstones, |current| visit(current, true)))
+        last.iter().any(|entry| {
+            visit_entry::<C, OWNED_INLINE>(entry, tombstones, |current| visit(current, true))
+        })
     }
 }
 
 /// One step of the broadcast loop: `visit` on the entry's callable if the entry is live.
 #[inline(always)]
-fn visit_entry<C>(
+fn visit_entry<C, const OWNED_INLINE: bool>(
     entry: &Entry<C>,
     tombstones: &Cell<usize>,
     visit: impl FnOnce(&C) -> bool,
 ) -> bool {
     // Live without owner is the common case: one byte compare. The state is read right before
     // the call, as an earlier call may have removed this entry (M3).
-    match entry.state.get() {
-        0 => {}
-        // Owned and alive: member bindings, and every handler of the event processor.
-        OWNED if entry.owner_alive() => {}
-        _ => {
-            if !live_slow(entry, tombstones) {
-                return false;
-            }
+    let state = entry.state.get();
+    if state != 0 {
+        let live = if OWNED_INLINE && state == OWNED {
+            entry.owner_alive() || live_slow(entry, tombstones)
+        } else {
+            live_slow(entry, tombstones)
+        };
+        if !live {
+            return false;
         }
     }
     // Borrowed for the call: a removal meanwhile leaves the running callable in place (M4).
     let slot = entry.slot.borrow();
-    slot.as_ref().is_some_and(visit)
+    let Some(callable) = slot.as_ref() else {
+        return false;
+    };
+    let stop = visit(callable);
+    drop(slot);
+    if entry.is_removed() {
+        drop_removed_after_call(entry);
+    }
+    stop
 }
 
-/// The broadcast loop's path for entries that are removed or have an owner.
+/// A subscriber removed while it ran (by itself or by code it called) is dropped as soon as its
+/// call is over, unless an enclosing broadcast is still running it: its captures may hold the
+/// last reference to the owner of a later subscriber, which then must not run (M4, M9).
+#[cold]
+#[inline(never)]
+fn drop_removed_after_call<C>(entry: &Entry<C>) {
+    drop(entry.take_unless_running());
+}
+
+/// The broadcast loop's path for entries that are removed or have an owner (pruning a dead
+/// owner's entry).
 #[cold]
 #[inline(never)]
 fn live_slow<C>(entry: &Entry<C>, tombstones: &Cell<usize>) -> bool {
