@@ -7,3 +7,44 @@
 
 #[allow(dead_code)] // used by the macros as they land
 mod ctxt;
+mod event_class;
+
+/// Makes a struct an event class of the given `EventType` variant (rules E2, E5).
+///
+/// Implements `lumina::event::EventClass` (`static_type()`, `event_type()`, `name()`, and the
+/// struct's name as `CLASS_NAME`) and leaves the struct exactly as written: its fields, struct
+/// literals, derives and constructors stay yours. The handled flag lives in the
+/// `lumina::event::Envelope` the processor dispatches the event in, not in your struct.
+///
+/// The argument is one `EventType` variant, such as `KeyPressed`; use `None` for a game event
+/// that is not an input or window event. Classes are told apart by their Rust type, so a game's
+/// own class never collides with a built-in one, whatever its event type. An unknown name is an
+/// error on that name that suggests the closest valid one.
+///
+/// ```
+/// use lumina::event::{Event, EventClass, EventProcessor, EventType, InputLayer};
+/// use lumina::event_class;
+///
+/// /// A game's own event: dispatched like any input event.
+/// #[event_class(None)]
+/// #[derive(Debug, Clone)]
+/// pub struct ScoreChanged {
+///     pub score: u32,
+/// }
+///
+/// assert_eq!(ScoreChanged::static_type(), EventType::None);
+/// let processor = EventProcessor::new();
+/// let hud = std::rc::Rc::new(|event: &mut dyn Event| {
+///     event.downcast_ref::<ScoreChanged>().is_some_and(|changed| changed.score > 10)
+/// });
+/// assert!(processor.register_event_handler(&hud, InputLayer::Default));
+/// assert!(processor.dispatch(ScoreChanged { score: 12 }));
+/// assert!(!processor.dispatch(ScoreChanged { score: 3 }));
+/// ```
+#[proc_macro_attribute]
+pub fn event_class(
+    args: proc_macro::TokenStream,
+    item: proc_macro::TokenStream,
+) -> proc_macro::TokenStream {
+    event_class::event_class(args.into(), item.into()).into()
+}

@@ -8,6 +8,7 @@
 //!   subscriber list shared by every mechanism (M1-M7, M12).
 //! - [`delegate`]: single-cast [`Delegate`] (S1-S3).
 //! - [`multicast`]: [`MulticastDelegate`] (M1-M12).
+//! - [`event`]: input events, [`EventType`] and the prioritized [`EventProcessor`] (E1-E5, P1-P4).
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
 // in game code.
@@ -15,11 +16,13 @@
 extern crate self as lumina;
 
 pub mod delegate;
+pub mod event;
 pub mod handle;
 pub mod invocation;
 pub mod multicast;
 
 pub use delegate::Delegate;
+pub use event::{Event, EventProcessor, EventType};
 pub use handle::DelegateHandle;
 pub use multicast::MulticastDelegate;
 
@@ -29,6 +32,8 @@ pub use multicast::MulticastDelegate;
 pub mod __private {
     #[doc(hidden)]
     pub use crate::delegate::Delegate;
+    #[doc(hidden)]
+    pub use crate::event::{EventClass, EventType};
     #[doc(hidden)]
     pub use crate::handle::DelegateHandle;
     #[doc(hidden)]
