@@ -66,6 +66,19 @@ fn check_argument(cx: &Ctxt, input: &Input) -> Option<syn::Ident> {
             None
         }
         Argument::Other(tokens) => {
+            if let Ok(literal) = syn::parse2::<syn::LitStr>(tokens.clone()) {
+                let name = literal.value();
+                let message = if EVENT_TYPES.contains(&name.as_str()) {
+                    format!("expected a name, not a string: write `{name}` without quotes")
+                } else {
+                    format!(
+                        "expected a name, not a string; {}",
+                        unknown_variant_message(&name)
+                    )
+                };
+                cx.error_spanned_by(literal, message);
+                return None;
+            }
             cx.error_spanned_by(
                 tokens,
                 format!(
