@@ -1,18 +1,7 @@
 //! [`InputViewportRegistry`]: routes input to game and editor viewports ahead of the editor
 //! chrome, as the spec's `FInputViewportRegistry` does.
 //!
-//! The registry is one [`EventHandler`] registered at [`InputLayer::Viewport`] (1000). It owns a
-//! set of viewports (each an `EventHandler` with a rectangle in window coordinates) and routes:
-//!
-//! - keyboard and character events to the *focused* viewport;
-//! - a mouse button press to the viewport under the cursor, which becomes focused (a press
-//!   outside every viewport clears the focus, so the chrome gets the keys again);
-//! - mouse releases to the focused viewport (a drag that ends outside it still ends in it);
-//! - motion and scrolling to the viewport under the cursor.
-//!
-//! A viewport returning `false` leaves the event to the layers below, so the editor chrome at
-//! [`InputLayer::EditorChrome`] gets what the viewport leaves. Window and application events
-//! are not input and pass through untouched. Viewports are held weakly, like every handler.
+//! See [`InputViewportRegistry`] for the routing rules.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -63,7 +52,20 @@ struct Viewport {
     handler: Weak<dyn EventHandler>,
 }
 
-/// Routes input to the focused or hovered viewport; see the [module documentation](self).
+/// Routes input to the focused or hovered viewport.
+///
+/// The registry is one [`EventHandler`] registered at [`InputLayer::Viewport`] (1000). It owns a
+/// set of viewports (each an `EventHandler` with a rectangle in window coordinates) and routes:
+///
+/// - keyboard and character events to the *focused* viewport;
+/// - a mouse button press to the viewport under the cursor, which becomes focused (a press
+///   outside every viewport clears the focus, so the chrome gets the keys again);
+/// - mouse releases to the focused viewport (a drag that ends outside it still ends in it);
+/// - motion and scrolling to the viewport under the cursor.
+///
+/// A viewport returning `false` leaves the event to the layers below, so the editor chrome at
+/// [`InputLayer::EditorChrome`] gets what the viewport leaves. Window and application events
+/// are not input and pass through untouched. Viewports are held weakly, like every handler.
 ///
 /// ```
 /// use lumina::event::{
