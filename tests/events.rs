@@ -974,3 +974,21 @@ fn viewport_window_events_pass_through_and_dropped_viewports_get_nothing() {
     assert!(s.registry.remove_viewport(id));
     assert!(!s.registry.remove_viewport(id));
 }
+
+#[test]
+fn viewport_entries_of_dropped_viewports_are_pruned_when_another_is_added() {
+    let s = setup();
+    let old = Rc::new(|_: &mut dyn Event| true);
+    let old_id = s
+        .registry
+        .add_viewport(&old, Rect::new(0.0, 0.0, 10.0, 10.0));
+    drop(old);
+    let new = Rc::new(|_: &mut dyn Event| true);
+    let new_id = s
+        .registry
+        .add_viewport(&new, Rect::new(0.0, 0.0, 10.0, 10.0));
+    assert_ne!(old_id, new_id);
+    assert!(!s.registry.remove_viewport(old_id), "already pruned");
+    assert_eq!(s.registry.len(), 1);
+    assert_eq!(s.registry.viewport_at(Vec2::new(1.0, 1.0)), Some(new_id));
+}

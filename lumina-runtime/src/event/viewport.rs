@@ -125,13 +125,16 @@ impl InputViewportRegistry {
         processor.register_event_handler(self, InputLayer::Viewport)
     }
 
-    /// Adds a viewport covering `rect`, held weakly. Later viewports are on top of earlier ones
-    /// where they overlap.
+    /// Adds a viewport covering `rect`, held weakly: a dropped viewport gets no more input. Later
+    /// viewports are on top of earlier ones where they overlap.
     pub fn add_viewport<V: EventHandler>(&self, viewport: &Rc<V>, rect: Rect) -> ViewportId {
         let id = ViewportId(self.next_id.get());
         self.next_id.set(id.0 + 1);
         let handler: Rc<dyn EventHandler> = Rc::<V>::clone(viewport);
-        self.viewports.borrow_mut().push(Viewport {
+        let mut viewports = self.viewports.borrow_mut();
+        // Entries of dropped viewports are pruned here, so the list does not grow without bound.
+        viewports.retain(|viewport| viewport.handler.strong_count() > 0);
+        viewports.push(Viewport {
             id,
             rect,
             handler: Rc::downgrade(&handler),
