@@ -1,7 +1,8 @@
 //! Input events: a focused game viewport takes keys before the editor chrome, and the chrome
 //! gets what the viewport leaves.
 //!
-//! Run with `cargo run --example input_events`.
+//! Run with `cargo run --example input_events`. Its macro expansion is in
+//! `examples/expanded/input_events.rs`.
 
 use lumina::event::{
     Event, EventCategory, EventHandler, EventProcessor, InputLayer, InputViewportRegistry, Key,
@@ -14,10 +15,12 @@ use std::rc::Rc;
 
 /// A game's own event (rule E5): no engine event type fits, so its type is `None`.
 #[event_class(None)]
-#[derive(Debug)]
-struct CameraMoved {
-    x: f32,
-    z: f32,
+#[derive(Debug, Clone, PartialEq)]
+pub struct CameraMoved {
+    /// New camera position, east-west.
+    pub x: f32,
+    /// New camera position, north-south.
+    pub z: f32,
 }
 
 /// The game viewport: WASD moves the camera; everything else (shortcuts with Control held, other
