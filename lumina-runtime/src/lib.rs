@@ -8,6 +8,8 @@
 //!   subscriber list shared by every mechanism (M1-M7, M12).
 //! - [`delegate`]: single-cast [`Delegate`] (S1-S3).
 //! - [`multicast`]: [`MulticastDelegate`] (M1-M12).
+//! - [`main_thread`]: the game thread and the queue other threads reach it through (T1, Q1-Q3).
+//! - [`core_delegates`]: [`CoreDelegates`], the engine-wide signals (C1-C3).
 //! - [`event`]: input events, [`EventType`] and the prioritized [`EventProcessor`] (E1-E5, P1-P4).
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
@@ -15,12 +17,15 @@
 #[allow(unused_extern_crates)]
 extern crate self as lumina;
 
+pub mod core_delegates;
 pub mod delegate;
 pub mod event;
 pub mod handle;
 pub mod invocation;
+pub mod main_thread;
 pub mod multicast;
 
+pub use core_delegates::CoreDelegates;
 pub use delegate::Delegate;
 pub use event::{Event, EventProcessor, EventType};
 pub use handle::DelegateHandle;
