@@ -28,9 +28,11 @@ use syn::{Attribute, Item, Meta, Stmt, UseTree};
 mod ctxt;
 #[path = "../lumina-macros/src/delegate_decl/mod.rs"]
 mod delegate_decl;
+#[path = "../lumina-macros/src/event_class/mod.rs"]
+mod event_class;
 
 /// The examples (in `examples/<name>.rs`) whose expansion lives in `examples/expanded/<name>.rs`.
-const EXAMPLES: &[&str] = &["delegates"];
+const EXAMPLES: &[&str] = &["delegates", "input_events"];
 
 /// How a macro was invoked.
 enum Invocation {
@@ -52,8 +54,9 @@ fn expand_macro(name: &str, invocation: Invocation) -> Option<TokenStream> {
             Some(delegate_decl::multicast(input))
         }
         ("declare_delegate", Invocation::FunctionLike(input)) => Some(delegate_decl::single(input)),
-        // Attribute macros take their arguments and the item, e.g.
-        // ("event_class", Invocation::Attribute { args, item }) => Some(event_class::expand(args, item)),
+        ("event_class", Invocation::Attribute { args, item }) => {
+            Some(event_class::event_class(args, item))
+        }
         (_, Invocation::FunctionLike(_) | Invocation::Attribute { .. }) => None,
     }
 }
@@ -94,7 +97,9 @@ impl Expander {
         let mut item = item.clone();
         let attrs = item_attrs(&mut item)?;
         let (index, name, args) = attrs.iter().enumerate().find_map(|(index, attr)| {
-            let name = macro_name(attr.path())?;
+            // Only lumina's attributes: a doc comment or derive before them is not a macro call.
+            let name =
+                macro_name(attr.path()).filter(|name| LUMINA_MACROS.contains(&name.as_str()))?;
             Some((index, name, attribute_args(attr)))
         })?;
         attrs.remove(index);

@@ -40,3 +40,28 @@ fn expanded_delegates_types_work_without_the_macros() {
     assert!(can_quit.execute());
     assert_eq!(StatusLine::new().execute_if_bound("unbound"), None);
 }
+
+#[rustfmt::skip]
+#[allow(dead_code)]
+#[path = "../examples/expanded/input_events.rs"]
+mod input_events;
+
+#[test]
+fn expanded_input_events_class_works_without_the_macro() {
+    use input_events::CameraMoved;
+    use lumina::event::{Envelope, Event, EventClass, EventProcessor, EventType};
+
+    assert_eq!(CameraMoved::static_type(), EventType::None);
+    assert_eq!(CameraMoved::CLASS_NAME, "CameraMoved");
+    let mut moved = Envelope::new(CameraMoved { x: 1.0, z: 2.0 });
+    let event: &mut dyn Event = &mut moved;
+    assert!(event.is::<CameraMoved>());
+    assert_eq!(
+        event.downcast_ref::<CameraMoved>().map(|moved| moved.z),
+        Some(2.0)
+    );
+    let processor = EventProcessor::new();
+    let hud = Rc::new(|event: &mut dyn Event| event.is::<CameraMoved>());
+    processor.register_event_handler(&hud, 0);
+    assert!(processor.dispatch(CameraMoved { x: 0.0, z: 0.0 }));
+}
