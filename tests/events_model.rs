@@ -1,11 +1,12 @@
 //! P1-P4 as a model-based property test: random scripts of register / unregister / drop /
-//! dispatch (with handlers that pass, consume, mark handled, or unregister another handler mid-
-//! dispatch) run against the real `EventProcessor` and against a plain reference model; every
-//! dispatch must call the same handlers in the same order and return the same result.
+//! dispatch run against the real `EventProcessor` and against a plain reference model. Handlers
+//! pass, consume, mark the event handled, or, mid-dispatch, unregister or register another
+//! handler or start a nested dispatch. Every dispatch must call the same handlers in the same
+//! order and return the same result.
 
 use lumina::event::{Event, EventHandler, EventProcessor, Key, KeyPressedEvent, Modifiers};
 use proptest::prelude::*;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
 const SLOTS: usize = 5;
@@ -18,6 +19,10 @@ enum Behaviour {
     MarkHandled,
     /// Unregisters the handler in this slot, if any, then passes.
     Unregister(usize),
+    /// Registers the handler in this slot at this priority, if any, then passes.
+    Register(usize, i32),
+    /// Dispatches another event from inside the handler (one level deep), then passes.
+    Nested,
 }
 
 #[derive(Clone, Debug)]
@@ -42,6 +47,7 @@ struct Handler {
     log: Rc<RefCell<Vec<u64>>>,
     processor: Weak<EventProcessor>,
     slots: Weak<RefCell<Vec<Option<Rc<Handler>>>>>,
+    depth: Rc<Cell<u32>>,
 }
 
 impl EventHandler for Handler {
@@ -61,6 +67,25 @@ impl EventHandler for Handler {
                         .upgrade()
                         .unwrap()
                         .unregister_event_handler(&victim);
+                }
+                false
+            }
+            Behaviour::Register(slot, priority) => {
+                let other = self.slots.upgrade().unwrap().borrow()[slot].clone();
+                if let Some(other) = other {
+                    self.processor
+                        .upgrade()
+                        .unwrap()
+                        .register_event_handler(&other, priority);
+                }
+                false
+            }
+            Behaviour::Nested => {
+                if self.depth.get() == 0 {
+                    self.depth.set(1);
+                    let event = KeyPressedEvent::new(Key::B, Modifiers::NONE);
+                    self.processor.upgrade().unwrap().dispatch(event);
+                    self.depth.set(0);
                 }
                 false
             }
@@ -89,14 +114,24 @@ impl Model {
         before != self.registered.len()
     }
 
-    /// P1 order, P2 consumption, P4 (M3) removal of not-yet-reached handlers.
-    fn dispatch(&mut self) -> (Vec<u64>, bool) {
+    fn register(&mut self, id: u64, priority: i32) -> bool {
+        if self.is_registered(id) {
+            return false;
+        }
+        self.sequence += 1;
+        self.registered.push((id, priority, self.sequence));
+        true
+    }
+
+    /// P1 order, P2 consumption, P4: handlers registered during a dispatch wait for the next one
+    /// (M2), removed ones not yet reached do not run (M3), a nested dispatch sees the list as it
+    /// is when it starts. Calls are appended to `calls` in the order they happen.
+    fn dispatch(&mut self, depth: u32, calls: &mut Vec<u64>) -> bool {
         let mut order = self.registered.clone();
         order.sort_by_key(|&(_, priority, sequence)| (-i64::from(priority), sequence));
-        let mut calls = Vec::new();
-        for (id, _, _) in order {
-            if !self.is_registered(id) {
-                continue; // removed earlier in this dispatch
+        for (id, _, registration) in order {
+            if !self.registered.iter().any(|entry| entry.2 == registration) {
+                continue; // unregistered earlier in this dispatch (maybe registered again since)
             }
             calls.push(id);
             let behaviour = self
@@ -108,15 +143,25 @@ impl Model {
                 .1;
             match behaviour {
                 Behaviour::Pass => {}
-                Behaviour::Consume | Behaviour::MarkHandled => return (calls, true),
+                Behaviour::Consume | Behaviour::MarkHandled => return true,
                 Behaviour::Unregister(slot) => {
                     if let Some((victim, _)) = self.slots[slot] {
                         self.unregister(victim);
                     }
                 }
+                Behaviour::Register(slot, priority) => {
+                    if let Some((other, _)) = self.slots[slot] {
+                        self.register(other, priority);
+                    }
+                }
+                Behaviour::Nested => {
+                    if depth == 0 {
+                        self.dispatch(1, calls);
+                    }
+                }
             }
         }
-        (calls, false)
+        false
     }
 }
 
@@ -126,6 +171,9 @@ fn behaviour() -> impl Strategy<Value = Behaviour> {
         1 => Just(Behaviour::Consume),
         1 => Just(Behaviour::MarkHandled),
         2 => (0..SLOTS).prop_map(Behaviour::Unregister),
+        2 => (0..SLOTS, prop::sample::select(&PRIORITIES[..]))
+            .prop_map(|(slot, priority)| Behaviour::Register(slot, priority)),
+        1 => Just(Behaviour::Nested),
     ]
 }
 
@@ -143,6 +191,7 @@ fn run(script: Vec<Op>) -> Result<(), TestCaseError> {
     let processor = Rc::new(EventProcessor::new());
     let slots: Slots = Rc::new(RefCell::new(vec![None; SLOTS]));
     let log = Rc::new(RefCell::new(Vec::new()));
+    let depth = Rc::new(Cell::new(0));
     let mut model = Model::default();
     let mut next_id = 0;
     for op in script {
@@ -161,14 +210,11 @@ fn run(script: Vec<Op>) -> Result<(), TestCaseError> {
                         log: Rc::clone(&log),
                         processor: Rc::downgrade(&processor),
                         slots: Rc::downgrade(&slots),
+                        depth: Rc::clone(&depth),
                     }));
                 }
                 let id = model.slots[slot].unwrap().0;
-                let expected = !model.is_registered(id);
-                if expected {
-                    model.sequence += 1;
-                    model.registered.push((id, priority, model.sequence));
-                }
+                let expected = model.register(id, priority);
                 let handler = slots.borrow()[slot].clone().unwrap();
                 let registered = processor.register_event_handler(&handler, priority);
                 prop_assert_eq!(registered, expected, "P1: duplicates refused");
@@ -191,7 +237,8 @@ fn run(script: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::Dispatch => {
                 log.borrow_mut().clear();
-                let (expected_calls, expected_consumed) = model.dispatch();
+                let mut expected_calls = Vec::new();
+                let expected_consumed = model.dispatch(0, &mut expected_calls);
                 let consumed = processor.dispatch(KeyPressedEvent::new(Key::A, Modifiers::NONE));
                 prop_assert_eq!(&*log.borrow(), &expected_calls, "P1/P3/P4 order");
                 prop_assert_eq!(consumed, expected_consumed, "P2 result");
