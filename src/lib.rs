@@ -21,5 +21,7 @@
 
 pub use lumina_runtime::*;
 
+pub use lumina_macros::{ScriptComponent, script_delegate};
+
 #[doc(hidden)]
 pub use lumina_runtime::__private;

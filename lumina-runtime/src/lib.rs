@@ -8,6 +8,8 @@
 //!   subscriber list shared by every mechanism (M1-M7, M12).
 //! - [`delegate`]: single-cast [`Delegate`] (S1-S3).
 //! - [`multicast`]: [`MulticastDelegate`] (M1-M12).
+//! - [`script_delegate`]: [`ScriptDelegate`], bindable from Rust and a managed host (SD1-SD4).
+//! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
 // in game code.
@@ -18,10 +20,14 @@ pub mod delegate;
 pub mod handle;
 pub mod invocation;
 pub mod multicast;
+pub mod reflect;
+pub mod script_delegate;
 
 pub use delegate::Delegate;
 pub use handle::DelegateHandle;
 pub use multicast::MulticastDelegate;
+pub use reflect::{ScriptComponent, ScriptPayload};
+pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
 
 /// Not public API; used by expansions of lumina's macros, which name everything through
 /// `::lumina::__private` so that they work with `lumina` as the only dependency.
@@ -35,6 +41,14 @@ pub mod __private {
     pub use crate::invocation::InvocationList;
     #[doc(hidden)]
     pub use crate::multicast::MulticastDelegate;
+    #[doc(hidden)]
+    pub use crate::reflect::{
+        Blittable, ComponentInfo, DelegateProperty, FieldInfo, FieldType, PayloadInfo,
+        PropertyFlags, PropertyInfo, RegisteredComponent, RegisteredPayload, ScriptComponent,
+        ScriptPayload,
+    };
+    #[doc(hidden)]
+    pub use inventory;
     #[doc(hidden)]
     pub use std::rc::Rc;
 
