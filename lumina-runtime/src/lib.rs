@@ -10,6 +10,7 @@
 //! - [`multicast`]: [`MulticastDelegate`] (M1-M12).
 //! - [`script_delegate`]: [`ScriptDelegate`], bindable from Rust and a managed host (SD1-SD4).
 //! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
+//! - [`ffi`]: the C ABI a managed host calls (SD5); the only module with `unsafe` code.
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
 // in game code.
@@ -17,6 +18,7 @@
 extern crate self as lumina;
 
 pub mod delegate;
+pub mod ffi;
 pub mod handle;
 pub mod invocation;
 pub mod multicast;
