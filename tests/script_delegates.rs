@@ -492,3 +492,45 @@ fn sd4_clear_hands_managed_bindings_to_the_hook() {
     let released = with_recording_hook(|| drop(on_hit));
     assert!(released.is_empty(), "nothing is released twice");
 }
+
+#[test]
+fn sd6_reflection_reports_payloads_and_component_properties() {
+    use lumina::reflect::{self, FieldType, PropertyFlags};
+    let hit = reflect::find_payload("Hit").unwrap();
+    assert_eq!((hit.size, hit.align), (16, 8));
+    let fields: Vec<_> = hit
+        .fields
+        .iter()
+        .map(|f| (f.name, f.ty, f.offset, f.size))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("damage", FieldType::F32, 0, 4),
+            ("entity", FieldType::U64, 8, 8)
+        ]
+    );
+    let target = reflect::find_component("Target").unwrap();
+    assert_eq!(target.size, size_of::<Target>());
+    let names: Vec<_> = target.properties.iter().map(|p| p.name).collect();
+    assert_eq!(names, ["on_hit", "on_destroyed"], "only #[property] fields");
+    let on_hit = target.property("on_hit").unwrap();
+    assert_eq!(on_hit.category, "Events");
+    assert_eq!(on_hit.flags, PropertyFlags::EDITABLE);
+    assert!(std::ptr::eq(on_hit.payload, hit));
+    assert_eq!(on_hit.offset, std::mem::offset_of!(Target, on_hit));
+    let on_destroyed = target.property("on_destroyed").unwrap();
+    assert_eq!(on_destroyed.category, "Default");
+    assert_eq!(on_destroyed.flags, PropertyFlags::default());
+    assert!(on_destroyed.payload.is_void());
+}
+
+#[test]
+fn sd6_types_register_themselves_at_link_time_with_unique_names() {
+    use lumina::reflect;
+    let payloads: Vec<_> = reflect::payloads().map(|p| p.name).collect();
+    assert!(payloads.contains(&"Hit") && payloads.contains(&"void"));
+    let components: Vec<_> = reflect::components().map(|c| c.name).collect();
+    assert_eq!(components, ["Target"]);
+    assert!(reflect::duplicate_names().is_empty());
+}

@@ -4,7 +4,13 @@
 //! on a component implements [`ScriptComponent`] for its `#[property(..)]` fields. Both register
 //! their type at link time (through the [`inventory`](https://docs.rs/inventory) crate), so
 //! [`payloads`], [`components`], [`find_payload`] and [`find_component`] see every reflected type
-//! of the program without a hand-kept list.
+//! of the program without a hand-kept list. The C ABI (`crate::ffi`) answers the same queries for a
+//! managed host, and [`csharp`] turns them into C# bindings.
+//!
+//! Types are registered under their bare struct name, the name the managed side sees. Names must
+//! be unique among the reflected types linked into one program: with two `Hit` payloads from
+//! different modules, [`find_payload`]`("Hit")` returns either one. [`duplicate_names`] lists
+//! such clashes, so a host can refuse to start with them.
 //!
 //! # What is blittable
 //!
@@ -51,6 +57,8 @@
 //! assert!(on_landed.flags.contains(reflect::PropertyFlags::EDITABLE));
 //! assert_eq!(on_landed.payload.name, "Landed");
 //! ```
+
+pub mod csharp;
 
 use std::fmt;
 
@@ -332,4 +340,26 @@ pub fn find_payload(name: &str) -> Option<&'static PayloadInfo> {
 /// The reflected component called `name`.
 pub fn find_component(name: &str) -> Option<&'static ComponentInfo> {
     components().find(|component| component.name == name)
+}
+
+/// Names used by more than one reflected payload, or by more than one reflected component, sorted.
+/// Empty in a well-formed program (see the [module documentation](self)).
+pub fn duplicate_names() -> Vec<&'static str> {
+    fn duplicates(mut names: Vec<&'static str>) -> Vec<&'static str> {
+        names.sort_unstable();
+        let mut out: Vec<&'static str> = names
+            .windows(2)
+            .filter(|pair| pair[0] == pair[1])
+            .map(|pair| pair[0])
+            .collect();
+        out.dedup();
+        out
+    }
+    let mut out = duplicates(payloads().map(|payload| payload.name).collect());
+    out.extend(duplicates(
+        components().map(|component| component.name).collect(),
+    ));
+    out.sort_unstable();
+    out.dedup();
+    out
 }
