@@ -25,3 +25,118 @@ pub use lumina_macros::{ScriptComponent, script_delegate};
 
 #[doc(hidden)]
 pub use lumina_runtime::__private;
+
+/// Declares a named multicast delegate type: any number of subscribers, called in the order
+/// they were added (rules M1-M12 of the runtime's [`MulticastDelegate`], which it wraps).
+///
+/// Three forms: no parameters, parameters (names optional, references allowed), and a return
+/// type. Attributes and doc comments pass through to the type; the visibility is optional.
+///
+/// ```
+/// use lumina::declare_multicast_delegate;
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+///
+/// pub struct Window {
+///     pub title: String,
+/// }
+///
+/// declare_multicast_delegate!(
+///     /// Fired once the project is loaded.
+///     pub ProjectLoaded
+/// );
+/// declare_multicast_delegate!(pub WindowResize(window: &Window, size: (u32, u32)));
+/// declare_multicast_delegate!(pub Query(value: i32) -> bool);
+///
+/// let on_loaded = ProjectLoaded::new();
+/// let _log = on_loaded.add_lambda(|| println!("project loaded"));
+/// on_loaded.broadcast_and_clear();
+/// assert!(!on_loaded.is_bound());
+///
+/// // Closures taking references need no annotations.
+/// let on_resize = WindowResize::default();
+/// let last = Rc::new(Cell::new((0, 0)));
+/// let sink = Rc::clone(&last);
+/// let handle = on_resize.add_lambda(move |window, size| {
+///     println!("{} is now {size:?}", window.title);
+///     sink.set(size);
+/// });
+/// on_resize.broadcast(&Window { title: "main".into() }, (1280, 720));
+/// assert_eq!(last.get(), (1280, 720));
+/// assert!(on_resize.remove(handle));
+///
+/// // With a return type, `broadcast_collect` returns every result in call order.
+/// let query = Query::new();
+/// let _positive = query.add_lambda(|value| value > 0);
+/// let _even = query.add_static(|value| value % 2 == 0);
+/// assert_eq!(query.broadcast_collect(3), vec![true, false]);
+/// ```
+///
+/// Member bindings hold their object weakly:
+///
+/// ```
+/// use lumina::declare_multicast_delegate;
+/// use std::rc::Rc;
+///
+/// declare_multicast_delegate!(OnScore(u32));
+///
+/// struct Hud;
+/// impl Hud {
+///     fn show(&self, score: u32) {
+///         println!("score {score}");
+///     }
+/// }
+///
+/// let on_score = OnScore::new();
+/// let hud = Rc::new(Hud);
+/// let _binding = on_score.add_member(&hud, Hud::show);
+/// assert!(on_score.is_bound_to(&hud));
+/// drop(hud);
+/// assert_eq!(on_score.len(), 0); // never runs again
+/// on_score.broadcast(10);
+/// ```
+///
+/// The generated type has `new` (a `const fn`), `add_lambda`, `add_static`, `add_member`,
+/// `remove`, `remove_all`, `is_bound_to`, `clear`, `broadcast`, `broadcast_and_clear`,
+/// `broadcast_collect` (with a return type), `is_bound`, `len`, `is_empty`, and implements
+/// `Default` and `Debug`. An owned parameter type must be `Clone` (it is cloned for every
+/// subscriber but the last); a type that is not is a compile error at that parameter. The
+/// type is neither `Send` nor `Sync`.
+pub use lumina_macros::declare_multicast_delegate;
+
+/// Declares a named single-cast delegate type: one callable or nothing (rules S1-S3 of the
+/// runtime's [`Delegate`], which it wraps).
+///
+/// The forms are those of [`declare_multicast_delegate!`].
+///
+/// ```
+/// use lumina::declare_delegate;
+/// use std::rc::Rc;
+///
+/// declare_delegate!(pub Predicate(value: i32) -> bool);
+/// declare_delegate!(pub Notify());
+///
+/// let is_positive = Predicate::create_lambda(|value| value > 0);
+/// assert!(is_positive.execute(5));
+/// assert_eq!(is_positive.execute_if_bound(-1), Some(false));
+///
+/// let mut notify = Notify::create_static(|| println!("notified"));
+/// notify.execute();
+/// notify.unbind();
+/// assert_eq!(notify.execute_if_bound(), None); // `execute` would panic, naming `Notify`
+///
+/// struct Door {
+///     locked: bool,
+/// }
+/// let door = Rc::new(Door { locked: true });
+/// let can_open = Predicate::create_member(&door, |door, _key| !door.locked);
+/// assert_eq!(can_open.execute_if_bound(7), Some(false));
+/// drop(door);
+/// assert!(!can_open.is_bound());
+/// ```
+///
+/// The generated type has `new` (a `const fn`, unbound), `create_lambda`, `create_static`,
+/// `create_member`, `is_bound`, `is_bound_to`, `unbind`, `execute` (panics when unbound, naming
+/// the type) and `execute_if_bound` (returns `Option<R>`), and implements `Clone`, `Default` and
+/// `Debug`.
+pub use lumina_macros::declare_delegate;

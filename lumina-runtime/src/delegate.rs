@@ -1,6 +1,6 @@
 //! [`Delegate`]: a single-cast delegate holding at most one callable (rules S1-S3).
 //!
-//! Game code usually declares a named type with `declare_delegate!`;
+//! Game code usually declares a named type with [`declare_delegate!`](lumina_macros::declare_delegate);
 //! the generic type is for quick use with owned argument types, e.g. `Delegate<dyn Fn(i32) -> bool>`.
 
 use std::any::Any;

@@ -64,6 +64,62 @@ pub mod __private {
             .expect("lumina: a member binding ran after its owner was dropped")
     }
 
+    /// Not public API; used by expansions. A multicast delegate hands an owned argument to
+    /// every subscriber, cloning it for all but the last (M11). `declare_multicast_delegate!`
+    /// asserts this trait on each owned parameter type, spanned at that type, so a non-`Clone`
+    /// parameter is one error, in our words, on the user's token.
+    #[doc(hidden)]
+    #[diagnostic::on_unimplemented(
+        message = "multicast delegate parameter type `{Self}` is not `Clone`: an owned parameter is cloned for every subscriber but the last",
+        label = "an owned parameter is cloned for every subscriber but the last, so it must implement `Clone`",
+        note = "take it by reference (`&{Self}`), share it (`Rc<{Self}>`), or implement `Clone` for it"
+    )]
+    pub trait CloneArg {
+        /// Clones the argument for one subscriber.
+        fn clone_arg(&self) -> Self;
+    }
+
+    #[doc(hidden)]
+    #[diagnostic::do_not_recommend]
+    impl<T: Clone> CloneArg for T {
+        #[inline]
+        fn clone_arg(&self) -> Self {
+            self.clone()
+        }
+    }
+
+    /// Not public API; used by expansions. An owned broadcast argument with the function that
+    /// clones it, captured by [`owned_arg`] where `T: CloneArg` is asserted. Its `Clone` impl
+    /// needs no bound, so a non-`Clone` parameter fails once, at that assertion (spanned at the
+    /// user's type), and nowhere else.
+    #[doc(hidden)]
+    pub struct OwnedArg<T> {
+        /// The argument.
+        pub value: T,
+        clone: fn(&T) -> T,
+    }
+
+    impl<T> Clone for OwnedArg<T> {
+        #[inline]
+        fn clone(&self) -> Self {
+            OwnedArg {
+                value: (self.clone)(&self.value),
+                clone: self.clone,
+            }
+        }
+    }
+
+    /// Not public API; used by expansions. Wraps an owned broadcast argument; the expansion
+    /// spans this call at the parameter's type, so `T: CloneArg` fails there (M11).
+    #[doc(hidden)]
+    #[inline]
+    pub fn owned_arg<T: CloneArg>(value: T) -> OwnedArg<T> {
+        OwnedArg {
+            value,
+            clone: T::clone_arg,
+        }
+    }
+
     /// Not public API; used by expansions. The panic of `execute` on an unbound delegate (S2).
     #[doc(hidden)]
     #[cold]

@@ -1,7 +1,7 @@
 //! [`MulticastDelegate`]: an invocation list of callbacks with handles (rules M1-M12).
 //!
 //! Game code usually declares a named type with
-//! `declare_multicast_delegate!`; the generic type is for
+//! [`declare_multicast_delegate!`](lumina_macros::declare_multicast_delegate); the generic type is for
 //! quick use with owned argument types, e.g. `MulticastDelegate<dyn Fn(u32, f32)>`.
 
 use std::any::Any;
@@ -16,7 +16,7 @@ use crate::invocation::InvocationList;
 /// `F` is the signature as a trait object, `dyn Fn(Args..) -> R`. With owned argument types the
 /// generic type has the full API (`add_lambda`, `add_static`, `add_member`, `broadcast`,
 /// `broadcast_collect`, ...); for signatures with reference arguments, and to give the delegate
-/// a real name, use `declare_multicast_delegate!`, whose
+/// a real name, use [`declare_multicast_delegate!`](lumina_macros::declare_multicast_delegate), whose
 /// types wrap this one.
 ///
 /// The reentrancy contract (DESIGN.md M1-M7) holds: subscribers may add, remove, clear and

@@ -65,14 +65,14 @@ fn validate_named_struct<'a>(
         },
         syn::Data::Enum(data) => {
             cx.error_spanned_by(
-                &data.enum_token,
+                data.enum_token,
                 "expected a struct: `ScriptComponent` reflects the delegate fields of a struct",
             );
             None
         }
         syn::Data::Union(data) => {
             cx.error_spanned_by(
-                &data.union_token,
+                data.union_token,
                 "expected a struct: `ScriptComponent` reflects the delegate fields of a struct",
             );
             None

@@ -1,0 +1,455 @@
+//! Expansion of a validated declaration: a newtype over the runtime's generic delegate with
+//! thin, documented forwarding methods. Cannot fail.
+//!
+//! Everything from the runtime is named through `::lumina::__private`, so a crate depending only
+//! on `lumina` compiles the expansion. Locals of the generated bodies use mixed-site hygiene, so a
+//! parameter the user names `owner` or `results` cannot collide with them.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Ident, Type};
+
+use super::parse::{DelegateDecl, Kind, is_mut_reference, is_reference};
+
+/// A parameter ready for expansion: a name (the user's, or `argN`) and a type.
+struct Arg {
+    name: Ident,
+    ty: Type,
+}
+
+impl Arg {
+    /// The expression passing this argument to one subscriber in a broadcast: `&mut` references
+    /// are reborrowed so every subscriber gets one, shared references are copied, owned
+    /// arguments are unwrapped from their `OwnedArg`.
+    fn pass(&self) -> TokenStream {
+        let name = &self.name;
+        if is_mut_reference(&self.ty) {
+            quote!(&mut *#name)
+        } else if is_reference(&self.ty) {
+            quote!(#name)
+        } else {
+            quote!(#name.value)
+        }
+    }
+}
+
+/// Expands a declaration (validated, or sanitized after errors so no cascade appears).
+pub(crate) fn expand(decl: &DelegateDecl) -> TokenStream {
+    let args = args(decl);
+    match decl.kind {
+        Kind::Multicast => expand_multicast(decl, &args),
+        Kind::Single => expand_single(decl, &args),
+    }
+}
+
+/// Names every parameter: the user's name, or `argN` (made unique against the user's names).
+fn args(decl: &DelegateDecl) -> Vec<Arg> {
+    let taken: Vec<String> = decl
+        .params
+        .iter()
+        .filter_map(|param| param.name.as_ref().map(Ident::to_string))
+        .collect();
+    decl.params
+        .iter()
+        .enumerate()
+        .filter_map(|(index, param)| {
+            let ty = param.ty.clone()?;
+            let name = match &param.name {
+                Some(name) => name.clone(),
+                None => {
+                    let mut name = format!("arg{index}");
+                    while taken.contains(&name) {
+                        name.push('_');
+                    }
+                    Ident::new(&name, Span::call_site())
+                }
+            };
+            Some(Arg { name, ty })
+        })
+        .collect()
+}
+
+/// A hygienic local of the generated bodies.
+fn local(name: &str) -> Ident {
+    Ident::new(name, Span::mixed_site())
+}
+
+/// `fn(window: &Window, size: UVec2) -> bool`, for the generated rustdoc.
+fn signature_doc(decl: &DelegateDecl, args: &[Arg]) -> String {
+    let params: Vec<String> = args
+        .iter()
+        .map(|arg| format!("{}: {}", arg.name, tokens_to_string(&arg.ty)))
+        .collect();
+    let output = decl
+        .output
+        .as_ref()
+        .map(|output| format!(" -> {}", tokens_to_string(output)))
+        .unwrap_or_default();
+    format!("fn({}){output}", params.join(", "))
+}
+
+/// Renders tokens the way people write them (`&Window`, `Vec<u8>`), not `& Window`.
+fn tokens_to_string(tokens: &impl ToTokens) -> String {
+    let mut text = tokens.to_token_stream().to_string();
+    for (from, to) in [
+        (" :: ", "::"),
+        (":: ", "::"),
+        ("& ", "&"),
+        (" <", "<"),
+        ("< ", "<"),
+        (" >", ">"),
+        (" ,", ","),
+        (" (", "("),
+        ("( ", "("),
+        (" )", ")"),
+        ("' ", "'"),
+        ("dyn(", "dyn ("),
+        ("mut(", "mut ("),
+    ] {
+        text = text.replace(from, to);
+    }
+    text
+}
+
+/// `dyn ::core::ops::Fn(&Window, UVec2) -> R`
+fn fn_trait(decl: &DelegateDecl, args: &[Arg], first: Option<TokenStream>) -> TokenStream {
+    let types = args.iter().map(|arg| &arg.ty);
+    let first = first.map(|first| quote!(#first,));
+    let output = decl.output.as_ref().map(|output| quote!(-> #output));
+    quote!(::core::ops::Fn(#first #(#types),*) #output)
+}
+
+/// The user's attributes and docs, then the generated doc paragraph.
+fn struct_attrs(decl: &DelegateDecl, summary: &str) -> TokenStream {
+    let attrs = &decl.attrs;
+    let has_docs = attrs.iter().any(|attr| attr.path().is_ident("doc"));
+    let separator = has_docs.then(|| quote!(#[doc = ""]));
+    quote! {
+        #(#attrs)*
+        #separator
+        #[doc = #summary]
+    }
+}
+
+/// What both expansions need: signatures, parameter lists and hygienic locals.
+struct Common<'a> {
+    /// `::core::ops::Fn(&Window, UVec2) -> R`
+    signature: TokenStream,
+    /// `::core::ops::Fn(&T, &Window, UVec2) -> R`, for member bindings.
+    member_signature: TokenStream,
+    names: Vec<&'a Ident>,
+    types: Vec<&'a Type>,
+    rc: TokenStream,
+    f: Ident,
+    owner: Ident,
+    method: Ident,
+}
+
+impl<'a> Common<'a> {
+    fn new(decl: &DelegateDecl, args: &'a [Arg]) -> Self {
+        Common {
+            signature: fn_trait(decl, args, None),
+            member_signature: fn_trait(decl, args, Some(quote!(&T))),
+            names: args.iter().map(|arg| &arg.name).collect(),
+            types: args.iter().map(|arg| &arg.ty).collect(),
+            rc: quote!(::lumina::__private::Rc),
+            f: local("f"),
+            owner: local("owner"),
+            method: local("method"),
+        }
+    }
+
+    /// The shared callable of a member binding: calls `method` on the upgraded weak owner (the
+    /// runtime only calls it while the owner is alive).
+    fn member_callable(&self) -> TokenStream {
+        let Common {
+            names,
+            types,
+            rc,
+            owner,
+            method,
+            ..
+        } = self;
+        let weak = local("weak");
+        quote! {{
+            let #weak = #rc::downgrade(#owner);
+            #rc::new(move |#(#names: #types),*| {
+                #method(&::lumina::__private::upgrade_owner(&#weak), #(#names),*)
+            })
+        }}
+    }
+}
+
+/// The user's `#[cfg(..)]` attributes, repeated on the impl blocks so they come and go with
+/// the struct.
+fn cfg_attrs(decl: &DelegateDecl) -> TokenStream {
+    let cfgs = decl.attrs.iter().filter(|attr| attr.path().is_ident("cfg"));
+    quote!(#(#cfgs)*)
+}
+
+fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
+    let name = &decl.name;
+    let vis = &decl.vis;
+    let common = Common::new(decl, args);
+    let member_callable = common.member_callable();
+    let Common {
+        signature,
+        member_signature,
+        names,
+        types,
+        rc,
+        f,
+        owner,
+        method,
+    } = &common;
+    let summary = format!(
+        "A multicast delegate `{}`, declared with `declare_multicast_delegate!`: any number of \
+         subscribers, called in the order they were added. Subscribe with `add_lambda`, \
+         `add_static` or `add_member` (each returns a `DelegateHandle` for `remove`), and call \
+         them all with `broadcast`.",
+        signature_doc(decl, args)
+    );
+    let attrs = struct_attrs(decl, &summary);
+    let cfgs = cfg_attrs(decl);
+    let handle = quote!(::lumina::__private::DelegateHandle);
+    let output_arrow = decl.output.as_ref().map(|output| quote!(-> #output));
+    let passed: Vec<TokenStream> = args.iter().map(Arg::pass).collect();
+
+    // Owned arguments travel in a tuple that `broadcast_with` clones for every subscriber but
+    // the last (M11); references are captured by the call closure and passed through untouched.
+    let owned: Vec<&Arg> = args.iter().filter(|arg| !is_reference(&arg.ty)).collect();
+    let owned_names: Vec<&Ident> = owned.iter().map(|arg| &arg.name).collect();
+    // Wrapping asserts `CloneArg` spanned at the user's type: a non-`Clone` parameter is one
+    // error there, in our words (M11).
+    let wrapped: Vec<TokenStream> = owned
+        .iter()
+        .map(|arg| {
+            let (ty, name) = (&arg.ty, &arg.name);
+            quote_spanned!(ty.span()=> ::lumina::__private::owned_arg::<#ty>(#name))
+        })
+        .collect();
+    let broadcast_body = |call: TokenStream| {
+        quote! {
+            self.0.invocation_list().broadcast_with(
+                (#(#wrapped,)*),
+                |#f, (#(#owned_names,)*)| { #call; },
+            );
+        }
+    };
+    let broadcast = broadcast_body(quote!(#f(#(#passed),*)));
+    let collect = decl.output.as_ref().map(|output| {
+        let results = local("results");
+        let body = broadcast_body(quote!(#results.push(#f(#(#passed),*))));
+        quote! {
+            /// Calls every subscriber like `broadcast` and returns their results in call order.
+            #[must_use]
+            pub fn broadcast_collect(&self, #(#names: #types),*) -> ::std::vec::Vec<#output> {
+                let mut #results = ::std::vec::Vec::new();
+                #body
+                #results
+            }
+        }
+    });
+
+    quote! {
+        #attrs
+        #[derive(Default, Debug)]
+        #vis struct #name(::lumina::__private::MulticastDelegate<dyn #signature>);
+
+        #cfgs
+        #[allow(dead_code)]
+        impl #name {
+            /// An empty delegate. Allocates nothing.
+            #[must_use]
+            pub const fn new() -> Self {
+                Self(::lumina::__private::MulticastDelegate::new())
+            }
+
+            /// Adds a closure; the returned handle removes it.
+            pub fn add_lambda(&self, #f: impl #signature + 'static) -> #handle {
+                self.0.add_shared(#rc::new(#f))
+            }
+
+            /// Adds a plain function; the returned handle removes it.
+            pub fn add_static(&self, #f: fn(#(#types),*) #output_arrow) -> #handle {
+                self.0.add_shared(#rc::new(#f))
+            }
+
+            /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again,
+            /// stops counting in `len`, and is pruned. The returned handle removes it, and so
+            /// does `remove_all(&owner)`.
+            pub fn add_member<T: ::core::any::Any>(
+                &self,
+                #owner: &#rc<T>,
+                #method: impl #member_signature + 'static,
+            ) -> #handle {
+                self.0.add_shared_member(#owner, #member_callable)
+            }
+
+            /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
+            /// foreign or already removed handle. During a broadcast, a removed subscriber not
+            /// yet reached does not run.
+            pub fn remove(&self, handle: #handle) -> bool {
+                self.0.remove(handle)
+            }
+
+            /// Removes every member binding of `owner`; returns how many were removed.
+            pub fn remove_all<T: ?Sized>(&self, #owner: &#rc<T>) -> usize {
+                self.0.remove_all(#owner)
+            }
+
+            /// Whether a live member binding of `owner` exists.
+            #[must_use]
+            pub fn is_bound_to<T: ?Sized>(&self, #owner: &#rc<T>) -> bool {
+                self.0.is_bound_to(#owner)
+            }
+
+            /// Removes every subscriber. During a broadcast nothing further runs in it.
+            pub fn clear(&self) {
+                self.0.clear();
+            }
+
+            /// Whether a live subscriber exists.
+            #[must_use]
+            pub fn is_bound(&self) -> bool {
+                self.0.is_bound()
+            }
+
+            /// How many live subscribers there are.
+            #[must_use]
+            pub fn len(&self) -> usize {
+                self.0.len()
+            }
+
+            /// `true` when no live subscriber exists.
+            #[must_use]
+            pub fn is_empty(&self) -> bool {
+                self.0.is_empty()
+            }
+        }
+
+        #cfgs
+        #[allow(dead_code)]
+        impl #name {
+            /// Calls every subscriber present when the broadcast starts, in the order they were
+            /// added, discarding results. References are passed through; an owned argument is
+            /// cloned for every subscriber but the last, which gets the original.
+            pub fn broadcast(&self, #(#names: #types),*) {
+                #broadcast
+            }
+
+            /// `broadcast`, then `clear`: for one-shot signals. Subscribers added during the
+            /// broadcast are cleared too.
+            pub fn broadcast_and_clear(&self, #(#names: #types),*) {
+                self.broadcast(#(#names),*);
+                self.clear();
+            }
+
+            #collect
+        }
+    }
+}
+
+fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
+    let name = &decl.name;
+    let vis = &decl.vis;
+    let common = Common::new(decl, args);
+    let member_callable = common.member_callable();
+    let Common {
+        signature,
+        member_signature,
+        names,
+        types,
+        rc,
+        f,
+        owner,
+        method,
+    } = &common;
+    let summary = format!(
+        "A single-cast delegate `{}`, declared with `declare_delegate!`: one callable or nothing. \
+         Bind it with `create_lambda`, `create_static` or `create_member`; call it with \
+         `execute` (panics when unbound) or `execute_if_bound` (returns `None` when unbound).",
+        signature_doc(decl, args)
+    );
+    let attrs = struct_attrs(decl, &summary);
+    let cfgs = cfg_attrs(decl);
+    let delegate = quote!(::lumina::__private::Delegate);
+    let output = decl
+        .output
+        .as_ref()
+        .map_or_else(|| quote!(()), ToTokens::to_token_stream);
+    let type_name = name.to_string();
+
+    quote! {
+        #attrs
+        #[derive(Clone, Default, Debug)]
+        #vis struct #name(#delegate<dyn #signature>);
+
+        #cfgs
+        #[allow(dead_code)]
+        impl #name {
+            /// An unbound delegate.
+            #[must_use]
+            pub const fn new() -> Self {
+                Self(#delegate::new())
+            }
+
+            /// A delegate bound to a closure.
+            #[must_use]
+            pub fn create_lambda(#f: impl #signature + 'static) -> Self {
+                Self(#delegate::from_shared(#rc::new(#f)))
+            }
+
+            /// A delegate bound to a plain function.
+            #[must_use]
+            pub fn create_static(#f: fn(#(#types),*) -> #output) -> Self {
+                Self(#delegate::from_shared(#rc::new(#f)))
+            }
+
+            /// A delegate bound to a method of `owner`, held weakly: once `owner` is dropped the
+            /// delegate is unbound and never calls it.
+            #[must_use]
+            pub fn create_member<T: ::core::any::Any>(
+                #owner: &#rc<T>,
+                #method: impl #member_signature + 'static,
+            ) -> Self {
+                Self(#delegate::from_shared_member(#owner, #member_callable))
+            }
+
+            /// Whether a callable is bound and, for a member binding, its object is alive.
+            #[must_use]
+            pub fn is_bound(&self) -> bool {
+                self.0.is_bound()
+            }
+
+            /// Whether this is a live member binding of `owner`.
+            #[must_use]
+            pub fn is_bound_to<T: ?Sized>(&self, #owner: &#rc<T>) -> bool {
+                self.0.is_bound_to(#owner)
+            }
+
+            /// Drops the bound callable, if any; afterwards `is_bound` is false.
+            pub fn unbind(&mut self) {
+                self.0.unbind();
+            }
+
+            /// Calls the bound callable.
+            ///
+            /// # Panics
+            /// When nothing is bound, or the bound object was dropped. Check `is_bound` first,
+            /// or call `execute_if_bound`, which returns `None` instead.
+            #[track_caller]
+            pub fn execute(&self, #(#names: #types),*) -> #output {
+                let #f = self.0.callable_or_panic(#type_name);
+                #f(#(#names),*)
+            }
+
+            /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is
+            /// bound or the bound object was dropped.
+            pub fn execute_if_bound(&self, #(#names: #types),*) -> ::core::option::Option<#output> {
+                self.0.callable().map(|#f| #f(#(#names),*))
+            }
+        }
+    }
+}

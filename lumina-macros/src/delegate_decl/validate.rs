@@ -1,0 +1,248 @@
+//! Validation: one function per rule, each recording its errors in the [`Ctxt`] on the
+//! offending token, so every independent mistake is reported at once.
+
+use std::collections::HashSet;
+
+use syn::{GenericArgument, Lifetime, PathArguments, ReturnType, Type, TypeParamBound};
+
+use super::parse::DelegateDecl;
+use crate::ctxt::Ctxt;
+
+/// Runs every rule.
+pub(crate) fn validate(cx: &Ctxt, decl: &DelegateDecl) {
+    no_generics(cx, decl);
+    no_self_param(cx, decl);
+    no_mut_pattern(cx, decl);
+    unique_param_names(cx, decl);
+    no_impl_trait(cx, decl);
+    no_named_lifetimes(cx, decl);
+}
+
+/// A delegate type is one concrete signature: `Name<T>` cannot be expanded into a type whose
+/// methods take `T` without every method growing bounds the user never asked for.
+fn no_generics(cx: &Ctxt, decl: &DelegateDecl) {
+    if let Some(generics) = &decl.generics {
+        cx.error_spanned_by(
+            generics,
+            format!(
+                "a delegate type cannot be generic: expected `{}(...)` with concrete parameter types; declare one delegate per signature",
+                decl.name
+            ),
+        );
+    }
+}
+
+/// Subscribers are free functions, closures or member bindings (`add_member` passes the object
+/// itself); a `self` parameter has no meaning in a signature.
+fn no_self_param(cx: &Ctxt, decl: &DelegateDecl) {
+    for param in &decl.params {
+        if let Some(self_token) = &param.self_token {
+            cx.error_spanned_by(
+                self_token,
+                "a delegate signature has no `self` parameter: expected `name: Type`; to call a method, bind it with `add_member(&object, Type::method)`",
+            );
+        }
+    }
+}
+
+/// Parameter names only name the arguments in the generated methods; a pattern like `mut x`
+/// would have no effect there and suggests the user expects a function body.
+fn no_mut_pattern(cx: &Ctxt, decl: &DelegateDecl) {
+    for param in &decl.params {
+        if let Some(mut_token) = &param.mut_token {
+            cx.error_spanned_by(
+                mut_token,
+                "parameter patterns are not allowed: expected `name: Type`; remove `mut`",
+            );
+        }
+    }
+}
+
+/// The names become the parameters of `broadcast`/`execute`: two with one name cannot compile.
+fn unique_param_names(cx: &Ctxt, decl: &DelegateDecl) {
+    let mut seen = HashSet::new();
+    for param in &decl.params {
+        let Some(name) = &param.name else { continue };
+        if !seen.insert(name.to_string()) {
+            cx.error_spanned_by(
+                name,
+                format!(
+                    "duplicate parameter name `{name}`: expected a distinct name for each parameter"
+                ),
+            );
+        }
+    }
+}
+
+/// `impl Trait` is not a type a `dyn Fn` signature can hold; a trait object or a concrete type
+/// is.
+fn no_impl_trait(cx: &Ctxt, decl: &DelegateDecl) {
+    for param in &decl.params {
+        if let Some(ty) = &param.ty {
+            for_each_impl_trait(ty, &mut |impl_trait| {
+                cx.error_spanned_by(
+                    impl_trait,
+                    "`impl Trait` is not allowed in a delegate parameter: expected a concrete type, a reference such as `&dyn Trait`, or `Box<dyn Trait>`",
+                );
+            });
+        }
+    }
+    if let Some(output) = &decl.output {
+        for_each_impl_trait(output, &mut |impl_trait| {
+            cx.error_spanned_by(
+                impl_trait,
+                "`impl Trait` is not allowed as a delegate's return type: expected a concrete type or `Box<dyn Trait>`",
+            );
+        });
+    }
+}
+
+/// A named lifetime (`&'a T`) would have to be declared on the type; every reference in a
+/// delegate signature already accepts any lifetime when it is elided (`&T`). `'static` is fine.
+fn no_named_lifetimes(cx: &Ctxt, decl: &DelegateDecl) {
+    let check = |ty: &Type| {
+        for_each_lifetime(ty, &mut |lifetime| {
+            if is_named(lifetime) {
+                cx.error_spanned_by(
+                    lifetime,
+                    format!(
+                        "undeclared lifetime `{lifetime}`: elide it (`&Type`); a delegate's reference parameters accept any lifetime"
+                    ),
+                );
+            }
+        });
+    };
+    for param in &decl.params {
+        if let Some(ty) = &param.ty {
+            check(ty);
+        }
+    }
+    if let Some(output) = &decl.output {
+        check(output);
+    }
+}
+
+/// Calls `f` on every `impl Trait` inside `ty`.
+fn for_each_impl_trait(ty: &Type, f: &mut dyn FnMut(&syn::TypeImplTrait)) {
+    match ty {
+        Type::ImplTrait(impl_trait) => f(impl_trait),
+        other => for_each_child(
+            other,
+            &mut |child| for_each_impl_trait(child, f),
+            &mut |_| {},
+        ),
+    }
+}
+
+/// Whether `ty` breaks a rule of this module (so the fallback expansion leaves it out).
+pub(crate) fn has_rejected_type(ty: &Type) -> bool {
+    let mut rejected = false;
+    for_each_impl_trait(ty, &mut |_| rejected = true);
+    for_each_lifetime(ty, &mut |lifetime| rejected |= is_named(lifetime));
+    rejected
+}
+
+fn is_named(lifetime: &Lifetime) -> bool {
+    lifetime.ident != "static" && lifetime.ident != "_"
+}
+
+/// Calls `f` on every lifetime written inside `ty`.
+fn for_each_lifetime(ty: &Type, f: &mut dyn FnMut(&Lifetime)) {
+    if let Type::Reference(syn::TypeReference {
+        lifetime: Some(lifetime),
+        ..
+    }) = ty
+    {
+        f(lifetime);
+    }
+    let mut lifetimes = Vec::new();
+    let mut children = Vec::new();
+    for_each_child(ty, &mut |child| children.push(child), &mut |lifetime| {
+        lifetimes.push(lifetime)
+    });
+    for lifetime in lifetimes {
+        f(lifetime);
+    }
+    for child in children {
+        for_each_lifetime(child, f);
+    }
+}
+
+/// Calls `on_type` on the types directly inside `ty`, and `on_lifetime` on lifetimes used as
+/// generic arguments or bounds directly inside it.
+fn for_each_child<'a>(
+    ty: &'a Type,
+    on_type: &mut dyn FnMut(&'a Type),
+    on_lifetime: &mut dyn FnMut(&'a Lifetime),
+) {
+    match ty {
+        Type::Array(array) => on_type(&array.elem),
+        Type::Group(group) => on_type(&group.elem),
+        Type::Paren(paren) => on_type(&paren.elem),
+        Type::Ptr(ptr) => on_type(&ptr.elem),
+        Type::Reference(reference) => on_type(&reference.elem),
+        Type::Slice(slice) => on_type(&slice.elem),
+        Type::Tuple(tuple) => tuple.elems.iter().for_each(on_type),
+        Type::Path(path) => {
+            if let Some(qself) = &path.qself {
+                on_type(&qself.ty);
+            }
+            for segment in &path.path.segments {
+                path_arguments(&segment.arguments, on_type, on_lifetime);
+            }
+        }
+        Type::TraitObject(object) => bounds(object.bounds.iter(), on_type, on_lifetime),
+        Type::ImplTrait(impl_trait) => bounds(impl_trait.bounds.iter(), on_type, on_lifetime),
+        Type::BareFn(bare_fn) => {
+            bare_fn.inputs.iter().for_each(|input| on_type(&input.ty));
+            if let ReturnType::Type(_, output) = &bare_fn.output {
+                on_type(output);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn bounds<'a>(
+    bounds: impl Iterator<Item = &'a TypeParamBound>,
+    on_type: &mut dyn FnMut(&'a Type),
+    on_lifetime: &mut dyn FnMut(&'a Lifetime),
+) {
+    for bound in bounds {
+        match bound {
+            TypeParamBound::Trait(trait_bound) => {
+                for segment in &trait_bound.path.segments {
+                    path_arguments(&segment.arguments, on_type, on_lifetime);
+                }
+            }
+            TypeParamBound::Lifetime(lifetime) => on_lifetime(lifetime),
+            _ => {}
+        }
+    }
+}
+
+fn path_arguments<'a>(
+    arguments: &'a PathArguments,
+    on_type: &mut dyn FnMut(&'a Type),
+    on_lifetime: &mut dyn FnMut(&'a Lifetime),
+) {
+    match arguments {
+        PathArguments::AngleBracketed(angle) => {
+            for argument in &angle.args {
+                match argument {
+                    GenericArgument::Type(ty) => on_type(ty),
+                    GenericArgument::Lifetime(lifetime) => on_lifetime(lifetime),
+                    GenericArgument::AssocType(assoc) => on_type(&assoc.ty),
+                    _ => {}
+                }
+            }
+        }
+        PathArguments::Parenthesized(parenthesized) => {
+            parenthesized.inputs.iter().for_each(&mut *on_type);
+            if let ReturnType::Type(_, output) = &parenthesized.output {
+                on_type(output);
+            }
+        }
+        PathArguments::None => {}
+    }
+}
