@@ -247,6 +247,12 @@ impl ComponentInfo {
 
 /// A payload a script delegate can carry; implemented by `#[script_delegate]` (and for `()`, the
 /// void payload). Every field is blittable (see the [module documentation](self)).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a script delegate payload",
+    label = "not a `#[script_delegate]` struct",
+    note = "a script delegate carries a blittable struct marked `#[script_delegate]`, or `()` for \
+            no payload"
+)]
 pub trait ScriptPayload: 'static {
     /// The payload's reflection data.
     const PAYLOAD: &'static PayloadInfo;

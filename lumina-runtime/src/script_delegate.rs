@@ -370,8 +370,11 @@ impl Drop for ScriptDelegateBase {
 /// `#[repr(C)]` with [`ScriptDelegateBase`] at offset 0 (checked at compile time for every `P`),
 /// so `&delegate as *const _ as *const ScriptDelegateBase` is valid (SD1). It derefs to its base,
 /// which has the managed-side API.
+///
+/// (`P: ScriptPayload` is required by every method rather than by the type, so a non-payload `P`
+/// is reported once, where the delegate is made.)
 #[repr(C)]
-pub struct ScriptDelegate<P: ScriptPayload> {
+pub struct ScriptDelegate<P: 'static> {
     base: ScriptDelegateBase,
     _payload: PhantomData<fn(&P)>,
 }

@@ -41,7 +41,9 @@ fn expand_checked(input: TokenStream) -> syn::Result<TokenStream> {
         ident: &input.ident,
         properties,
     };
-    validate_has_properties(&cx, &component);
+    if fields.is_some() {
+        validate_has_properties(&cx, &component);
+    }
     cx.check()?;
     Ok(expand(&component))
 }

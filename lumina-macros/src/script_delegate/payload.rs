@@ -15,8 +15,21 @@ struct Payload {
 
 /// Entry point of `#[script_delegate]`.
 pub(crate) fn expand_attribute(args: TokenStream, input: TokenStream) -> TokenStream {
-    let fallback = input.clone();
+    let fallback = fallback(&input);
     finish(expand_checked(args, input), fallback)
+}
+
+/// The user's item, as emitted after an error: unchanged, except that a rejected `repr` is
+/// dropped, so the compiler does not add its own errors about it to ours.
+fn fallback(input: &TokenStream) -> TokenStream {
+    match syn::parse2::<syn::ItemStruct>(input.clone()) {
+        Ok(mut item) => {
+            item.attrs
+                .retain(|attr| !attr.path().is_ident("repr") || is_repr_c(attr));
+            quote!(#item)
+        }
+        Err(_) => input.clone(),
+    }
 }
 
 fn expand_checked(args: TokenStream, input: TokenStream) -> syn::Result<TokenStream> {
