@@ -200,8 +200,10 @@ impl PropertyFlags {
 
 impl fmt::Debug for PropertyFlags {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.contains(PropertyFlags::EDITABLE) {
+        if *self == PropertyFlags::EDITABLE {
             write!(f, "PropertyFlags(EDITABLE)")
+        } else if self.0 == 0 {
+            write!(f, "PropertyFlags(none)")
         } else {
             write!(f, "PropertyFlags({:#x})", self.0)
         }
