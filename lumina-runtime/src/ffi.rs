@@ -589,14 +589,20 @@ mod tests {
     #[test]
     fn sd2_sd5_bind_from_another_thread_is_refused() {
         let delegate = ScriptDelegate::<()>::new();
-        let address = delegate.as_base_ptr() as usize;
+        /// The delegate's address, carried to another thread the way a host would.
+        struct Foreign(*const ScriptDelegateBase);
+        // SAFETY: the other thread only passes the pointer to the C ABI, which must refuse it
+        // before touching anything but the immutable thread id; that is what this test checks.
+        unsafe impl Send for Foreign {}
+        let foreign = Foreign(delegate.as_base_ptr());
         let status = std::thread::spawn(move || {
+            let foreign = foreign;
             let mut id = 0;
             // SAFETY: the delegate outlives the thread (joined below); the call only reads its
             // immutable thread id before refusing.
             let status = unsafe {
                 lumina_script_delegate_bind(
-                    address as *const ScriptDelegateBase,
+                    foreign.0,
                     Some(count_thunk),
                     std::ptr::null_mut(),
                     &mut id,
@@ -695,7 +701,7 @@ mod tests {
         let mut payload = std::mem::MaybeUninit::<LuminaPayloadInfo>::uninit();
         let mut field = std::mem::MaybeUninit::<LuminaFieldInfo>::uninit();
         let mut property = std::mem::MaybeUninit::<LuminaPropertyInfo>::uninit();
-        let forged = 0x1000 as *const c_void;
+        let forged: *const c_void = std::ptr::without_provenance(0x1000);
         // SAFETY: names are live byte strings; out pointers are locals never read on error.
         unsafe {
             let missing = b"NoSuchPayload";
