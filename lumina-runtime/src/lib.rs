@@ -8,6 +8,8 @@
 //!   subscriber list shared by every mechanism (M1-M7, M12).
 //! - [`delegate`]: single-cast [`Delegate`] (S1-S3).
 //! - [`multicast`]: [`MulticastDelegate`] (M1-M12).
+//! - [`main_thread`]: the game thread and the queue other threads reach it through (T1, Q1-Q3).
+//! - [`core_delegates`]: [`CoreDelegates`], the engine-wide signals (C1-C3).
 //! - [`script_delegate`]: [`ScriptDelegate`], bindable from Rust and a managed host (SD1-SD4).
 //! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
 //! - [`ffi`]: the C ABI a managed host calls (SD5); the only module with `unsafe` code.
@@ -17,14 +19,17 @@
 #[allow(unused_extern_crates)]
 extern crate self as lumina;
 
+pub mod core_delegates;
 pub mod delegate;
 pub mod ffi;
 pub mod handle;
 pub mod invocation;
+pub mod main_thread;
 pub mod multicast;
 pub mod reflect;
 pub mod script_delegate;
 
+pub use core_delegates::CoreDelegates;
 pub use delegate::Delegate;
 pub use handle::DelegateHandle;
 pub use multicast::MulticastDelegate;

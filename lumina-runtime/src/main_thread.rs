@@ -1,0 +1,449 @@
+//! The game thread and the main-thread queue (rules T1, Q1-Q3).
+//!
+//! Delegates are single-threaded (`Rc`, `Cell`): they belong to the thread that made them.
+//! *Engine-wide* state, the [`CoreDelegates`](crate::core_delegates::CoreDelegates) and the
+//! consumer side of this queue, belongs to one thread of the process: the **game thread**.
+//!
+//! # Designating the game thread (T1)
+//!
+//! There is no guessing: a thread becomes the game thread only when it says so.
+//!
+//! - A game calls [`designate_game_thread`] once, at start-up, on the thread that runs the engine
+//!   loop. It stays the game thread for the rest of the process.
+//! - A test (under `cargo test` every test runs on its own thread, in parallel) holds a
+//!   [`GameThreadScope`]: while the scope is alive its thread is the game thread, and other
+//!   tests wanting one wait for it to end. When it ends, the engine-wide state of that session is
+//!   torn down, so the next test starts from a fresh engine and nothing leaks between tests.
+//!
+//! Touching engine-wide state from any other thread panics with a message that names
+//! [`enqueue`], the way to get work onto the game thread. Engine-wide state is never silently
+//! copied per thread: a subscription made on a worker thread cannot land in a private copy that
+//! nothing ever broadcasts.
+//!
+//! # The queue (Q1-Q3)
+//!
+//! [`enqueue`] hands a `Send` task to the game thread from any thread (Q1); the game thread runs
+//! the tasks with [`process_queue`], typically once per frame (Q2):
+//!
+//! ```
+//! use lumina::main_thread;
+//!
+//! main_thread::designate_game_thread();
+//!
+//! let worker = std::thread::spawn(|| {
+//!     let path_length = 42; // expensive work, off the game thread
+//!     main_thread::enqueue(move || println!("path found: {path_length} steps"));
+//! });
+//! worker.join().unwrap();
+//!
+//! // Once per frame, on the game thread:
+//! assert_eq!(main_thread::process_queue(), 1);
+//! ```
+//!
+//! The queue is a `Mutex<VecDeque>` of boxed tasks. The lock is held only to push one task or to
+//! swap the whole queue out, never while a task runs, so a producer never waits for the game
+//! thread's work; swapping the queue out is what makes a drain run exactly the tasks enqueued
+//! before it started, in enqueue order.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, ThreadId};
+
+/// A unit of work for the game thread.
+type Task = Box<dyn FnOnce() + Send + 'static>;
+
+/// The tasks waiting for the game thread, in enqueue order.
+static QUEUE: Mutex<VecDeque<Task>> = Mutex::new(VecDeque::new());
+
+/// Which thread is the game thread, and how it became one.
+static DESIGNATION: Mutex<Designation> = Mutex::new(Designation::None);
+
+/// Signalled when a [`GameThreadScope`] ends, for threads waiting to enter one.
+static RELEASED: Condvar = Condvar::new();
+
+/// The number of the current game-thread session (one per designation), 0 when there is none.
+/// A thread is the game thread iff its [`SESSION`] equals this.
+static CURRENT_SESSION: AtomicU64 = AtomicU64::new(0);
+
+/// Source of session numbers; starts at 1 so that 0 means "none".
+static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The session this thread was designated for, 0 if never.
+    static SESSION: Cell<u64> = const { Cell::new(0) };
+    /// Whether [`process_queue`] is running on this thread.
+    static DRAINING: Cell<bool> = const { Cell::new(false) };
+    /// The buffer of the previous drain, swapped back in by the next one so that steady-state
+    /// frames do not reallocate the queue.
+    static SPARE: RefCell<VecDeque<Task>> = const { RefCell::new(VecDeque::new()) };
+}
+
+#[derive(Clone)]
+enum Designation {
+    None,
+    Permanent(ThreadName),
+    Scoped(ThreadName),
+}
+
+/// A thread's id and printable name, for messages.
+#[derive(Clone)]
+struct ThreadName {
+    id: ThreadId,
+    name: Option<String>,
+}
+
+impl ThreadName {
+    fn current() -> Self {
+        let thread = thread::current();
+        ThreadName {
+            id: thread.id(),
+            name: thread.name().map(str::to_owned),
+        }
+    }
+}
+
+impl fmt::Display for ThreadName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.name {
+            Some(name) => write!(f, "`{name}` ({:?})", self.id),
+            None => write!(f, "unnamed {:?}", self.id),
+        }
+    }
+}
+
+/// Locks `mutex`, ignoring poison: no code that can panic runs while these locks are held
+/// (tasks run outside the queue's lock), and the data stays consistent regardless.
+fn lock<T>(mutex: &'static Mutex<T>) -> MutexGuard<'static, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether the calling thread is the game thread right now.
+///
+/// ```
+/// use lumina::main_thread;
+///
+/// assert!(!main_thread::is_game_thread());
+/// main_thread::designate_game_thread();
+/// assert!(main_thread::is_game_thread());
+/// assert!(!std::thread::spawn(main_thread::is_game_thread).join().unwrap());
+/// ```
+pub fn is_game_thread() -> bool {
+    let mine = SESSION.with(Cell::get);
+    mine != 0 && mine == CURRENT_SESSION.load(Ordering::Acquire)
+}
+
+/// Panics unless the calling thread is the game thread (T1). `what` names the engine-wide state
+/// being touched, e.g. "`CoreDelegates::get`".
+///
+/// The message says which thread is the game thread (or that none is designated) and names
+/// [`enqueue`] as the way to reach engine-wide state from another thread. Every piece of
+/// engine-wide state calls this before it is touched.
+///
+/// ```should_panic
+/// use lumina::main_thread;
+///
+/// // No game thread designated in this program: this panics and says what to do.
+/// main_thread::assert_game_thread("the physics scene");
+/// ```
+#[track_caller]
+pub fn assert_game_thread(what: &str) {
+    if !is_game_thread() {
+        not_the_game_thread(what);
+    }
+}
+
+#[cold]
+#[track_caller]
+fn not_the_game_thread(what: &str) -> ! {
+    let me = ThreadName::current();
+    let designation = lock(&DESIGNATION).clone();
+    let game = match designation {
+        Designation::None => {
+            panic!(
+                "lumina: {what} touched on thread {me}, but no game thread is designated. \
+                 Engine-wide state belongs to the game thread: call \
+                 `main_thread::designate_game_thread()` at start-up on the thread that runs the \
+                 engine loop (in a test, hold `main_thread::GameThreadScope::enter()`). From any \
+                 other thread, send the work with `main_thread::enqueue(..)`; it runs on the game \
+                 thread at its next `main_thread::process_queue()`"
+            )
+        }
+        Designation::Permanent(game) | Designation::Scoped(game) => game,
+    };
+    panic!(
+        "lumina: {what} touched on thread {me}, which is not the game thread (thread {game}). \
+         Engine-wide state belongs to the game thread and is never copied per thread: send the \
+         work there with `main_thread::enqueue(..)`; it runs at the game thread's next \
+         `main_thread::process_queue()`"
+    )
+}
+
+/// Makes the calling thread the game thread for the rest of the process (T1).
+///
+/// Call it once at start-up, on the thread that runs the engine loop, before touching
+/// [`CoreDelegates`](crate::core_delegates::CoreDelegates) or calling [`process_queue`]. Calling
+/// it again on the same thread does nothing.
+///
+/// # Panics
+///
+/// If another thread is the game thread (there is one per process), or if the calling thread is
+/// the game thread of a [`GameThreadScope`] (a permanent designation would outlive the scope).
+///
+/// ```
+/// use lumina::main_thread;
+///
+/// main_thread::designate_game_thread();
+/// main_thread::designate_game_thread(); // again on the same thread: nothing happens
+/// assert!(main_thread::is_game_thread());
+///
+/// let other = std::thread::spawn(main_thread::designate_game_thread).join();
+/// assert!(other.is_err(), "a second game thread is refused");
+/// ```
+#[track_caller]
+pub fn designate_game_thread() {
+    let me = ThreadName::current();
+    let mut designation = lock(&DESIGNATION);
+    let refusal = match &*designation {
+        Designation::None => {
+            begin_session(&mut designation, Designation::Permanent(me));
+            return;
+        }
+        Designation::Permanent(game) if game.id == me.id => return,
+        Designation::Scoped(game) if game.id == me.id => format!(
+            "lumina: `main_thread::designate_game_thread()` called on thread {me}, which is the \
+             game thread of a `GameThreadScope`; a permanent designation would outlive the scope. \
+             Use one or the other"
+        ),
+        Designation::Permanent(game) | Designation::Scoped(game) => format!(
+            "lumina: `main_thread::designate_game_thread()` called on thread {me}, but thread \
+             {game} is already the game thread, and a process has one. From other threads, send \
+             work to the game thread with `main_thread::enqueue(..)`"
+        ),
+    };
+    drop(designation);
+    panic!("{refusal}");
+}
+
+/// Records `new` as the designation and makes the calling thread the game thread of a fresh
+/// session. Called with the designation lock held.
+fn begin_session(designation: &mut Designation, new: Designation) -> u64 {
+    let session = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
+    *designation = new;
+    SESSION.with(|mine| mine.set(session));
+    CURRENT_SESSION.store(session, Ordering::Release);
+    session
+}
+
+/// Makes the calling thread the game thread while it is alive: the test-friendly, scoped form of
+/// [`designate_game_thread`] (T1).
+///
+/// [`enter`](Self::enter) waits while another thread holds a scope, so parallel tests that need
+/// the game thread take turns. Dropping the scope ends the session: the engine-wide state it
+/// built is torn down on the spot (every [`CoreDelegates`](crate::core_delegates::CoreDelegates)
+/// subscriber is dropped and the one-shot signals can fire again), tasks still queued are dropped
+/// unrun with a `tracing` warning saying how many, and the next scope starts from a fresh engine.
+/// (Tasks enqueued while no scope is held wait for the next one.)
+///
+/// The scope is neither `Send` nor `Sync`: it ends on the thread it designated. Do not enter a
+/// scope on a thread spawned by a thread that holds one and wait for it: it would wait forever.
+///
+/// ```
+/// use lumina::main_thread::{self, GameThreadScope};
+///
+/// let game = GameThreadScope::enter();
+/// assert!(main_thread::is_game_thread());
+/// drop(game);
+/// assert!(!main_thread::is_game_thread());
+/// ```
+#[must_use = "the calling thread is the game thread only while the scope is held"]
+pub struct GameThreadScope {
+    session: u64,
+    /// Keeps the scope on its thread.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl fmt::Debug for GameThreadScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GameThreadScope")
+            .field("session", &self.session)
+            .finish()
+    }
+}
+
+impl GameThreadScope {
+    /// Makes the calling thread the game thread until the returned scope is dropped, waiting
+    /// first for any other thread's scope to end.
+    ///
+    /// # Panics
+    ///
+    /// If the calling thread already holds a scope (scopes do not nest), or if a game thread was
+    /// designated for the whole process with [`designate_game_thread`] (waiting would never end).
+    #[track_caller]
+    pub fn enter() -> GameThreadScope {
+        let me = ThreadName::current();
+        let mut designation = lock(&DESIGNATION);
+        loop {
+            let refusal = match &*designation {
+                Designation::None => break,
+                Designation::Scoped(game) if game.id != me.id => {
+                    designation = RELEASED
+                        .wait(designation)
+                        .unwrap_or_else(PoisonError::into_inner);
+                    continue;
+                }
+                Designation::Scoped(_) => format!(
+                    "lumina: `GameThreadScope::enter()` called on thread {me}, which already \
+                     holds a `GameThreadScope`; scopes do not nest, keep using the one you hold"
+                ),
+                Designation::Permanent(game) => format!(
+                    "lumina: `GameThreadScope::enter()` called on thread {me}, but thread {game} \
+                     was designated the game thread for the whole process by \
+                     `main_thread::designate_game_thread()`; from other threads, send work to \
+                     it with `main_thread::enqueue(..)`"
+                ),
+            };
+            drop(designation);
+            panic!("{refusal}");
+        }
+        let session = begin_session(&mut designation, Designation::Scoped(me));
+        GameThreadScope {
+            session,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The session this scope opened; every scope opens a new one.
+    pub fn session(&self) -> u64 {
+        self.session
+    }
+}
+
+impl Drop for GameThreadScope {
+    fn drop(&mut self) {
+        // Released last, and also if a destructor run by the teardown panics: a thread waiting
+        // in `enter` must never wait forever.
+        let _release = ReleaseDesignation;
+        // Tear down while this thread is still the game thread: dropped subscribers may touch
+        // engine-wide state from their destructors.
+        crate::core_delegates::end_session();
+        let leftover = std::mem::take(&mut *lock(&QUEUE));
+        if !leftover.is_empty() {
+            tracing::warn!(
+                dropped = leftover.len(),
+                "lumina: a GameThreadScope ended with {} task(s) still queued by \
+                 `main_thread::enqueue`; they belonged to that session and were dropped unrun \
+                 (call `main_thread::process_queue()` before the scope ends to run them)",
+                leftover.len()
+            );
+        }
+        drop(leftover);
+        SPARE.with(|spare| spare.take());
+    }
+}
+
+/// Ends the calling thread's scoped designation when dropped and wakes the threads waiting to
+/// enter a scope.
+struct ReleaseDesignation;
+
+impl Drop for ReleaseDesignation {
+    fn drop(&mut self) {
+        let mut designation = lock(&DESIGNATION);
+        *designation = Designation::None;
+        CURRENT_SESSION.store(0, Ordering::Release);
+        SESSION.with(|mine| mine.set(0));
+        drop(designation);
+        RELEASED.notify_all();
+    }
+}
+
+/// Queues `task` to run on the game thread at its next [`process_queue`] (Q1).
+///
+/// Works from any thread, including the game thread itself and before a game thread is
+/// designated. It never waits for the game thread's work: it only takes the queue's lock for the
+/// time of one push. Tasks from one producer run in the order they were enqueued.
+///
+/// This is how other threads reach engine-wide state such as the
+/// [`CoreDelegates`](crate::core_delegates::CoreDelegates): compute off the game thread, then
+/// enqueue a task that broadcasts the result there.
+pub fn enqueue(task: impl FnOnce() + Send + 'static) {
+    let task: Task = Box::new(task);
+    lock(&QUEUE).push_back(task);
+}
+
+/// How many tasks are waiting for the next [`process_queue`]. Any thread may ask; the answer may
+/// be out of date as soon as it returns if other threads are enqueueing.
+pub fn pending() -> usize {
+    lock(&QUEUE).len()
+}
+
+/// Runs, on the game thread, every task enqueued before this call started, in enqueue order, and
+/// returns how many ran (Q2).
+///
+/// Tasks enqueued while it runs, by other threads or by the tasks themselves, wait for the next
+/// call: a task that enqueues another never makes a drain run forever.
+///
+/// If a task panics, the panic propagates to the caller after the queue is left consistent: the
+/// tasks of this drain that had not run yet go back to the front of the queue, ahead of anything
+/// enqueued since, and run at the next call. Nothing queued is lost (Q3).
+///
+/// ```
+/// use lumina::main_thread;
+///
+/// main_thread::designate_game_thread();
+/// main_thread::enqueue(|| main_thread::enqueue(|| println!("second frame")));
+/// assert_eq!(main_thread::process_queue(), 1); // the inner task waits for the next drain
+/// assert_eq!(main_thread::process_queue(), 1);
+/// assert_eq!(main_thread::process_queue(), 0);
+/// ```
+///
+/// # Panics
+///
+/// Off the game thread (T1), with a message naming [`enqueue`]; when called from inside a task
+/// that a drain is running (draining again there would run newer tasks before older ones); and
+/// with the panic of a task, as above.
+#[track_caller]
+pub fn process_queue() -> usize {
+    assert_game_thread("`main_thread::process_queue` (the queue's consumer)");
+    if DRAINING.with(Cell::get) {
+        panic!(
+            "lumina: `main_thread::process_queue()` called from inside a task it is running; \
+             it is not reentrant (a nested drain would run newer tasks before the older ones \
+             still waiting). Enqueue the work with `main_thread::enqueue(..)` instead: it runs \
+             at the next drain"
+        );
+    }
+    let mut batch = SPARE.with(|spare| spare.take());
+    std::mem::swap(&mut *lock(&QUEUE), &mut batch);
+    let mut drain = Drain { batch, ran: 0 };
+    DRAINING.with(|draining| draining.set(true));
+    while let Some(task) = drain.batch.pop_front() {
+        task();
+        drain.ran += 1;
+    }
+    drain.ran
+}
+
+/// One running [`process_queue`]: the tasks it took. Dropping it, also when a task panics, puts
+/// the tasks not yet run back at the front of the queue (Q3) and recycles the buffer.
+struct Drain {
+    batch: VecDeque<Task>,
+    ran: usize,
+}
+
+impl Drop for Drain {
+    fn drop(&mut self) {
+        DRAINING.with(|draining| draining.set(false));
+        if !self.batch.is_empty() {
+            let mut queue = lock(&QUEUE);
+            // Older tasks first, then everything enqueued while the drain ran.
+            self.batch.append(&mut queue);
+            std::mem::swap(&mut *queue, &mut self.batch);
+        }
+        let buffer = std::mem::take(&mut self.batch);
+        SPARE.with(|spare| *spare.borrow_mut() = buffer);
+    }
+}

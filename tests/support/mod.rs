@@ -1,0 +1,55 @@
+//! Helpers shared by the integration tests of the game thread and the core delegates.
+
+#![allow(dead_code)] // each test file uses a subset
+
+use std::any::Any;
+use std::io;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The text of a panic payload (`panic!` with a literal gives `&str`, with arguments `String`).
+pub fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(message) = payload.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = payload.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "<non-string panic payload>".to_owned()
+    }
+}
+
+/// Runs `f` with a `tracing` subscriber that records every event on this thread as text
+/// (`LEVEL fields message`), and returns what `f` returned and the recorded text.
+pub fn capture_tracing<R>(f: impl FnOnce() -> R) -> (R, String) {
+    let buffer = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&buffer);
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || Sink(Arc::clone(&sink)))
+        .without_time()
+        .with_target(false)
+        .finish();
+    let result = tracing::subscriber::with_default(subscriber, f);
+    let text = String::from_utf8(
+        buffer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone(),
+    )
+    .expect("tracing output is UTF-8");
+    (result, text)
+}
+
+struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl io::Write for Sink {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
