@@ -4,6 +4,8 @@
 //! thread-local table of actions; they log `managed <index>` (plus ` null` for a null payload)
 //! and run their action, which lets a "managed" listener unbind, broadcast or clear.
 
+mod support;
+
 use lumina::script_delegate::{
     BindError, ManagedBinding, ReleaseReason, ScriptDelegateBase, set_destroyed_hook,
 };
@@ -534,4 +536,30 @@ fn sd6_types_register_themselves_at_link_time_with_unique_names() {
     let components: Vec<_> = reflect::components().map(|c| c.name).collect();
     assert_eq!(components, ["Target"]);
     assert!(reflect::duplicate_names().is_empty());
+}
+
+#[test]
+fn sd4_without_a_destroyed_hook_dropped_managed_bindings_are_reported_not_silent() {
+    let on_hit = ScriptDelegate::<Hit>::new();
+    let _ = on_hit.bind_managed(Some(recording_thunk), context());
+    let _ = on_hit.bind_managed(Some(recording_thunk), context());
+    let _turn = HOOK_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let previous = set_destroyed_hook(None);
+    let ((), report) = support::capture_tracing(|| drop(on_hit));
+    set_destroyed_hook(previous);
+    assert!(report.contains("ERROR"), "{report}");
+    assert!(report.contains("no destroyed hook installed"), "{report}");
+    assert!(report.contains("count=2"), "{report}");
+    assert!(report.contains("payload=\"Hit\""), "{report}");
+}
+
+#[test]
+fn sd2_a_refused_bind_is_logged_with_its_reason() {
+    let on_hit = ScriptDelegate::<Hit>::new();
+    let (id, report) = support::capture_tracing(|| on_hit.bind_managed(None, context()));
+    assert_eq!(id, 0);
+    assert!(
+        report.contains("bind_managed refused: the managed thunk is null"),
+        "{report}"
+    );
 }
