@@ -55,3 +55,29 @@ fn main() {
     assert_eq!(resize.execute(&Window, &mut count, "abc".to_owned()), 3);
     println!("{resize:?} {count}");
 }
+
+declare_delegate!(
+    /// Borrowed parameters with elided lifetimes, in paths too.
+    pub Borrowing(&str, std::borrow::Cow<'_, str>, &mut Vec<u8>) -> Option<&'static str>
+);
+
+/// Member bindings with borrowed parameters.
+pub fn borrowing() {
+    let owner = Rc::new(());
+    let borrowing = Borrowing::create_member(&owner, |_, text, cow, bytes| {
+        bytes.extend_from_slice(text.as_bytes());
+        cow.is_empty().then_some("empty")
+    });
+    let mut bytes = Vec::new();
+    assert_eq!(borrowing.execute("ab", "".into(), &mut bytes), Some("empty"));
+}
+
+/// Not `Clone`: a single-cast delegate passes it straight through, so that is fine.
+pub struct Texture;
+
+declare_delegate!(pub Consume(texture: Texture) -> bool);
+
+/// A non-`Clone` owned parameter in a single-cast delegate.
+pub fn consume() -> bool {
+    Consume::create_lambda(|Texture| true).execute(Texture)
+}

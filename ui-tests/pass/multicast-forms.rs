@@ -79,7 +79,11 @@ fn main() {
 
     let lifetimes = Lifetimes::new();
     let _g = lifetimes.add_lambda(|a, b, c| if c.is_empty() { Some(a) } else { b.is_empty().then_some("empty") });
+    let owner = Rc::new(());
+    let _h = lifetimes.add_member(&owner, |_, a, _, _| Some(a));
     let _ = lifetimes.broadcast_collect("a", "b".into(), &[]);
+    let _i = private.add_member(&owner, |_, values, _| values.clear());
+    let _j = unnamed.add_member(&owner, |_, text, _| println!("{text}"));
 
     let semicolon = Semicolon::new();
     semicolon.broadcast(1);

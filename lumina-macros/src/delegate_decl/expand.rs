@@ -100,6 +100,7 @@ fn tokens_to_string(tokens: &impl ToTokens) -> String {
         ("< ", "<"),
         (" >", ">"),
         (" ,", ","),
+        (" ;", ";"),
         (" (", "("),
         ("( ", "("),
         (" )", ")"),
@@ -120,15 +121,16 @@ fn fn_trait(decl: &DelegateDecl, args: &[Arg], first: Option<TokenStream>) -> To
     quote!(::core::ops::Fn(#first #(#types),*) #output)
 }
 
-/// The user's attributes and docs, then the generated doc paragraph.
-fn struct_attrs(decl: &DelegateDecl, summary: &str) -> TokenStream {
+/// The user's attributes and docs, then the generated doc paragraph, one `///` line each.
+fn struct_attrs(decl: &DelegateDecl, summary: &[&str]) -> TokenStream {
     let attrs = &decl.attrs;
     let has_docs = attrs.iter().any(|attr| attr.path().is_ident("doc"));
     let separator = has_docs.then(|| quote!(#[doc = ""]));
+    let lines = summary.iter().map(|line| format!(" {line}"));
     quote! {
         #(#attrs)*
         #separator
-        #[doc = #summary]
+        #(#[doc = #lines])*
     }
 }
 
@@ -160,9 +162,10 @@ impl<'a> Common<'a> {
         }
     }
 
-    /// The shared callable of a member binding: calls `method` on the upgraded weak owner (the
-    /// runtime only calls it while the owner is alive).
-    fn member_callable(&self) -> TokenStream {
+    /// The shared callable of a member binding, as a statement downgrading `owner` and the
+    /// expression using it: calls `method` on the upgraded weak owner (the runtime only calls it
+    /// while the owner is alive).
+    fn member_callable(&self) -> (TokenStream, TokenStream) {
         let Common {
             names,
             types,
@@ -172,12 +175,13 @@ impl<'a> Common<'a> {
             ..
         } = self;
         let weak = local("weak");
-        quote! {{
-            let #weak = #rc::downgrade(#owner);
+        let downgrade = quote!(let #weak = #rc::downgrade(#owner););
+        let callable = quote! {
             #rc::new(move |#(#names: #types),*| {
                 #method(&::lumina::__private::upgrade_owner(&#weak), #(#names),*)
             })
-        }}
+        };
+        (downgrade, callable)
     }
 }
 
@@ -192,7 +196,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let name = &decl.name;
     let vis = &decl.vis;
     let common = Common::new(decl, args);
-    let member_callable = common.member_callable();
+    let (downgrade, member_callable) = common.member_callable();
     let Common {
         signature,
         member_signature,
@@ -203,14 +207,20 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         owner,
         method,
     } = &common;
-    let summary = format!(
-        "A multicast delegate `{}`, declared with `declare_multicast_delegate!`: any number of \
-         subscribers, called in the order they were added. Subscribe with `add_lambda`, \
-         `add_static` or `add_member` (each returns a `DelegateHandle` for `remove`), and call \
-         them all with `broadcast`.",
+    let signature_line = format!(
+        "A multicast delegate `{}`, declared with `declare_multicast_delegate!`.",
         signature_doc(decl, args)
     );
-    let attrs = struct_attrs(decl, &summary);
+    let attrs = struct_attrs(
+        decl,
+        &[
+            &signature_line,
+            "",
+            "Any number of subscribers, called in the order they were added. Subscribe with",
+            "`add_lambda`, `add_static` or `add_member` (each returns a `DelegateHandle` for",
+            "`remove`), and call them all with `broadcast`.",
+        ],
+    );
     let cfgs = cfg_attrs(decl);
     let handle = quote!(::lumina::__private::DelegateHandle);
     let output_arrow = decl.output.as_ref().map(|output| quote!(-> #output));
@@ -284,6 +294,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #owner: &#rc<T>,
                 #method: impl #member_signature + 'static,
             ) -> #handle {
+                #downgrade
                 self.0.add_shared_member(#owner, #member_callable)
             }
 
@@ -327,11 +338,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             pub fn is_empty(&self) -> bool {
                 self.0.is_empty()
             }
-        }
 
-        #cfgs
-        #[allow(dead_code)]
-        impl #name {
             /// Calls every subscriber present when the broadcast starts, in the order they were
             /// added, discarding results. References are passed through; an owned argument is
             /// cloned for every subscriber but the last, which gets the original.
@@ -355,7 +362,7 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let name = &decl.name;
     let vis = &decl.vis;
     let common = Common::new(decl, args);
-    let member_callable = common.member_callable();
+    let (downgrade, member_callable) = common.member_callable();
     let Common {
         signature,
         member_signature,
@@ -366,19 +373,27 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         owner,
         method,
     } = &common;
-    let summary = format!(
-        "A single-cast delegate `{}`, declared with `declare_delegate!`: one callable or nothing. \
-         Bind it with `create_lambda`, `create_static` or `create_member`; call it with \
-         `execute` (panics when unbound) or `execute_if_bound` (returns `None` when unbound).",
+    let signature_line = format!(
+        "A single-cast delegate `{}`, declared with `declare_delegate!`.",
         signature_doc(decl, args)
     );
-    let attrs = struct_attrs(decl, &summary);
+    let attrs = struct_attrs(
+        decl,
+        &[
+            &signature_line,
+            "",
+            "One callable or nothing. Bind it with `create_lambda`, `create_static` or",
+            "`create_member`; call it with `execute` (panics when unbound) or `execute_if_bound`",
+            "(returns `None` when unbound).",
+        ],
+    );
     let cfgs = cfg_attrs(decl);
     let delegate = quote!(::lumina::__private::Delegate);
     let output = decl
         .output
         .as_ref()
         .map_or_else(|| quote!(()), ToTokens::to_token_stream);
+    let output_arrow = decl.output.as_ref().map(|output| quote!(-> #output));
     let type_name = name.to_string();
 
     quote! {
@@ -403,7 +418,7 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
 
             /// A delegate bound to a plain function.
             #[must_use]
-            pub fn create_static(#f: fn(#(#types),*) -> #output) -> Self {
+            pub fn create_static(#f: fn(#(#types),*) #output_arrow) -> Self {
                 Self(#delegate::from_shared(#rc::new(#f)))
             }
 
@@ -414,6 +429,7 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #owner: &#rc<T>,
                 #method: impl #member_signature + 'static,
             ) -> Self {
+                #downgrade
                 Self(#delegate::from_shared_member(#owner, #member_callable))
             }
 
@@ -440,7 +456,7 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// When nothing is bound, or the bound object was dropped. Check `is_bound` first,
             /// or call `execute_if_bound`, which returns `None` instead.
             #[track_caller]
-            pub fn execute(&self, #(#names: #types),*) -> #output {
+            pub fn execute(&self, #(#names: #types),*) #output_arrow {
                 let #f = self.0.callable_or_panic(#type_name);
                 #f(#(#names),*)
             }
@@ -450,6 +466,32 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             pub fn execute_if_bound(&self, #(#names: #types),*) -> ::core::option::Option<#output> {
                 self.0.callable().map(|#f| #f(#(#names),*))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tokens_to_string;
+
+    /// The generated rustdoc states the signature the way people write it.
+    #[test]
+    fn signature_types_render_as_written() {
+        for written in [
+            "&Window",
+            "&mut Vec<u8>",
+            "&'static str",
+            "std::borrow::Cow<'_, str>",
+            "(u32, u32)",
+            "&mut (u32, u32)",
+            "[u8; 4]",
+            "Box<dyn Fn(u32) -> bool>",
+            "Option<&'static str>",
+            "fn(u32)",
+            "&dyn std::fmt::Debug",
+        ] {
+            let ty: syn::Type = syn::parse_str(written).expect("a type");
+            assert_eq!(tokens_to_string(&ty), written);
         }
     }
 }

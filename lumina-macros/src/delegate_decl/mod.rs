@@ -66,6 +66,7 @@ fn sanitize(mut decl: DelegateDecl) -> DelegateDecl {
     let rejected = |ty: &syn::Type| {
         validate::has_rejected_type(ty) || mentions_any(ty.to_token_stream(), &generic_names)
     };
+    decl.attrs.retain(|attr| !attr.path().is_ident("derive"));
     decl.params.retain(|param| {
         param.self_token.is_none() && param.ty.as_ref().is_some_and(|ty| !rejected(ty))
     });
@@ -80,7 +81,11 @@ fn sanitize(mut decl: DelegateDecl) -> DelegateDecl {
             }
         }
     }
-    if decl.output.as_ref().is_some_and(rejected) {
+    if decl
+        .output
+        .as_ref()
+        .is_some_and(|output| rejected(output) || validate::has_rejected_output(output))
+    {
         decl.output = None;
     }
     decl

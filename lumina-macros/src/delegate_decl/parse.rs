@@ -121,7 +121,26 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
     } else {
         None
     };
-    let params = if input.peek(syn::token::Paren) {
+    // `Name, &Window, u32`: the C++ macro's form. Say where parameters go, and read them anyway
+    // so the declared type matches the user's intent.
+    let cpp_style = if input.peek(Token![,]) && !input.peek2(syn::token::Paren) {
+        let comma: Token![,] = input.parse().expect("peeked `,`");
+        cx.error_spanned_by(
+            comma,
+            format!(
+                "expected `(` after the name: parameters go in parentheses, e.g. `{}!(pub {}(window: &Window, size: u32))`",
+                kind.macro_name(),
+                name
+            ),
+        );
+        true
+    } else {
+        false
+    };
+    let has_parens = input.peek(syn::token::Paren);
+    let params = if cpp_style {
+        parse_params(cx, input)
+    } else if input.peek(syn::token::Paren) {
         match parenthesized(input) {
             Ok(content) => parse_params(cx, &content),
             Err(error) => {
@@ -161,7 +180,7 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
     if !input.is_empty() {
         let expected = if output.is_some() {
             "the end of the declaration"
-        } else if params.is_empty() && !input.peek(syn::token::Paren) {
+        } else if !has_parens && !cpp_style {
             "`(` with the parameters, `-> ReturnType` or the end of the declaration"
         } else {
             "`-> ReturnType` or the end of the declaration"
@@ -322,9 +341,11 @@ fn parse_param(cx: &Ctxt, input: ParseStream<'_>) -> syn::Result<Param> {
 /// A parameter or return type; the error says what was expected.
 fn parse_type(input: ParseStream<'_>) -> syn::Result<Type> {
     if input.peek(syn::token::Paren) && input.peek2(Token![:]) {
-        return Err(
-            input.error("parameter patterns are not allowed: expected `name: Type` or just `Type`")
-        );
+        let pattern: proc_macro2::TokenTree = input.fork().parse()?;
+        return Err(syn::Error::new_spanned(
+            pattern,
+            "parameter patterns are not allowed: expected `name: Type` or just `Type`",
+        ));
     }
     input.parse::<Type>().map_err(|error| {
         let span: Span = error.span();

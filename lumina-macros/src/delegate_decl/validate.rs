@@ -3,19 +3,24 @@
 
 use std::collections::HashSet;
 
+use proc_macro2::TokenStream;
+use quote::ToTokens;
 use syn::{GenericArgument, Lifetime, PathArguments, ReturnType, Type, TypeParamBound};
 
-use super::parse::DelegateDecl;
+use super::parse::{DelegateDecl, Kind};
 use crate::ctxt::Ctxt;
 
 /// Runs every rule.
 pub(crate) fn validate(cx: &Ctxt, decl: &DelegateDecl) {
     no_generics(cx, decl);
+    no_derive(cx, decl);
     no_self_param(cx, decl);
     no_mut_pattern(cx, decl);
     unique_param_names(cx, decl);
     no_impl_trait(cx, decl);
     no_named_lifetimes(cx, decl);
+    no_borrowed_return(cx, decl);
+    no_unsized_by_value(cx, decl);
 }
 
 /// A delegate type is one concrete signature: `Name<T>` cannot be expanded into a type whose
@@ -28,6 +33,25 @@ fn no_generics(cx: &Ctxt, decl: &DelegateDecl) {
                 "a delegate type cannot be generic: expected `{}(...)` with concrete parameter types; declare one delegate per signature",
                 decl.name
             ),
+        );
+    }
+}
+
+/// The generated type already implements what it can (`Default`, `Debug`, and `Clone` for
+/// single-cast); a derive would conflict with those or fail inside the runtime's type.
+fn no_derive(cx: &Ctxt, decl: &DelegateDecl) {
+    let implemented = match decl.kind {
+        Kind::Multicast => "`Default` and `Debug`",
+        Kind::Single => "`Clone`, `Default` and `Debug`",
+    };
+    for attr in decl
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("derive"))
+    {
+        cx.error_spanned_by(
+            attr,
+            format!("`#[derive]` is not supported on a delegate declaration: the type already implements {implemented}"),
         );
     }
 }
@@ -77,22 +101,17 @@ fn unique_param_names(cx: &Ctxt, decl: &DelegateDecl) {
 /// `impl Trait` is not a type a `dyn Fn` signature can hold; a trait object or a concrete type
 /// is.
 fn no_impl_trait(cx: &Ctxt, decl: &DelegateDecl) {
-    for param in &decl.params {
-        if let Some(ty) = &param.ty {
-            for_each_impl_trait(ty, &mut |impl_trait| {
-                cx.error_spanned_by(
-                    impl_trait,
-                    "`impl Trait` is not allowed in a delegate parameter: expected a concrete type, a reference such as `&dyn Trait`, or `Box<dyn Trait>`",
-                );
-            });
-        }
-    }
-    if let Some(output) = &decl.output {
-        for_each_impl_trait(output, &mut |impl_trait| {
-            cx.error_spanned_by(
-                impl_trait,
-                "`impl Trait` is not allowed as a delegate's return type: expected a concrete type or `Box<dyn Trait>`",
-            );
+    for (ty, position) in signature_types(decl) {
+        let message = match position {
+            Position::Parameter => {
+                "`impl Trait` is not allowed in a delegate parameter: expected a concrete type, a reference such as `&dyn Trait`, or `Box<dyn Trait>`"
+            }
+            Position::Return => {
+                "`impl Trait` is not allowed as a delegate's return type: expected a concrete type or `Box<dyn Trait>`"
+            }
+        };
+        for_each_impl_trait(ty, &mut |impl_trait| {
+            cx.error_spanned_by(impl_trait, message)
         });
     }
 }
@@ -100,7 +119,7 @@ fn no_impl_trait(cx: &Ctxt, decl: &DelegateDecl) {
 /// A named lifetime (`&'a T`) would have to be declared on the type; every reference in a
 /// delegate signature already accepts any lifetime when it is elided (`&T`). `'static` is fine.
 fn no_named_lifetimes(cx: &Ctxt, decl: &DelegateDecl) {
-    let check = |ty: &Type| {
+    for (ty, _) in signature_types(decl) {
         for_each_lifetime(ty, &mut |lifetime| {
             if is_named(lifetime) {
                 cx.error_spanned_by(
@@ -111,14 +130,97 @@ fn no_named_lifetimes(cx: &Ctxt, decl: &DelegateDecl) {
                 );
             }
         });
-    };
-    for param in &decl.params {
-        if let Some(ty) = &param.ty {
-            check(ty);
+    }
+}
+
+/// A returned borrow would have to come from an argument, but `execute(&self, ..)` and
+/// `broadcast_collect` tie elided output lifetimes to the delegate itself, so such a signature
+/// cannot be expanded; rustc's own errors about it point into generated code.
+fn no_borrowed_return(cx: &Ctxt, decl: &DelegateDecl) {
+    let Some(output) = &decl.output else { return };
+    for_each_elided_borrow(output, &mut |borrow| {
+        cx.error_spanned_by(
+            borrow,
+            "a delegate's return type cannot borrow from its arguments: expected an owned type (`String`, `Rc<T>`) or a `&'static` reference",
+        );
+    });
+}
+
+/// Parameters and results are passed by value, so their size must be known: `str`, `[T]` and
+/// `dyn Trait` need a reference or an owning pointer. (rustc's own errors for this point into
+/// generated code, several times.)
+fn no_unsized_by_value(cx: &Ctxt, decl: &DelegateDecl) {
+    for (ty, position) in signature_types(decl) {
+        if let Some(expected) = unsized_alternatives(ty) {
+            let what = match position {
+                Position::Parameter => "parameter",
+                Position::Return => "return value",
+            };
+            cx.error_spanned_by(
+                ty,
+                format!(
+                    "a {what} is passed by value, so its type needs a size known at compile time: expected {expected}"
+                ),
+            );
         }
     }
-    if let Some(output) = &decl.output {
-        check(output);
+}
+
+/// Where a type stands in the signature.
+#[derive(Clone, Copy)]
+enum Position {
+    Parameter,
+    Return,
+}
+
+/// Every parameter type that was written, then the return type.
+fn signature_types(decl: &DelegateDecl) -> impl Iterator<Item = (&Type, Position)> {
+    let params = decl.params.iter().filter_map(|param| param.ty.as_ref());
+    params
+        .map(|ty| (ty, Position::Parameter))
+        .chain(decl.output.iter().map(|ty| (ty, Position::Return)))
+}
+
+/// For an unsized type written by value, what to write instead.
+fn unsized_alternatives(ty: &Type) -> Option<&'static str> {
+    match ty {
+        Type::Paren(paren) => unsized_alternatives(&paren.elem),
+        Type::Group(group) => unsized_alternatives(&group.elem),
+        Type::Path(path) if path.qself.is_none() && path.path.is_ident("str") => {
+            Some("`&str` or `String`")
+        }
+        Type::Slice(_) => Some("a slice reference such as `&[T]`, or `Vec<T>`"),
+        Type::TraitObject(_) => Some("`&dyn Trait` or `Box<dyn Trait>`"),
+        _ => None,
+    }
+}
+
+/// Calls `f` with the tokens of every reference without a lifetime and every `'_` inside `ty`.
+fn for_each_elided_borrow(ty: &Type, f: &mut dyn FnMut(TokenStream)) {
+    if let Type::Reference(reference) = ty
+        && reference.lifetime.is_none()
+    {
+        f(reference.and_token.to_token_stream());
+    }
+    let mut children = Vec::new();
+    let mut lifetimes = Vec::new();
+    for_each_child(ty, &mut |child| children.push(child), &mut |lifetime| {
+        lifetimes.push(lifetime)
+    });
+    if let Type::Reference(syn::TypeReference {
+        lifetime: Some(lifetime),
+        ..
+    }) = ty
+    {
+        lifetimes.push(lifetime);
+    }
+    for lifetime in lifetimes {
+        if lifetime.ident == "_" {
+            f(lifetime.to_token_stream());
+        }
+    }
+    for child in children {
+        for_each_elided_borrow(child, f);
     }
 }
 
@@ -136,9 +238,16 @@ fn for_each_impl_trait(ty: &Type, f: &mut dyn FnMut(&syn::TypeImplTrait)) {
 
 /// Whether `ty` breaks a rule of this module (so the fallback expansion leaves it out).
 pub(crate) fn has_rejected_type(ty: &Type) -> bool {
-    let mut rejected = false;
+    let mut rejected = unsized_alternatives(ty).is_some();
     for_each_impl_trait(ty, &mut |_| rejected = true);
     for_each_lifetime(ty, &mut |lifetime| rejected |= is_named(lifetime));
+    rejected
+}
+
+/// Whether the return type `ty` breaks a rule of this module.
+pub(crate) fn has_rejected_output(ty: &Type) -> bool {
+    let mut rejected = has_rejected_type(ty);
+    for_each_elided_borrow(ty, &mut |_| rejected = true);
     rejected
 }
 

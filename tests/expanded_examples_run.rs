@@ -1,0 +1,42 @@
+//! Compiles every file of `examples/expanded/` (written by `tests/expanded.rs`) and uses the
+//! types declared there, so the expansions shown to readers are proven to be real, working
+//! code: what the macros write, compiled without them. (An example's `main` is private to its
+//! module, so the tests use the public types; `cargo run --example <name>` runs the story.)
+//!
+//! To add an example: one `#[path]` module and a test below. The modules are
+//! `#[rustfmt::skip]` because the files are prettyplease's output, compared byte for byte.
+
+use std::rc::Rc;
+
+// Clippy skips macro output, but here the expansion is plain source.
+#[rustfmt::skip]
+#[allow(dead_code, clippy::type_complexity)]
+#[path = "../examples/expanded/delegates.rs"]
+mod delegates;
+
+#[test]
+fn expanded_delegates_types_work_without_the_macros() {
+    use delegates::{CanQuit, SaveQuery, StatusLine, UVec2, Window, WindowResize};
+
+    let on_resize = WindowResize::new();
+    let owner = Rc::new(std::cell::Cell::new(0));
+    let _member = on_resize.add_member(&owner, |seen, _window, size| seen.set(size.x));
+    on_resize.broadcast(
+        &Window {
+            title: "main".to_owned(),
+        },
+        UVec2 { x: 7, y: 1 },
+    );
+    assert_eq!(owner.get(), 7);
+    drop(owner);
+    assert!(on_resize.is_empty());
+
+    let on_save = SaveQuery::default();
+    let _a = on_save.add_lambda(|path| path.ends_with(".map"));
+    let _b = on_save.add_static(|path| path.starts_with('/'));
+    assert_eq!(on_save.broadcast_collect("level.map"), [true, false]);
+
+    let can_quit = CanQuit::create_lambda(|| true);
+    assert!(can_quit.execute());
+    assert_eq!(StatusLine::new().execute_if_bound("unbound"), None);
+}

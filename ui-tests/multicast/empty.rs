@@ -1,0 +1,5 @@
+use lumina::declare_multicast_delegate;
+
+declare_multicast_delegate!();
+
+fn main() {}
