@@ -147,6 +147,9 @@ pub struct FieldInfo {
 }
 
 /// A reflected, blittable payload type: what `#[script_delegate]` produces.
+///
+/// Each reflected type's info lives in one `static`, so `&'static PayloadInfo`s of the same type
+/// compare equal with [`std::ptr::eq`] (the C ABI uses the address as a handle).
 #[derive(Debug, PartialEq, Eq)]
 pub struct PayloadInfo {
     /// The struct's name (`"void"` for `()`).
@@ -260,8 +263,11 @@ pub trait ScriptPayload: 'static {
     const PAYLOAD: &'static PayloadInfo;
 }
 
+/// The void payload's one address (a `const` may be duplicated; reflection data must not be).
+static VOID_PAYLOAD: PayloadInfo = PayloadInfo::VOID;
+
 impl ScriptPayload for () {
-    const PAYLOAD: &'static PayloadInfo = &PayloadInfo::VOID;
+    const PAYLOAD: &'static PayloadInfo = &VOID_PAYLOAD;
 }
 
 /// A component with reflected delegate properties; implemented by `#[derive(ScriptComponent)]`.
@@ -324,7 +330,7 @@ pub struct RegisteredComponent(pub &'static ComponentInfo);
 inventory::collect!(RegisteredPayload);
 inventory::collect!(RegisteredComponent);
 
-inventory::submit! { RegisteredPayload(&PayloadInfo::VOID) }
+inventory::submit! { RegisteredPayload(&VOID_PAYLOAD) }
 
 /// Every reflected payload of the program (the void payload included), in no particular order.
 pub fn payloads() -> impl Iterator<Item = &'static PayloadInfo> {

@@ -193,14 +193,17 @@ fn expand(component: &Component<'_>) -> TokenStream {
     });
     quote! {
         const _: () = {
+            // A static, not a const: reflection data has one address, which the C ABI hands
+            // out as a handle and compares.
+            static REFLECTION: ::lumina::__private::ComponentInfo = ::lumina::__private::ComponentInfo {
+                name: #name,
+                size: ::core::mem::size_of::<#ident>(),
+                align: ::core::mem::align_of::<#ident>(),
+                properties: &[#(#properties),*],
+            };
+
             impl ::lumina::__private::ScriptComponent for #ident {
-                const COMPONENT: &'static ::lumina::__private::ComponentInfo =
-                    &::lumina::__private::ComponentInfo {
-                        name: #name,
-                        size: ::core::mem::size_of::<#ident>(),
-                        align: ::core::mem::align_of::<#ident>(),
-                        properties: &[#(#properties),*],
-                    };
+                const COMPONENT: &'static ::lumina::__private::ComponentInfo = &REFLECTION;
             }
 
             #registration

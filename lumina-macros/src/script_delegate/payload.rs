@@ -236,14 +236,17 @@ fn expand(payload: &Payload) -> TokenStream {
         #item
 
         const _: () = {
+            // A static, not a const: reflection data has one address, which the C ABI hands
+            // out as a handle and compares.
+            static REFLECTION: ::lumina::__private::PayloadInfo = ::lumina::__private::PayloadInfo {
+                name: #name,
+                size: ::core::mem::size_of::<#ident>(),
+                align: ::core::mem::align_of::<#ident>(),
+                fields: &[#(#fields),*],
+            };
+
             impl ::lumina::__private::ScriptPayload for #ident {
-                const PAYLOAD: &'static ::lumina::__private::PayloadInfo =
-                    &::lumina::__private::PayloadInfo {
-                        name: #name,
-                        size: ::core::mem::size_of::<#ident>(),
-                        align: ::core::mem::align_of::<#ident>(),
-                        fields: &[#(#fields),*],
-                    };
+                const PAYLOAD: &'static ::lumina::__private::PayloadInfo = &REFLECTION;
             }
 
             impl ::lumina::__private::Blittable for #ident {
