@@ -223,6 +223,13 @@ impl ScriptDelegateBase {
     /// Binds a managed listener; returns its id (never 0). Refused when `thunk` is `None` (a null
     /// function pointer over the C ABI) or when called off the delegate's thread (SD2).
     ///
+    /// "Game thread only" means, for a script delegate, the thread that owns it: a delegate is
+    /// neither `Send` nor `Sync`, so it is only ever used on the thread that made it, and the
+    /// engine makes its components on the game thread (see
+    /// [`main_thread::designate_game_thread`](crate::main_thread::designate_game_thread)). The
+    /// check matters for calls through the C ABI, where a host can pass the delegate's address to
+    /// any thread.
+    ///
     /// A managed listener bound during a broadcast runs from the next broadcast on (M2).
     pub fn try_bind_managed(
         &self,
