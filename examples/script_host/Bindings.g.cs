@@ -21,6 +21,7 @@ namespace Lumina.Generated
         OutOfRange = 6,
         InvalidUtf8 = 7,
         Panicked = 8,
+        Destroyed = 9,
     }
 
     /// <summary>An error status from lumina's C ABI.</summary>

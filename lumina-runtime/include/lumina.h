@@ -76,6 +76,8 @@ typedef enum LuminaStatus {
     LUMINA_STATUS_INVALID_UTF8 = 7,
     /* lumina panicked; the panic was caught and logged, and did not reach the host. */
     LUMINA_STATUS_PANICKED = 8,
+    /* The delegate is being dropped (the destroyed hook tried to bind to it). */
+    LUMINA_STATUS_DESTROYED = 9,
 } LuminaStatus;
 
 /* A borrowed UTF-8 string that lives as long as the program (reflection names). */

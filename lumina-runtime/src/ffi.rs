@@ -49,6 +49,8 @@ pub enum LuminaStatus {
     InvalidUtf8 = 7,
     /// lumina panicked; the panic was caught and logged, and did not reach the host.
     Panicked = 8,
+    /// The delegate is being dropped (the destroyed hook tried to bind to it).
+    Destroyed = 9,
 }
 
 /// A borrowed UTF-8 string that lives as long as the program (reflection names).
@@ -233,6 +235,7 @@ pub unsafe extern "C" fn lumina_script_delegate_bind(
             Ok(id) => unsafe { write_out(out_id, id) },
             Err(BindError::NullThunk) => LuminaStatus::NullThunk,
             Err(BindError::NotGameThread) => LuminaStatus::NotGameThread,
+            Err(BindError::Destroyed) => LuminaStatus::Destroyed,
         }
     })
 }
@@ -620,6 +623,33 @@ mod tests {
     fn sd5_a_panic_becomes_an_error_result_not_an_unwind() {
         let status = guard("test", || panic!("boom"));
         assert_eq!(status, LuminaStatus::Panicked);
+    }
+
+    static BIND_IN_HOOK: std::sync::Mutex<Vec<LuminaStatus>> = std::sync::Mutex::new(Vec::new());
+
+    extern "C" fn binding_hook(
+        delegate: *const ScriptDelegateBase,
+        _bindings: *const crate::script_delegate::ManagedBinding,
+        _count: usize,
+        _reason: crate::script_delegate::ReleaseReason,
+    ) {
+        let mut id = 0;
+        // SAFETY: the hook gets the delegate being dropped, still valid during the call.
+        let status = unsafe {
+            lumina_script_delegate_bind(delegate, Some(count_thunk), std::ptr::null_mut(), &mut id)
+        };
+        BIND_IN_HOOK.lock().unwrap().push(status);
+    }
+
+    #[test]
+    fn sd4_sd5_a_destroyed_hook_cannot_bind_to_the_dying_delegate() {
+        let delegate = ScriptDelegate::<()>::new();
+        let calls = Cell::new(0);
+        let _ = delegate.bind_managed(Some(count_thunk), context(&calls));
+        let previous = set_destroyed_hook(Some(binding_hook));
+        drop(delegate);
+        set_destroyed_hook(previous);
+        assert_eq!(*BIND_IN_HOOK.lock().unwrap(), [LuminaStatus::Destroyed]);
     }
 
     #[lumina_macros::script_delegate]

@@ -53,7 +53,7 @@
 //! can release its GC handles and forget the pointer.
 
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
@@ -157,6 +157,9 @@ pub enum BindError {
     NullThunk,
     /// The call came from another thread than the delegate's (the game thread).
     NotGameThread,
+    /// The delegate is being dropped (a destroyed hook tried to bind to it): the binding could
+    /// never be released.
+    Destroyed,
 }
 
 impl fmt::Display for BindError {
@@ -166,6 +169,9 @@ impl fmt::Display for BindError {
             BindError::NotGameThread => f.write_str(
                 "bind_managed was called off the game thread (the thread that owns the \
                  delegate); marshal the call to the game thread first",
+            ),
+            BindError::Destroyed => f.write_str(
+                "the script delegate is being dropped; a binding made now could never be released",
             ),
         }
     }
@@ -187,6 +193,8 @@ pub struct ScriptDelegateBase {
     managed: RefCell<Vec<(DelegateHandle, ManagedBinding)>>,
     thread: ThreadId,
     payload: &'static PayloadInfo,
+    /// Set while `drop` runs, so the destroyed hook cannot bind a listener that would leak.
+    dropping: Cell<bool>,
 }
 
 impl fmt::Debug for ScriptDelegateBase {
@@ -206,6 +214,7 @@ impl ScriptDelegateBase {
             managed: RefCell::new(Vec::new()),
             thread: std::thread::current().id(),
             payload,
+            dropping: Cell::new(false),
         }
     }
 
@@ -240,6 +249,9 @@ impl ScriptDelegateBase {
             return Err(BindError::NotGameThread);
         }
         let thunk = thunk.ok_or(BindError::NullThunk)?;
+        if self.dropping.get() {
+            return Err(BindError::Destroyed);
+        }
         let handle = self.list.add(Listener::Managed(thunk, context));
         let binding = ManagedBinding {
             id: handle.id(),
@@ -366,6 +378,7 @@ impl ScriptDelegateBase {
 
 impl Drop for ScriptDelegateBase {
     fn drop(&mut self) {
+        self.dropping.set(true);
         let released = self.managed_bindings();
         self.release(&released, ReleaseReason::Destroyed);
     }

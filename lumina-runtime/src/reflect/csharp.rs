@@ -46,10 +46,11 @@ fn status_name(status: LuminaStatus) -> &'static str {
         LuminaStatus::OutOfRange => "OutOfRange",
         LuminaStatus::InvalidUtf8 => "InvalidUtf8",
         LuminaStatus::Panicked => "Panicked",
+        LuminaStatus::Destroyed => "Destroyed",
     }
 }
 
-const STATUSES: [LuminaStatus; 9] = [
+const STATUSES: [LuminaStatus; 10] = [
     LuminaStatus::Ok,
     LuminaStatus::NullPointer,
     LuminaStatus::NotGameThread,
@@ -59,6 +60,7 @@ const STATUSES: [LuminaStatus; 9] = [
     LuminaStatus::OutOfRange,
     LuminaStatus::InvalidUtf8,
     LuminaStatus::Panicked,
+    LuminaStatus::Destroyed,
 ];
 
 /// The C# type of a payload field.
