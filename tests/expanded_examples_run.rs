@@ -65,3 +65,40 @@ fn expanded_input_events_class_works_without_the_macro() {
     processor.register_event_handler(&hud, 0);
     assert!(processor.dispatch(CameraMoved { x: 0.0, z: 0.0 }));
 }
+
+#[rustfmt::skip]
+#[path = "../examples/expanded/script_delegates.rs"]
+mod script_delegates;
+
+#[test]
+fn expanded_script_delegates_types_work_without_the_macros() {
+    use lumina::reflect::{self, ScriptComponent, ScriptPayload};
+    use script_delegates::{CollisionEvent, RigidBody, Vec3};
+
+    // The expansion registered its types at link time and reflects them as the macros do.
+    assert!(std::ptr::eq(
+        reflect::find_payload("CollisionEvent").unwrap(),
+        CollisionEvent::PAYLOAD
+    ));
+    let on_hit = RigidBody::COMPONENT.property("on_hit").unwrap();
+    assert_eq!(on_hit.offset, std::mem::offset_of!(RigidBody, on_hit));
+    assert_eq!(on_hit.payload.field("normal").unwrap().offset, 12);
+
+    let body = RigidBody::default();
+    let seen = Rc::new(std::cell::Cell::new(0));
+    let sink = Rc::clone(&seen);
+    let _native = body
+        .on_hit
+        .add_lambda(move |hit| sink.set(hit.other_entity));
+    body.on_hit.broadcast(&CollisionEvent {
+        other_entity: 9,
+        impulse: 1.0,
+        normal: Vec3 {
+            x: 0.0,
+            y: 0.0,
+            z: 1.0,
+        },
+    });
+    assert_eq!(seen.get(), 9);
+    assert!(!body.clone().on_hit.is_bound());
+}

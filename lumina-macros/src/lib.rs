@@ -9,6 +9,7 @@
 mod ctxt;
 mod delegate_decl;
 mod event_class;
+mod script_delegate;
 
 /// Declares a named multicast delegate type: any number of subscribers, called in the order
 /// they were added.
@@ -79,4 +80,86 @@ pub fn event_class(
     item: proc_macro::TokenStream,
 ) -> proc_macro::TokenStream {
     event_class::event_class(args.into(), item.into()).into()
+}
+
+/// Makes a struct a reflected, blittable script delegate payload (rule SD6).
+///
+/// The struct gets `#[repr(C)]` (the layout its C# mirror declares), implements
+/// `lumina::ScriptPayload`, and registers itself at link time, so `lumina::reflect` and the C ABI
+/// report its name, size, alignment and fields (name, type, offset). Every field must be
+/// blittable: a fixed-size number or another `#[script_delegate]` struct. `String`, `Vec`, `Box`,
+/// references, raw pointers, `char`, `bool`, `Option`, tuples and arrays are compile errors on the
+/// field, saying why (see `lumina::reflect` for the table).
+///
+/// ```
+/// use lumina::{ScriptDelegate, script_delegate};
+///
+/// #[script_delegate]
+/// #[derive(Clone, Copy, Debug)]
+/// pub struct Vec3 {
+///     pub x: f32,
+///     pub y: f32,
+///     pub z: f32,
+/// }
+///
+/// #[script_delegate]
+/// pub struct Collision {
+///     pub other_entity: u64,
+///     pub impulse: f32,
+///     pub normal: Vec3,
+/// }
+///
+/// let on_hit: ScriptDelegate<Collision> = ScriptDelegate::new();
+/// let _ = on_hit.add_lambda(|hit| println!("hit {} with {}", hit.other_entity, hit.impulse));
+/// on_hit.broadcast(&Collision {
+///     other_entity: 7,
+///     impulse: 2.5,
+///     normal: Vec3 { x: 0.0, y: 1.0, z: 0.0 },
+/// });
+/// let info = lumina::reflect::find_payload("Collision").unwrap();
+/// assert_eq!(info.field("normal").unwrap().offset, 12);
+/// ```
+#[proc_macro_attribute]
+pub fn script_delegate(
+    args: proc_macro::TokenStream,
+    input: proc_macro::TokenStream,
+) -> proc_macro::TokenStream {
+    script_delegate::payload::expand_attribute(args.into(), input.into()).into()
+}
+
+/// Reflects a component's script delegate properties (rule SD6), the spec's
+/// `PROPERTY(Editable, Category = "Events")`.
+///
+/// Mark each `ScriptDelegate<P>` field with `#[property]`, optionally with `editable` and
+/// `category = ".."` (default `"Default"`). The component implements `lumina::ScriptComponent`
+/// and registers itself at link time; `lumina::reflect` and the C ABI report each property's name,
+/// category, flags, payload and byte offset in the component, which is how a managed host finds
+/// the delegate.
+///
+/// ```
+/// use lumina::{ScriptComponent, ScriptDelegate, reflect, script_delegate};
+///
+/// #[script_delegate]
+/// pub struct Damage {
+///     pub amount: f32,
+/// }
+///
+/// #[derive(ScriptComponent, Default)]
+/// pub struct Health {
+///     pub current: f32,
+///     #[property(editable, category = "Events")]
+///     pub on_damaged: ScriptDelegate<Damage>,
+///     #[property(category = "Events")]
+///     pub on_died: ScriptDelegate<()>,
+/// }
+///
+/// let health = reflect::find_component("Health").unwrap();
+/// let on_died = health.property("on_died").unwrap();
+/// assert_eq!(on_died.payload.name, "void");
+/// assert!(!on_died.flags.contains(reflect::PropertyFlags::EDITABLE));
+/// assert_eq!(on_died.offset, std::mem::offset_of!(Health, on_died));
+/// ```
+#[proc_macro_derive(ScriptComponent, attributes(property))]
+pub fn derive_script_component(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
+    script_delegate::component::expand_derive(input.into()).into()
 }
