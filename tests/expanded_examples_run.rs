@@ -67,6 +67,7 @@ fn expanded_input_events_class_works_without_the_macro() {
 }
 
 #[rustfmt::skip]
+#[allow(dead_code)]
 #[path = "../examples/expanded/script_delegates.rs"]
 mod script_delegates;
 
