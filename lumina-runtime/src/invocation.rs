@@ -384,64 +384,53 @@ impl<C> fmt::Debug for Broadcast<'_, C> {
     }
 }
 
+/// What [`Broadcast::seek`] found.
+enum Seek<R, C> {
+    /// A live subscriber present when the broadcast began; `R` is what `pick` made of it.
+    Live(R),
+    /// A subscriber whose owner died, pruned on the way; drop it outside the borrow.
+    Pruned(C),
+    /// No further subscriber.
+    End,
+}
+
 impl<C: Clone> Broadcast<'_, C> {
     /// The next live subscriber for which `filter` returns true, skipping others.
     ///
-    /// Subscribers whose owner died are pruned as they are passed (their callable is dropped
-    /// outside the list's borrow).
+    /// Subscribers whose owner died are pruned as they are passed. `filter` runs outside the
+    /// list's borrow, like a subscriber: it may use the list (rule M10).
     pub fn next_matching(&mut self, mut filter: impl FnMut(&C) -> bool) -> Option<C> {
         loop {
-            let mut graveyard = None;
-            {
-                let list = self.list;
-                let mut entries = list.entries.borrow_mut();
-                self.relocate(&entries);
-                while self.cursor.index < entries.len() {
-                    let entry = &mut entries[self.cursor.index];
-                    if entry.id >= self.limit {
-                        if list.ids_ascending.get() {
-                            self.cursor.index = entries.len();
-                            break;
-                        }
-                        self.step(entry.key());
-                        continue;
-                    }
-                    self.step(entry.key());
-                    if entry.slot.is_none() {
-                        continue;
-                    }
-                    if !entry.owner_alive() {
-                        graveyard = entry.slot.take();
-                        list.tombstones.set(list.tombstones.get() + 1);
-                        break;
-                    }
-                    if let Some(slot) = entry.slot.as_ref().filter(|slot| filter(slot)) {
-                        return Some(slot.clone());
-                    }
-                }
+            let mut cursor = self.cursor;
+            let found = self.seek(&mut cursor, true, C::clone);
+            self.cursor = cursor;
+            match found {
+                Seek::Live(candidate) if filter(&candidate) => return Some(candidate),
+                // A rejected candidate (a clone) and a pruned callable are dropped here, outside
+                // the borrow: a closure's captures may re-enter the list.
+                Seek::Live(_) | Seek::Pruned(_) => {}
+                Seek::End => return None,
             }
-            // A pruned callable is dropped outside the borrow (its captures may re-enter the
-            // list); then the walk goes on, re-finding its place if the list changed.
-            graveyard.as_ref()?;
-            drop(graveyard);
         }
     }
 
     /// Whether [`next_matching`](Self::next_matching) with this filter would yield a subscriber
-    /// now. Does not advance.
+    /// now. Does not advance. `filter` runs outside the list's borrow (rule M10).
     pub fn has_next_matching(&mut self, mut filter: impl FnMut(&C) -> bool) -> bool {
-        let list = self.list;
-        let entries = list.entries.borrow();
-        self.relocate(&entries);
-        entries[self.cursor.index.min(entries.len())..]
-            .iter()
-            .filter(|entry| entry.id < self.limit)
-            .any(|entry| entry.is_live() && entry.slot.as_ref().is_some_and(&mut filter))
+        let mut probe = self.cursor;
+        loop {
+            match self.seek(&mut probe, false, C::clone) {
+                Seek::Live(candidate) if filter(&candidate) => return true,
+                Seek::Live(_) | Seek::Pruned(_) => {}
+                Seek::End => return false,
+            }
+        }
     }
 
     /// Whether another live subscriber follows. Does not advance.
     pub fn has_next(&mut self) -> bool {
-        self.has_next_matching(|_| true)
+        let mut probe = self.cursor;
+        matches!(self.seek(&mut probe, false, |_| ()), Seek::Live(()))
     }
 
     /// Starts over from the first subscriber, keeping the same set of subscribers (those present
@@ -455,18 +444,57 @@ impl<C: Clone> Broadcast<'_, C> {
         };
     }
 
+    /// Moves `cursor` past the next live subscriber present when the broadcast began and returns
+    /// `pick` of it. `pick` runs under the list's borrow, so it must not run user code (it is a
+    /// clone or nothing). With `prune`, an entry whose owner died is emptied on the way and its
+    /// callable returned, to be dropped by the caller outside the borrow; without, it is skipped.
+    fn seek<R>(&self, cursor: &mut Cursor, prune: bool, pick: impl FnOnce(&C) -> R) -> Seek<R, C> {
+        let list = self.list;
+        let mut entries = list.entries.borrow_mut();
+        cursor.relocate(list, &entries);
+        while cursor.index < entries.len() {
+            let entry = &mut entries[cursor.index];
+            if entry.id >= self.limit {
+                if list.ids_ascending.get() {
+                    // Everything from here on was added after the broadcast began (M2).
+                    cursor.index = entries.len();
+                    break;
+                }
+                cursor.step(entry.key());
+                continue;
+            }
+            cursor.step(entry.key());
+            if entry.slot.is_none() {
+                continue;
+            }
+            if !entry.owner_alive() {
+                if prune && let Some(callable) = entry.slot.take() {
+                    list.tombstones.set(list.tombstones.get() + 1);
+                    return Seek::Pruned(callable);
+                }
+                continue;
+            }
+            if let Some(slot) = entry.slot.as_ref() {
+                return Seek::Live(pick(slot));
+            }
+        }
+        Seek::End
+    }
+}
+
+impl Cursor {
     fn step(&mut self, key: (i64, u64)) {
-        self.cursor.index += 1;
-        self.cursor.last_key = Some(key);
+        self.index += 1;
+        self.last_key = Some(key);
     }
 
     /// After an insertion before the end of the list, re-finds the index after the last entry
     /// passed (entries are sorted by key, and nothing is removed physically while locked).
-    fn relocate(&mut self, entries: &[Entry<C>]) {
-        let generation = self.list.generation.get();
-        if self.cursor.generation != generation {
-            self.cursor.generation = generation;
-            self.cursor.index = match self.cursor.last_key {
+    fn relocate<C>(&mut self, list: &InvocationList<C>, entries: &[Entry<C>]) {
+        let generation = list.generation.get();
+        if self.generation != generation {
+            self.generation = generation;
+            self.index = match self.last_key {
                 None => 0,
                 Some(last) => entries.partition_point(|entry| entry.key() <= last),
             };
