@@ -600,6 +600,84 @@ fn m4_clear_then_subscribers_added_and_removed_inside_are_all_dropped_by_the_end
     assert!(!signal.is_bound());
 }
 
+/// A capture whose drop re-enters the delegate: reads it and adds a subscriber.
+struct ReentrantDrop {
+    signal: Weak<Signal>,
+    log: Log,
+}
+
+impl Drop for ReentrantDrop {
+    fn drop(&mut self) {
+        if let Some(signal) = self.signal.upgrade() {
+            self.log.push(format!("dropped, len {}", signal.len()));
+            let _ = signal.add_lambda(logger(&self.log, "added-by-drop"));
+        }
+    }
+}
+
+#[test]
+fn m4_closures_whose_drop_reenters_the_delegate_are_dropped_safely() {
+    let log = Log::default();
+    let (signal, weak) = shared_signal();
+    let subscribe = |signal: &Signal| {
+        let capture = ReentrantDrop {
+            signal: weak.clone(),
+            log: log.clone(),
+        };
+        signal.add_lambda(move || {
+            let _ = &capture;
+        })
+    };
+    // remove
+    let handle = subscribe(&signal);
+    assert!(signal.remove(handle));
+    assert_eq!(log.take(), ["dropped, len 0"]);
+    assert_eq!(signal.len(), 1);
+    // clear outside a broadcast: what the drop adds comes after the clear and stays
+    signal.clear();
+    let _ = subscribe(&signal);
+    let _ = subscribe(&signal);
+    signal.clear();
+    assert_eq!(log.take(), ["dropped, len 0", "dropped, len 1"]);
+    assert_eq!(signal.len(), 2);
+    signal.broadcast();
+    assert_eq!(log.take(), ["added-by-drop", "added-by-drop"]);
+    // remove_all and clear during a broadcast
+    signal.clear();
+    let owner = Rc::new(());
+    for _ in 0..2 {
+        let capture = ReentrantDrop {
+            signal: weak.clone(),
+            log: log.clone(),
+        };
+        let _ = signal.add_member(&owner, move |_: &()| {
+            let _ = &capture;
+        });
+    }
+    let target = Rc::clone(&owner);
+    let w = weak.clone();
+    let _ = signal.add_lambda(move || {
+        let signal = up(&w);
+        assert_eq!(signal.remove_all(&target), 2);
+        signal.clear();
+    });
+    let _ = subscribe(&signal);
+    signal.broadcast();
+    // Each drop re-entered the delegate and added a subscriber. The two added while
+    // remove_all dropped its closures came before the clear, which removed them; the one added
+    // while clear dropped the last closure came after it and stays. None ran in this
+    // broadcast (M2).
+    let entries = log.take();
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    assert!(
+        entries.iter().all(|e| e.starts_with("dropped")),
+        "{entries:?}"
+    );
+    assert_eq!(signal.len(), 1);
+    signal.broadcast();
+    assert_eq!(log.take(), ["added-by-drop"]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // M5: nesting to any depth; compaction once, at the outermost end
 

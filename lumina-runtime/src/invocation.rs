@@ -198,22 +198,10 @@ impl<C> InvocationList<C> {
         was_live
     }
 
-    /// Removes every live subscriber bound to `owner` (M9); returns how many.
+    /// Removes every live subscriber bound to `owner` (M9); returns how many. Allocates nothing.
     pub fn remove_owner<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
         let owner = Rc::as_ptr(owner).cast::<()>();
-        let graveyard: Vec<C> = {
-            let mut entries = self.entries.borrow_mut();
-            entries
-                .iter_mut()
-                .filter(|entry| entry.is_live() && entry.is_owned_by(owner))
-                .filter_map(|entry| entry.slot.take())
-                .collect()
-        };
-        let removed = graveyard.len();
-        self.tombstones.set(self.tombstones.get() + removed);
-        drop(graveyard);
-        self.compact_if_worthwhile();
-        removed
+        self.take_each(|entry| entry.is_live() && entry.is_owned_by(owner))
     }
 
     /// Whether a live subscriber is bound to `owner`.
@@ -230,15 +218,7 @@ impl<C> InvocationList<C> {
     /// on (M6).
     pub fn clear(&self) {
         if self.is_broadcasting() {
-            let graveyard: Vec<C> = {
-                let mut entries = self.entries.borrow_mut();
-                entries
-                    .iter_mut()
-                    .filter_map(|entry| entry.slot.take())
-                    .collect()
-            };
-            self.tombstones.set(self.tombstones.get() + graveyard.len());
-            drop(graveyard);
+            self.take_each(|_| true);
         } else {
             let old = std::mem::take(&mut *self.entries.borrow_mut());
             self.tombstones.set(0);
@@ -284,6 +264,47 @@ impl<C> InvocationList<C> {
                 generation: self.generation.get(),
                 last_key: None,
             },
+        }
+    }
+
+    /// Empties the slot of every entry present now that `select` picks, one at a time, and drops
+    /// each callable outside the borrow (its captures may re-enter the list). Returns how many.
+    ///
+    /// Allocates nothing (a subscriber may call `clear` or `remove_owner` during a broadcast,
+    /// M12). The list is locked meanwhile, like a broadcast, so re-entrant removals cannot
+    /// compact it under the walk (and the lock is released even if a drop panics, M7); entries
+    /// added by such re-entrant code are not touched, as they came after this call.
+    fn take_each(&self, mut select: impl FnMut(&Entry<C>) -> bool) -> usize {
+        let lock = self.begin();
+        let mut generation = self.generation.get();
+        let mut index = 0;
+        let mut taken = 0;
+        loop {
+            let callable = {
+                let mut entries = self.entries.borrow_mut();
+                if self.generation.get() != generation {
+                    // An insertion before the end shifted the entries: start over (taken
+                    // entries are empty now, so nothing is taken twice).
+                    generation = self.generation.get();
+                    index = 0;
+                }
+                let mut callable = None;
+                while index < entries.len() {
+                    let entry = &mut entries[index];
+                    index += 1;
+                    if entry.id < lock.limit && entry.slot.is_some() && select(entry) {
+                        callable = entry.slot.take();
+                        break;
+                    }
+                }
+                callable
+            };
+            let Some(callable) = callable else {
+                return taken;
+            };
+            self.tombstones.set(self.tombstones.get() + 1);
+            taken += 1;
+            drop(callable);
         }
     }
 
