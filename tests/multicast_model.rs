@@ -39,6 +39,9 @@ enum Op {
     Add(Vec<Op>),
     /// Subscribe a member binding of owner `.0` that runs these actions.
     AddMember(usize, Vec<Op>),
+    /// Subscribe a closure with priority `.0` through `InvocationList::insert` (the event
+    /// processor's way): higher priorities run first, ties in the order added.
+    Insert(i32, Vec<Op>),
     /// Remove by the handle of the n-th subscription made (modulo how many were made).
     Remove(usize),
     /// Inside a subscriber: remove itself.
@@ -103,7 +106,7 @@ trait Target {
     /// How many subscriptions were made so far (handles are numbered in that order).
     fn handles(&self) -> usize;
     /// `None` when the owner is no longer held (nothing is subscribed).
-    fn add(&self, owner: Option<usize>, actions: Rc<[Op]>) -> Option<usize>;
+    fn add(&self, owner: Option<usize>, priority: i32, actions: Rc<[Op]>) -> Option<usize>;
     /// `None` = the invalid handle.
     fn remove(&self, handle: Option<usize>) -> bool;
     fn remove_foreign(&self) -> bool;
@@ -123,7 +126,7 @@ fn exec<T: Target>(target: &T, op: &Op, me: Option<usize>) {
     match op {
         Op::Add(actions) => {
             let added = if target.handles() < MAX_HANDLES {
-                target.add(None, actions.clone().into())
+                target.add(None, 0, actions.clone().into())
             } else {
                 None
             };
@@ -131,7 +134,15 @@ fn exec<T: Target>(target: &T, op: &Op, me: Option<usize>) {
         }
         Op::AddMember(owner, actions) => {
             let added = if target.handles() < MAX_HANDLES {
-                target.add(Some(*owner), actions.clone().into())
+                target.add(Some(*owner), 0, actions.clone().into())
+            } else {
+                None
+            };
+            shared.push(Event::Added(added));
+        }
+        Op::Insert(priority, actions) => {
+            let added = if target.handles() < MAX_HANDLES {
+                target.add(None, *priority, actions.clone().into())
             } else {
                 None
             };
@@ -213,6 +224,7 @@ fn step<T: Target>(target: &T, op: &Op) {
 
 struct ModelSub {
     owner: Option<usize>,
+    priority: i32,
     /// Removed by remove, clear or remove_all.
     removed: bool,
     actions: Rc<[Op]>,
@@ -264,13 +276,14 @@ impl Target for Model {
         self.subs.borrow().len()
     }
 
-    fn add(&self, owner: Option<usize>, actions: Rc<[Op]>) -> Option<usize> {
+    fn add(&self, owner: Option<usize>, priority: i32, actions: Rc<[Op]>) -> Option<usize> {
         if owner.is_some_and(|owner| !self.held.borrow()[owner]) {
             return None;
         }
         let mut subs = self.subs.borrow_mut();
         subs.push(ModelSub {
             owner,
+            priority,
             removed: false,
             actions,
         });
@@ -327,8 +340,10 @@ impl Target for Model {
     }
 
     fn broadcast(&self) {
-        // M2: the subscribers present when this broadcast starts, in order (M1) ...
-        let present: Vec<usize> = (0..self.handles()).filter(|&i| self.live(i)).collect();
+        // M2: the subscribers present when this broadcast starts, in order (M1: highest
+        // priority first, then the order added) ...
+        let mut present: Vec<usize> = (0..self.handles()).filter(|&i| self.live(i)).collect();
+        present.sort_by_key(|&i| (-self.subs.borrow()[i].priority, i));
         for index in present {
             // ... each run once if still live when reached (M3, M6, M9).
             if !self.live(index) {
@@ -458,7 +473,7 @@ impl Target for Real {
         self.handles.borrow().len()
     }
 
-    fn add(&self, owner: Option<usize>, actions: Rc<[Op]>) -> Option<usize> {
+    fn add(&self, owner: Option<usize>, priority: i32, actions: Rc<[Op]>) -> Option<usize> {
         let owner = match owner {
             Some(owner) => Some(self.owner(owner)?),
             None => None,
@@ -481,6 +496,12 @@ impl Target for Real {
             Some(owner) => self
                 .delegate
                 .add_member(&owner, move |_: &OwnerObject, probe| body(probe)),
+            None if priority != 0 => {
+                let callable: Rc<dyn Fn(Probe)> = Rc::new(body);
+                self.delegate
+                    .invocation_list()
+                    .insert(priority, None, callable)
+            }
             None => self.delegate.add_lambda(body),
         };
         assert!(handle.is_valid(), "H1");
@@ -544,6 +565,7 @@ fn leaf() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => Just(Op::Add(Vec::new())),
         2 => (0..OWNERS).prop_map(|owner| Op::AddMember(owner, Vec::new())),
+        1 => (-2_i32..=2).prop_map(|priority| Op::Insert(priority, Vec::new())),
         3 => any::<u8>().prop_map(|index| Op::Remove(usize::from(index))),
         2 => Just(Op::RemoveSelf),
         2 => (-2_i8..=2).prop_map(Op::RemoveRelative),
@@ -564,7 +586,8 @@ fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             2 => leaf(),
             3 => vec(inner.clone(), 1..4).prop_map(Op::Add),
-            2 => (0..OWNERS, vec(inner, 1..4)).prop_map(|(owner, actions)| Op::AddMember(owner, actions)),
+            2 => (0..OWNERS, vec(inner.clone(), 1..4)).prop_map(|(owner, actions)| Op::AddMember(owner, actions)),
+            1 => (-2_i32..=2, vec(inner, 0..4)).prop_map(|(priority, actions)| Op::Insert(priority, actions)),
         ]
     })
 }
