@@ -291,3 +291,52 @@ fn s3_callable_stays_alive_while_it_runs_even_if_the_delegate_is_replaced() {
     drop(callable);
     assert!(dropped.get(), "dropped once the last clone is gone");
 }
+
+thread_local! {
+    /// Where the last panic on this thread happened, when a test asked to record it.
+    static PANIC_LOCATION: std::cell::RefCell<Option<Option<(String, u32)>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f`, expecting a panic, and returns the file and line the panic reports.
+fn panic_location(f: impl FnOnce()) -> (String, u32) {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let default = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            let recorded = PANIC_LOCATION.with(|slot| {
+                let mut slot = slot.borrow_mut();
+                match slot.as_mut() {
+                    Some(location) => {
+                        *location = info.location().map(|l| (l.file().to_owned(), l.line()));
+                        true
+                    }
+                    None => false,
+                }
+            });
+            if !recorded {
+                default(info);
+            }
+        }));
+    });
+    PANIC_LOCATION.with(|slot| *slot.borrow_mut() = Some(None));
+    let result = panic::catch_unwind(AssertUnwindSafe(f));
+    let location = PANIC_LOCATION.with(|slot| slot.borrow_mut().take());
+    assert!(result.is_err(), "expected a panic");
+    location.flatten().expect("the hook saw the panic")
+}
+
+#[test]
+fn s2_execute_unbound_panic_points_at_the_callers_line() {
+    let unbound: Delegate<dyn Fn(u8)> = Delegate::new();
+    let expected_line = line!() + 1;
+    let (file, line) = panic_location(|| unbound.execute(1));
+    assert!(
+        file.ends_with("delegate.rs") && file.contains("tests"),
+        "{file}"
+    );
+    assert_eq!(
+        line, expected_line,
+        "the panic names the call of execute, not lumina's code"
+    );
+}
