@@ -15,8 +15,9 @@
 //! - M5: the lock count nests; the list is compacted once, when the outermost broadcast ends.
 //! - M7: the lock is a guard, released (and the list compacted) even when a subscriber panics.
 //! - M9: an entry with a weak owner whose owner died is never returned again and is pruned.
-//! - M12: beginning and walking a broadcast never allocates; removal by handle is a binary
-//!   search while handles are in order (always, for lists without priorities).
+//! - M12: beginning and walking a broadcast never allocates (nor do `clear` and `remove_owner`
+//!   called during one); removal by handle is a binary search: over the whole list while
+//!   handles are in order (always, for lists without priorities), else one per priority.
 //!
 //! Every method takes `&self`: subscribers re-enter the list through a shared reference. No
 //! `RefCell` borrow is ever held while user code runs (callables are cloned out first, removed
@@ -308,12 +309,33 @@ impl<C> InvocationList<C> {
         }
     }
 
+    /// The index of the entry with `id`, in O(log n) while ids ascend along the list, and in
+    /// O(k log n) for k distinct priorities otherwise (M12).
+    ///
+    /// Entries are sorted by priority, and within one priority by id: every insertion lands at
+    /// the end of its priority's run with the largest id issued so far. So each run is
+    /// binary-searched; a run's end is found by galloping, which keeps even a list of all
+    /// distinct priorities at O(n), no worse than a scan.
     fn find(&self, entries: &[Entry<C>], id: u64) -> Option<usize> {
         if self.ids_ascending.get() {
-            entries.binary_search_by_key(&id, |entry| entry.id).ok()
-        } else {
-            entries.iter().position(|entry| entry.id == id)
+            return entries.binary_search_by_key(&id, |entry| entry.id).ok();
         }
+        let mut start = 0;
+        while let Some(first) = entries.get(start) {
+            let rest = &entries[start..];
+            let same = |entry: &Entry<C>| entry.priority == first.priority;
+            // Gallop: rest[bound / 2] is in the run; the run ends before `bound` or the end.
+            let mut bound = 1;
+            while bound < rest.len() && same(&rest[bound]) {
+                bound *= 2;
+            }
+            let run_len = bound / 2 + rest[bound / 2..bound.min(rest.len())].partition_point(same);
+            if let Ok(index) = rest[..run_len].binary_search_by_key(&id, |entry| entry.id) {
+                return Some(start + index);
+            }
+            start += run_len;
+        }
+        None
     }
 
     /// Outside broadcasts, drops tombstones once they are at least half the list, so removal
