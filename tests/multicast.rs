@@ -1168,6 +1168,34 @@ fn m9_binding_of_an_owner_dropped_earlier_in_the_same_broadcast_is_pruned_at_onc
 }
 
 #[test]
+fn m9_owner_released_when_a_self_removed_closure_is_dropped_never_runs_its_bindings() {
+    // The first subscriber holds the only strong reference to the owner of the second one and
+    // removes itself: its closure is dropped once its call is over, which drops the owner.
+    // The member binding must then not run, and nothing may panic.
+    let log = Log::default();
+    let (signal, weak) = shared_signal();
+    let owner = Listener::new("member", &log);
+    let me = HandleSlot::default();
+    let (m, keep, inner_log) = (me.clone(), Rc::clone(&owner), log.clone());
+    me.set(signal.add_lambda(move || {
+        let _ = &keep;
+        inner_log.push("one-shot");
+        assert!(up(&weak).remove(m.get()));
+    }));
+    let _ = signal.add_member(&owner, Listener::on_signal);
+    let _ = signal.add_lambda(logger(&log, "tail"));
+    let observer = Rc::downgrade(&owner);
+    drop(owner);
+    signal.broadcast();
+    assert!(
+        observer.upgrade().is_none(),
+        "the owner died with the one-shot closure"
+    );
+    assert_eq!(log.take(), ["one-shot", "tail"]);
+    assert_eq!(signal.len(), 1);
+}
+
+#[test]
 fn m9_remove_all_removes_every_binding_of_that_owner_only() {
     let log = Log::default();
     let signal = Signal::new();

@@ -381,16 +381,20 @@ impl<C: Clone> InvocationList<C> {
             return;
         };
         loop {
-            if broadcast.has_next() {
-                call(&current, args.clone());
-                match broadcast.next() {
-                    Some(next) => current = next,
-                    None => return,
-                }
-            } else {
+            if !broadcast.has_next() {
                 call(&current, args);
                 return;
             }
+            call(&current, args.clone());
+            // Let go of this subscriber before looking for the next one: if it removed itself,
+            // this was the last reference, and dropping its captures runs user code that may
+            // remove later subscribers or drop their owners (M3, M9). The next one is then
+            // checked after that code ran, never before.
+            drop(current);
+            current = match broadcast.next() {
+                Some(next) => next,
+                None => return,
+            };
         }
     }
 }
