@@ -142,3 +142,37 @@ fn h2_remove_of_invalid_foreign_or_removed_handle_is_false_and_changes_nothing()
     assert!(on_event.remove(kept));
     assert!(!on_event.remove(kept));
 }
+
+#[test]
+fn h1_the_first_id_of_a_process_is_1() {
+    // Other tests of this binary draw ids too, so the check runs in a fresh process: this test
+    // binary again, running only this test.
+    const CHILD: &str = "LUMINA_H1_FRESH_PROCESS";
+    if std::env::var_os(CHILD).is_some() {
+        assert_eq!(DelegateHandle::next_id(), 1);
+        assert_eq!(DelegateHandle::new_unique().id(), 1);
+        let signal: MulticastDelegate<dyn Fn()> = MulticastDelegate::new();
+        assert_eq!(signal.add_lambda(|| {}).id(), 2);
+        assert_eq!(DelegateHandle::next_id(), 3);
+        return;
+    }
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary path"))
+        .args([
+            "--exact",
+            "h1_the_first_id_of_a_process_is_1",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "fresh process failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "the child ran the check: {stdout}"
+    );
+}

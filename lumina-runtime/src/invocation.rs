@@ -416,6 +416,10 @@ struct Cursor {
 /// subscribers that were present when it began. Subscribers may add, remove, clear and start
 /// nested broadcasts while it runs. Dropping it (also during a panic) releases the lock; the
 /// outermost one compacts the list (M5, M7).
+///
+/// Drop each yielded subscriber before asking for the next one (a `for` loop does): if it
+/// removed itself, that clone is its last reference, and dropping it may run user code that
+/// removes later subscribers or drops their owners, which the next call must see (M3, M9).
 pub struct Broadcast<'a, C> {
     list: &'a InvocationList<C>,
     /// Entries with an id at least this large were added after the broadcast began (M2).
