@@ -15,8 +15,9 @@
 //! - M5: the lock count nests; the list is compacted once, when the outermost broadcast ends.
 //! - M7: the lock is a guard, released (and the list compacted) even when a subscriber panics.
 //! - M9: an entry with a weak owner whose owner died is never returned again and is pruned.
-//! - M12: beginning and walking a broadcast never allocates; removal by handle is a binary
-//!   search while handles are in order (always, for lists without priorities).
+//! - M12: beginning and walking a broadcast never allocates (nor do `clear` and `remove_owner`
+//!   called during one); removal by handle is a binary search: over the whole list while
+//!   handles are in order (always, for lists without priorities), else one per priority.
 //!
 //! Every method takes `&self`: subscribers re-enter the list through a shared reference. No
 //! `RefCell` borrow is ever held while user code runs (callables are cloned out first, removed
@@ -198,22 +199,10 @@ impl<C> InvocationList<C> {
         was_live
     }
 
-    /// Removes every live subscriber bound to `owner` (M9); returns how many.
+    /// Removes every live subscriber bound to `owner` (M9); returns how many. Allocates nothing.
     pub fn remove_owner<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
         let owner = Rc::as_ptr(owner).cast::<()>();
-        let graveyard: Vec<C> = {
-            let mut entries = self.entries.borrow_mut();
-            entries
-                .iter_mut()
-                .filter(|entry| entry.is_live() && entry.is_owned_by(owner))
-                .filter_map(|entry| entry.slot.take())
-                .collect()
-        };
-        let removed = graveyard.len();
-        self.tombstones.set(self.tombstones.get() + removed);
-        drop(graveyard);
-        self.compact_if_worthwhile();
-        removed
+        self.take_each(|entry| entry.is_live() && entry.is_owned_by(owner))
     }
 
     /// Whether a live subscriber is bound to `owner`.
@@ -230,15 +219,7 @@ impl<C> InvocationList<C> {
     /// on (M6).
     pub fn clear(&self) {
         if self.is_broadcasting() {
-            let graveyard: Vec<C> = {
-                let mut entries = self.entries.borrow_mut();
-                entries
-                    .iter_mut()
-                    .filter_map(|entry| entry.slot.take())
-                    .collect()
-            };
-            self.tombstones.set(self.tombstones.get() + graveyard.len());
-            drop(graveyard);
+            self.take_each(|_| true);
         } else {
             let old = std::mem::take(&mut *self.entries.borrow_mut());
             self.tombstones.set(0);
@@ -287,12 +268,74 @@ impl<C> InvocationList<C> {
         }
     }
 
+    /// Empties the slot of every entry present now that `select` picks, one at a time, and drops
+    /// each callable outside the borrow (its captures may re-enter the list). Returns how many.
+    ///
+    /// Allocates nothing (a subscriber may call `clear` or `remove_owner` during a broadcast,
+    /// M12). The list is locked meanwhile, like a broadcast, so re-entrant removals cannot
+    /// compact it under the walk (and the lock is released even if a drop panics, M7); entries
+    /// added by such re-entrant code are not touched, as they came after this call.
+    fn take_each(&self, mut select: impl FnMut(&Entry<C>) -> bool) -> usize {
+        let lock = self.begin();
+        let mut generation = self.generation.get();
+        let mut index = 0;
+        let mut taken = 0;
+        loop {
+            let callable = {
+                let mut entries = self.entries.borrow_mut();
+                if self.generation.get() != generation {
+                    // An insertion before the end shifted the entries: start over (taken
+                    // entries are empty now, so nothing is taken twice).
+                    generation = self.generation.get();
+                    index = 0;
+                }
+                let mut callable = None;
+                while index < entries.len() {
+                    let entry = &mut entries[index];
+                    index += 1;
+                    if entry.id < lock.limit && entry.slot.is_some() && select(entry) {
+                        callable = entry.slot.take();
+                        break;
+                    }
+                }
+                callable
+            };
+            let Some(callable) = callable else {
+                return taken;
+            };
+            self.tombstones.set(self.tombstones.get() + 1);
+            taken += 1;
+            drop(callable);
+        }
+    }
+
+    /// The index of the entry with `id`, in O(log n) while ids ascend along the list, and in
+    /// O(k log n) for k distinct priorities otherwise (M12).
+    ///
+    /// Entries are sorted by priority, and within one priority by id: every insertion lands at
+    /// the end of its priority's run with the largest id issued so far. So each run is
+    /// binary-searched; a run's end is found by galloping, which keeps even a list of all
+    /// distinct priorities at O(n), no worse than a scan.
     fn find(&self, entries: &[Entry<C>], id: u64) -> Option<usize> {
         if self.ids_ascending.get() {
-            entries.binary_search_by_key(&id, |entry| entry.id).ok()
-        } else {
-            entries.iter().position(|entry| entry.id == id)
+            return entries.binary_search_by_key(&id, |entry| entry.id).ok();
         }
+        let mut start = 0;
+        while let Some(first) = entries.get(start) {
+            let rest = &entries[start..];
+            let same = |entry: &Entry<C>| entry.priority == first.priority;
+            // Gallop: rest[bound / 2] is in the run; the run ends before `bound` or the end.
+            let mut bound = 1;
+            while bound < rest.len() && same(&rest[bound]) {
+                bound *= 2;
+            }
+            let run_len = bound / 2 + rest[bound / 2..bound.min(rest.len())].partition_point(same);
+            if let Ok(index) = rest[..run_len].binary_search_by_key(&id, |entry| entry.id) {
+                return Some(start + index);
+            }
+            start += run_len;
+        }
+        None
     }
 
     /// Outside broadcasts, drops tombstones once they are at least half the list, so removal
@@ -338,16 +381,20 @@ impl<C: Clone> InvocationList<C> {
             return;
         };
         loop {
-            if broadcast.has_next() {
-                call(&current, args.clone());
-                match broadcast.next() {
-                    Some(next) => current = next,
-                    None => return,
-                }
-            } else {
+            if !broadcast.has_next() {
                 call(&current, args);
                 return;
             }
+            call(&current, args.clone());
+            // Let go of this subscriber before looking for the next one: if it removed itself,
+            // this was the last reference, and dropping its captures runs user code that may
+            // remove later subscribers or drop their owners (M3, M9). The next one is then
+            // checked after that code ran, never before.
+            drop(current);
+            current = match broadcast.next() {
+                Some(next) => next,
+                None => return,
+            };
         }
     }
 }
@@ -369,6 +416,10 @@ struct Cursor {
 /// subscribers that were present when it began. Subscribers may add, remove, clear and start
 /// nested broadcasts while it runs. Dropping it (also during a panic) releases the lock; the
 /// outermost one compacts the list (M5, M7).
+///
+/// Drop each yielded subscriber before asking for the next one (a `for` loop does): if it
+/// removed itself, that clone is its last reference, and dropping it may run user code that
+/// removes later subscribers or drops their owners, which the next call must see (M3, M9).
 pub struct Broadcast<'a, C> {
     list: &'a InvocationList<C>,
     /// Entries with an id at least this large were added after the broadcast began (M2).
@@ -384,64 +435,53 @@ impl<C> fmt::Debug for Broadcast<'_, C> {
     }
 }
 
+/// What [`Broadcast::seek`] found.
+enum Seek<R, C> {
+    /// A live subscriber present when the broadcast began; `R` is what `pick` made of it.
+    Live(R),
+    /// A subscriber whose owner died, pruned on the way; drop it outside the borrow.
+    Pruned(C),
+    /// No further subscriber.
+    End,
+}
+
 impl<C: Clone> Broadcast<'_, C> {
     /// The next live subscriber for which `filter` returns true, skipping others.
     ///
-    /// Subscribers whose owner died are pruned as they are passed (their callable is dropped
-    /// outside the list's borrow).
+    /// Subscribers whose owner died are pruned as they are passed. `filter` runs outside the
+    /// list's borrow, like a subscriber: it may use the list (rule M10).
     pub fn next_matching(&mut self, mut filter: impl FnMut(&C) -> bool) -> Option<C> {
         loop {
-            let mut graveyard = None;
-            {
-                let list = self.list;
-                let mut entries = list.entries.borrow_mut();
-                self.relocate(&entries);
-                while self.cursor.index < entries.len() {
-                    let entry = &mut entries[self.cursor.index];
-                    if entry.id >= self.limit {
-                        if list.ids_ascending.get() {
-                            self.cursor.index = entries.len();
-                            break;
-                        }
-                        self.step(entry.key());
-                        continue;
-                    }
-                    self.step(entry.key());
-                    if entry.slot.is_none() {
-                        continue;
-                    }
-                    if !entry.owner_alive() {
-                        graveyard = entry.slot.take();
-                        list.tombstones.set(list.tombstones.get() + 1);
-                        break;
-                    }
-                    if let Some(slot) = entry.slot.as_ref().filter(|slot| filter(slot)) {
-                        return Some(slot.clone());
-                    }
-                }
+            let mut cursor = self.cursor;
+            let found = self.seek(&mut cursor, true, C::clone);
+            self.cursor = cursor;
+            match found {
+                Seek::Live(candidate) if filter(&candidate) => return Some(candidate),
+                // A rejected candidate (a clone) and a pruned callable are dropped here, outside
+                // the borrow: a closure's captures may re-enter the list.
+                Seek::Live(_) | Seek::Pruned(_) => {}
+                Seek::End => return None,
             }
-            // A pruned callable is dropped outside the borrow (its captures may re-enter the
-            // list); then the walk goes on, re-finding its place if the list changed.
-            graveyard.as_ref()?;
-            drop(graveyard);
         }
     }
 
     /// Whether [`next_matching`](Self::next_matching) with this filter would yield a subscriber
-    /// now. Does not advance.
+    /// now. Does not advance. `filter` runs outside the list's borrow (rule M10).
     pub fn has_next_matching(&mut self, mut filter: impl FnMut(&C) -> bool) -> bool {
-        let list = self.list;
-        let entries = list.entries.borrow();
-        self.relocate(&entries);
-        entries[self.cursor.index.min(entries.len())..]
-            .iter()
-            .filter(|entry| entry.id < self.limit)
-            .any(|entry| entry.is_live() && entry.slot.as_ref().is_some_and(&mut filter))
+        let mut probe = self.cursor;
+        loop {
+            match self.seek(&mut probe, false, C::clone) {
+                Seek::Live(candidate) if filter(&candidate) => return true,
+                Seek::Live(_) | Seek::Pruned(_) => {}
+                Seek::End => return false,
+            }
+        }
     }
 
     /// Whether another live subscriber follows. Does not advance.
     pub fn has_next(&mut self) -> bool {
-        self.has_next_matching(|_| true)
+        let mut probe = self.cursor;
+        matches!(self.seek(&mut probe, false, |_| ()), Seek::Live(()))
     }
 
     /// Starts over from the first subscriber, keeping the same set of subscribers (those present
@@ -455,18 +495,57 @@ impl<C: Clone> Broadcast<'_, C> {
         };
     }
 
+    /// Moves `cursor` past the next live subscriber present when the broadcast began and returns
+    /// `pick` of it. `pick` runs under the list's borrow, so it must not run user code (it is a
+    /// clone or nothing). With `prune`, an entry whose owner died is emptied on the way and its
+    /// callable returned, to be dropped by the caller outside the borrow; without, it is skipped.
+    fn seek<R>(&self, cursor: &mut Cursor, prune: bool, pick: impl FnOnce(&C) -> R) -> Seek<R, C> {
+        let list = self.list;
+        let mut entries = list.entries.borrow_mut();
+        cursor.relocate(list, &entries);
+        while cursor.index < entries.len() {
+            let entry = &mut entries[cursor.index];
+            if entry.id >= self.limit {
+                if list.ids_ascending.get() {
+                    // Everything from here on was added after the broadcast began (M2).
+                    cursor.index = entries.len();
+                    break;
+                }
+                cursor.step(entry.key());
+                continue;
+            }
+            cursor.step(entry.key());
+            if entry.slot.is_none() {
+                continue;
+            }
+            if !entry.owner_alive() {
+                if prune && let Some(callable) = entry.slot.take() {
+                    list.tombstones.set(list.tombstones.get() + 1);
+                    return Seek::Pruned(callable);
+                }
+                continue;
+            }
+            if let Some(slot) = entry.slot.as_ref() {
+                return Seek::Live(pick(slot));
+            }
+        }
+        Seek::End
+    }
+}
+
+impl Cursor {
     fn step(&mut self, key: (i64, u64)) {
-        self.cursor.index += 1;
-        self.cursor.last_key = Some(key);
+        self.index += 1;
+        self.last_key = Some(key);
     }
 
     /// After an insertion before the end of the list, re-finds the index after the last entry
     /// passed (entries are sorted by key, and nothing is removed physically while locked).
-    fn relocate(&mut self, entries: &[Entry<C>]) {
-        let generation = self.list.generation.get();
-        if self.cursor.generation != generation {
-            self.cursor.generation = generation;
-            self.cursor.index = match self.cursor.last_key {
+    fn relocate<C>(&mut self, list: &InvocationList<C>, entries: &[Entry<C>]) {
+        let generation = list.generation.get();
+        if self.generation != generation {
+            self.generation = generation;
+            self.index = match self.last_key {
                 None => 0,
                 Some(last) => entries.partition_point(|entry| entry.key() <= last),
             };
