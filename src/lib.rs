@@ -21,6 +21,9 @@
 
 pub use lumina_runtime::*;
 
+pub use lumina_macros::event_class;
+pub use lumina_macros::{ScriptComponent, script_delegate};
+
 #[doc(hidden)]
 pub use lumina_runtime::__private;
 

@@ -28,9 +28,13 @@ use syn::{Attribute, Item, Meta, Stmt, UseTree};
 mod ctxt;
 #[path = "../lumina-macros/src/delegate_decl/mod.rs"]
 mod delegate_decl;
+#[path = "../lumina-macros/src/event_class/mod.rs"]
+mod event_class;
+#[path = "../lumina-macros/src/script_delegate/mod.rs"]
+mod script_delegate;
 
 /// The examples (in `examples/<name>.rs`) whose expansion lives in `examples/expanded/<name>.rs`.
-const EXAMPLES: &[&str] = &["delegates"];
+const EXAMPLES: &[&str] = &["delegates", "input_events", "script_delegates"];
 
 /// How a macro was invoked.
 enum Invocation {
@@ -52,11 +56,27 @@ fn expand_macro(name: &str, invocation: Invocation) -> Option<TokenStream> {
             Some(delegate_decl::multicast(input))
         }
         ("declare_delegate", Invocation::FunctionLike(input)) => Some(delegate_decl::single(input)),
-        // Attribute macros take their arguments and the item, e.g.
-        // ("event_class", Invocation::Attribute { args, item }) => Some(event_class::expand(args, item)),
+        ("event_class", Invocation::Attribute { args, item }) => {
+            Some(event_class::event_class(args, item))
+        }
+        ("script_delegate", Invocation::Attribute { args, item }) => {
+            Some(script_delegate::payload::expand_attribute(args, item))
+        }
         (_, Invocation::FunctionLike(_) | Invocation::Attribute { .. }) => None,
     }
 }
+
+/// The expansion of the lumina derive `name` for `item` (the item as written, helper attributes
+/// included), or `None` when `name` is not a lumina derive. One arm per derive.
+fn expand_derive(name: &str, item: TokenStream) -> Option<TokenStream> {
+    match name {
+        "ScriptComponent" => Some(script_delegate::component::expand_derive(item)),
+        _ => None,
+    }
+}
+
+/// The helper attributes each lumina derive declares; removed from the item once it is expanded.
+const DERIVE_HELPERS: &[(&str, &str)] = &[("ScriptComponent", "property")];
 
 /// Replaces every lumina macro call in a file by its expansion.
 struct Expander {
@@ -86,6 +106,62 @@ impl Expander {
 
     /// The items replacing `item`, or `None` when it is not a lumina macro call.
     fn expand_item(&mut self, item: &Item) -> Option<Vec<Item>> {
+        self.expand_attribute_item(item)
+            .or_else(|| self.expand_derives(item))
+    }
+
+    /// `item` without its lumina derives and their helper attributes, followed by the derives'
+    /// expansions; `None` when it derives no lumina macro.
+    fn expand_derives(&mut self, item: &Item) -> Option<Vec<Item>> {
+        let mut stripped = item.clone();
+        let attrs = item_attrs(&mut stripped)?;
+        let mut derived = Vec::new();
+        for attr in attrs
+            .iter_mut()
+            .filter(|attr| attr.path().is_ident("derive"))
+        {
+            let paths = attr
+                .parse_args_with(
+                    syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated,
+                )
+                .ok()?;
+            let (ours, others): (Vec<syn::Path>, Vec<syn::Path>) =
+                paths.into_iter().partition(|path| {
+                    macro_name(path)
+                        .is_some_and(|n| expand_derive(&n, TokenStream::new()).is_some())
+                });
+            derived.extend(ours.iter().filter_map(macro_name));
+            *attr = syn::parse_quote!(#[derive(#(#others),*)]);
+        }
+        if derived.is_empty() {
+            return None;
+        }
+        attrs.retain(|attr| {
+            !(attr.path().is_ident("derive")
+                && matches!(&attr.meta, Meta::List(list) if list.tokens.is_empty()))
+        });
+        let helpers: Vec<&str> = DERIVE_HELPERS
+            .iter()
+            .filter(|(derive, _)| derived.iter().any(|name| name == derive))
+            .map(|(_, helper)| *helper)
+            .collect();
+        if let Item::Struct(item_struct) = &mut stripped {
+            for field in item_struct.fields.iter_mut() {
+                field
+                    .attrs
+                    .retain(|attr| !helpers.iter().any(|helper| attr.path().is_ident(helper)));
+            }
+        }
+        let mut items = vec![stripped];
+        for name in derived {
+            let tokens = expand_derive(&name, item.to_token_stream()).expect("a lumina derive");
+            items.extend(self.items(&name, tokens));
+        }
+        Some(items)
+    }
+
+    /// The items replacing an attribute-macro or function-like macro call, or `None`.
+    fn expand_attribute_item(&mut self, item: &Item) -> Option<Vec<Item>> {
         if let Item::Macro(call) = item {
             let name = macro_name(&call.mac.path)?;
             let tokens = expand_macro(&name, Invocation::FunctionLike(call.mac.tokens.clone()))?;
@@ -94,7 +170,9 @@ impl Expander {
         let mut item = item.clone();
         let attrs = item_attrs(&mut item)?;
         let (index, name, args) = attrs.iter().enumerate().find_map(|(index, attr)| {
-            let name = macro_name(attr.path())?;
+            // Only lumina's attributes: a doc comment or derive before them is not a macro call.
+            let name =
+                macro_name(attr.path()).filter(|name| LUMINA_MACROS.contains(&name.as_str()))?;
             Some((index, name, attribute_args(attr)))
         })?;
         attrs.remove(index);
@@ -312,6 +390,7 @@ const LUMINA_MACROS: &[&str] = &[
     "declare_delegate",
     "event_class",
     "script_delegate",
+    "ScriptComponent",
 ];
 
 /// Collects the lumina macros still called in a file.
@@ -325,6 +404,15 @@ impl VisitMut for Leftovers {
 
     fn visit_attribute_mut(&mut self, attr: &mut Attribute) {
         self.note(attr.path());
+        if attr.path().is_ident("derive")
+            && let Ok(paths) = attr.parse_args_with(
+                syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated,
+            )
+        {
+            for path in &paths {
+                self.note(path);
+            }
+        }
     }
 }
 

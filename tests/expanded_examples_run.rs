@@ -40,3 +40,66 @@ fn expanded_delegates_types_work_without_the_macros() {
     assert!(can_quit.execute());
     assert_eq!(StatusLine::new().execute_if_bound("unbound"), None);
 }
+
+#[rustfmt::skip]
+#[allow(dead_code)]
+#[path = "../examples/expanded/input_events.rs"]
+mod input_events;
+
+#[test]
+fn expanded_input_events_class_works_without_the_macro() {
+    use input_events::CameraMoved;
+    use lumina::event::{Envelope, Event, EventClass, EventProcessor, EventType};
+
+    assert_eq!(CameraMoved::static_type(), EventType::None);
+    assert_eq!(CameraMoved::CLASS_NAME, "CameraMoved");
+    let mut moved = Envelope::new(CameraMoved { x: 1.0, z: 2.0 });
+    let event: &mut dyn Event = &mut moved;
+    assert!(event.is::<CameraMoved>());
+    assert_eq!(
+        event.downcast_ref::<CameraMoved>().map(|moved| moved.z),
+        Some(2.0)
+    );
+    let processor = EventProcessor::new();
+    let hud = Rc::new(|event: &mut dyn Event| event.is::<CameraMoved>());
+    processor.register_event_handler(&hud, 0);
+    assert!(processor.dispatch(CameraMoved { x: 0.0, z: 0.0 }));
+}
+
+#[rustfmt::skip]
+#[allow(dead_code)]
+#[path = "../examples/expanded/script_delegates.rs"]
+mod script_delegates;
+
+#[test]
+fn expanded_script_delegates_types_work_without_the_macros() {
+    use lumina::reflect::{self, ScriptComponent, ScriptPayload};
+    use script_delegates::{CollisionEvent, RigidBody, Vec3};
+
+    // The expansion registered its types at link time and reflects them as the macros do.
+    assert!(std::ptr::eq(
+        reflect::find_payload("CollisionEvent").unwrap(),
+        CollisionEvent::PAYLOAD
+    ));
+    let on_hit = RigidBody::COMPONENT.property("on_hit").unwrap();
+    assert_eq!(on_hit.offset, std::mem::offset_of!(RigidBody, on_hit));
+    assert_eq!(on_hit.payload.field("normal").unwrap().offset, 12);
+
+    let body = RigidBody::default();
+    let seen = Rc::new(std::cell::Cell::new(0));
+    let sink = Rc::clone(&seen);
+    let _native = body
+        .on_hit
+        .add_lambda(move |hit| sink.set(hit.other_entity));
+    body.on_hit.broadcast(&CollisionEvent {
+        other_entity: 9,
+        impulse: 1.0,
+        normal: Vec3 {
+            x: 0.0,
+            y: 0.0,
+            z: 1.0,
+        },
+    });
+    assert_eq!(seen.get(), 9);
+    assert!(!body.clone().on_hit.is_bound());
+}

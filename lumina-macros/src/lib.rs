@@ -8,6 +8,8 @@
 #[allow(dead_code)] // used by the macros as they land
 mod ctxt;
 mod delegate_decl;
+mod event_class;
+mod script_delegate;
 
 /// Declares a named multicast delegate type: any number of subscribers, called in the order
 /// they were added.
@@ -38,4 +40,126 @@ pub fn declare_multicast_delegate(input: proc_macro::TokenStream) -> proc_macro:
 #[proc_macro]
 pub fn declare_delegate(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     delegate_decl::single(input.into()).into()
+}
+
+/// Makes a struct an event class of the given `EventType` variant (rules E2, E5).
+///
+/// Implements `lumina::event::EventClass` (`static_type()`, `event_type()`, `name()`, and the
+/// struct's name as `CLASS_NAME`) and leaves the struct exactly as written: its fields, struct
+/// literals, derives and constructors stay yours. The handled flag lives in the
+/// `lumina::event::Envelope` the processor dispatches the event in, not in your struct.
+///
+/// The argument is one `EventType` variant, such as `KeyPressed`; use `None` for a game event
+/// that is not an input or window event. Classes are told apart by their Rust type, so a game's
+/// own class never collides with a built-in one, whatever its event type. An unknown name is an
+/// error on that name that suggests the closest valid one.
+///
+/// ```
+/// use lumina::event::{Event, EventClass, EventProcessor, EventType, InputLayer};
+/// use lumina::event_class;
+///
+/// /// A game's own event: dispatched like any input event.
+/// #[event_class(None)]
+/// #[derive(Debug, Clone)]
+/// pub struct ScoreChanged {
+///     pub score: u32,
+/// }
+///
+/// assert_eq!(ScoreChanged::static_type(), EventType::None);
+/// let processor = EventProcessor::new();
+/// let hud = std::rc::Rc::new(|event: &mut dyn Event| {
+///     event.downcast_ref::<ScoreChanged>().is_some_and(|changed| changed.score > 10)
+/// });
+/// assert!(processor.register_event_handler(&hud, InputLayer::Default));
+/// assert!(processor.dispatch(ScoreChanged { score: 12 }));
+/// assert!(!processor.dispatch(ScoreChanged { score: 3 }));
+/// ```
+#[proc_macro_attribute]
+pub fn event_class(
+    args: proc_macro::TokenStream,
+    item: proc_macro::TokenStream,
+) -> proc_macro::TokenStream {
+    event_class::event_class(args.into(), item.into()).into()
+}
+
+/// Makes a struct a reflected, blittable script delegate payload (rule SD6).
+///
+/// The struct gets `#[repr(C)]` (the layout its C# mirror declares), implements
+/// `lumina::ScriptPayload`, and registers itself at link time, so `lumina::reflect` and the C ABI
+/// report its name, size, alignment and fields (name, type, offset). Every field must be
+/// blittable: a fixed-size number or another `#[script_delegate]` struct. `String`, `Vec`, `Box`,
+/// references, raw pointers, `char`, `bool`, `Option`, tuples and arrays are compile errors on the
+/// field, saying why (see `lumina::reflect` for the table).
+///
+/// ```
+/// use lumina::{ScriptDelegate, script_delegate};
+///
+/// #[script_delegate]
+/// #[derive(Clone, Copy, Debug)]
+/// pub struct Vec3 {
+///     pub x: f32,
+///     pub y: f32,
+///     pub z: f32,
+/// }
+///
+/// #[script_delegate]
+/// pub struct Collision {
+///     pub other_entity: u64,
+///     pub impulse: f32,
+///     pub normal: Vec3,
+/// }
+///
+/// let on_hit: ScriptDelegate<Collision> = ScriptDelegate::new();
+/// let _ = on_hit.add_lambda(|hit| println!("hit {} with {}", hit.other_entity, hit.impulse));
+/// on_hit.broadcast(&Collision {
+///     other_entity: 7,
+///     impulse: 2.5,
+///     normal: Vec3 { x: 0.0, y: 1.0, z: 0.0 },
+/// });
+/// let info = lumina::reflect::find_payload("Collision").unwrap();
+/// assert_eq!(info.field("normal").unwrap().offset, 12);
+/// ```
+#[proc_macro_attribute]
+pub fn script_delegate(
+    args: proc_macro::TokenStream,
+    input: proc_macro::TokenStream,
+) -> proc_macro::TokenStream {
+    script_delegate::payload::expand_attribute(args.into(), input.into()).into()
+}
+
+/// Reflects a component's script delegate properties (rule SD6), the spec's
+/// `PROPERTY(Editable, Category = "Events")`.
+///
+/// Mark each `ScriptDelegate<P>` field with `#[property]`, optionally with `editable` and
+/// `category = ".."` (default `"Default"`). The component implements `lumina::ScriptComponent`
+/// and registers itself at link time; `lumina::reflect` and the C ABI report each property's name,
+/// category, flags, payload and byte offset in the component, which is how a managed host finds
+/// the delegate.
+///
+/// ```
+/// use lumina::{ScriptComponent, ScriptDelegate, reflect, script_delegate};
+///
+/// #[script_delegate]
+/// pub struct Damage {
+///     pub amount: f32,
+/// }
+///
+/// #[derive(ScriptComponent, Default)]
+/// pub struct Health {
+///     pub current: f32,
+///     #[property(editable, category = "Events")]
+///     pub on_damaged: ScriptDelegate<Damage>,
+///     #[property(category = "Events")]
+///     pub on_died: ScriptDelegate<()>,
+/// }
+///
+/// let health = reflect::find_component("Health").unwrap();
+/// let on_died = health.property("on_died").unwrap();
+/// assert_eq!(on_died.payload.name, "void");
+/// assert!(!on_died.flags.contains(reflect::PropertyFlags::EDITABLE));
+/// assert_eq!(on_died.offset, std::mem::offset_of!(Health, on_died));
+/// ```
+#[proc_macro_derive(ScriptComponent, attributes(property))]
+pub fn derive_script_component(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
+    script_delegate::component::expand_derive(input.into()).into()
 }

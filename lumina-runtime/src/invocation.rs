@@ -708,6 +708,10 @@ fn live_slow<C>(entry: &Entry<C>, tombstones: &Cell<usize>) -> bool {
 /// subscribers that were present when it began. Subscribers may add, remove, clear and start
 /// nested broadcasts while it runs. Dropping it (also during a panic) releases the lock; the
 /// outermost one compacts the list (M5, M7).
+///
+/// Drop each yielded subscriber before asking for the next one (a `for` loop does): if it
+/// removed itself, that clone is its last reference, and dropping it may run user code that
+/// removes later subscribers or drops their owners, which the next call must see (M3, M9).
 pub struct Broadcast<'a, C> {
     list: &'a InvocationList<C>,
     /// The main list, held for the whole broadcast (it keeps its shape meanwhile). Released

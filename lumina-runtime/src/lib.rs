@@ -10,6 +10,10 @@
 //! - [`multicast`]: [`MulticastDelegate`] (M1-M12).
 //! - [`main_thread`]: the game thread and the queue other threads reach it through (T1, Q1-Q3).
 //! - [`core_delegates`]: [`CoreDelegates`], the engine-wide signals (C1-C3).
+//! - [`event`]: input events, [`EventType`] and the prioritized [`EventProcessor`] (E1-E5, P1-P4).
+//! - [`script_delegate`]: [`ScriptDelegate`], bindable from Rust and a managed host (SD1-SD4).
+//! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
+//! - [`ffi`]: the C ABI a managed host calls (SD5); the only module with `unsafe` code.
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
 // in game code.
@@ -18,15 +22,22 @@ extern crate self as lumina;
 
 pub mod core_delegates;
 pub mod delegate;
+pub mod event;
+pub mod ffi;
 pub mod handle;
 pub mod invocation;
 pub mod main_thread;
 pub mod multicast;
+pub mod reflect;
+pub mod script_delegate;
 
 pub use core_delegates::CoreDelegates;
 pub use delegate::Delegate;
+pub use event::{Event, EventProcessor, EventType};
 pub use handle::DelegateHandle;
 pub use multicast::MulticastDelegate;
+pub use reflect::{ScriptComponent, ScriptPayload};
+pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
 
 /// Not public API; used by expansions of lumina's macros, which name everything through
 /// `::lumina::__private` so that they work with `lumina` as the only dependency.
@@ -35,11 +46,21 @@ pub mod __private {
     #[doc(hidden)]
     pub use crate::delegate::Delegate;
     #[doc(hidden)]
+    pub use crate::event::{EventClass, EventType};
+    #[doc(hidden)]
     pub use crate::handle::DelegateHandle;
     #[doc(hidden)]
     pub use crate::invocation::InvocationList;
     #[doc(hidden)]
     pub use crate::multicast::MulticastDelegate;
+    #[doc(hidden)]
+    pub use crate::reflect::{
+        Blittable, ComponentInfo, DelegateProperty, FieldInfo, FieldType, PayloadInfo,
+        PropertyFlags, PropertyInfo, RegisteredComponent, RegisteredPayload, ScriptComponent,
+        ScriptPayload,
+    };
+    #[doc(hidden)]
+    pub use inventory;
     #[doc(hidden)]
     pub use std::rc::Rc;
 

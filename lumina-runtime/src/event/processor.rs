@@ -1,0 +1,210 @@
+//! [`EventProcessor`]: the prioritized handler chain input and window events run through
+//! (rules P1-P4).
+
+use std::any::Any;
+use std::fmt;
+use std::rc::{Rc, Weak};
+
+use super::class::{Envelope, Event, EventClass};
+use crate::invocation::InvocationList;
+
+/// Receives events from an [`EventProcessor`] (`IEventHandler` of the original).
+///
+/// Return `true` to consume the event: no handler after this one sees it. Calling
+/// [`set_handled(true)`](Event::set_handled) on the event does the same.
+///
+/// Closures `Fn(&mut dyn Event) -> bool` are handlers too.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an event handler",
+    label = "not an event handler",
+    note = "implement `lumina::event::EventHandler` for `{Self}` (`fn on_event(&self, event: &mut dyn Event) -> bool`), or register a closure `Fn(&mut dyn Event) -> bool`"
+)]
+pub trait EventHandler: Any {
+    /// Handles `event`; `true` consumes it (`OnEvent`).
+    fn on_event(&self, event: &mut dyn Event) -> bool;
+}
+
+impl<F: Fn(&mut dyn Event) -> bool + 'static> EventHandler for F {
+    fn on_event(&self, event: &mut dyn Event) -> bool {
+        self(event)
+    }
+}
+
+/// The standard priorities of handlers (`EInputLayer`): higher layers see events first.
+///
+/// Any `i32` is a valid priority too; a layer converts into its number with `i32::from`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[repr(i32)]
+pub enum InputLayer {
+    /// Everything else: 0.
+    Default = 0,
+    /// The development tool UI: 500.
+    EditorChrome = 500,
+    /// Game and editor viewports, registered by the
+    /// [`InputViewportRegistry`](super::InputViewportRegistry): 1000.
+    Viewport = 1000,
+}
+
+impl InputLayer {
+    /// The layer's priority.
+    pub const fn priority(self) -> i32 {
+        self as i32
+    }
+}
+
+impl From<InputLayer> for i32 {
+    fn from(layer: InputLayer) -> i32 {
+        layer.priority()
+    }
+}
+
+/// The prioritized handler chain (`FEventProcessor`).
+///
+/// - P1: [`register_event_handler`](Self::register_event_handler) takes a priority; higher runs
+///   first, equal priorities run in registration order. Registering a handler twice is refused.
+/// - P2: [`dispatch`](Self::dispatch) puts the event on the stack (no heap allocation) and runs
+///   handlers in order until one returns `true` or marks the event handled; it returns whether the
+///   event was consumed.
+/// - P3: handlers are held weakly. One dropped without unregistering is never called again and is
+///   pruned (the original holds raw pointers and dispatches into freed memory).
+/// - P4: handlers may register, unregister and dispatch from inside a dispatch (a handler
+///   registered during a dispatch runs from the next one; one unregistered before it is reached
+///   does not run), and a panicking handler leaves the processor consistent.
+///
+/// Built on the same [`InvocationList`] as multicast delegates, so these rules are the delegates'
+/// M1-M7. Not `Send`: it belongs to the game thread.
+///
+/// ```
+/// use lumina::event::{Event, EventHandler, EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
+/// use std::rc::Rc;
+///
+/// struct Viewport;
+/// impl EventHandler for Viewport {
+///     fn on_event(&self, event: &mut dyn Event) -> bool {
+///         event.downcast_ref::<KeyPressedEvent>().is_some_and(|key| key.key == Key::W)
+///     }
+/// }
+///
+/// let processor = EventProcessor::new();
+/// let viewport = Rc::new(Viewport);
+/// assert!(processor.register_event_handler(&viewport, InputLayer::Viewport));
+/// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+/// assert!(!processor.dispatch(KeyPressedEvent::new(Key::Q, Modifiers::NONE)));
+/// assert!(processor.unregister_event_handler(&viewport));
+/// ```
+#[derive(Default)]
+pub struct EventProcessor {
+    handlers: InvocationList<Weak<dyn EventHandler>>,
+}
+
+impl fmt::Debug for EventProcessor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventProcessor")
+            .field("handlers", &self.len())
+            .field("dispatching", &self.handlers.is_broadcasting())
+            .finish()
+    }
+}
+
+impl EventProcessor {
+    /// A processor with no handlers. Allocates nothing.
+    pub const fn new() -> Self {
+        EventProcessor {
+            handlers: InvocationList::new(),
+        }
+    }
+
+    /// Registers `handler` at `priority` (an [`InputLayer`] or any `i32`; higher runs first,
+    /// equal priorities in registration order). Holds it weakly: dropping the last `Rc`
+    /// unregisters it (P3).
+    ///
+    /// Returns `false`, changing nothing, if `handler` is already registered (P1): unregister it
+    /// first to change its priority.
+    pub fn register_event_handler<H: EventHandler>(
+        &self,
+        handler: &Rc<H>,
+        priority: impl Into<i32>,
+    ) -> bool {
+        let handler: Rc<dyn EventHandler> = Rc::<H>::clone(handler);
+        self.register_dyn_event_handler(&handler, priority)
+    }
+
+    /// [`register_event_handler`](Self::register_event_handler) for a handler already behind
+    /// `Rc<dyn EventHandler>`.
+    pub fn register_dyn_event_handler(
+        &self,
+        handler: &Rc<dyn EventHandler>,
+        priority: impl Into<i32>,
+    ) -> bool {
+        if self.handlers.is_bound_to(handler) {
+            return false;
+        }
+        let weak = Rc::downgrade(handler);
+        let owner: Weak<dyn Any> = weak.clone();
+        let _ = self.handlers.insert(priority.into(), Some(owner), weak);
+        true
+    }
+
+    /// Unregisters `handler`; `false` if it was not registered. During a dispatch, a handler
+    /// unregistered before it is reached does not run (P4).
+    pub fn unregister_event_handler<H: ?Sized>(&self, handler: &Rc<H>) -> bool {
+        self.handlers.remove_owner(handler) > 0
+    }
+
+    /// Whether `handler` is registered (and alive).
+    pub fn is_registered<H: ?Sized>(&self, handler: &Rc<H>) -> bool {
+        self.handlers.is_bound_to(handler)
+    }
+
+    /// Unregisters every handler. During a dispatch, no further handler runs in it.
+    pub fn clear(&self) {
+        self.handlers.clear();
+    }
+
+    /// How many live handlers are registered (dropped ones do not count).
+    pub fn len(&self) -> usize {
+        self.handlers.len()
+    }
+
+    /// `true` when no live handler is registered.
+    pub fn is_empty(&self) -> bool {
+        self.handlers.is_empty()
+    }
+
+    /// Whether a dispatch is running on this processor.
+    pub fn is_dispatching(&self) -> bool {
+        self.handlers.is_broadcasting()
+    }
+
+    /// Dispatches `event` (`Dispatch<TEvent>(Args...)`): wraps it in an [`Envelope`] on the stack
+    /// (no heap allocation, P2) and runs [`dispatch_event`](Self::dispatch_event). Returns whether
+    /// a handler consumed it.
+    pub fn dispatch<E: EventClass>(&self, event: E) -> bool {
+        let mut envelope = Envelope::new(event);
+        self.dispatch_event(&mut envelope)
+    }
+
+    /// Runs the handlers on `event` in priority order until one returns `true` or leaves the
+    /// event handled (P2); then the event is marked handled and this returns `true`. An event
+    /// that arrives already handled is not dispatched and this returns `true`.
+    ///
+    /// A panic in a handler propagates to the caller after the processor is left consistent
+    /// (P4): every handler stays registered and the next dispatch works normally.
+    pub fn dispatch_event(&self, event: &mut dyn Event) -> bool {
+        if event.is_handled() {
+            return true;
+        }
+        for handler in self.handlers.begin() {
+            // The list only yields handlers whose owner (the handler itself) is alive, but it
+            // may die between two handlers; a dead one is skipped and pruned by the list.
+            let Some(handler) = handler.upgrade() else {
+                continue;
+            };
+            if handler.on_event(event) || event.is_handled() {
+                event.set_handled(true);
+                return true;
+            }
+        }
+        false
+    }
+}

@@ -1,0 +1,258 @@
+//! [`InputViewportRegistry`]: routes input to game and editor viewports ahead of the editor
+//! chrome, as the spec's `FInputViewportRegistry` does.
+//!
+//! See [`InputViewportRegistry`] for the routing rules.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::rc::{Rc, Weak};
+
+use super::class::Event;
+use super::event_type::EventCategory;
+use super::events::{
+    MouseButtonPressedEvent, MouseButtonReleasedEvent, MouseMovedEvent, MouseScrolledEvent,
+};
+use super::input::Vec2;
+use super::processor::{EventHandler, EventProcessor, InputLayer};
+
+/// A rectangle in window coordinates: `origin` is its top-left corner.
+#[derive(Clone, Copy, PartialEq, Debug, Default)]
+pub struct Rect {
+    /// Top-left corner.
+    pub origin: Vec2,
+    /// Width and height.
+    pub size: Vec2,
+}
+
+impl Rect {
+    /// A rectangle from its top-left corner and size.
+    pub const fn new(x: f32, y: f32, width: f32, height: f32) -> Self {
+        Rect {
+            origin: Vec2::new(x, y),
+            size: Vec2::new(width, height),
+        }
+    }
+
+    /// Whether `point` lies inside (left and top edges included, right and bottom excluded).
+    pub fn contains(&self, point: Vec2) -> bool {
+        point.x >= self.origin.x
+            && point.y >= self.origin.y
+            && point.x < self.origin.x + self.size.x
+            && point.y < self.origin.y + self.size.y
+    }
+}
+
+/// Identifies a viewport in an [`InputViewportRegistry`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct ViewportId(u64);
+
+struct Viewport {
+    id: ViewportId,
+    rect: Rect,
+    handler: Weak<dyn EventHandler>,
+}
+
+/// Routes input to the focused or hovered viewport.
+///
+/// The registry is one [`EventHandler`] registered at [`InputLayer::Viewport`] (1000). It owns a
+/// set of viewports (each an `EventHandler` with a rectangle in window coordinates) and routes:
+///
+/// - keyboard and character events to the *focused* viewport;
+/// - a mouse button press to the viewport under the cursor, which becomes focused (a press
+///   outside every viewport clears the focus, so the chrome gets the keys again);
+/// - mouse releases to the focused viewport (a drag that ends outside it still ends in it);
+/// - motion and scrolling to the viewport under the cursor.
+///
+/// A viewport returning `false` leaves the event to the layers below, so the editor chrome at
+/// [`InputLayer::EditorChrome`] gets what the viewport leaves. Window and application events
+/// are not input and pass through untouched. Viewports are held weakly, like every handler.
+///
+/// ```
+/// use lumina::event::{
+///     Event, EventProcessor, InputLayer, InputViewportRegistry, Key, KeyPressedEvent, Modifiers,
+///     MouseButton, MouseButtonPressedEvent, Rect, Vec2,
+/// };
+/// use std::rc::Rc;
+///
+/// let processor = EventProcessor::new();
+/// let registry = Rc::new(InputViewportRegistry::new());
+/// assert!(registry.register(&processor));
+///
+/// let game_view = Rc::new(|event: &mut dyn Event| event.is::<KeyPressedEvent>());
+/// let id = registry.add_viewport(&game_view, Rect::new(0.0, 0.0, 800.0, 600.0));
+///
+/// // Not focused yet: the key goes past the viewports.
+/// assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+/// // A click inside focuses it; from then on it takes the keys.
+/// processor.dispatch(MouseButtonPressedEvent::new(MouseButton::Left, Modifiers::NONE, Vec2::new(10.0, 10.0)));
+/// assert_eq!(registry.focused(), Some(id));
+/// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+/// ```
+pub struct InputViewportRegistry {
+    viewports: RefCell<Vec<Viewport>>,
+    focused: Cell<Option<ViewportId>>,
+    next_id: Cell<u64>,
+}
+
+impl Default for InputViewportRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for InputViewportRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InputViewportRegistry")
+            .field("viewports", &self.len())
+            .field("focused", &self.focused.get())
+            .finish()
+    }
+}
+
+impl InputViewportRegistry {
+    /// An empty registry, not yet registered with a processor.
+    pub const fn new() -> Self {
+        InputViewportRegistry {
+            viewports: RefCell::new(Vec::new()),
+            focused: Cell::new(None),
+            next_id: Cell::new(1),
+        }
+    }
+
+    /// Registers the registry with `processor` at [`InputLayer::Viewport`]; `false` if it is
+    /// already registered there.
+    pub fn register(self: &Rc<Self>, processor: &EventProcessor) -> bool {
+        processor.register_event_handler(self, InputLayer::Viewport)
+    }
+
+    /// Adds a viewport covering `rect`, held weakly: a dropped viewport gets no more input. Later
+    /// viewports are on top of earlier ones where they overlap.
+    pub fn add_viewport<V: EventHandler>(&self, viewport: &Rc<V>, rect: Rect) -> ViewportId {
+        let id = ViewportId(self.next_id.get());
+        self.next_id.set(id.0 + 1);
+        let handler: Rc<dyn EventHandler> = Rc::<V>::clone(viewport);
+        let mut viewports = self.viewports.borrow_mut();
+        // Entries of dropped viewports are pruned here, so the list does not grow without bound.
+        viewports.retain(|viewport| viewport.handler.strong_count() > 0);
+        viewports.push(Viewport {
+            id,
+            rect,
+            handler: Rc::downgrade(&handler),
+        });
+        id
+    }
+
+    /// Removes a viewport (and its focus); `false` if `id` is unknown.
+    pub fn remove_viewport(&self, id: ViewportId) -> bool {
+        if self.focused.get() == Some(id) {
+            self.focused.set(None);
+        }
+        let mut viewports = self.viewports.borrow_mut();
+        let before = viewports.len();
+        viewports.retain(|viewport| viewport.id != id);
+        before != viewports.len()
+    }
+
+    /// Moves or resizes a viewport; `false` if `id` is unknown.
+    pub fn set_rect(&self, id: ViewportId, rect: Rect) -> bool {
+        let mut viewports = self.viewports.borrow_mut();
+        match viewports.iter_mut().find(|viewport| viewport.id == id) {
+            Some(viewport) => {
+                viewport.rect = rect;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Gives a viewport the keyboard focus; `false` (focus unchanged) if `id` is unknown or its
+    /// viewport was dropped.
+    pub fn focus(&self, id: ViewportId) -> bool {
+        let alive = self
+            .viewports
+            .borrow()
+            .iter()
+            .any(|viewport| viewport.id == id && viewport.handler.strong_count() > 0);
+        if alive {
+            self.focused.set(Some(id));
+        }
+        alive
+    }
+
+    /// Takes the focus away from every viewport: keys go to the layers below.
+    pub fn clear_focus(&self) {
+        self.focused.set(None);
+    }
+
+    /// The focused viewport, if it is still alive.
+    pub fn focused(&self) -> Option<ViewportId> {
+        let id = self.focused.get()?;
+        self.handler(id).map(|_| id)
+    }
+
+    /// The topmost live viewport containing `point`.
+    pub fn viewport_at(&self, point: Vec2) -> Option<ViewportId> {
+        self.viewports
+            .borrow()
+            .iter()
+            .rev()
+            .find(|viewport| viewport.handler.strong_count() > 0 && viewport.rect.contains(point))
+            .map(|viewport| viewport.id)
+    }
+
+    /// How many live viewports there are.
+    pub fn len(&self) -> usize {
+        self.viewports
+            .borrow()
+            .iter()
+            .filter(|viewport| viewport.handler.strong_count() > 0)
+            .count()
+    }
+
+    /// `true` when no live viewport exists.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn handler(&self, id: ViewportId) -> Option<Rc<dyn EventHandler>> {
+        self.viewports
+            .borrow()
+            .iter()
+            .find(|viewport| viewport.id == id)
+            .and_then(|viewport| viewport.handler.upgrade())
+    }
+
+    /// Which viewport an input event goes to (`None`: not to a viewport).
+    fn route(&self, event: &dyn Event) -> Option<ViewportId> {
+        if let Some(press) = event.downcast_ref::<MouseButtonPressedEvent>() {
+            // Click to focus: a press outside every viewport gives the keys back to the chrome.
+            let target = self.viewport_at(press.position);
+            self.focused.set(target);
+            return target;
+        }
+        if event.is::<MouseButtonReleasedEvent>() {
+            return self.focused();
+        }
+        if let Some(moved) = event.downcast_ref::<MouseMovedEvent>() {
+            return self.viewport_at(moved.position);
+        }
+        if let Some(scrolled) = event.downcast_ref::<MouseScrolledEvent>() {
+            return self.viewport_at(scrolled.position);
+        }
+        if event.is_in_category(EventCategory::KEYBOARD) {
+            return self.focused();
+        }
+        None
+    }
+}
+
+impl EventHandler for InputViewportRegistry {
+    /// Routes `event` to one viewport; `true` if that viewport consumed it.
+    fn on_event(&self, event: &mut dyn Event) -> bool {
+        // No borrow is held while the viewport runs: it may add or remove viewports.
+        match self.route(event).and_then(|id| self.handler(id)) {
+            Some(viewport) => viewport.on_event(event),
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,768 @@
+//! The C ABI a managed host calls (rule SD5): bind, unbind and query script delegates, install the
+//! destroyed hook, and read reflection data. Declared for C in `lumina-runtime/include/lumina.h`
+//! (kept current by the test `tests/c_header.rs`).
+//!
+//! Every function returns a [`LuminaStatus`] and writes its result through an out pointer. No call
+//! unwinds into the host: a panic is caught, logged through `tracing`, and returned as
+//! [`LuminaStatus::Panicked`]. Null pointers, ids that are stale or belong to another delegate, and
+//! reflection handles that the registry never issued give an error status, not undefined
+//! behaviour. This is the only module of lumina with `unsafe` code.
+//!
+//! What the host must guarantee (the functions are `unsafe` for it): a non-null delegate pointer
+//! points at a live `ScriptDelegate` (see [`crate::script_delegate`] on stable addresses: the
+//! destroyed hook tells the host when one goes away), and out pointers are valid for one write.
+//! Calls may come from any thread: every call that touches a delegate first checks that it runs on
+//! the delegate's thread and returns [`LuminaStatus::NotGameThread`] otherwise, before reading any
+//! of its mutable state.
+//!
+//! (The exported symbols are not `no_mangle` in this crate's own unit-test build: that build also
+//! links the normal build of this crate, through the facade dev-dependency, and the linker would
+//! see every symbol twice.)
+
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::reflect::{self, ComponentInfo, PayloadInfo, PropertyInfo};
+use crate::script_delegate::{
+    BindError, DestroyedHook, ManagedThunk, ScriptDelegateBase, set_destroyed_hook,
+};
+
+/// The result of every C ABI call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LuminaStatus {
+    /// Success; the out pointer was written.
+    Ok = 0,
+    /// A required pointer argument was null.
+    NullPointer = 1,
+    /// The call came from another thread than the delegate's (the game thread).
+    NotGameThread = 2,
+    /// `lumina_script_delegate_bind` got a null thunk.
+    NullThunk = 3,
+    /// The binding id is 0, already unbound, or belongs to another delegate.
+    UnknownId = 4,
+    /// No reflected type or property has that name, or the handle was not issued by the registry.
+    NotFound = 5,
+    /// An index past the end of a list.
+    OutOfRange = 6,
+    /// A name was not valid UTF-8.
+    InvalidUtf8 = 7,
+    /// lumina panicked; the panic was caught and logged, and did not reach the host.
+    Panicked = 8,
+    /// The delegate is being dropped (the destroyed hook tried to bind to it).
+    Destroyed = 9,
+}
+
+/// A borrowed UTF-8 string that lives as long as the program (reflection names).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct LuminaStr {
+    /// First byte (not NUL-terminated).
+    pub ptr: *const u8,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+impl LuminaStr {
+    fn new(text: &'static str) -> Self {
+        LuminaStr {
+            ptr: text.as_ptr(),
+            len: text.len(),
+        }
+    }
+}
+
+/// A reflected payload, as [`lumina_reflect_find_payload`] reports it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct LuminaPayloadInfo {
+    /// Opaque handle, for [`lumina_reflect_payload_field`].
+    pub handle: *const c_void,
+    /// The payload's name.
+    pub name: LuminaStr,
+    /// Size in bytes.
+    pub size: usize,
+    /// Alignment in bytes.
+    pub align: usize,
+    /// Number of fields.
+    pub field_count: usize,
+}
+
+/// One field of a reflected payload.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct LuminaFieldInfo {
+    /// The field's name.
+    pub name: LuminaStr,
+    /// `LUMINA_FIELD_*` type code (see `FieldType::code`).
+    pub type_code: u32,
+    /// The Rust type's name, or the nested payload's name for `LUMINA_FIELD_STRUCT`.
+    pub type_name: LuminaStr,
+    /// Byte offset in the payload.
+    pub offset: usize,
+    /// Size in bytes.
+    pub size: usize,
+}
+
+/// A reflected component, as [`lumina_reflect_find_component`] reports it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct LuminaComponentInfo {
+    /// Opaque handle, for [`lumina_reflect_component_property`].
+    pub handle: *const c_void,
+    /// The component's name.
+    pub name: LuminaStr,
+    /// Size in bytes.
+    pub size: usize,
+    /// Alignment in bytes.
+    pub align: usize,
+    /// Number of delegate properties.
+    pub property_count: usize,
+}
+
+/// A reflected delegate property of a component.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct LuminaPropertyInfo {
+    /// The property's name (the Rust field name).
+    pub name: LuminaStr,
+    /// Its category.
+    pub category: LuminaStr,
+    /// `LUMINA_PROPERTY_EDITABLE` and future flags.
+    pub flags: u32,
+    /// Byte offset of the delegate (and so of its base) in the component.
+    pub offset: usize,
+    /// Opaque handle of the payload, for [`lumina_reflect_payload_field`].
+    pub payload: *const c_void,
+    /// The payload's name (`void` for none).
+    pub payload_name: LuminaStr,
+    /// The payload's size in bytes (0 for void).
+    pub payload_size: usize,
+}
+
+/// Runs `body`, turning a panic into [`LuminaStatus::Panicked`] and a log line (SD5).
+fn guard(function: &'static str, body: impl FnOnce() -> LuminaStatus) -> LuminaStatus {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(status) => status,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("(non-string panic)");
+            tracing::error!(
+                "lumina: {function} panicked; returning an error to the host: {message}"
+            );
+            LuminaStatus::Panicked
+        }
+    }
+}
+
+/// Writes `value` through `out`, or reports a null out pointer.
+///
+/// # Safety
+/// A non-null `out` must be valid for one write of `T`.
+unsafe fn write_out<T>(out: *mut T, value: T) -> LuminaStatus {
+    if out.is_null() {
+        return LuminaStatus::NullPointer;
+    }
+    // SAFETY: `out` is non-null and the caller guarantees it is valid for a write of `T`.
+    unsafe { out.write(value) };
+    LuminaStatus::Ok
+}
+
+/// The delegate behind `delegate`, if it is non-null and called on its own thread.
+///
+/// # Safety
+/// A non-null `delegate` must point at a live `ScriptDelegateBase` (any `ScriptDelegate<P>`).
+unsafe fn delegate_on_its_thread<'a>(
+    delegate: *const ScriptDelegateBase,
+) -> Result<&'a ScriptDelegateBase, LuminaStatus> {
+    if delegate.is_null() {
+        return Err(LuminaStatus::NullPointer);
+    }
+    // SAFETY: non-null and, by the caller's contract, pointing at a live delegate. Taking a
+    // shared reference from another thread is sound here because the only thing read before the
+    // thread check is the delegate's thread id, which is never written after construction.
+    let delegate = unsafe { &*delegate };
+    if delegate.is_owner_thread() {
+        Ok(delegate)
+    } else {
+        tracing::error!(
+            "lumina: a script delegate was called from a thread other than its game thread; \
+             marshal the call to the game thread"
+        );
+        Err(LuminaStatus::NotGameThread)
+    }
+}
+
+/// A name passed by the host as (pointer, length).
+///
+/// # Safety
+/// A non-null `ptr` must be valid for reads of `len` bytes.
+unsafe fn name_arg<'a>(ptr: *const u8, len: usize) -> Result<&'a str, LuminaStatus> {
+    if ptr.is_null() {
+        return Err(LuminaStatus::NullPointer);
+    }
+    // SAFETY: non-null, and the caller guarantees `len` readable bytes that outlive this call.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
+    std::str::from_utf8(bytes).map_err(|_| LuminaStatus::InvalidUtf8)
+}
+
+/// Binds a managed listener `(thunk, context)` to `delegate`; writes its id (never 0) to `out_id`
+/// (SD2). `NullThunk` for a null thunk, `NotGameThread` off the delegate's thread.
+///
+/// # Safety
+/// `delegate` is null or points at a live script delegate; `out_id` is null or valid for a write.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_script_delegate_bind(
+    delegate: *const ScriptDelegateBase,
+    thunk: Option<ManagedThunk>,
+    context: *mut c_void,
+    out_id: *mut u64,
+) -> LuminaStatus {
+    guard("lumina_script_delegate_bind", || {
+        if out_id.is_null() {
+            return LuminaStatus::NullPointer;
+        }
+        // SAFETY: forwarded caller contract.
+        let delegate = match unsafe { delegate_on_its_thread(delegate) } {
+            Ok(delegate) => delegate,
+            Err(status) => return status,
+        };
+        match delegate.try_bind_managed(thunk, context) {
+            // SAFETY: `out_id` is non-null and valid for a write (caller contract).
+            Ok(id) => unsafe { write_out(out_id, id) },
+            Err(BindError::NullThunk) => LuminaStatus::NullThunk,
+            Err(BindError::NotGameThread) => LuminaStatus::NotGameThread,
+            Err(BindError::Destroyed) => LuminaStatus::Destroyed,
+        }
+    })
+}
+
+/// Removes the managed binding `id` from `delegate` (SD2). Safe during a broadcast, also from
+/// the binding's own thunk. `UnknownId` for 0, a stale id, or an id of another delegate.
+///
+/// # Safety
+/// `delegate` is null or points at a live script delegate.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_script_delegate_unbind(
+    delegate: *const ScriptDelegateBase,
+    id: u64,
+) -> LuminaStatus {
+    guard("lumina_script_delegate_unbind", || {
+        // SAFETY: forwarded caller contract.
+        match unsafe { delegate_on_its_thread(delegate) } {
+            Ok(delegate) if delegate.unbind_managed(id) => LuminaStatus::Ok,
+            Ok(_) => LuminaStatus::UnknownId,
+            Err(status) => status,
+        }
+    })
+}
+
+/// Writes 1 to `out_bound` if either side of `delegate` has a live listener, else 0 (SD4).
+///
+/// # Safety
+/// `delegate` is null or points at a live script delegate; `out_bound` is null or valid for a
+/// write.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_script_delegate_is_bound(
+    delegate: *const ScriptDelegateBase,
+    out_bound: *mut u8,
+) -> LuminaStatus {
+    guard("lumina_script_delegate_is_bound", || {
+        // SAFETY: forwarded caller contract.
+        match unsafe { delegate_on_its_thread(delegate) } {
+            // SAFETY: forwarded caller contract.
+            Ok(delegate) => unsafe { write_out(out_bound, u8::from(delegate.is_bound())) },
+            Err(status) => status,
+        }
+    })
+}
+
+/// Writes how many managed bindings `delegate` holds to `out_count`.
+///
+/// # Safety
+/// `delegate` is null or points at a live script delegate; `out_count` is null or valid for a
+/// write.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_script_delegate_managed_count(
+    delegate: *const ScriptDelegateBase,
+    out_count: *mut usize,
+) -> LuminaStatus {
+    guard("lumina_script_delegate_managed_count", || {
+        // SAFETY: forwarded caller contract.
+        match unsafe { delegate_on_its_thread(delegate) } {
+            // SAFETY: forwarded caller contract.
+            Ok(delegate) => unsafe { write_out(out_count, delegate.managed_len()) },
+            Err(status) => status,
+        }
+    })
+}
+
+/// Installs the host's destroyed hook (null removes it); see
+/// [`DestroyedHook`] for what it receives (SD4).
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub extern "C" fn lumina_set_destroyed_hook(hook: Option<DestroyedHook>) -> LuminaStatus {
+    guard("lumina_set_destroyed_hook", || {
+        set_destroyed_hook(hook);
+        LuminaStatus::Ok
+    })
+}
+
+fn payload_info(payload: &'static PayloadInfo) -> LuminaPayloadInfo {
+    LuminaPayloadInfo {
+        handle: std::ptr::from_ref(payload).cast(),
+        name: LuminaStr::new(payload.name),
+        size: payload.size,
+        align: payload.align,
+        field_count: payload.fields.len(),
+    }
+}
+
+fn component_info(component: &'static ComponentInfo) -> LuminaComponentInfo {
+    LuminaComponentInfo {
+        handle: std::ptr::from_ref(component).cast(),
+        name: LuminaStr::new(component.name),
+        size: component.size,
+        align: component.align,
+        property_count: component.properties.len(),
+    }
+}
+
+fn property_info(property: &'static PropertyInfo) -> LuminaPropertyInfo {
+    LuminaPropertyInfo {
+        name: LuminaStr::new(property.name),
+        category: LuminaStr::new(property.category),
+        flags: property.flags.0,
+        offset: property.offset,
+        payload: std::ptr::from_ref(property.payload).cast(),
+        payload_name: LuminaStr::new(property.payload.name),
+        payload_size: property.payload.size,
+    }
+}
+
+/// Looks up a reflected payload by name (`void` for none).
+///
+/// # Safety
+/// `name` is null or valid for reads of `name_len` bytes; `out` is null or valid for a write.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_reflect_find_payload(
+    name: *const u8,
+    name_len: usize,
+    out: *mut LuminaPayloadInfo,
+) -> LuminaStatus {
+    guard("lumina_reflect_find_payload", || {
+        // SAFETY: forwarded caller contract.
+        let name = match unsafe { name_arg(name, name_len) } {
+            Ok(name) => name,
+            Err(status) => return status,
+        };
+        match reflect::find_payload(name) {
+            // SAFETY: forwarded caller contract.
+            Some(payload) => unsafe { write_out(out, payload_info(payload)) },
+            None => LuminaStatus::NotFound,
+        }
+    })
+}
+
+/// Looks up a reflected component by name.
+///
+/// # Safety
+/// `name` is null or valid for reads of `name_len` bytes; `out` is null or valid for a write.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_reflect_find_component(
+    name: *const u8,
+    name_len: usize,
+    out: *mut LuminaComponentInfo,
+) -> LuminaStatus {
+    guard("lumina_reflect_find_component", || {
+        // SAFETY: forwarded caller contract.
+        let name = match unsafe { name_arg(name, name_len) } {
+            Ok(name) => name,
+            Err(status) => return status,
+        };
+        match reflect::find_component(name) {
+            // SAFETY: forwarded caller contract.
+            Some(component) => unsafe { write_out(out, component_info(component)) },
+            None => LuminaStatus::NotFound,
+        }
+    })
+}
+
+/// The registered payload whose handle is `handle`: handles are compared with the registry's,
+/// never dereferenced, so a stale or forged handle is `NotFound`.
+fn payload_by_handle(handle: *const c_void) -> Option<&'static PayloadInfo> {
+    reflect::payloads()
+        .chain(reflect::components().flat_map(|c| c.properties.iter().map(|p| p.payload)))
+        .find(|payload| std::ptr::from_ref(*payload).cast() == handle)
+}
+
+fn component_by_handle(handle: *const c_void) -> Option<&'static ComponentInfo> {
+    reflect::components().find(|component| std::ptr::from_ref(*component).cast() == handle)
+}
+
+/// Reads field `index` of the payload `payload` (a handle from `LuminaPayloadInfo` or
+/// `LuminaPropertyInfo`).
+///
+/// # Safety
+/// `out` is null or valid for a write. `payload` may be anything: it is never dereferenced.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_reflect_payload_field(
+    payload: *const c_void,
+    index: usize,
+    out: *mut LuminaFieldInfo,
+) -> LuminaStatus {
+    guard("lumina_reflect_payload_field", || {
+        if payload.is_null() {
+            return LuminaStatus::NullPointer;
+        }
+        let Some(payload) = payload_by_handle(payload) else {
+            return LuminaStatus::NotFound;
+        };
+        let Some(field) = payload.fields.get(index) else {
+            return LuminaStatus::OutOfRange;
+        };
+        let info = LuminaFieldInfo {
+            name: LuminaStr::new(field.name),
+            type_code: field.ty.code(),
+            type_name: LuminaStr::new(field.ty.rust_name()),
+            offset: field.offset,
+            size: field.size,
+        };
+        // SAFETY: forwarded caller contract.
+        unsafe { write_out(out, info) }
+    })
+}
+
+/// Reads property `index` of the component `component` (a handle from `LuminaComponentInfo`).
+///
+/// # Safety
+/// `out` is null or valid for a write. `component` may be anything: it is never dereferenced.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_reflect_component_property(
+    component: *const c_void,
+    index: usize,
+    out: *mut LuminaPropertyInfo,
+) -> LuminaStatus {
+    guard("lumina_reflect_component_property", || {
+        if component.is_null() {
+            return LuminaStatus::NullPointer;
+        }
+        let Some(component) = component_by_handle(component) else {
+            return LuminaStatus::NotFound;
+        };
+        match component.properties.get(index) {
+            // SAFETY: forwarded caller contract.
+            Some(property) => unsafe { write_out(out, property_info(property)) },
+            None => LuminaStatus::OutOfRange,
+        }
+    })
+}
+
+/// Looks up the property `property` of the component `component` by name: what generated C#
+/// bindings call to find a delegate's offset in its component.
+///
+/// # Safety
+/// Each name pointer is null or valid for reads of its length; `out` is null or valid for a write.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_reflect_find_property(
+    component: *const u8,
+    component_len: usize,
+    property: *const u8,
+    property_len: usize,
+    out: *mut LuminaPropertyInfo,
+) -> LuminaStatus {
+    guard("lumina_reflect_find_property", || {
+        // SAFETY: forwarded caller contract.
+        let names = unsafe {
+            name_arg(component, component_len)
+                .and_then(|component| Ok((component, name_arg(property, property_len)?)))
+        };
+        let (component, property) = match names {
+            Ok(names) => names,
+            Err(status) => return status,
+        };
+        match reflect::find_component(component).and_then(|c| c.property(property)) {
+            // SAFETY: forwarded caller contract.
+            Some(property) => unsafe { write_out(out, property_info(property)) },
+            None => LuminaStatus::NotFound,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ScriptDelegate;
+    use std::cell::Cell;
+
+    extern "C" fn count_thunk(context: *mut c_void, _payload: *const c_void) {
+        // SAFETY: every test passes a pointer to a live `Cell<u32>` as the context.
+        let calls = unsafe { &*context.cast::<Cell<u32>>() };
+        calls.set(calls.get() + 1);
+    }
+
+    fn context(calls: &Cell<u32>) -> *mut c_void {
+        std::ptr::from_ref(calls).cast_mut().cast()
+    }
+
+    #[test]
+    fn sd5_bind_unbind_and_is_bound_through_the_c_abi() {
+        let delegate = ScriptDelegate::<()>::new();
+        let calls = Cell::new(0);
+        let mut id = 0;
+        let mut bound = 9;
+        // SAFETY: the delegate is live for the whole test; out pointers are locals.
+        unsafe {
+            let base = delegate.as_base_ptr();
+            assert_eq!(
+                lumina_script_delegate_bind(base, Some(count_thunk), context(&calls), &mut id),
+                LuminaStatus::Ok
+            );
+            assert_ne!(id, 0);
+            assert_eq!(
+                lumina_script_delegate_is_bound(base, &mut bound),
+                LuminaStatus::Ok
+            );
+            assert_eq!(bound, 1);
+            delegate.broadcast(&());
+            assert_eq!(calls.get(), 1);
+            assert_eq!(lumina_script_delegate_unbind(base, id), LuminaStatus::Ok);
+            assert_eq!(
+                lumina_script_delegate_unbind(base, id),
+                LuminaStatus::UnknownId,
+                "a stale id is an error result"
+            );
+            assert_eq!(
+                lumina_script_delegate_is_bound(base, &mut bound),
+                LuminaStatus::Ok
+            );
+            assert_eq!(bound, 0);
+        }
+    }
+
+    #[test]
+    fn sd5_null_pointers_and_null_thunks_are_error_results() {
+        let delegate = ScriptDelegate::<()>::new();
+        let mut id = 7;
+        let mut count = 0;
+        // SAFETY: null pointers are the point of the test; other pointers are live locals.
+        unsafe {
+            let base = delegate.as_base_ptr();
+            let null = std::ptr::null();
+            assert_eq!(
+                lumina_script_delegate_bind(null, Some(count_thunk), std::ptr::null_mut(), &mut id),
+                LuminaStatus::NullPointer
+            );
+            assert_eq!(
+                lumina_script_delegate_bind(base, None, std::ptr::null_mut(), &mut id),
+                LuminaStatus::NullThunk
+            );
+            assert_eq!(id, 7, "nothing is written on error");
+            assert_eq!(
+                lumina_script_delegate_bind(
+                    base,
+                    Some(count_thunk),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut()
+                ),
+                LuminaStatus::NullPointer
+            );
+            assert_eq!(
+                lumina_script_delegate_unbind(null, 1),
+                LuminaStatus::NullPointer
+            );
+            assert_eq!(
+                lumina_script_delegate_is_bound(base, std::ptr::null_mut()),
+                LuminaStatus::NullPointer
+            );
+            assert_eq!(
+                lumina_script_delegate_managed_count(null, &mut count),
+                LuminaStatus::NullPointer
+            );
+            assert_eq!(
+                lumina_script_delegate_unbind(base, 0),
+                LuminaStatus::UnknownId
+            );
+        }
+        assert!(!delegate.is_bound());
+    }
+
+    #[test]
+    fn sd2_sd5_bind_from_another_thread_is_refused() {
+        let delegate = ScriptDelegate::<()>::new();
+        /// The delegate's address, carried to another thread the way a host would.
+        struct Foreign(*const ScriptDelegateBase);
+        // SAFETY: the other thread only passes the pointer to the C ABI, which must refuse it
+        // before touching anything but the immutable thread id; that is what this test checks.
+        unsafe impl Send for Foreign {}
+        let foreign = Foreign(delegate.as_base_ptr());
+        let status = std::thread::spawn(move || {
+            let foreign = foreign;
+            let mut id = 0;
+            // SAFETY: the delegate outlives the thread (joined below); the call only reads its
+            // immutable thread id before refusing.
+            let status = unsafe {
+                lumina_script_delegate_bind(
+                    foreign.0,
+                    Some(count_thunk),
+                    std::ptr::null_mut(),
+                    &mut id,
+                )
+            };
+            (status, id)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(status, (LuminaStatus::NotGameThread, 0));
+        assert!(!delegate.is_bound());
+    }
+
+    #[test]
+    fn sd5_a_panic_becomes_an_error_result_not_an_unwind() {
+        let status = guard("test", || panic!("boom"));
+        assert_eq!(status, LuminaStatus::Panicked);
+    }
+
+    static BIND_IN_HOOK: std::sync::Mutex<Vec<LuminaStatus>> = std::sync::Mutex::new(Vec::new());
+
+    extern "C" fn binding_hook(
+        delegate: *const ScriptDelegateBase,
+        _bindings: *const crate::script_delegate::ManagedBinding,
+        _count: usize,
+        _reason: crate::script_delegate::ReleaseReason,
+    ) {
+        let mut id = 0;
+        // SAFETY: the hook gets the delegate being dropped, still valid during the call.
+        let status = unsafe {
+            lumina_script_delegate_bind(delegate, Some(count_thunk), std::ptr::null_mut(), &mut id)
+        };
+        BIND_IN_HOOK.lock().unwrap().push(status);
+    }
+
+    #[test]
+    fn sd4_sd5_a_destroyed_hook_cannot_bind_to_the_dying_delegate() {
+        let delegate = ScriptDelegate::<()>::new();
+        let calls = Cell::new(0);
+        let _ = delegate.bind_managed(Some(count_thunk), context(&calls));
+        let previous = set_destroyed_hook(Some(binding_hook));
+        drop(delegate);
+        set_destroyed_hook(previous);
+        assert_eq!(*BIND_IN_HOOK.lock().unwrap(), [LuminaStatus::Destroyed]);
+    }
+
+    #[lumina_macros::script_delegate]
+    struct Probe {
+        a: u8,
+        b: f64,
+    }
+
+    #[derive(lumina_macros::ScriptComponent, Default)]
+    struct Prober {
+        _hp: u16,
+        #[property(editable, category = "Events")]
+        on_probe: ScriptDelegate<Probe>,
+    }
+
+    fn text(s: LuminaStr) -> &'static str {
+        // SAFETY: reflection strings point at `'static str` data of `s.len` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(s.ptr, s.len) };
+        std::str::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn sd6_sd5_reflection_through_the_c_abi() {
+        let mut component = std::mem::MaybeUninit::<LuminaComponentInfo>::uninit();
+        let mut property = std::mem::MaybeUninit::<LuminaPropertyInfo>::uninit();
+        let mut field = std::mem::MaybeUninit::<LuminaFieldInfo>::uninit();
+        // SAFETY: names are live byte strings; out pointers are locals, read only after Ok.
+        unsafe {
+            let name = b"Prober";
+            assert_eq!(
+                lumina_reflect_find_component(name.as_ptr(), name.len(), component.as_mut_ptr()),
+                LuminaStatus::Ok
+            );
+            let component = component.assume_init();
+            assert_eq!(text(component.name), "Prober");
+            assert_eq!(component.property_count, 1);
+            assert_eq!(component.size, size_of::<Prober>());
+            assert_eq!(
+                lumina_reflect_component_property(component.handle, 0, property.as_mut_ptr()),
+                LuminaStatus::Ok
+            );
+            let property = property.assume_init();
+            assert_eq!(text(property.name), "on_probe");
+            assert_eq!(text(property.category), "Events");
+            assert_eq!(property.flags, 1);
+            assert_eq!(property.offset, std::mem::offset_of!(Prober, on_probe));
+            assert_eq!(text(property.payload_name), "Probe");
+            assert_eq!(property.payload_size, 16);
+            assert_eq!(
+                lumina_reflect_payload_field(property.payload, 1, field.as_mut_ptr()),
+                LuminaStatus::Ok
+            );
+            let field = field.assume_init();
+            assert_eq!(text(field.name), "b");
+            assert_eq!(field.offset, 8);
+            assert_eq!(field.type_code, crate::reflect::FieldType::F64.code());
+            assert_eq!(
+                lumina_reflect_payload_field(property.payload, 2, &mut { field }),
+                LuminaStatus::OutOfRange
+            );
+            let mut by_name = property;
+            let (c, p) = (b"Prober", b"on_probe");
+            assert_eq!(
+                lumina_reflect_find_property(
+                    c.as_ptr(),
+                    c.len(),
+                    p.as_ptr(),
+                    p.len(),
+                    &mut by_name
+                ),
+                LuminaStatus::Ok
+            );
+            assert_eq!(by_name.offset, property.offset);
+        }
+    }
+
+    #[test]
+    fn sd5_unknown_names_forged_handles_and_bad_utf8_are_error_results() {
+        let mut payload = std::mem::MaybeUninit::<LuminaPayloadInfo>::uninit();
+        let mut field = std::mem::MaybeUninit::<LuminaFieldInfo>::uninit();
+        let mut property = std::mem::MaybeUninit::<LuminaPropertyInfo>::uninit();
+        let forged: *const c_void = std::ptr::without_provenance(0x1000);
+        // SAFETY: names are live byte strings; out pointers are locals never read on error.
+        unsafe {
+            let missing = b"NoSuchPayload";
+            assert_eq!(
+                lumina_reflect_find_payload(missing.as_ptr(), missing.len(), payload.as_mut_ptr()),
+                LuminaStatus::NotFound
+            );
+            let invalid = [0xff_u8, 0xfe];
+            assert_eq!(
+                lumina_reflect_find_payload(invalid.as_ptr(), invalid.len(), payload.as_mut_ptr()),
+                LuminaStatus::InvalidUtf8
+            );
+            assert_eq!(
+                lumina_reflect_find_payload(std::ptr::null(), 3, payload.as_mut_ptr()),
+                LuminaStatus::NullPointer
+            );
+            assert_eq!(
+                lumina_reflect_payload_field(forged, 0, field.as_mut_ptr()),
+                LuminaStatus::NotFound,
+                "a handle the registry never issued is never dereferenced"
+            );
+            assert_eq!(
+                lumina_reflect_component_property(forged, 0, property.as_mut_ptr()),
+                LuminaStatus::NotFound
+            );
+            let void = b"void";
+            assert_eq!(
+                lumina_reflect_find_payload(void.as_ptr(), void.len(), payload.as_mut_ptr()),
+                LuminaStatus::Ok
+            );
+            assert_eq!(payload.assume_init().size, 0);
+        }
+    }
+}

@@ -1,0 +1,525 @@
+//! [`ScriptDelegate`]: a reflected multicast event that Rust and a managed (C#) runtime both bind
+//! to (rules SD1-SD5).
+//!
+//! A script delegate carries one blittable payload `P` (a `#[script_delegate]` struct, or `()` for
+//! the void form). Rust code binds *native* listeners with the multicast API and handles; a managed
+//! host binds *managed* listeners, `(thunk, context)` pairs, with
+//! [`bind_managed`](ScriptDelegateBase::bind_managed) (usually through the C ABI in `ffi`).
+//!
+//! Both kinds live in ONE [`InvocationList`], so the reentrancy contract M1-M8 holds across them
+//! as one list (SD3): [`broadcast`](ScriptDelegate::broadcast) walks the list once for native
+//! listeners, rewinds the same locked walk and runs the managed ones. A managed listener added while
+//! native listeners run was not present when the broadcast started, so it does not run in it; one
+//! removed before it is reached does not run; a `clear()` stops everything that follows.
+//!
+//! ```
+//! use lumina::{ScriptDelegate, script_delegate};
+//! use std::cell::Cell;
+//! use std::rc::Rc;
+//!
+//! #[script_delegate]
+//! pub struct Hit {
+//!     pub damage: f32,
+//!     pub other: u64,
+//! }
+//!
+//! let on_hit: ScriptDelegate<Hit> = ScriptDelegate::new();
+//! let taken = Rc::new(Cell::new(0.0));
+//! let sink = Rc::clone(&taken);
+//! let handle = on_hit.add_lambda(move |hit| sink.set(sink.get() + hit.damage));
+//! on_hit.broadcast(&Hit { damage: 2.5, other: 7 });
+//! assert_eq!(taken.get(), 2.5);
+//!
+//! // Copies start unbound (SD4): duplicating an entity does not double-fire its events.
+//! assert!(!on_hit.clone().is_bound());
+//! assert!(on_hit.remove(handle));
+//! ```
+//!
+//! # Moves, copies and stable addresses
+//!
+//! In C++ a script delegate's copy and move constructors are inert. In Rust, [`Clone::clone`] is
+//! the only way to duplicate one, and it is inert too: the clone starts unbound on both sides. A
+//! Rust *move* is different: it is a bitwise relocation of the same object, no code runs, and
+//! the old place may not be used again. Listeners therefore travel with a moved delegate (nothing
+//! is duplicated, so nothing double-fires), but any raw pointer to the old place is stale.
+//!
+//! A managed host holds raw pointers, so it must only ever be given the address of a delegate that
+//! does not move: a field of a component that the engine keeps in a stable allocation (a `Box`,
+//! an `Rc`, a slot of an arena that does not reallocate) for as long as the host may call in. The
+//! host finds the delegate as *component address + reflected property offset*
+//! ([`PropertyInfo::offset`](crate::reflect::PropertyInfo::offset)); the base is at offset 0 of
+//! every `ScriptDelegate<P>`, so that address is also a valid `*const ScriptDelegateBase`.
+//! When the component is dropped, the destroyed hook ([`set_destroyed_hook`]) tells the host, so it
+//! can release its GC handles and forget the pointer.
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::fmt;
+use std::marker::PhantomData;
+use std::rc::Rc;
+use std::sync::RwLock;
+use std::thread::ThreadId;
+
+use crate::handle::DelegateHandle;
+use crate::invocation::InvocationList;
+use crate::reflect::{PayloadInfo, ScriptPayload};
+
+/// A managed listener's entry point: `thunk(context, payload)`. `payload` points at the payload
+/// for the duration of the call (null for the void payload). The thunk must not unwind (a managed
+/// exception must be caught on the managed side).
+pub type ManagedThunk = extern "C" fn(context: *mut c_void, payload: *const c_void);
+
+/// One managed binding, as handed to the destroyed hook.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ManagedBinding {
+    /// The id [`bind_managed`](ScriptDelegateBase::bind_managed) returned.
+    pub id: u64,
+    /// The thunk it was bound with.
+    pub thunk: ManagedThunk,
+    /// The context it was bound with (for a .NET host, typically a `GCHandle` as a pointer).
+    pub context: *mut c_void,
+}
+
+/// Why the destroyed hook is called: the bindings it receives are gone either way.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseReason {
+    /// The delegate was dropped (its component was destroyed).
+    Destroyed = 0,
+    /// The delegate was cleared by `clear()` on the Rust side.
+    Cleared = 1,
+}
+
+/// The host's destroyed hook (the C++ `GOnScriptDelegateDestroyed`):
+/// `hook(delegate, bindings, count, reason)`.
+///
+/// Called once whenever managed bindings disappear without the host unbinding them itself: when a
+/// delegate with live managed bindings is dropped ([`ReleaseReason::Destroyed`]), or cleared
+/// from Rust ([`ReleaseReason::Cleared`]). `bindings` points at `count` [`ManagedBinding`]s, each
+/// with the id, thunk and context the host bound, valid for the duration of the call; the host
+/// releases each context's GC handle. `delegate` is the address of the delegate's base, for
+/// identification only (during `Destroyed` it is being dropped: do not call into it). It is
+/// called on the delegate's thread, and never for bindings the host removed with `unbind_managed`.
+pub type DestroyedHook = extern "C" fn(
+    delegate: *const ScriptDelegateBase,
+    bindings: *const ManagedBinding,
+    count: usize,
+    reason: ReleaseReason,
+);
+
+static DESTROYED_HOOK: RwLock<Option<DestroyedHook>> = RwLock::new(None);
+
+/// Installs (or, with `None`, removes) the host's destroyed hook; returns the previous one. See
+/// [`DestroyedHook`]. Without a hook, dropping managed bindings is reported as an error through
+/// `tracing`, naming the leaked contexts.
+pub fn set_destroyed_hook(hook: Option<DestroyedHook>) -> Option<DestroyedHook> {
+    let mut slot = DESTROYED_HOOK
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    std::mem::replace(&mut *slot, hook)
+}
+
+/// The installed destroyed hook.
+pub fn destroyed_hook() -> Option<DestroyedHook> {
+    *DESTROYED_HOOK
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A native listener with its payload type erased: it downcasts the `&dyn Any` to its `&P`.
+type NativeListener = Rc<dyn Fn(&dyn Any)>;
+
+/// A listener of a script delegate: both kinds share one invocation list.
+#[derive(Clone)]
+enum Listener {
+    /// A Rust closure; receives the payload as `&dyn Any` and downcasts it to its `&P`.
+    Native(NativeListener),
+    /// A managed `(thunk, context)` pair.
+    Managed(ManagedThunk, *mut c_void),
+}
+
+impl Listener {
+    fn is_native(&self) -> bool {
+        matches!(self, Listener::Native(_))
+    }
+
+    fn is_managed(&self) -> bool {
+        matches!(self, Listener::Managed(..))
+    }
+}
+
+/// Why [`ScriptDelegateBase::bind_managed`] refused a binding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindError {
+    /// The thunk was null.
+    NullThunk,
+    /// The call came from another thread than the delegate's (the game thread).
+    NotGameThread,
+    /// The delegate is being dropped (a destroyed hook tried to bind to it): the binding could
+    /// never be released.
+    Destroyed,
+}
+
+impl fmt::Display for BindError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BindError::NullThunk => f.write_str("the managed thunk is null"),
+            BindError::NotGameThread => f.write_str(
+                "bind_managed was called off the game thread (the thread that owns the \
+                 delegate); marshal the call to the game thread first",
+            ),
+            BindError::Destroyed => f.write_str(
+                "the script delegate is being dropped; a binding made now could never be released",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BindError {}
+
+/// The payload-independent part of every [`ScriptDelegate`], at offset 0 of it (SD1): the C ABI
+/// operates on any script delegate through a `*const ScriptDelegateBase`.
+///
+/// It owns the one invocation list of native and managed listeners, the ids of the managed
+/// bindings, the thread it belongs to (the game thread, for engine components), and its payload's
+/// reflection data.
+#[repr(C)]
+pub struct ScriptDelegateBase {
+    list: InvocationList<Listener>,
+    /// Live managed bindings with their list handles, by ascending id (ids only grow). Entries
+    /// leave only through `unbind_managed`, `clear` and drop (they have no owner to die).
+    managed: RefCell<Vec<(DelegateHandle, ManagedBinding)>>,
+    thread: ThreadId,
+    payload: &'static PayloadInfo,
+    /// Set while `drop` runs, so the destroyed hook cannot bind a listener that would leak.
+    dropping: Cell<bool>,
+}
+
+impl fmt::Debug for ScriptDelegateBase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptDelegateBase")
+            .field("payload", &self.payload.name)
+            .field("native", &self.native_len())
+            .field("managed", &self.managed_len())
+            .finish()
+    }
+}
+
+impl ScriptDelegateBase {
+    fn new(payload: &'static PayloadInfo) -> Self {
+        ScriptDelegateBase {
+            list: InvocationList::new(),
+            managed: RefCell::new(Vec::new()),
+            thread: std::thread::current().id(),
+            payload,
+            dropping: Cell::new(false),
+        }
+    }
+
+    /// The reflection data of the payload this delegate carries.
+    pub fn payload(&self) -> &'static PayloadInfo {
+        self.payload
+    }
+
+    /// Whether the calling thread is the one this delegate belongs to. Only this thread may bind,
+    /// unbind, query or broadcast; the C ABI refuses calls from any other.
+    pub fn is_owner_thread(&self) -> bool {
+        std::thread::current().id() == self.thread
+    }
+
+    /// Binds a managed listener; returns its id (never 0). Refused when `thunk` is `None` (a null
+    /// function pointer over the C ABI) or when called off the delegate's thread (SD2).
+    ///
+    /// "Game thread only" means, for a script delegate, the thread that owns it: a delegate is
+    /// neither `Send` nor `Sync`, so it is only ever used on the thread that made it, and the
+    /// engine makes its components on the game thread (see
+    /// [`main_thread::designate_game_thread`](crate::main_thread::designate_game_thread)). The
+    /// check matters for calls through the C ABI, where a host can pass the delegate's address to
+    /// any thread.
+    ///
+    /// A managed listener bound during a broadcast runs from the next broadcast on (M2).
+    pub fn try_bind_managed(
+        &self,
+        thunk: Option<ManagedThunk>,
+        context: *mut c_void,
+    ) -> Result<u64, BindError> {
+        if !self.is_owner_thread() {
+            return Err(BindError::NotGameThread);
+        }
+        let thunk = thunk.ok_or(BindError::NullThunk)?;
+        if self.dropping.get() {
+            return Err(BindError::Destroyed);
+        }
+        let handle = self.list.add(Listener::Managed(thunk, context));
+        let binding = ManagedBinding {
+            id: handle.id(),
+            thunk,
+            context,
+        };
+        self.managed.borrow_mut().push((handle, binding));
+        Ok(handle.id())
+    }
+
+    /// [`try_bind_managed`](Self::try_bind_managed) with the C convention of SD2: the id, or 0
+    /// when refused (the reason is logged through `tracing`).
+    pub fn bind_managed(&self, thunk: Option<ManagedThunk>, context: *mut c_void) -> u64 {
+        match self.try_bind_managed(thunk, context) {
+            Ok(id) => id,
+            Err(error) => {
+                tracing::error!(
+                    payload = self.payload.name,
+                    "lumina: bind_managed refused: {error}"
+                );
+                0
+            }
+        }
+    }
+
+    /// Removes the managed binding `id`; `false` (and no change) for 0, an id already unbound, an
+    /// id of another delegate or of a native listener. Safe during a broadcast: a binding removed
+    /// before it is reached does not run (M3). The destroyed hook is not called for it: the host
+    /// that unbinds releases its own handle.
+    pub fn unbind_managed(&self, id: u64) -> bool {
+        let handle = {
+            let mut managed = self.managed.borrow_mut();
+            let Ok(index) = managed.binary_search_by_key(&id, |(handle, _)| handle.id()) else {
+                return false;
+            };
+            managed.remove(index).0
+        };
+        self.list.remove(handle)
+    }
+
+    /// Whether either side has a live listener (SD4, M8).
+    pub fn is_bound(&self) -> bool {
+        self.list.is_bound()
+    }
+
+    /// How many live listeners, native and managed (M8).
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// `true` when no listener is bound on either side.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// How many live managed bindings.
+    pub fn managed_len(&self) -> usize {
+        self.managed.borrow().len()
+    }
+
+    /// How many live native listeners.
+    pub fn native_len(&self) -> usize {
+        self.len() - self.managed_len()
+    }
+
+    /// Whether a broadcast of this delegate is running.
+    pub fn is_broadcasting(&self) -> bool {
+        self.list.is_broadcasting()
+    }
+
+    /// The live managed bindings, in the order they were bound.
+    pub fn managed_bindings(&self) -> Vec<ManagedBinding> {
+        self.managed
+            .borrow()
+            .iter()
+            .map(|(_, binding)| *binding)
+            .collect()
+    }
+
+    /// Removes every listener on both sides (M6). The managed bindings removed are handed to the
+    /// destroyed hook with [`ReleaseReason::Cleared`], so the host releases their handles.
+    pub fn clear(&self) {
+        let released: Vec<ManagedBinding> = std::mem::take(&mut *self.managed.borrow_mut())
+            .into_iter()
+            .map(|(_, binding)| binding)
+            .collect();
+        self.list.clear();
+        self.release(&released, ReleaseReason::Cleared);
+    }
+
+    fn release(&self, bindings: &[ManagedBinding], reason: ReleaseReason) {
+        if bindings.is_empty() {
+            return;
+        }
+        match destroyed_hook() {
+            Some(hook) => hook(self, bindings.as_ptr(), bindings.len(), reason),
+            None => tracing::error!(
+                payload = self.payload.name,
+                count = bindings.len(),
+                ?reason,
+                contexts = ?bindings.iter().map(|b| b.context).collect::<Vec<_>>(),
+                "lumina: managed bindings released with no destroyed hook installed: their GC \
+                 handles leak; the host must call lumina_set_destroyed_hook at startup"
+            ),
+        }
+    }
+
+    /// Runs native listeners with `payload`, then managed ones with `raw`, as one list (SD3).
+    fn broadcast_raw(&self, payload: &dyn Any, raw: *const c_void) {
+        let mut broadcast = self.list.begin();
+        while let Some(listener) = broadcast.next_matching(Listener::is_native) {
+            if let Listener::Native(callable) = listener {
+                callable(payload);
+            }
+        }
+        broadcast.rewind();
+        while let Some(listener) = broadcast.next_matching(Listener::is_managed) {
+            if let Listener::Managed(thunk, context) = listener {
+                thunk(context, raw);
+            }
+        }
+    }
+}
+
+impl Drop for ScriptDelegateBase {
+    fn drop(&mut self) {
+        self.dropping.set(true);
+        let released = self.managed_bindings();
+        self.release(&released, ReleaseReason::Destroyed);
+    }
+}
+
+/// A reflected multicast event carrying a blittable payload `P`, bindable from Rust and from a
+/// managed host; see the [module documentation](self).
+///
+/// `#[repr(C)]` with [`ScriptDelegateBase`] at offset 0 (checked at compile time for every `P`),
+/// so `&delegate as *const _ as *const ScriptDelegateBase` is valid (SD1). It derefs to its base,
+/// which has the managed-side API.
+///
+/// (`P: ScriptPayload` is required by every method rather than by the type, so a non-payload `P`
+/// is reported once, where the delegate is made.)
+#[repr(C)]
+pub struct ScriptDelegate<P: 'static> {
+    base: ScriptDelegateBase,
+    _payload: PhantomData<fn(&P)>,
+}
+
+impl<P: ScriptPayload> ScriptDelegate<P> {
+    /// Fails to compile (at monomorphization) if the base were not at offset 0.
+    const BASE_AT_OFFSET_ZERO: () = assert!(
+        std::mem::offset_of!(ScriptDelegate<P>, base) == 0,
+        "ScriptDelegateBase must be at offset 0 of ScriptDelegate<P> (SD1)"
+    );
+
+    /// An unbound delegate, belonging to the calling thread. Allocates nothing.
+    pub fn new() -> Self {
+        let () = Self::BASE_AT_OFFSET_ZERO;
+        ScriptDelegate {
+            base: ScriptDelegateBase::new(P::PAYLOAD),
+            _payload: PhantomData,
+        }
+    }
+
+    /// The base, for the payload-independent API and for handing to a host.
+    pub fn base(&self) -> &ScriptDelegateBase {
+        &self.base
+    }
+
+    /// The base's address, which is also this delegate's address (SD1): what a host receives.
+    pub fn as_base_ptr(&self) -> *const ScriptDelegateBase {
+        &self.base
+    }
+
+    /// Adds a closure; the returned handle removes it.
+    pub fn add_lambda(&self, f: impl Fn(&P) + 'static) -> DelegateHandle {
+        self.base.list.add(Listener::Native(native(f)))
+    }
+
+    /// Adds a plain function.
+    pub fn add_static(&self, f: fn(&P)) -> DelegateHandle {
+        self.add_lambda(f)
+    }
+
+    /// Adds a method of `owner`, held weakly (M9): it never runs once `owner` is dropped.
+    pub fn add_member<T: Any>(
+        &self,
+        owner: &Rc<T>,
+        method: impl Fn(&T, &P) + 'static,
+    ) -> DelegateHandle {
+        let weak = Rc::downgrade(owner);
+        self.base.list.add_owned(
+            owner,
+            Listener::Native(native(move |payload: &P| {
+                method(&crate::__private::upgrade_owner(&weak), payload);
+            })),
+        )
+    }
+
+    /// Removes the native listener of `handle`; `false` (no change) for an invalid, foreign or
+    /// already removed handle, and for a managed binding's id (those only go through
+    /// [`unbind_managed`](ScriptDelegateBase::unbind_managed), so the host's handle never leaks).
+    pub fn remove(&self, handle: DelegateHandle) -> bool {
+        let is_managed = self
+            .base
+            .managed
+            .borrow()
+            .binary_search_by_key(&handle.id(), |(managed, _)| managed.id())
+            .is_ok();
+        !is_managed && self.base.list.remove(handle)
+    }
+
+    /// Removes every native member binding of `owner`; returns how many (M9).
+    pub fn remove_all<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
+        self.base.list.remove_owner(owner)
+    }
+
+    /// Whether a live native member binding of `owner` exists (M9).
+    pub fn is_bound_to<T: ?Sized>(&self, owner: &Rc<T>) -> bool {
+        self.base.list.is_bound_to(owner)
+    }
+
+    /// Calls every native listener, then every managed one, with `payload` (SD3). Listeners
+    /// present when the broadcast starts run, in the order they were added within each side;
+    /// M1-M8 hold across both sides as one list. Managed thunks receive a pointer to `payload`
+    /// (null when `P` is zero-sized, as for `()`).
+    pub fn broadcast(&self, payload: &P) {
+        let raw: *const c_void = if size_of::<P>() == 0 {
+            std::ptr::null()
+        } else {
+            std::ptr::from_ref(payload).cast()
+        };
+        self.base.broadcast_raw(payload, raw);
+    }
+}
+
+/// Wraps a typed listener so it can share the list: the payload arrives as `&dyn Any`.
+fn native<P: 'static>(f: impl Fn(&P) + 'static) -> NativeListener {
+    Rc::new(move |payload: &dyn Any| {
+        if let Some(payload) = payload.downcast_ref::<P>() {
+            f(payload);
+        }
+    })
+}
+
+impl<P: ScriptPayload> std::ops::Deref for ScriptDelegate<P> {
+    type Target = ScriptDelegateBase;
+
+    fn deref(&self) -> &ScriptDelegateBase {
+        &self.base
+    }
+}
+
+impl<P: ScriptPayload> Default for ScriptDelegate<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Inert copy (SD4): the clone starts unbound on both sides, so a duplicated component does not
+/// fire its original's listeners, and a managed context is never shared by two delegates.
+impl<P: ScriptPayload> Clone for ScriptDelegate<P> {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl<P: ScriptPayload> fmt::Debug for ScriptDelegate<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.base.fmt(f)
+    }
+}

@@ -1,0 +1,382 @@
+//! Behaviour of `InvocationList` with priorities and custom broadcast loops: what the event
+//! processor and script delegates build on (DESIGN.md rules M1-M3, M5, M7, M10, H2 with `insert`).
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::panic::{self, AssertUnwindSafe};
+use std::rc::{Rc, Weak};
+
+use lumina::DelegateHandle;
+use lumina::invocation::InvocationList;
+
+/// A subscriber here is just a name: the tests drive the broadcast loop themselves.
+type Names = InvocationList<&'static str>;
+
+/// At most this many names per walk, so a cursor that loses its place fails instead of looping.
+const WALK_LIMIT: usize = 1000;
+
+fn run(list: &Names) -> Vec<&'static str> {
+    list.begin().take(WALK_LIMIT).collect()
+}
+
+/// Walks a broadcast, calling `on_each` for every yielded name (the "subscriber" runs there).
+fn walk(list: &Names, mut on_each: impl FnMut(&'static str)) -> Vec<&'static str> {
+    let mut seen = Vec::new();
+    for name in list.begin().take(WALK_LIMIT) {
+        seen.push(name);
+        on_each(name);
+    }
+    seen
+}
+
+#[test]
+fn m1_insert_runs_higher_priority_first_and_ties_in_add_order() {
+    let list = Names::new();
+    let _ = list.insert(0, None, "default-1");
+    let _ = list.insert(1000, None, "viewport-1");
+    let _ = list.insert(500, None, "chrome-1");
+    let _ = list.add("default-2"); // add = priority 0
+    let _ = list.insert(1000, None, "viewport-2");
+    let _ = list.insert(-5, None, "low");
+    let _ = list.insert(500, None, "chrome-2");
+    let _ = list.insert(i32::MAX, None, "max");
+    let _ = list.insert(i32::MIN, None, "min");
+    assert_eq!(
+        run(&list),
+        [
+            "max",
+            "viewport-1",
+            "viewport-2",
+            "chrome-1",
+            "chrome-2",
+            "default-1",
+            "default-2",
+            "low",
+            "min"
+        ]
+    );
+    assert_eq!(list.len(), 9);
+}
+
+#[test]
+fn h2_remove_in_a_prioritized_list_removes_exactly_that_entry() {
+    let list = Names::new();
+    let a = list.insert(0, None, "a");
+    let b = list.insert(10, None, "b");
+    let c = list.insert(5, None, "c");
+    let d = list.insert(10, None, "d");
+    assert_eq!(run(&list), ["b", "d", "c", "a"]);
+    assert!(list.remove(c));
+    assert!(!list.remove(c));
+    assert!(!list.remove(DelegateHandle::default()));
+    assert!(!list.remove(DelegateHandle::new_unique()));
+    assert_eq!(run(&list), ["b", "d", "a"]);
+    assert!(list.remove(b));
+    assert!(list.remove(a));
+    assert_eq!(run(&list), ["d"]);
+    assert!(list.remove(d));
+    assert!(list.is_empty());
+    // Emptied: adds go back to the plain order.
+    let _ = list.add("x");
+    let _ = list.insert(3, None, "y");
+    assert_eq!(run(&list), ["y", "x"]);
+}
+
+#[test]
+fn h2_removal_during_a_prioritized_insert_sequence_keeps_the_order_of_the_rest() {
+    // Interleave inserts of random priorities with removals of random earlier handles and
+    // compare with a sorted reference after every step.
+    let list: InvocationList<u32> = InvocationList::new();
+    let mut reference: Vec<(i32, DelegateHandle, u32)> = Vec::new(); // (priority, handle, value)
+    let mut state = 0x1234_5678_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for value in 0..400_u32 {
+        let priority = (next() % 7) as i32 * 100 - 300;
+        let handle = list.insert(priority, None, value);
+        reference.push((priority, handle, value));
+        if next() % 3 == 0 {
+            let victim = (next() % reference.len() as u64) as usize;
+            let (_, victim, _) = reference.remove(victim);
+            assert!(list.remove(victim));
+            assert!(!list.remove(victim));
+        }
+        let mut expected = reference.clone();
+        expected.sort_by_key(|&(p, handle, _)| (-i64::from(p), handle.id()));
+        let expected: Vec<u32> = expected.into_iter().map(|(_, _, v)| v).collect();
+        let actual: Vec<u32> = list.begin().collect();
+        assert_eq!(actual, expected, "after inserting {value}");
+        assert_eq!(list.len(), expected.len());
+    }
+}
+
+#[test]
+fn m2_insert_during_a_broadcast_does_not_run_in_it_wherever_it_lands() {
+    let list = Names::new();
+    let _ = list.insert(10, None, "high");
+    let _ = list.insert(5, None, "mid");
+    let _ = list.insert(0, None, "low");
+    let seen = walk(&list, |name| {
+        if name == "mid" {
+            let _ = list.insert(100, None, "new-top"); // before the cursor
+            let _ = list.insert(7, None, "new-before-mid"); // right before the current one
+            let _ = list.insert(5, None, "new-tie"); // right after the current one
+            let _ = list.insert(3, None, "new-after"); // between cursor and "low"
+            let _ = list.insert(-1, None, "new-bottom"); // at the end
+        }
+    });
+    assert_eq!(
+        seen,
+        ["high", "mid", "low"],
+        "no new entry ran, nobody ran twice"
+    );
+    assert_eq!(
+        run(&list),
+        [
+            "new-top",
+            "high",
+            "new-before-mid",
+            "mid",
+            "new-tie",
+            "new-after",
+            "low",
+            "new-bottom"
+        ]
+    );
+}
+
+#[test]
+fn m2_insert_during_a_broadcast_runs_in_a_nested_broadcast_started_after_it() {
+    let list = Names::new();
+    let _ = list.insert(10, None, "high");
+    let _ = list.insert(0, None, "low");
+    let nested = RefCell::new(Vec::new());
+    let seen = walk(&list, |name| {
+        if name == "high" {
+            let _ = list.insert(20, None, "new-top");
+            let _ = list.insert(5, None, "new-mid");
+            nested.borrow_mut().extend(list.begin());
+        }
+    });
+    assert_eq!(seen, ["high", "low"]);
+    assert_eq!(*nested.borrow(), ["new-top", "high", "new-mid", "low"]);
+}
+
+#[test]
+fn m2_cursor_keeps_its_place_after_many_mid_list_inserts() {
+    // Every yielded entry inserts two entries of random priority: the walk must still visit
+    // exactly the original entries, in order, once each.
+    let list: InvocationList<u32> = InvocationList::new();
+    for value in 0..50_u32 {
+        let _ = list.insert((value % 5) as i32, None, value);
+    }
+    let original: Vec<u32> = list.begin().collect();
+    let mut state = 99_u32;
+    let mut seen = Vec::new();
+    for value in list.begin().take(WALK_LIMIT) {
+        seen.push(value);
+        for _ in 0..2 {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let _ = list.insert((state >> 16) as i32 % 9 - 2, None, 1000 + value);
+        }
+    }
+    assert_eq!(seen, original);
+    assert_eq!(list.len(), 150);
+}
+
+#[test]
+fn m3_remove_during_a_prioritized_broadcast_stops_entries_not_yet_reached() {
+    let list = Names::new();
+    let a = list.insert(10, None, "a");
+    let _ = list.insert(5, None, "b");
+    let c = list.insert(0, None, "c");
+    let d = list.insert(0, None, "d");
+    let seen = walk(&list, |name| {
+        if name == "b" {
+            assert!(list.remove(c));
+            assert!(list.remove(a)); // already passed: nothing changes for this walk
+            let _ = list.insert(1, None, "new"); // forces the slow (unsorted-ids) path
+            assert!(list.remove(d));
+        }
+    });
+    assert_eq!(seen, ["a", "b"]);
+    assert_eq!(run(&list), ["b", "new"]);
+}
+
+#[test]
+fn m5_nested_walks_of_a_prioritized_list_each_see_their_own_snapshot() {
+    let list = Names::new();
+    let _ = list.insert(3, None, "a");
+    let _ = list.insert(2, None, "b");
+    let _ = list.insert(1, None, "c");
+    let mut trace = Vec::new();
+    let mut outer = list.begin();
+    trace.push(outer.next().unwrap()); // a
+    let _ = list.insert(4, None, "x"); // before everything
+    {
+        let mut inner = list.begin();
+        trace.push(inner.next().unwrap()); // x
+        let _ = list.insert(2, None, "y"); // after b
+        trace.extend(inner.by_ref()); // a b c: not y
+        assert!(list.is_broadcasting());
+    }
+    assert!(
+        list.is_broadcasting(),
+        "the outer walk still holds the lock"
+    );
+    trace.extend(outer.by_ref()); // b c
+    drop(outer);
+    assert!(!list.is_broadcasting());
+    assert_eq!(trace, ["a", "x", "a", "b", "c", "b", "c"]);
+    assert_eq!(run(&list), ["x", "a", "b", "y", "c"]);
+}
+
+#[test]
+fn m3_weak_owner_of_an_inserted_entry_dies_mid_walk() {
+    let list = Names::new();
+    let owner: Rc<dyn Any> = Rc::new(1_u8);
+    let weak: Weak<dyn Any> = Rc::downgrade(&owner);
+    let _ = list.insert(5, None, "first");
+    let _ = list.insert(1, Some(weak), "owned");
+    let _ = list.insert(0, None, "last");
+    let mut owner = Some(owner);
+    let seen = walk(&list, |name| {
+        if name == "first" {
+            owner = None;
+        }
+    });
+    assert!(owner.is_none());
+    assert_eq!(seen, ["first", "last"]);
+    assert_eq!(list.len(), 2);
+}
+
+#[test]
+fn m7_panic_in_a_custom_loop_releases_the_lock_and_compacts() {
+    let list = Names::new();
+    let _ = list.add("a");
+    let b = list.add("b");
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        for name in list.begin() {
+            if name == "a" {
+                assert!(list.remove(b));
+                panic!("subscriber a failed");
+            }
+        }
+    }));
+    assert!(result.is_err());
+    assert!(!list.is_broadcasting());
+    assert_eq!(run(&list), ["a"]);
+    assert!(!list.remove(b));
+}
+
+#[test]
+fn m2_rewind_walks_the_same_snapshot_again_under_one_lock() {
+    let list = Names::new();
+    let _ = list.add("a");
+    let b = list.add("b");
+    let mut walk = list.begin();
+    let first: Vec<_> = walk.by_ref().collect();
+    let _ = list.add("late");
+    assert!(list.remove(b));
+    walk.rewind();
+    let second: Vec<_> = walk.by_ref().collect();
+    assert!(list.is_broadcasting());
+    drop(walk);
+    assert_eq!(first, ["a", "b"]);
+    assert_eq!(
+        second,
+        ["a"],
+        "the late one is not in the snapshot, b was removed"
+    );
+}
+
+#[test]
+fn m1_next_matching_and_has_next_matching_filter_without_advancing_wrongly() {
+    let list: InvocationList<(&'static str, bool)> = InvocationList::new();
+    for entry in [("n1", true), ("m1", false), ("n2", true), ("m2", false)] {
+        let _ = list.add(entry);
+    }
+    let native = |entry: &(&'static str, bool)| entry.1;
+    let mut walk = list.begin();
+    assert!(walk.has_next_matching(native));
+    assert!(walk.has_next_matching(|entry| entry.0 == "m2"));
+    assert_eq!(walk.next_matching(native), Some(("n1", true)));
+    assert_eq!(walk.next_matching(native), Some(("n2", true)));
+    assert!(!walk.has_next_matching(native));
+    assert!(
+        walk.has_next_matching(|entry| !entry.1),
+        "m2 is still ahead"
+    );
+    assert_eq!(walk.next_matching(native), None);
+    walk.rewind();
+    let managed: Vec<_> = std::iter::from_fn(|| walk.next_matching(|e| !e.1)).collect();
+    assert_eq!(managed, [("m1", false), ("m2", false)]);
+    assert!(!walk.has_next());
+}
+
+#[test]
+fn m10_filters_may_reenter_the_list() {
+    // A filter is caller code, like a subscriber: it may look at (or change) the list it
+    // filters without a RefCell borrow panic.
+    let list: InvocationList<u32> = InvocationList::new();
+    for value in 0..6 {
+        let _ = list.add(value);
+    }
+    let lens = Cell::new(0);
+    let mut walk = list.begin();
+    assert!(walk.has_next_matching(|_| {
+        lens.set(lens.get() + list.len());
+        true
+    }));
+    let even = walk.next_matching(|value| {
+        lens.set(lens.get() + list.len());
+        if *value == 0 {
+            let _ = list.add(100); // added during the walk: never yielded by it (M2)
+        }
+        value % 2 == 0
+    });
+    assert_eq!(even, Some(0));
+    let rest: Vec<u32> = std::iter::from_fn(|| {
+        walk.next_matching(|value| {
+            let _ = list.is_bound();
+            value % 2 == 1
+        })
+    })
+    .collect();
+    assert_eq!(rest, [1, 3, 5]);
+    drop(walk);
+    assert_eq!(lens.get(), 12);
+    assert_eq!(list.len(), 7);
+}
+
+#[test]
+fn m12_broadcast_with_clones_only_for_subscribers_followed_by_a_live_one() {
+    #[derive(Debug)]
+    struct Arg(Rc<Cell<usize>>);
+    impl Clone for Arg {
+        fn clone(&self) -> Self {
+            self.0.set(self.0.get() + 1);
+            Arg(Rc::clone(&self.0))
+        }
+    }
+    let list = Names::new();
+    let _ = list.insert(1, None, "a");
+    let b = list.insert(0, None, "b");
+    let owner: Rc<dyn Any> = Rc::new(());
+    let _ = list.insert(0, Some(Rc::downgrade(&owner)), "c");
+    drop(owner); // c is dead: it must not cost a clone
+    let clones = Rc::new(Cell::new(0));
+    let mut calls = Vec::new();
+    list.broadcast_with(Arg(Rc::clone(&clones)), |name, _arg| calls.push(*name));
+    assert_eq!(calls, ["a", "b"]);
+    assert_eq!(clones.get(), 1);
+    assert!(list.remove(b));
+    clones.set(0);
+    calls.clear();
+    list.broadcast_with(Arg(Rc::clone(&clones)), |name, _arg| calls.push(*name));
+    assert_eq!((calls.as_slice(), clones.get()), (["a"].as_slice(), 0));
+}

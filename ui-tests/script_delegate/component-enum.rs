@@ -1,0 +1,8 @@
+use lumina::ScriptComponent;
+
+#[derive(ScriptComponent)]
+pub enum State {
+    Idle,
+}
+
+fn main() {}

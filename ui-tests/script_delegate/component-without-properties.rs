@@ -1,0 +1,8 @@
+use lumina::{ScriptComponent, ScriptDelegate};
+
+#[derive(ScriptComponent)]
+pub struct Health {
+    pub on_died: ScriptDelegate<()>,
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use lumina::{ScriptComponent, ScriptDelegate};
+
+#[derive(ScriptComponent)]
+pub struct Health {
+    #[property(editable, editable, category = "Events", category = "Combat")]
+    pub on_died: ScriptDelegate<()>,
+}
+
+fn main() {}

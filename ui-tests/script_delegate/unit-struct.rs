@@ -1,0 +1,6 @@
+use lumina::script_delegate;
+
+#[script_delegate]
+pub struct Died;
+
+fn main() {}
