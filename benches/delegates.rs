@@ -53,6 +53,39 @@ fn nested(c: &mut Criterion) {
     group.finish();
 }
 
+fn dispatch_system<D: common::dispatch::Dispatch>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    n: usize,
+) {
+    let system = D::with_handlers(n);
+    group.bench_with_input(BenchmarkId::new(D::NAME, n), &n, |b, _| {
+        b.iter(|| system.dispatch())
+    });
+}
+
+fn dispatch(c: &mut Criterion) {
+    let mut group = c.benchmark_group("dispatch");
+    for n in [1, 8, 64] {
+        group.throughput(Throughput::Elements(n as u64));
+        dispatch_system::<common::dispatch::Floor>(&mut group, n);
+        dispatch_system::<common::dispatch::Lumina>(&mut group, n);
+    }
+    group.finish();
+}
+
+fn script_delegate(c: &mut Criterion) {
+    use common::script::{Managed, ManagedFloor, Native, NativeFloor};
+    let mut group = c.benchmark_group("script_delegate_broadcast");
+    for n in SIZES {
+        group.throughput(Throughput::Elements(n as u64));
+        bench_system::<NativeFloor>(&mut group, n);
+        bench_system::<Native>(&mut group, n);
+        bench_system::<ManagedFloor>(&mut group, n);
+        bench_system::<Managed>(&mut group, n);
+    }
+    group.finish();
+}
+
 fn single_cast(c: &mut Criterion) {
     let mut group = c.benchmark_group("single_cast_execute");
     let floor = common::single_floor();
@@ -99,6 +132,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = broadcast, nested, single_cast, churn
+    targets = broadcast, nested, dispatch, script_delegate, single_cast, churn
 }
 criterion_main!(benches);

@@ -272,6 +272,60 @@ fn broadcasts() -> Vec<Row> {
     rows
 }
 
+/// One dispatch case for system `D` with `n` handlers; checks every handler ran.
+fn dispatch_case<D: common::dispatch::Dispatch + 'static>(n: usize) -> Case<'static> {
+    let system = D::with_handlers(n);
+    common::take_sink();
+    assert!(!system.dispatch(), "{}: no handler consumes", D::NAME);
+    assert_eq!(
+        common::take_sink(),
+        n as u64,
+        "{} skipped a handler",
+        D::NAME
+    );
+    Case::new(D::NAME, n, n, move || {
+        black_box(system.dispatch());
+    })
+}
+
+fn dispatches() -> Vec<Row> {
+    let mut rows = Vec::new();
+    for n in [1, 8, 64] {
+        rows.extend(measure(
+            "dispatch",
+            vec![
+                dispatch_case::<common::dispatch::Floor>(n),
+                dispatch_case::<common::dispatch::Lumina>(n),
+            ],
+        ));
+    }
+    rows
+}
+
+/// Script delegate broadcast: native listeners against their floor, managed (`extern "C"`)
+/// listeners against theirs.
+fn script_delegates() -> Vec<Row> {
+    use common::script::{Managed, ManagedFloor, Native, NativeFloor};
+    let mut rows = Vec::new();
+    for n in [1, 16, 1024] {
+        rows.extend(measure(
+            "script native",
+            vec![
+                broadcast_case::<NativeFloor>(n),
+                broadcast_case::<Native>(n),
+            ],
+        ));
+        rows.extend(measure(
+            "script managed",
+            vec![
+                broadcast_case::<ManagedFloor>(n),
+                broadcast_case::<Managed>(n),
+            ],
+        ));
+    }
+    rows
+}
+
 fn single_cast() -> Vec<Row> {
     let floor = common::single_floor();
     let delegate = common::single_lumina();
@@ -319,10 +373,10 @@ fn churn() -> Vec<Row> {
 
 fn print_table(rows: &[Row]) {
     println!(
-        "{:<20} {:<26} {:>7} {:>10} {:>8} {:>13}  allocs/op",
+        "{:<20} {:<30} {:>7} {:>10} {:>8} {:>13}  allocs/op",
         "benchmark", "system", "N", "ns/call", "ratio", "ratio IQR"
     );
-    println!("{}", "-".repeat(100));
+    println!("{}", "-".repeat(104));
     for row in rows {
         let ns = row
             .ns_per_call
@@ -332,7 +386,7 @@ fn print_table(rows: &[Row]) {
             .ratio_spread
             .map_or(String::new(), |(lo, hi)| format!("{lo:.2}-{hi:.2}"));
         println!(
-            "{:<20} {:<26} {:>7} {:>10} {:>8} {:>13}  {}",
+            "{:<20} {:<30} {:>7} {:>10} {:>8} {:>13}  {}",
             row.benchmark, row.system, row.n, ns, ratio, spread, row.allocs
         );
     }
@@ -360,6 +414,17 @@ fn print_targets(rows: &[Row]) {
             verdict(lumina.allocs == "0.00"),
         );
     }
+    for n in ["1", "8", "64"] {
+        if let Some(lumina) = find("dispatch", "lumina", n) {
+            let ratio = lumina.ratio.unwrap_or(f64::NAN);
+            println!(
+                "target dispatch  N={n:<5} <= 1.5x floor: {ratio:.2}x {}   0 allocs: {} {}",
+                verdict(ratio <= 1.5),
+                lumina.allocs,
+                verdict(lumina.allocs == "0.00"),
+            );
+        }
+    }
     let churn = |system: &str| -> Vec<f64> {
         rows.iter()
             .filter(|row| row.benchmark == "add+remove churn" && row.system.starts_with(system))
@@ -386,6 +451,8 @@ fn print_targets(rows: &[Row]) {
 fn main() {
     let start = Instant::now();
     let mut rows = broadcasts();
+    rows.extend(dispatches());
+    rows.extend(script_delegates());
     rows.extend(single_cast());
     rows.extend(churn());
     print_table(&rows);

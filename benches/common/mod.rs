@@ -394,3 +394,213 @@ pub fn removal_order(n: usize) -> Vec<usize> {
     Rng::new(0x5EED ^ n as u64).shuffle(&mut order);
     order
 }
+
+/// Event dispatch: handlers that count and never consume, so a dispatch runs through all of them.
+pub mod dispatch {
+    use std::rc::Rc;
+    use std::sync::atomic::AtomicU64;
+
+    use lumina::event::{
+        Envelope, Event, EventHandler, EventProcessor, Key, KeyPressedEvent, Modifiers,
+    };
+
+    use super::{SINK, work};
+
+    /// A handler that does the common work and lets the event through.
+    pub struct Counting(&'static AtomicU64);
+
+    impl EventHandler for Counting {
+        fn on_event(&self, _event: &mut dyn Event) -> bool {
+            work(self.0, 1);
+            false
+        }
+    }
+
+    /// Priorities spread over the three input layers, as an engine registers them.
+    fn priority(index: usize) -> i32 {
+        [1000, 500, 0][index % 3]
+    }
+
+    /// The event every dispatch sends.
+    #[inline(always)]
+    pub fn event() -> KeyPressedEvent {
+        KeyPressedEvent::new(Key::W, Modifiers::NONE)
+    }
+
+    /// A dispatch system with n handlers.
+    pub trait Dispatch {
+        /// Short name.
+        const NAME: &'static str;
+        /// A system with `n` handlers.
+        fn with_handlers(n: usize) -> Self;
+        /// Dispatches one event; whether a handler consumed it.
+        fn dispatch(&self) -> bool;
+    }
+
+    /// The dispatch floor: a raw `Vec` of handlers sorted by priority (stable: equal priorities
+    /// in registration order), strong references, no reentrancy safety.
+    pub struct Floor(Vec<(i32, Rc<dyn EventHandler>)>);
+
+    impl Dispatch for Floor {
+        const NAME: &'static str = "floor sorted Vec<Rc<dyn>>";
+        fn with_handlers(n: usize) -> Self {
+            let mut handlers: Vec<(i32, Rc<dyn EventHandler>)> = (0..n)
+                .map(|i| {
+                    (
+                        priority(i),
+                        Rc::new(Counting(&SINK)) as Rc<dyn EventHandler>,
+                    )
+                })
+                .collect();
+            handlers.sort_by_key(|(priority, _)| -priority);
+            Floor(handlers)
+        }
+        #[inline(never)]
+        fn dispatch(&self) -> bool {
+            let mut envelope = Envelope::new(event());
+            for (_, handler) in &self.0 {
+                if handler.on_event(&mut envelope) || envelope.is_handled() {
+                    envelope.set_handled(true);
+                    return true;
+                }
+            }
+            false
+        }
+    }
+
+    /// lumina's `EventProcessor` (handlers held weakly, P3).
+    pub struct Lumina {
+        processor: EventProcessor,
+        _handlers: Vec<Rc<Counting>>,
+    }
+
+    impl Dispatch for Lumina {
+        const NAME: &'static str = "lumina EventProcessor";
+        fn with_handlers(n: usize) -> Self {
+            let processor = EventProcessor::new();
+            let handlers: Vec<Rc<Counting>> = (0..n).map(|_| Rc::new(Counting(&SINK))).collect();
+            for (i, handler) in handlers.iter().enumerate() {
+                assert!(processor.register_event_handler(handler, priority(i)));
+            }
+            Lumina {
+                processor,
+                _handlers: handlers,
+            }
+        }
+        #[inline(never)]
+        fn dispatch(&self) -> bool {
+            self.processor.dispatch(event())
+        }
+    }
+}
+
+/// Script delegates: native listeners (Rust closures) and managed ones (`extern "C"` thunks, as
+/// the C# host binds them).
+pub mod script {
+    use std::ffi::c_void;
+    use std::sync::atomic::AtomicU64;
+
+    use lumina::script_delegate::ManagedThunk;
+    use lumina::{ScriptDelegate, script_delegate};
+
+    use super::{SINK, System, work};
+
+    /// The payload every broadcast carries.
+    #[script_delegate]
+    pub struct Hit {
+        /// Added to the counter by each listener.
+        pub damage: i32,
+    }
+
+    /// A managed listener: the host's thunk, here plain Rust behind the C ABI.
+    extern "C" fn managed(_context: *mut c_void, _payload: *const c_void) {
+        work(&SINK, 1);
+    }
+
+    /// A boxed native listener.
+    type Listener = Box<dyn Fn(&Hit)>;
+
+    /// Floor for native listeners: a raw `Vec<Box<dyn Fn(&Hit)>>` loop.
+    pub struct NativeFloor(Vec<Listener>);
+
+    impl System for NativeFloor {
+        const NAME: &'static str = "floor Vec<Box<dyn Fn(&P)>>";
+        fn with_subscribers(n: usize) -> Self {
+            let sink: &'static AtomicU64 = &SINK;
+            NativeFloor(
+                (0..n)
+                    .map(|_| Box::new(move |hit: &Hit| work(sink, hit.damage)) as Listener)
+                    .collect(),
+            )
+        }
+        #[inline(never)]
+        fn broadcast(&self, x: i32) {
+            let hit = Hit { damage: x };
+            for listener in &self.0 {
+                listener(&hit);
+            }
+        }
+    }
+
+    /// lumina's `ScriptDelegate<Hit>` with native listeners.
+    pub struct Native(ScriptDelegate<Hit>);
+
+    impl System for Native {
+        const NAME: &'static str = "lumina ScriptDelegate native";
+        fn with_subscribers(n: usize) -> Self {
+            let delegate = ScriptDelegate::<Hit>::new();
+            let sink: &'static AtomicU64 = &SINK;
+            for _ in 0..n {
+                let _ = delegate.add_lambda(move |hit| work(sink, hit.damage));
+            }
+            Native(delegate)
+        }
+        #[inline(never)]
+        fn broadcast(&self, x: i32) {
+            self.0.broadcast(&Hit { damage: x });
+        }
+    }
+
+    /// Floor for managed listeners: a raw `Vec` of (thunk, context) called with the payload's
+    /// address.
+    pub struct ManagedFloor(Vec<(ManagedThunk, *mut c_void)>);
+
+    impl System for ManagedFloor {
+        const NAME: &'static str = "floor Vec<extern \"C\" fn>";
+        fn with_subscribers(n: usize) -> Self {
+            let thunk: ManagedThunk = managed;
+            ManagedFloor(vec![(thunk, std::ptr::null_mut()); n])
+        }
+        #[inline(never)]
+        fn broadcast(&self, x: i32) {
+            let hit = Hit { damage: x };
+            let payload = (&raw const hit).cast::<c_void>();
+            for &(thunk, context) in &self.0 {
+                thunk(context, payload);
+            }
+        }
+    }
+
+    /// lumina's `ScriptDelegate<Hit>` with managed listeners bound through `bind_managed`.
+    pub struct Managed(ScriptDelegate<Hit>);
+
+    impl System for Managed {
+        const NAME: &'static str = "lumina ScriptDelegate managed";
+        fn with_subscribers(n: usize) -> Self {
+            let delegate = ScriptDelegate::<Hit>::new();
+            for _ in 0..n {
+                assert_ne!(
+                    delegate
+                        .base()
+                        .bind_managed(Some(managed), std::ptr::null_mut()),
+                    0
+                );
+            }
+            Managed(delegate)
+        }
+        #[inline(never)]
+        fn broadcast(&self, x: i32) {
+            self.0.broadcast(&Hit { damage: x });
+        }
+    }
+}
