@@ -181,7 +181,7 @@ impl EventProcessor {
     /// a handler consumed it.
     pub fn dispatch<E: EventClass>(&self, event: E) -> bool {
         let mut envelope = Envelope::new(event);
-        self.dispatch_event(&mut envelope)
+        self.run(&mut envelope, |envelope| envelope)
     }
 
     /// Runs the handlers on `event` in priority order until one returns `true` or leaves the
@@ -191,20 +191,32 @@ impl EventProcessor {
     /// A panic in a handler propagates to the caller after the processor is left consistent
     /// (P4): every handler stays registered and the next dispatch works normally.
     pub fn dispatch_event(&self, event: &mut dyn Event) -> bool {
+        self.run(event, |event| event)
+    }
+
+    /// The dispatch loop. Generic over the event's type so that [`dispatch`](Self::dispatch)
+    /// reads its envelope's handled flag without a dynamic call per handler; `as_dyn` hands the
+    /// event to handlers. Handlers are called through references into the list (no clone per
+    /// handler, see `InvocationList::broadcast_until`).
+    #[inline(always)]
+    fn run<Ev: Event + ?Sized>(
+        &self,
+        event: &mut Ev,
+        as_dyn: impl Fn(&mut Ev) -> &mut dyn Event,
+    ) -> bool {
         if event.is_handled() {
             return true;
         }
-        for handler in self.handlers.begin() {
-            // The list only yields handlers whose owner (the handler itself) is alive, but it
-            // may die between two handlers; a dead one is skipped and pruned by the list.
-            let Some(handler) = handler.upgrade() else {
-                continue;
-            };
-            if handler.on_event(event) || event.is_handled() {
-                event.set_handled(true);
-                return true;
-            }
+        let consumed = self.handlers.broadcast_until(|handler| {
+            // The list only calls handlers whose owner (the handler itself) is alive; the
+            // upgrade keeps it alive for its call. A dead one is skipped and pruned by the list.
+            handler
+                .upgrade()
+                .is_some_and(|handler| handler.on_event(as_dyn(event)) || event.is_handled())
+        });
+        if consumed {
+            event.set_handled(true);
         }
-        false
+        consumed
     }
 }
