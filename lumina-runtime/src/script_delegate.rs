@@ -362,17 +362,17 @@ impl ScriptDelegateBase {
     /// Runs native listeners with `payload`, then managed ones with `raw`, as one list (SD3).
     fn broadcast_raw(&self, payload: &dyn Any, raw: *const c_void) {
         let mut broadcast = self.list.begin();
-        while let Some(listener) = broadcast.next_matching(Listener::is_native) {
+        broadcast.for_each_matching(Listener::is_native, |listener| {
             if let Listener::Native(callable) = listener {
                 callable(payload);
             }
-        }
+        });
         broadcast.rewind();
-        while let Some(listener) = broadcast.next_matching(Listener::is_managed) {
+        broadcast.for_each_matching(Listener::is_managed, |listener| {
             if let Listener::Managed(thunk, context) = listener {
-                thunk(context, raw);
+                thunk(*context, raw);
             }
-        }
+        });
     }
 }
 
