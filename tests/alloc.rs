@@ -1,74 +1,20 @@
 //! Rule M12, measured: an empty delegate allocates nothing and a broadcast allocates nothing, at
 //! any number of subscribers and nesting depth, also while subscribers remove each other.
 //!
-//! This test binary installs a counting global allocator. The test harness runs tests on several
-//! threads at once, so the counter is per thread (a `const`-initialised thread local without a
-//! destructor, which itself never allocates): each measurement counts exactly the allocations
-//! made by the code it wraps, whatever other tests do meanwhile.
+//! This test binary installs the counting global allocator of `support/counting_alloc.rs`, whose
+//! counter is per thread, so tests running in parallel do not disturb each other's counts.
 //!
 //! Run with `--nocapture` to see the measured figures.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::rc::{Rc, Weak};
 
 use lumina::invocation::InvocationList;
 use lumina::{Delegate, DelegateHandle, MulticastDelegate};
 
-/// Forwards to the system allocator, counting every allocation of the current thread.
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count_one() {
-    // `try_with`: during thread teardown the slot may be gone; such allocations are not ours.
-    let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
-}
-
-// Every method forwards to `System` with the caller's own arguments; counting touches only a
-// thread-local `Cell`, which neither allocates nor unwinds.
-// SAFETY: `System` is a correct allocator and the caller's obligations pass on unchanged.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged; the caller upholds `GlobalAlloc::alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged; the caller upholds `GlobalAlloc::alloc_zeroed`'s contract.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from `System`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from `System`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
-
-/// How many allocations `f` made on this thread.
-fn allocations_in<R>(f: impl FnOnce() -> R) -> (u64, R) {
-    let before = ALLOCATIONS.with(Cell::get);
-    let result = f();
-    let after = ALLOCATIONS.with(Cell::get);
-    (after - before, result)
-}
-
-fn allocations(f: impl FnOnce()) -> u64 {
-    allocations_in(f).0
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::{allocations, allocations_in};
 
 /// Subscribers that do some non-allocating work.
 fn delegate_with(n: usize, hits: &Rc<Cell<u64>>) -> MulticastDelegate<dyn Fn(u64)> {

@@ -1,69 +1,20 @@
 //! P2: dispatch allocates nothing. Its own test binary, because it installs a counting global
-//! allocator (counting only on the thread that asks, so the test harness's threads do not
-//! disturb the count).
+//! allocator (`support/counting_alloc.rs`, counting per thread, so the test harness's threads do
+//! not disturb the count).
 
 use lumina::event::{
     Event, EventProcessor, InputLayer, InputViewportRegistry, Key, KeyPressedEvent, Modifiers,
     MouseButton, MouseButtonPressedEvent, MouseMovedEvent, Rect, Vec2,
 };
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    // `const` initialisation: reading it never allocates, so the allocator may use it.
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so `System`'s
-// guarantees hold; the only addition is a counter bump, which neither allocates nor unwinds.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: forwarded unchanged; the caller upholds `GlobalAlloc::alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: forwarded unchanged; the caller upholds `GlobalAlloc::alloc_zeroed`'s contract.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: forwarded unchanged; the caller upholds `GlobalAlloc::realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged; the caller upholds `GlobalAlloc::dealloc`'s contract.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-fn count() {
-    if COUNTING.with(Cell::get) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-    }
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
 /// Allocations made on this thread while `f` runs.
-fn allocations_during(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    COUNTING.with(|counting| counting.set(true));
-    f();
-    COUNTING.with(|counting| counting.set(false));
-    ALLOCATIONS.load(Ordering::Relaxed) - before
+fn allocations_during(f: impl FnOnce()) -> u64 {
+    counting_alloc::allocations(f)
 }
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 #[test]
 fn p2_dispatch_allocates_nothing() {
