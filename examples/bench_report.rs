@@ -7,69 +7,44 @@
 //!
 //! For each benchmark it prints the time per subscriber call of every system, the ratio to the
 //! floor measured in the same run (a raw `Vec<Box<dyn Fn>>` loop), and heap allocations per
-//! operation, counted by the global allocator of this example. Systems are measured round-robin,
-//! so the ratios compare runs made under the same load (the machine may be shared); each cell is
-//! the median over the rounds. The last lines check the targets.
+//! operation, counted by the tests' counting global allocator (`tests/support/counting_alloc.rs`).
+//! Systems are measured round-robin, so the ratios compare runs made under the same load (the
+//! machine may be shared); each cell is the median over the rounds. The last lines check the
+//! targets.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System as SystemAlloc};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use common::System;
 
-/// Counts every allocation (and reallocation) made through Rust's global allocator.
-struct CountingAllocator;
+/// The tests' counting `#[global_allocator]` (per-thread count), shared with this report.
+#[path = "../tests/support/counting_alloc.rs"]
+mod counting_alloc;
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every method forwards to the system allocator with the caller's arguments unchanged,
-// so the system allocator's guarantees are this allocator's; the counter has no effect on them.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
-        // SAFETY: forwarded unchanged; the caller upholds `GlobalAlloc::alloc`'s contract.
-        unsafe { SystemAlloc.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
-        // SAFETY: forwarded unchanged; the caller upholds the contract.
-        unsafe { SystemAlloc.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
-        // SAFETY: forwarded unchanged; the caller upholds the contract.
-        unsafe { SystemAlloc.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from the system one.
-        unsafe { SystemAlloc.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
-
-/// Heap allocations so far: Rust's, plus C++'s when the Boost shim is linked.
-fn allocations() -> u64 {
+/// Heap allocations made by `f`: Rust's on this thread, plus C++'s (`operator new`, counted by
+/// the shim) when the Boost shim is linked.
+fn allocations_in<R>(f: impl FnOnce() -> R) -> (u64, R) {
     #[cfg(lumina_boost_shim)]
-    let cpp = common::boost::lumina_boost_allocations();
+    let cpp = common::boost::lumina_boost_allocations;
     #[cfg(not(lumina_boost_shim))]
-    let cpp = 0;
-    ALLOCATIONS.load(Relaxed) + cpp
+    let cpp = || 0;
+    let cpp_before = cpp();
+    let (rust, result) = counting_alloc::allocations_in(f);
+    (rust + (cpp() - cpp_before), result)
 }
 
 /// Allocations per call of `op`, averaged over `times` calls (after one warm-up call).
 fn allocations_per(times: u64, mut op: impl FnMut()) -> f64 {
     op();
-    let before = allocations();
-    for _ in 0..times {
-        op();
-    }
-    (allocations() - before) as f64 / times as f64
+    let (count, ()) = allocations_in(|| {
+        for _ in 0..times {
+            op();
+        }
+    });
+    count as f64 / times as f64
 }
 
 /// Rounds of the round-robin measurement; each cell is the median over them.
@@ -358,12 +333,10 @@ fn churn() -> Vec<Row> {
         ];
         if n == 10_000 {
             let order = common::removal_order(n);
-            let before = allocations();
-            let (delegate, handles) = common::lumina_add(n);
-            let adds = (allocations() - before) as f64 / n as f64;
-            let before = allocations();
-            common::lumina_remove(&delegate, &handles, &order);
-            let removes = (allocations() - before) as f64 / n as f64;
+            let (adds, (delegate, handles)) = allocations_in(|| common::lumina_add(n));
+            let (removes, ()) =
+                allocations_in(|| common::lumina_remove(&delegate, &handles, &order));
+            let (adds, removes) = (adds as f64 / n as f64, removes as f64 / n as f64);
             cases[1].allocs = format!("{adds:.2}/add, {removes:.2}/remove");
         }
         rows.extend(measure_rounds("add+remove churn", cases, 5));
