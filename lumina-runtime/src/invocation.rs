@@ -661,16 +661,13 @@ fn visit_entry<C, const OWNED_INLINE: bool>(
 ) -> bool {
     // Live without owner is the common case: one byte compare. The state is read right before
     // the call, as an earlier call may have removed this entry (M3).
-    let state = entry.state.get();
-    if state != 0 {
-        let live = if OWNED_INLINE && state == OWNED {
-            entry.owner_alive() || live_slow(entry, tombstones)
-        } else {
-            live_slow(entry, tombstones)
-        };
-        if !live {
+    if OWNED_INLINE {
+        let state = entry.state.get();
+        if state != 0 && !(state == OWNED && entry.owner_alive()) && !live_slow(entry, tombstones) {
             return false;
         }
+    } else if entry.state.get() != 0 && !live_slow(entry, tombstones) {
+        return false;
     }
     // Borrowed for the call: a removal meanwhile leaves the running callable in place (M4).
     let slot = entry.slot.borrow();
