@@ -409,7 +409,7 @@ impl CanQuit {
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is
     /// bound or the bound object was dropped.
     pub fn execute_if_bound(&self) -> ::core::option::Option<bool> {
-        self.0.callable().map(|f| f())
+        self.0.callable_ref().map(|f| f())
     }
 }
 /// Shows a message in the status bar.
@@ -482,7 +482,7 @@ impl StatusLine {
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is
     /// bound or the bound object was dropped.
     pub fn execute_if_bound(&self, message: &str) -> ::core::option::Option<()> {
-        self.0.callable().map(|f| f(message))
+        self.0.callable_ref().map(|f| f(message))
     }
 }
 /// A panel that follows the main window's size while it is open.

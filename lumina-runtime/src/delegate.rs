@@ -116,8 +116,19 @@ impl<F: ?Sized + 'static> Delegate<F> {
         self.binding = None;
     }
 
-    /// The bound callable, if bound and alive. Execution goes through this, so the callable
-    /// stays alive for the duration of its own call.
+    /// The bound callable, if bound and alive. `execute` and `execute_if_bound` go through
+    /// this: the shared borrow of the delegate keeps the callable in place for the duration of
+    /// its own call (unbinding takes `&mut self`), so no reference count is touched per call.
+    pub fn callable_ref(&self) -> Option<&F> {
+        self.binding
+            .as_ref()
+            .filter(|binding| binding.is_live())
+            .map(|binding| &*binding.callable)
+    }
+
+    /// A shared handle to the bound callable, if bound and alive: for calling it after releasing
+    /// a borrow of the delegate (for instance one held in a `RefCell` that the callable itself
+    /// rebinds), since the returned `Rc` keeps the callable alive for its own call.
     pub fn callable(&self) -> Option<Rc<F>> {
         self.binding
             .as_ref()
@@ -127,8 +138,8 @@ impl<F: ?Sized + 'static> Delegate<F> {
 
     /// The bound callable, or the S2 panic naming `delegate_name`.
     #[track_caller]
-    pub fn callable_or_panic(&self, delegate_name: &str) -> Rc<F> {
-        match self.callable() {
+    pub fn callable_or_panic(&self, delegate_name: &str) -> &F {
+        match self.callable_ref() {
             Some(callable) => callable,
             None => crate::__private::unbound_execute(delegate_name),
         }
@@ -176,7 +187,7 @@ macro_rules! impl_delegate_arity {
 
             /// Calls the bound callable if there is one: `Some(result)`, or `None` when unbound (S3).
             pub fn execute_if_bound(&self, $($arg: $Arg),*) -> Option<R> {
-                self.callable().map(|callable| callable($($arg),*))
+                self.callable_ref().map(|callable| callable($($arg),*))
             }
         }
     };

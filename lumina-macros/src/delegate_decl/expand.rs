@@ -464,7 +464,7 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is
             /// bound or the bound object was dropped.
             pub fn execute_if_bound(&self, #(#names: #types),*) -> ::core::option::Option<#output> {
-                self.0.callable().map(|#f| #f(#(#names),*))
+                self.0.callable_ref().map(|#f| #f(#(#names),*))
             }
         }
     }
