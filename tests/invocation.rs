@@ -380,3 +380,53 @@ fn m12_broadcast_with_clones_only_for_subscribers_followed_by_a_live_one() {
     list.broadcast_with(Arg(Rc::clone(&clones)), |name, _arg| calls.push(*name));
     assert_eq!((calls.as_slice(), clones.get()), (["a"].as_slice(), 0));
 }
+
+/// Sets its flag when dropped: the captures of a subscriber under test.
+struct DropFlag(Rc<Cell<bool>>, String);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.set(true);
+    }
+}
+
+#[test]
+fn m4_subscriber_removed_in_a_nested_broadcast_while_the_outer_one_runs_it_finishes_on_its_captures()
+ {
+    type Calls = InvocationList<Rc<dyn Fn(u32)>>;
+    let list: Rc<Calls> = Rc::new(InvocationList::new());
+    let log = Rc::new(RefCell::new(Vec::<String>::new()));
+    let dropped = Rc::new(Cell::new(false));
+    let a_handle = Rc::new(Cell::new(DelegateHandle::default()));
+    let captures = DropFlag(Rc::clone(&dropped), String::from("a's captures"));
+    let (l, d, weak) = (Rc::clone(&log), Rc::clone(&dropped), Rc::downgrade(&list));
+    a_handle.set(list.add(Rc::new(move |depth: u32| {
+        l.borrow_mut().push(format!("a@{depth}"));
+        if depth == 0 {
+            let list = weak.upgrade().expect("the list outlives its broadcast");
+            list.broadcast_with(1, |subscriber, depth| subscriber(depth));
+            // b removed us in the nested broadcast; the outer one still runs us (M4).
+            assert!(!d.get(), "captures dropped while still running");
+            l.borrow_mut().push(captures.1.clone());
+        }
+    })));
+    let (l, d, h, weak) = (
+        Rc::clone(&log),
+        Rc::clone(&dropped),
+        Rc::clone(&a_handle),
+        Rc::downgrade(&list),
+    );
+    let _b = list.add(Rc::new(move |depth: u32| {
+        l.borrow_mut().push(format!("b@{depth}"));
+        if depth == 1 {
+            let list = weak.upgrade().expect("the list outlives its broadcast");
+            assert!(list.remove(h.get()));
+        } else {
+            assert!(d.get(), "a is dropped as soon as its outer call is over");
+        }
+    }));
+    list.broadcast_with(0, |subscriber, depth| subscriber(depth));
+    assert_eq!(*log.borrow(), ["a@0", "a@1", "b@1", "a's captures", "b@0"]);
+    assert!(dropped.get());
+    assert_eq!(list.len(), 1);
+}

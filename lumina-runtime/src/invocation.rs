@@ -14,7 +14,7 @@
 //!   subscribers added before it started (merged in order) and skips those added after.
 //! - M3/M4: removal and clearing while a broadcast runs mark the entry removed (a *tombstone*),
 //!   so nothing not yet reached runs, and drop its callable at once, unless the callable is
-//!   running (a broadcast borrows its slot for the call): then it stays in place until the
+//!   running (a broadcast loop records the entry it calls): then it stays in place until the
 //!   outermost broadcast ends, so the running subscriber finishes safely. Outside a broadcast a
 //!   removed callable is dropped at once.
 //! - M5: the lock count nests; the list is compacted once, when the outermost broadcast ends.
@@ -64,7 +64,8 @@ const OWNED: u8 = 2;
 ///
 /// A removed entry is a *tombstone*, waiting for compaction: its state has [`REMOVED`] and its
 /// `slot` is emptied, dropping the callable at once, unless the callable is running right now
-/// (a broadcast borrows the slot while it calls it): then it stays until the outermost broadcast
+/// (a broadcast loop records it in its [`Frame`] while it calls it, and a [`Broadcast`]
+/// borrows the slot while it clones it): then it stays until the outermost broadcast
 /// ends (M4). So an empty slot always has [`REMOVED`] set.
 struct Entry<C> {
     id: u64,
@@ -72,7 +73,8 @@ struct Entry<C> {
     /// [`REMOVED`] | [`OWNED`]: 0 for a live entry without owner, so the broadcast loop checks
     /// liveness with one byte compare.
     state: Cell<u8>,
-    /// Borrowed by each broadcast for the duration of the call (several when nested).
+    /// Read without a borrow by the broadcast loops while their [`Frame`] records this entry
+    /// (several when nested); borrowed by a [`Broadcast`] while it clones the callable.
     slot: RefCell<Option<C>>,
     owner: Option<Weak<dyn Any>>,
 }
@@ -100,17 +102,6 @@ impl<C> Entry<C> {
     fn take(&mut self) -> Option<C> {
         self.mark_removed();
         self.slot.get_mut().take()
-    }
-
-    /// Marks the entry removed and empties its slot unless its callable is running (then
-    /// `settle` drops it when the outermost broadcast ends, M4). The caller drops what this
-    /// returns, ideally outside any borrow.
-    fn take_unless_running(&self) -> Option<C> {
-        self.mark_removed();
-        self.slot
-            .try_borrow_mut()
-            .ok()
-            .and_then(|mut slot| slot.take())
     }
 
     /// A clone of the callable, if there is one and `filter` accepts it.
@@ -159,13 +150,13 @@ impl<C> Entry<C> {
     /// Whether the entry is live. A present entry whose owner died is pruned on the way (M9):
     /// marked removed, its callable dropped unless running.
     #[inline]
-    fn live_or_prune(&self, tombstones: &Cell<usize>) -> bool {
+    fn live_or_prune(&self, list: &InvocationList<C>) -> bool {
         match self.state.get() {
             0 => true,
             OWNED if self.owner_alive() => true,
             OWNED => {
-                tombstones.set(tombstones.get() + 1);
-                drop(self.take_unless_running());
+                list.tombstones.set(list.tombstones.get() + 1);
+                drop(list.take_unless_running(self));
                 false
             }
             _ => false,
@@ -204,6 +195,68 @@ pub struct InvocationList<C> {
     /// Whether ids ascend along `entries` (true until an insertion lands before the end), which
     /// allows removal by binary search.
     ids_ascending: Cell<bool>,
+    /// The innermost running broadcast loop ([`InvocationList::walk`]) over this list, linked to
+    /// the loops it runs in; null when none runs. See [`Frame`].
+    frames: FrameLink<C>,
+}
+
+/// The head of an [`InvocationList`]'s chain of running [`Frame`]s (null when none runs).
+struct FrameLink<C>(Cell<*const Frame<C>>);
+
+// SAFETY: the link is non-null only while a broadcast loop borrows the list (a `PushedFrame`
+// borrows it and resets the link on drop), and a borrowed list cannot be sent anywhere; a list
+// that can be moved holds a null link, which refers to nothing. (Whether a list is `Send` is
+// decided by its other fields; delegates stay !Send and !Sync through them, M10.)
+unsafe impl<C> Send for FrameLink<C> {}
+
+impl<C> FrameLink<C> {
+    #[inline(always)]
+    fn get(&self) -> *const Frame<C> {
+        self.0.get()
+    }
+
+    #[inline(always)]
+    fn set(&self, frame: *const Frame<C>) {
+        self.0.set(frame);
+    }
+}
+
+/// What a broadcast loop over `entries` records while it runs: the entry whose callable it is
+/// calling, so a removal meanwhile leaves that callable in place (M4). Lives on the loop's stack,
+/// linked into [`InvocationList::frames`] by a [`PushedFrame`] for the loop's whole duration.
+///
+/// The loop calls each callable through a reference into its slot taken without a `RefCell`
+/// borrow (one store per subscriber instead of a borrow and a release); this record is what
+/// keeps the slot from being emptied under that reference.
+struct Frame<C> {
+    /// The entry being called (or just called); null before the first call.
+    running: Cell<*const Entry<C>>,
+    /// The enclosing loop's frame over the same list, or null.
+    parent: *const Frame<C>,
+}
+
+/// Links a [`Frame`] into its list while it lives; unlinks it on drop (also while unwinding).
+/// Frames nest like the loops that own them, so the list's chain only holds live frames.
+struct PushedFrame<'a, C> {
+    list: &'a InvocationList<C>,
+    frame: &'a Frame<C>,
+}
+
+impl<'a, C> PushedFrame<'a, C> {
+    #[inline(always)]
+    fn new(list: &'a InvocationList<C>, frame: &'a Frame<C>) -> Self {
+        debug_assert!(std::ptr::eq(frame.parent, list.frames.get()));
+        list.frames.set(frame);
+        PushedFrame { list, frame }
+    }
+}
+
+impl<C> Drop for PushedFrame<'_, C> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Loops nest on this one thread (the list is !Sync), so the innermost frame is ours.
+        self.list.frames.set(self.frame.parent);
+    }
 }
 
 impl<C> Default for InvocationList<C> {
@@ -231,7 +284,41 @@ impl<C> InvocationList<C> {
             lock: Cell::new(0),
             tombstones: Cell::new(0),
             ids_ascending: Cell::new(true),
+            frames: FrameLink(Cell::new(std::ptr::null())),
         }
+    }
+
+    /// Whether a running broadcast loop is calling `entry`'s callable right now.
+    fn is_running(&self, entry: &Entry<C>) -> bool {
+        let mut frame = self.frames.get();
+        while !frame.is_null() {
+            // SAFETY: every frame in the chain is alive: a `PushedFrame` links its frame, which it
+            // borrows (so the frame neither moves nor dies meanwhile), and unlinks it in its drop.
+            // Loops nest on one thread (the list is !Sync and the guard is private to `walk` and
+            // `for_each_matching`, never leaked), so guards drop innermost first and each unlink
+            // leaves exactly the enclosing loops' frames in the chain.
+            let current = unsafe { &*frame };
+            if std::ptr::eq(current.running.get(), entry) {
+                return true;
+            }
+            frame = current.parent;
+        }
+        false
+    }
+
+    /// Marks `entry` removed and empties its slot unless its callable is running (then it is
+    /// dropped after its call, or when the outermost broadcast ends, M4) or borrowed by a
+    /// [`Broadcast`] cloning it. The caller drops what this returns, ideally outside any borrow.
+    fn take_unless_running(&self, entry: &Entry<C>) -> Option<C> {
+        entry.mark_removed();
+        if self.is_running(entry) {
+            return None;
+        }
+        entry
+            .slot
+            .try_borrow_mut()
+            .ok()
+            .and_then(|mut slot| slot.take())
     }
 
     /// Appends a subscriber with priority 0 and no owner.
@@ -335,7 +422,7 @@ impl<C> InvocationList<C> {
                 }
                 self.tombstones.set(self.tombstones.get() + 1);
                 let was_live = entry.owner_alive();
-                let removed = entry.take_unless_running();
+                let removed = self.take_unless_running(entry);
                 drop(entries);
                 drop(removed);
                 return was_live;
@@ -437,7 +524,7 @@ impl<C> InvocationList<C> {
             if entry.is_present() && select(entry) {
                 removed += 1;
                 self.tombstones.set(self.tombstones.get() + 1);
-                drop(entry.take_unless_running());
+                drop(self.take_unless_running(entry));
             }
         }
         loop {
@@ -627,9 +714,8 @@ impl<C: Clone> InvocationList<C> {
             return false;
         }
         // The main list keeps its shape while the broadcast holds it (see `insert`), and a
-        // callable stays in place while it runs: calling through references into the list is
-        // safe across re-entrant calls.
-        let tombstones = &self.tombstones;
+        // callable stays in place while it runs (the frame records it): calling through
+        // references into the list is safe across re-entrant calls.
         let entries: &[Entry<C>] = broadcast.entries.as_deref().map_or(&[], Vec::as_slice);
         // The last live subscriber, found once: later ones cannot appear (M2); if it is removed
         // before it runs, no call is told it is the last (M11 then clones for fewer than N).
@@ -641,43 +727,61 @@ impl<C: Clone> InvocationList<C> {
             },
         };
         let (before, last) = entries[..=last].split_at(last);
+        // Declared after `broadcast`, so unlinked before the broadcast ends.
+        let frame = Frame {
+            running: Cell::new(std::ptr::null()),
+            parent: self.frames.get(),
+        };
+        let _pushed = PushedFrame::new(self, &frame);
         for entry in before {
-            if visit_entry::<C, OWNED_INLINE>(entry, tombstones, |current| visit(current, false)) {
+            if visit_entry::<C, OWNED_INLINE>(self, &frame, entry, |current| visit(current, false))
+            {
                 return true;
             }
         }
         last.iter().any(|entry| {
-            visit_entry::<C, OWNED_INLINE>(entry, tombstones, |current| visit(current, true))
+            visit_entry::<C, OWNED_INLINE>(self, &frame, entry, |current| visit(current, true))
         })
     }
 }
 
 /// One step of the broadcast loop: `visit` on the entry's callable if the entry is live.
+/// `frame` must be linked into `list` (by a [`PushedFrame`]) and `entry` must be in the main list
+/// of `list`, borrowed by a running broadcast.
 #[inline(always)]
 fn visit_entry<C, const OWNED_INLINE: bool>(
+    list: &InvocationList<C>,
+    frame: &Frame<C>,
     entry: &Entry<C>,
-    tombstones: &Cell<usize>,
     visit: impl FnOnce(&C) -> bool,
 ) -> bool {
     // Live without owner is the common case: one byte compare. The state is read right before
     // the call, as an earlier call may have removed this entry (M3).
     if OWNED_INLINE {
         let state = entry.state.get();
-        if state != 0 && !(state == OWNED && entry.owner_alive()) && !live_slow(entry, tombstones) {
+        if state != 0 && !(state == OWNED && entry.owner_alive()) && !live_slow(list, frame, entry)
+        {
             return false;
         }
-    } else if entry.state.get() != 0 && !live_slow(entry, tombstones) {
+    } else if entry.state.get() != 0 && !live_slow(list, frame, entry) {
         return false;
     }
-    // Borrowed for the call: a removal meanwhile leaves the running callable in place (M4).
-    let slot = entry.slot.borrow();
+    // Recorded as running for the call: a removal meanwhile leaves the callable in place (M4).
+    frame.running.set(entry);
+    // SAFETY: no `RefMut` of this slot exists now: the only ones are taken in
+    // `take_unless_running` and `settle` and released before any user code runs, and nothing
+    // of this loop runs inside them. None can be taken while `callable` is used (during
+    // `visit`): `take_unless_running` checks the linked frames first, and `frame` (linked, as
+    // the caller guarantees) records this entry until `visit` returns; `settle` and every `&mut`
+    // path (`get_mut`) need the main list borrowed mutably, which the running broadcast's shared
+    // borrow excludes. So the slot is only read while this reference lives.
+    let slot = unsafe { &*entry.slot.as_ptr() };
     let Some(callable) = slot.as_ref() else {
         return false;
     };
     let stop = visit(callable);
-    drop(slot);
     if entry.is_removed() {
-        drop_removed_after_call(entry);
+        drop_removed_after_call(list, frame, entry);
     }
     stop
 }
@@ -687,16 +791,21 @@ fn visit_entry<C, const OWNED_INLINE: bool>(
 /// last reference to the owner of a later subscriber, which then must not run (M4, M9).
 #[cold]
 #[inline(never)]
-fn drop_removed_after_call<C>(entry: &Entry<C>) {
-    drop(entry.take_unless_running());
+fn drop_removed_after_call<C>(list: &InvocationList<C>, frame: &Frame<C>, entry: &Entry<C>) {
+    // The call is over: this loop no longer holds a reference into the slot.
+    frame.running.set(std::ptr::null());
+    drop(list.take_unless_running(entry));
 }
 
 /// The broadcast loop's path for entries that are removed or have an owner (pruning a dead
 /// owner's entry).
 #[cold]
 #[inline(never)]
-fn live_slow<C>(entry: &Entry<C>, tombstones: &Cell<usize>) -> bool {
-    entry.live_or_prune(tombstones)
+fn live_slow<C>(list: &InvocationList<C>, frame: &Frame<C>, entry: &Entry<C>) -> bool {
+    // The previous call is over: pruning (which drops a callable, user code) must not take it
+    // for running.
+    frame.running.set(std::ptr::null());
+    entry.live_or_prune(list)
 }
 
 /// A running broadcast: holds the list's lock count up and yields its subscribers.
@@ -746,7 +855,7 @@ impl<C: Clone> Broadcast<'_, C> {
                 let Some(entry) = entries.get(self.index) else {
                     break None;
                 };
-                if entry.live_or_prune(&list.tombstones) {
+                if entry.live_or_prune(list) {
                     break Some(entry);
                 }
                 self.index += 1;
@@ -790,10 +899,15 @@ impl<C: Clone> Broadcast<'_, C> {
             }
             return;
         }
-        let tombstones = &self.list.tombstones;
+        let list = self.list;
         let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
+        let frame = Frame {
+            running: Cell::new(std::ptr::null()),
+            parent: list.frames.get(),
+        };
+        let _pushed = PushedFrame::new(list, &frame);
         for entry in &entries[self.index.min(entries.len())..] {
-            visit_entry::<C, false>(entry, tombstones, |subscriber| {
+            visit_entry::<C, false>(list, &frame, entry, |subscriber| {
                 if filter(subscriber) {
                     call(subscriber);
                 }

@@ -13,7 +13,8 @@
 //! - [`event`]: input events, [`EventType`] and the prioritized [`EventProcessor`] (E1-E5, P1-P4).
 //! - [`script_delegate`]: [`ScriptDelegate`], bindable from Rust and a managed host (SD1-SD4).
 //! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
-//! - [`ffi`]: the C ABI a managed host calls (SD5); the only module with `unsafe` code.
+//! - [`ffi`]: the C ABI a managed host calls (SD5); with one read in the broadcast loop of
+//!   [`invocation`], the only `unsafe` code.
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
 // in game code.
