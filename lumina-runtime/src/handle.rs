@@ -57,6 +57,11 @@ impl DelegateHandle {
         NEXT_ID.load(Ordering::Relaxed)
     }
 
+    /// The handle with this id, for code that gets ids back across the C ABI.
+    pub(crate) const fn from_id(id: u64) -> DelegateHandle {
+        DelegateHandle { id }
+    }
+
     /// The numeric id: 0 for the invalid handle, otherwise unique in the process.
     pub const fn id(self) -> u64 {
         self.id

@@ -544,6 +544,63 @@ impl<C> InvocationList<C> {
         removed
     }
 
+    /// Whether `handle` names a live subscriber for which `predicate` holds. Lets a mechanism
+    /// with several kinds of subscriber in one list (script delegates: native and managed)
+    /// remove only its own kind, without keeping a second record of which is which.
+    pub fn subscriber_matches(
+        &self,
+        handle: DelegateHandle,
+        predicate: impl FnOnce(&C) -> bool,
+    ) -> bool {
+        let id = handle.id();
+        let mut found = None;
+        let mut predicate = Some(predicate);
+        let mut check = |entry: &Entry<C>| {
+            if entry.id != id {
+                return false;
+            }
+            let live = entry.is_live();
+            let slot = entry.slot.borrow();
+            found = Some(
+                live && slot
+                    .as_ref()
+                    .is_some_and(|c| predicate.take().is_some_and(|p| p(c))),
+            );
+            true
+        };
+        self.any_entry(&mut check);
+        found.unwrap_or(false)
+    }
+
+    /// How many live subscribers `predicate` accepts.
+    pub fn count_matching(&self, mut predicate: impl FnMut(&C) -> bool) -> usize {
+        let mut count = 0;
+        self.any_entry(|entry| {
+            if entry.is_live() && entry.slot.borrow().as_ref().is_some_and(&mut predicate) {
+                count += 1;
+            }
+            false
+        });
+        count
+    }
+
+    /// The live subscribers with their handles, in the order they were added. Allocates: for
+    /// cold paths such as handing bindings to a host when a delegate is destroyed.
+    pub fn snapshot(&self) -> Vec<(DelegateHandle, C)>
+    where
+        C: Clone,
+    {
+        let mut live = Vec::new();
+        self.any_entry(|entry| {
+            if let Some(callable) = entry.slot.borrow().as_ref().filter(|_| entry.is_live()) {
+                live.push((DelegateHandle::from_id(entry.id), callable.clone()));
+            }
+            false
+        });
+        live.sort_by_key(|(handle, _)| *handle);
+        live
+    }
+
     fn any_entry(&self, mut predicate: impl FnMut(&Entry<C>) -> bool) -> bool {
         self.entries.borrow().iter().any(&mut predicate)
             || self.pending.borrow().iter().any(predicate)

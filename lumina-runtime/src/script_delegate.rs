@@ -53,7 +53,7 @@
 //! can release its GC handles and forget the pointer.
 
 use std::any::Any;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
@@ -182,15 +182,12 @@ impl std::error::Error for BindError {}
 /// The payload-independent part of every [`ScriptDelegate`], at offset 0 of it (SD1): the C ABI
 /// operates on any script delegate through a `*const ScriptDelegateBase`.
 ///
-/// It owns the one invocation list of native and managed listeners, the ids of the managed
-/// bindings, the thread it belongs to (the game thread, for engine components), and its payload's
+/// It owns the one invocation list of native and managed listeners (a managed binding's id is its
+/// handle's id in that list), the thread it belongs to (the game thread, for engine components), and its payload's
 /// reflection data.
 #[repr(C)]
 pub struct ScriptDelegateBase {
     list: InvocationList<Listener>,
-    /// Live managed bindings with their list handles, by ascending id (ids only grow). Entries
-    /// leave only through `unbind_managed`, `clear` and drop (they have no owner to die).
-    managed: RefCell<Vec<(DelegateHandle, ManagedBinding)>>,
     thread: ThreadId,
     payload: &'static PayloadInfo,
     /// Set while `drop` runs, so the destroyed hook cannot bind a listener that would leak.
@@ -211,7 +208,6 @@ impl ScriptDelegateBase {
     fn new(payload: &'static PayloadInfo) -> Self {
         ScriptDelegateBase {
             list: InvocationList::new(),
-            managed: RefCell::new(Vec::new()),
             thread: std::thread::current().id(),
             payload,
             dropping: Cell::new(false),
@@ -252,14 +248,7 @@ impl ScriptDelegateBase {
         if self.dropping.get() {
             return Err(BindError::Destroyed);
         }
-        let handle = self.list.add(Listener::Managed(thunk, context));
-        let binding = ManagedBinding {
-            id: handle.id(),
-            thunk,
-            context,
-        };
-        self.managed.borrow_mut().push((handle, binding));
-        Ok(handle.id())
+        Ok(self.list.add(Listener::Managed(thunk, context)).id())
     }
 
     /// [`try_bind_managed`](Self::try_bind_managed) with the C convention of SD2: the id, or 0
@@ -282,14 +271,8 @@ impl ScriptDelegateBase {
     /// before it is reached does not run (M3). The destroyed hook is not called for it: the host
     /// that unbinds releases its own handle.
     pub fn unbind_managed(&self, id: u64) -> bool {
-        let handle = {
-            let mut managed = self.managed.borrow_mut();
-            let Ok(index) = managed.binary_search_by_key(&id, |(handle, _)| handle.id()) else {
-                return false;
-            };
-            managed.remove(index).0
-        };
-        self.list.remove(handle)
+        let handle = DelegateHandle::from_id(id);
+        self.list.subscriber_matches(handle, Listener::is_managed) && self.list.remove(handle)
     }
 
     /// Whether either side has a live listener (SD4, M8).
@@ -309,7 +292,7 @@ impl ScriptDelegateBase {
 
     /// How many live managed bindings.
     pub fn managed_len(&self) -> usize {
-        self.managed.borrow().len()
+        self.list.count_matching(Listener::is_managed)
     }
 
     /// How many live native listeners.
@@ -324,20 +307,24 @@ impl ScriptDelegateBase {
 
     /// The live managed bindings, in the order they were bound.
     pub fn managed_bindings(&self) -> Vec<ManagedBinding> {
-        self.managed
-            .borrow()
-            .iter()
-            .map(|(_, binding)| *binding)
+        self.list
+            .snapshot()
+            .into_iter()
+            .filter_map(|(handle, listener)| match listener {
+                Listener::Managed(thunk, context) => Some(ManagedBinding {
+                    id: handle.id(),
+                    thunk,
+                    context,
+                }),
+                Listener::Native(_) => None,
+            })
             .collect()
     }
 
     /// Removes every listener on both sides (M6). The managed bindings removed are handed to the
     /// destroyed hook with [`ReleaseReason::Cleared`], so the host releases their handles.
     pub fn clear(&self) {
-        let released: Vec<ManagedBinding> = std::mem::take(&mut *self.managed.borrow_mut())
-            .into_iter()
-            .map(|(_, binding)| binding)
-            .collect();
+        let released = self.managed_bindings();
         self.list.clear();
         self.release(&released, ReleaseReason::Cleared);
     }
@@ -454,13 +441,10 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// already removed handle, and for a managed binding's id (those only go through
     /// [`unbind_managed`](ScriptDelegateBase::unbind_managed), so the host's handle never leaks).
     pub fn remove(&self, handle: DelegateHandle) -> bool {
-        let is_managed = self
-            .base
-            .managed
-            .borrow()
-            .binary_search_by_key(&handle.id(), |(managed, _)| managed.id())
-            .is_ok();
-        !is_managed && self.base.list.remove(handle)
+        self.base
+            .list
+            .subscriber_matches(handle, Listener::is_native)
+            && self.base.list.remove(handle)
     }
 
     /// Removes every native member binding of `owner`; returns how many (M9).
