@@ -618,6 +618,57 @@ fn p3_a_handler_dropped_by_an_earlier_handler_during_dispatch_does_not_run() {
     assert_eq!(processor.len(), 1);
 }
 
+/// A handler whose only strong reference lives in the game's `slot`, and which empties that
+/// slot from its own `on_event`: it then runs on the processor's upgrade alone.
+struct SelfDropping {
+    slot: Rc<RefCell<Option<Rc<SelfDropping>>>>,
+    log: Log,
+    alive: Rc<Cell<bool>>,
+}
+
+impl EventHandler for SelfDropping {
+    fn on_event(&self, _event: &mut dyn Event) -> bool {
+        self.log.borrow_mut().push("self-dropping");
+        drop(self.slot.borrow_mut().take());
+        // Still alive: the dispatch holds a strong reference for the call (P3).
+        assert!(self.alive.get());
+        self.log.borrow_mut().push("self-dropping still runs");
+        false
+    }
+}
+
+impl Drop for SelfDropping {
+    fn drop(&mut self) {
+        self.alive.set(false);
+    }
+}
+
+#[test]
+fn p3_a_handler_dropping_the_last_reference_to_itself_during_its_call_finishes_safely() {
+    let processor = EventProcessor::new();
+    let log = log();
+    let alive = Rc::new(Cell::new(true));
+    let slot = Rc::new(RefCell::new(None));
+    let handler = Rc::new(SelfDropping {
+        slot: Rc::clone(&slot),
+        log: Rc::clone(&log),
+        alive: Rc::clone(&alive),
+    });
+    assert!(processor.register_event_handler(&handler, 1));
+    *slot.borrow_mut() = Some(handler);
+    let after = recorder(&log, "after", false);
+    assert!(processor.register_event_handler(&after, 0));
+    assert!(!processor.dispatch(key(Key::A)));
+    assert_eq!(
+        *log.borrow(),
+        ["self-dropping", "self-dropping still runs", "after"]
+    );
+    assert!(!alive.get(), "dropped once its call is over");
+    assert_eq!(processor.len(), 1);
+    assert!(!processor.dispatch(key(Key::B)));
+    assert_eq!(log.borrow().len(), 4, "only `after` runs again");
+}
+
 // ------------------------------------------------------------------------------------------ P4
 
 #[test]

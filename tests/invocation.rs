@@ -390,43 +390,158 @@ impl Drop for DropFlag {
     }
 }
 
+type Calls = InvocationList<Rc<dyn Fn(u32)>>;
+
+/// A list whose subscriber `a` calls it again: the nested-broadcast scenarios of M4.
+struct Nested {
+    list: Rc<Calls>,
+    log: Rc<RefCell<Vec<String>>>,
+    /// Set when `a`'s captures are dropped.
+    dropped: Rc<Cell<bool>>,
+    a: Rc<Cell<DelegateHandle>>,
+}
+
+impl Nested {
+    /// `a` logs `a@depth`; below `rebroadcast_below` it broadcasts `depth + 1`, then checks that
+    /// its captures are still alive and logs them.
+    fn new(rebroadcast_below: u32) -> Self {
+        let nested = Nested {
+            list: Rc::new(InvocationList::new()),
+            log: Rc::new(RefCell::new(Vec::new())),
+            dropped: Rc::new(Cell::new(false)),
+            a: Rc::new(Cell::new(DelegateHandle::default())),
+        };
+        let captures = DropFlag(Rc::clone(&nested.dropped), String::from("a's captures"));
+        let (log, dropped) = (Rc::clone(&nested.log), Rc::clone(&nested.dropped));
+        let weak = Rc::downgrade(&nested.list);
+        nested.a.set(nested.list.add(Rc::new(move |depth: u32| {
+            log.borrow_mut().push(format!("a@{depth}"));
+            if depth < rebroadcast_below {
+                let list = weak.upgrade().expect("the list outlives its broadcast");
+                list.broadcast_with(depth + 1, |subscriber, depth| subscriber(depth));
+                assert!(
+                    !dropped.get(),
+                    "captures dropped while a@{depth} still runs"
+                );
+                log.borrow_mut().push(format!("{} at {depth}", captures.1));
+            }
+        })));
+        nested
+    }
+
+    /// Adds `b`, which logs `b@depth`, removes `a` at depth `remove_at` (where `a` still runs
+    /// in the enclosing broadcasts), and at depth 0 checks that `a` is dropped by then.
+    fn add_remover(&self, remove_at: u32) {
+        let (log, dropped, a) = (
+            Rc::clone(&self.log),
+            Rc::clone(&self.dropped),
+            Rc::clone(&self.a),
+        );
+        let weak = Rc::downgrade(&self.list);
+        let _b = self.list.add(Rc::new(move |depth: u32| {
+            log.borrow_mut().push(format!("b@{depth}"));
+            if depth == remove_at {
+                let list = weak.upgrade().expect("the list outlives its broadcast");
+                assert!(list.remove(a.get()));
+                assert!(!dropped.get(), "a still runs in the enclosing broadcasts");
+            } else if depth == 0 {
+                assert!(
+                    dropped.get(),
+                    "a is dropped as soon as its outermost call is over"
+                );
+            }
+        }));
+    }
+
+    fn run(&self) {
+        self.list
+            .broadcast_with(0, |subscriber, depth| subscriber(depth));
+        assert!(self.dropped.get());
+        assert_eq!(self.list.len(), 1);
+    }
+}
+
 #[test]
 fn m4_subscriber_removed_in_a_nested_broadcast_while_the_outer_one_runs_it_finishes_on_its_captures()
  {
-    type Calls = InvocationList<Rc<dyn Fn(u32)>>;
+    let nested = Nested::new(1);
+    nested.add_remover(1);
+    nested.run();
+    assert_eq!(
+        *nested.log.borrow(),
+        ["a@0", "a@1", "b@1", "a's captures at 0", "b@0"]
+    );
+}
+
+/// A subscriber that calls the list again at depths 0 and 1 is running three times over when,
+/// at depth 2, another subscriber removes it: its captures must outlive every one of those calls
+/// and be dropped right after the outermost one (M4).
+#[test]
+fn m4_subscriber_running_at_three_depths_and_removed_at_the_deepest_finishes_at_every_depth() {
+    let nested = Nested::new(2);
+    nested.add_remover(2);
+    nested.run();
+    assert_eq!(
+        *nested.log.borrow(),
+        [
+            "a@0",
+            "a@1",
+            "a@2",
+            "b@2",
+            "a's captures at 1",
+            "b@1",
+            "a's captures at 0",
+            "b@0"
+        ]
+    );
+}
+
+/// A panic in a nested broadcast, caught by the subscriber that started it, must leave that
+/// subscriber recorded as running (a removal of it is still deferred, M4), and leave no stale
+/// record once its call is over: it is then dropped at once, before the next subscriber (M7).
+#[test]
+fn m7_panic_caught_from_a_nested_broadcast_keeps_the_catching_subscriber_protected() {
     let list: Rc<Calls> = Rc::new(InvocationList::new());
-    let log = Rc::new(RefCell::new(Vec::<String>::new()));
     let dropped = Rc::new(Cell::new(false));
     let a_handle = Rc::new(Cell::new(DelegateHandle::default()));
     let captures = DropFlag(Rc::clone(&dropped), String::from("a's captures"));
-    let (l, d, weak) = (Rc::clone(&log), Rc::clone(&dropped), Rc::downgrade(&list));
-    a_handle.set(list.add(Rc::new(move |depth: u32| {
-        l.borrow_mut().push(format!("a@{depth}"));
-        if depth == 0 {
-            let list = weak.upgrade().expect("the list outlives its broadcast");
-            list.broadcast_with(1, |subscriber, depth| subscriber(depth));
-            // b removed us in the nested broadcast; the outer one still runs us (M4).
-            assert!(!d.get(), "captures dropped while still running");
-            l.borrow_mut().push(captures.1.clone());
-        }
-    })));
-    let (l, d, h, weak) = (
-        Rc::clone(&log),
+    let (d, h, weak) = (
         Rc::clone(&dropped),
         Rc::clone(&a_handle),
         Rc::downgrade(&list),
     );
-    let _b = list.add(Rc::new(move |depth: u32| {
-        l.borrow_mut().push(format!("b@{depth}"));
-        if depth == 1 {
-            let list = weak.upgrade().expect("the list outlives its broadcast");
-            assert!(list.remove(h.get()));
-        } else {
-            assert!(d.get(), "a is dropped as soon as its outer call is over");
+    a_handle.set(list.add(Rc::new(move |depth: u32| {
+        if depth != 0 {
+            return;
         }
+        let list = weak.upgrade().expect("the list outlives its broadcast");
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            list.broadcast_with(1, |subscriber, depth| subscriber(depth));
+        }));
+        assert!(caught.is_err(), "the nested broadcast panicked");
+        assert!(list.remove(h.get()));
+        assert!(
+            !d.get(),
+            "a removed itself while running: its captures stay"
+        );
+        assert_eq!(captures.1, "a's captures");
+    })));
+    let d = Rc::clone(&dropped);
+    let calls = Rc::new(Cell::new(0));
+    let c = Rc::clone(&calls);
+    let _panics = list.add(Rc::new(move |depth: u32| {
+        c.set(c.get() + 1);
+        if depth == 1 {
+            panic!("subscriber panics at depth 1");
+        }
+        assert!(d.get(), "a is dropped as soon as its call is over");
     }));
     list.broadcast_with(0, |subscriber, depth| subscriber(depth));
-    assert_eq!(*log.borrow(), ["a@0", "a@1", "b@1", "a's captures", "b@0"]);
-    assert!(dropped.get());
+    assert_eq!(
+        calls.get(),
+        2,
+        "once in the nested broadcast, once in the outer one"
+    );
+    assert!(!list.is_broadcasting());
     assert_eq!(list.len(), 1);
 }

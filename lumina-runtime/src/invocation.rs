@@ -25,11 +25,12 @@
 //!
 //! Every method takes `&self`: subscribers re-enter the list through a shared reference. The main
 //! list is borrowed mutably only while no broadcast runs, and never across user code (removed
-//! callables are dropped after the borrow ends); a broadcast holds a shared borrow of it for its
-//! whole duration, which every method used during a broadcast shares, and the pending list is
-//! only borrowed briefly. So re-entrancy cannot hit a borrow panic, and
-//! [`broadcast_with`](InvocationList::broadcast_with) walks the list without re-borrowing it or
-//! cloning a subscriber (see BENCHMARKS.md for what that buys).
+//! callables are dropped after the borrow ends); while a broadcast runs it is only read, and the
+//! pending list is only borrowed briefly. So re-entrancy cannot hit a borrow panic, and
+//! [`broadcast_with`](InvocationList::broadcast_with) walks the list on the strength of its lock
+//! alone: no `RefCell` borrow, no clone of a subscriber, one store per call to record which one
+//! runs. Beginning and ending a broadcast is one state word (lock count and "needs settling"
+//! flags) read and written (see BENCHMARKS.md for what each of these bought).
 //!
 //! ```
 //! use lumina::invocation::InvocationList;
@@ -59,22 +60,34 @@ use crate::handle::DelegateHandle;
 const REMOVED: u8 = 1;
 /// [`Entry::state`] bit: has a weak owner, whose death also ends the subscription (M9).
 const OWNED: u8 = 2;
+/// [`Entry::state`] bit: an enclosing broadcast loop is calling this entry's callable, while a
+/// loop nested in that call has taken over [`InvocationList::running`] (see [`LoopScope`]).
+const RUNNING_OUTER: u8 = 4;
+
+/// [`InvocationList::state`] bit: tombstones or pending subscribers wait for the end of the
+/// outermost broadcast (then it settles the list).
+const NEEDS_SETTLE: u32 = 1;
+/// [`InvocationList::state`] bit: subscribers added during a broadcast wait in `pending`.
+/// Always set together with [`NEEDS_SETTLE`].
+const HAS_PENDING: u32 = 2;
+/// One running broadcast in [`InvocationList::state`]: the lock count is `state / LOCK_ONE`.
+const LOCK_ONE: u32 = 4;
 
 /// One subscriber.
 ///
 /// A removed entry is a *tombstone*, waiting for compaction: its state has [`REMOVED`] and its
 /// `slot` is emptied, dropping the callable at once, unless the callable is running right now
-/// (a broadcast loop records it in its [`Frame`] while it calls it, and a [`Broadcast`]
-/// borrows the slot while it clones it): then it stays until the outermost broadcast
-/// ends (M4). So an empty slot always has [`REMOVED`] set.
+/// (a broadcast loop records it in [`InvocationList::running`] while it calls it, and a
+/// [`Broadcast`] borrows the slot while it clones it): then it stays until the outermost
+/// broadcast ends (M4). So an empty slot always has [`REMOVED`] set.
 struct Entry<C> {
     id: u64,
     priority: i32,
-    /// [`REMOVED`] | [`OWNED`]: 0 for a live entry without owner, so the broadcast loop checks
-    /// liveness with one byte compare.
+    /// [`REMOVED`] | [`OWNED`] | [`RUNNING_OUTER`]: 0 for a live entry without owner that no
+    /// enclosing loop is running, so the broadcast loop checks liveness with one byte compare.
     state: Cell<u8>,
-    /// Read without a borrow by the broadcast loops while their [`Frame`] records this entry
-    /// (several when nested); borrowed by a [`Broadcast`] while it clones the callable.
+    /// Read without a borrow by the broadcast loops while they record this entry as running;
+    /// borrowed by a [`Broadcast`] while it clones the callable.
     slot: RefCell<Option<C>>,
     owner: Option<Weak<dyn Any>>,
 }
@@ -140,7 +153,7 @@ impl<C> Entry<C> {
 
     #[inline]
     fn is_live(&self) -> bool {
-        match self.state.get() {
+        match self.state.get() & !RUNNING_OUTER {
             0 => true,
             OWNED => self.owner_alive(),
             _ => false,
@@ -151,16 +164,31 @@ impl<C> Entry<C> {
     /// marked removed, its callable dropped unless running.
     #[inline]
     fn live_or_prune(&self, list: &InvocationList<C>) -> bool {
-        match self.state.get() {
+        match self.state.get() & !RUNNING_OUTER {
             0 => true,
             OWNED if self.owner_alive() => true,
             OWNED => {
-                list.tombstones.set(list.tombstones.get() + 1);
-                drop(list.take_unless_running(self));
+                list.prune(self);
                 false
             }
             _ => false,
         }
+    }
+
+    /// Sets or clears [`RUNNING_OUTER`], leaving the other bits.
+    fn set_running_outer(&self, running: bool) {
+        let state = self.state.get() & !RUNNING_OUTER;
+        self.state.set(if running {
+            state | RUNNING_OUTER
+        } else {
+            state
+        });
+    }
+
+    /// This entry's address, as [`InvocationList::running`] records it.
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        std::ptr::from_ref(self).addr()
     }
 
     fn is_owned_by(&self, owner: *const ()) -> bool {
@@ -180,82 +208,87 @@ impl<C> Entry<C> {
 /// [`broadcast_with`]: InvocationList::broadcast_with
 pub struct InvocationList<C> {
     /// Subscribers in dispatch order. Changed in shape (pushed, inserted, compacted) only while
-    /// no broadcast runs; broadcasts hold a shared borrow of it.
+    /// no broadcast runs, and never across user code. Cold paths borrow it; the broadcast loop
+    /// ([`InvocationList::walk`]) reads it without a borrow on the strength of the lock (see
+    /// there).
     entries: RefCell<Vec<Entry<C>>>,
     /// Subscribers added while a broadcast runs, in dispatch order; merged into `entries` when
     /// the outermost broadcast ends. Never borrowed across user code.
     pending: RefCell<Vec<Entry<C>>>,
-    /// Whether `pending` may be non-empty (set on insertion, cleared when it is emptied), so
-    /// beginning and ending a broadcast need not borrow it.
-    has_pending: Cell<bool>,
-    /// How many broadcasts are running on this list (they nest).
-    lock: Cell<u32>,
+    /// The lock count (how many broadcasts are running on this list; they nest) times
+    /// [`LOCK_ONE`], plus [`NEEDS_SETTLE`] and [`HAS_PENDING`]: one word, so beginning a
+    /// broadcast is one load, test and store, and ending one is one load, store and compare.
+    state: Cell<u32>,
     /// Removed entries of `entries` waiting for compaction.
     tombstones: Cell<usize>,
     /// Whether ids ascend along `entries` (true until an insertion lands before the end), which
     /// allows removal by binary search.
     ids_ascending: Cell<bool>,
-    /// The innermost running broadcast loop ([`InvocationList::walk`]) over this list, linked to
-    /// the loops it runs in; null when none runs. See [`Frame`].
-    frames: FrameLink<C>,
+    /// The address of the entry whose callable the innermost running broadcast loop is calling
+    /// (or just called); 0 when none. A removal meanwhile leaves that callable in place (M4).
+    /// Entries that enclosing loops are calling carry [`RUNNING_OUTER`] instead (see
+    /// [`LoopScope`]). An address, not a pointer: it is only compared, never dereferenced.
+    running: Cell<usize>,
 }
 
-/// The head of an [`InvocationList`]'s chain of running [`Frame`]s (null when none runs).
-struct FrameLink<C>(Cell<*const Frame<C>>);
-
-// SAFETY: the link is non-null only while a broadcast loop borrows the list (a `PushedFrame`
-// borrows it and resets the link on drop), and a borrowed list cannot be sent anywhere; a list
-// that can be moved holds a null link, which refers to nothing. (Whether a list is `Send` is
-// decided by its other fields; delegates stay !Send and !Sync through them, M10.)
-unsafe impl<C> Send for FrameLink<C> {}
-
-impl<C> FrameLink<C> {
-    #[inline(always)]
-    fn get(&self) -> *const Frame<C> {
-        self.0.get()
-    }
-
-    #[inline(always)]
-    fn set(&self, frame: *const Frame<C>) {
-        self.0.set(frame);
-    }
-}
-
-/// What a broadcast loop over `entries` records while it runs: the entry whose callable it is
-/// calling, so a removal meanwhile leaves that callable in place (M4). Lives on the loop's stack,
-/// linked into [`InvocationList::frames`] by a [`PushedFrame`] for the loop's whole duration.
+/// What a broadcast loop over `entries` sets up so that removals during its calls leave the
+/// running callable in place (M4), and undoes when it ends (also while unwinding).
 ///
-/// The loop calls each callable through a reference into its slot taken without a `RefCell`
-/// borrow (one store per subscriber instead of a borrow and a release); this record is what
-/// keeps the slot from being emptied under that reference.
-struct Frame<C> {
-    /// The entry being called (or just called); null before the first call.
-    running: Cell<*const Entry<C>>,
-    /// The enclosing loop's frame over the same list, or null.
-    parent: *const Frame<C>,
-}
-
-/// Links a [`Frame`] into its list while it lives; unlinks it on drop (also while unwinding).
-/// Frames nest like the loops that own them, so the list's chain only holds live frames.
-struct PushedFrame<'a, C> {
+/// The loop records the entry it calls in [`InvocationList::running`] (one store per call). A
+/// loop nested in a call (a subscriber re-broadcasting the same list) takes `running` over, so
+/// the enclosing loop's entry is marked [`RUNNING_OUTER`] for the nested loop's duration and
+/// both are restored when it ends. Loops nest on one thread (the list is !Sync), so scopes end
+/// innermost first.
+struct LoopScope<'a, C> {
     list: &'a InvocationList<C>,
-    frame: &'a Frame<C>,
+    /// What `running` held when the loop began.
+    outer: usize,
+    /// The enclosing loop's entry, if this scope marked it (it was not marked already).
+    marked: Option<&'a Entry<C>>,
 }
 
-impl<'a, C> PushedFrame<'a, C> {
+impl<'a, C> LoopScope<'a, C> {
+    /// Begins a loop over `entries`, the main list of `list` (held by a running broadcast).
     #[inline(always)]
-    fn new(list: &'a InvocationList<C>, frame: &'a Frame<C>) -> Self {
-        debug_assert!(std::ptr::eq(frame.parent, list.frames.get()));
-        list.frames.set(frame);
-        PushedFrame { list, frame }
+    fn new(list: &'a InvocationList<C>, entries: &'a [Entry<C>]) -> Self {
+        let outer = list.running.get();
+        let marked = if outer == 0 {
+            None
+        } else {
+            Self::mark_outer(entries, outer)
+        };
+        LoopScope {
+            list,
+            outer,
+            marked,
+        }
+    }
+
+    /// Marks the entry at address `outer` (in `entries`: the main list keeps its place while
+    /// any broadcast runs) as running in an enclosing loop, unless it already is.
+    #[cold]
+    #[inline(never)]
+    fn mark_outer(entries: &'a [Entry<C>], outer: usize) -> Option<&'a Entry<C>> {
+        let offset = outer.wrapping_sub(entries.as_ptr().addr());
+        let entry = entries
+            .get(offset / std::mem::size_of::<Entry<C>>())
+            .filter(|entry| entry.addr() == outer)
+            .expect("the entry a broadcast loop runs lies in the main list");
+        if entry.state.get() & RUNNING_OUTER != 0 {
+            return None;
+        }
+        entry.set_running_outer(true);
+        Some(entry)
     }
 }
 
-impl<C> Drop for PushedFrame<'_, C> {
+impl<C> Drop for LoopScope<'_, C> {
     #[inline(always)]
     fn drop(&mut self) {
-        // Loops nest on this one thread (the list is !Sync), so the innermost frame is ours.
-        self.list.frames.set(self.frame.parent);
+        self.list.running.set(self.outer);
+        if let Some(entry) = self.marked {
+            entry.set_running_outer(false);
+        }
     }
 }
 
@@ -280,30 +313,37 @@ impl<C> InvocationList<C> {
         InvocationList {
             entries: RefCell::new(Vec::new()),
             pending: RefCell::new(Vec::new()),
-            has_pending: Cell::new(false),
-            lock: Cell::new(0),
+            state: Cell::new(0),
             tombstones: Cell::new(0),
             ids_ascending: Cell::new(true),
-            frames: FrameLink(Cell::new(std::ptr::null())),
+            running: Cell::new(0),
         }
+    }
+
+    /// Counts a new tombstone in the main list; the outermost broadcast's end will settle.
+    fn note_tombstone(&self) {
+        self.tombstones.set(self.tombstones.get() + 1);
+        self.state.set(self.state.get() | NEEDS_SETTLE);
+    }
+
+    /// Prunes a present entry whose owner died (M9): a tombstone, its callable dropped unless
+    /// running.
+    fn prune(&self, entry: &Entry<C>) {
+        self.note_tombstone();
+        drop(self.take_unless_running(entry));
+    }
+
+    /// Raises the lock count; returns the state before.
+    #[inline(always)]
+    fn lock(&self) -> u32 {
+        let state = self.state.get();
+        self.state.set(state + LOCK_ONE);
+        state
     }
 
     /// Whether a running broadcast loop is calling `entry`'s callable right now.
     fn is_running(&self, entry: &Entry<C>) -> bool {
-        let mut frame = self.frames.get();
-        while !frame.is_null() {
-            // SAFETY: every frame in the chain is alive: a `PushedFrame` links its frame, which it
-            // borrows (so the frame neither moves nor dies meanwhile), and unlinks it in its drop.
-            // Loops nest on one thread (the list is !Sync and the guard is private to `walk` and
-            // `for_each_matching`, never leaked), so guards drop innermost first and each unlink
-            // leaves exactly the enclosing loops' frames in the chain.
-            let current = unsafe { &*frame };
-            if std::ptr::eq(current.running.get(), entry) {
-                return true;
-            }
-            frame = current.parent;
-        }
-        false
+        self.running.get() == entry.addr() || entry.state.get() & RUNNING_OUTER != 0
     }
 
     /// Marks `entry` removed and empties its slot unless its callable is running (then it is
@@ -351,7 +391,8 @@ impl<C> InvocationList<C> {
             let mut pending = self.pending.borrow_mut();
             let position = pending.partition_point(|other| other.priority >= priority);
             pending.insert(position, entry);
-            self.has_pending.set(true);
+            self.state
+                .set(self.state.get() | HAS_PENDING | NEEDS_SETTLE);
         } else {
             let mut entries = self.entries.borrow_mut();
             if Self::insert_sorted(&mut entries, entry) {
@@ -402,7 +443,7 @@ impl<C> InvocationList<C> {
             let was_live = entry.is_live();
             let removed = entry.take();
             if removed.is_some() {
-                self.tombstones.set(self.tombstones.get() + 1);
+                self.note_tombstone();
             }
             (removed, was_live)
         };
@@ -420,7 +461,7 @@ impl<C> InvocationList<C> {
                 if !entry.is_present() {
                     return false;
                 }
-                self.tombstones.set(self.tombstones.get() + 1);
+                self.note_tombstone();
                 let was_live = entry.owner_alive();
                 let removed = self.take_unless_running(entry);
                 drop(entries);
@@ -462,6 +503,9 @@ impl<C> InvocationList<C> {
         } else {
             let old = std::mem::take(&mut *self.entries.borrow_mut());
             self.tombstones.set(0);
+            // Outside broadcasts nothing is pending: nothing is left to settle.
+            self.state
+                .set(self.state.get() & !(NEEDS_SETTLE | HAS_PENDING));
             self.ids_ascending.set(true);
             drop(old);
         }
@@ -486,17 +530,16 @@ impl<C> InvocationList<C> {
 
     /// Whether a broadcast over this list is running (on this thread's stack).
     pub fn is_broadcasting(&self) -> bool {
-        self.lock.get() > 0
+        self.state.get() >= LOCK_ONE
     }
 
     /// Starts a broadcast: locks the list until the returned [`Broadcast`] is dropped and yields
     /// the live subscribers that were present at this moment, in order (M1, M2).
     #[inline]
     pub fn begin(&self) -> Broadcast<'_, C> {
-        self.lock.set(self.lock.get() + 1);
         // Pending subscribers present now were added before this (nested) broadcast began: they
         // run in it, merged in order. Later ones never do (their ids reach `limit`).
-        let merge_pending = self.has_pending.get();
+        let merge_pending = self.lock() & HAS_PENDING != 0;
         Broadcast {
             list: self,
             entries: Some(self.entries.borrow()),
@@ -523,7 +566,7 @@ impl<C> InvocationList<C> {
         for entry in lock.entries.as_deref().map_or(&[][..], Vec::as_slice) {
             if entry.is_present() && select(entry) {
                 removed += 1;
-                self.tombstones.set(self.tombstones.get() + 1);
+                self.note_tombstone();
                 drop(self.take_unless_running(entry));
             }
         }
@@ -655,7 +698,6 @@ impl<C> InvocationList<C> {
         let mut entries = self.entries.borrow_mut();
         entries.retain_mut(Entry::has_callable);
         let mut pending = self.pending.borrow_mut();
-        self.has_pending.set(false);
         for entry in pending.drain(..) {
             if Self::insert_sorted(&mut entries, entry) {
                 self.ids_ascending.set(false);
@@ -665,16 +707,24 @@ impl<C> InvocationList<C> {
         // holding their callable; they are dropped by the next settle.
         let left = entries.iter().filter(|entry| entry.is_removed()).count();
         self.tombstones.set(left);
+        let settled = self.state.get() & !(NEEDS_SETTLE | HAS_PENDING);
+        self.state.set(if left > 0 {
+            settled | NEEDS_SETTLE
+        } else {
+            settled
+        });
         if entries.is_empty() {
             self.ids_ascending.set(true);
         }
     }
 
-    #[inline]
+    /// Lowers the lock count; the outermost broadcast's end settles the list if it needs it.
+    #[inline(always)]
     fn unlock(&self) {
-        let depth = self.lock.get() - 1;
-        self.lock.set(depth);
-        if depth == 0 && (self.tombstones.get() > 0 || self.has_pending.get()) {
+        let state = self.state.get() - LOCK_ONE;
+        self.state.set(state);
+        // Lock at 0 with NEEDS_SETTLE (HAS_PENDING comes with it): 1 or 3, never 2.
+        if state.wrapping_sub(NEEDS_SETTLE) < LOCK_ONE - NEEDS_SETTLE {
             self.settle();
         }
     }
@@ -690,11 +740,11 @@ impl<C> InvocationList<C> {
         struct Settling<'a, C>(&'a InvocationList<C>);
         impl<C> Drop for Settling<'_, C> {
             fn drop(&mut self) {
-                self.0.lock.set(0);
+                self.0.state.set(self.0.state.get() - LOCK_ONE);
                 self.0.compact();
             }
         }
-        self.lock.set(1);
+        self.lock();
         let _settling = Settling(self);
         loop {
             let mut index = 0;
@@ -722,125 +772,205 @@ impl<C> InvocationList<C> {
     }
 }
 
+/// What a broadcast loop's visitor tells the loop after a subscriber.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// Go on with the next subscriber.
+    Next,
+    /// Stop the broadcast (a handler consumed the event).
+    Stop,
+}
+
+/// Lowers the lock count when a broadcast loop ends, also while unwinding (M7).
+struct Unlock<'a, C>(&'a InvocationList<C>);
+
+impl<C> Drop for Unlock<'_, C> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.unlock();
+    }
+}
+
 impl<C: Clone> InvocationList<C> {
     /// Broadcasts `args` to every subscriber: `call(subscriber, args)` runs for each one that
     /// [`begin`](Self::begin) yields, through a reference (no clone of the subscriber). An owned
     /// argument is cloned only for subscribers that have a live subscriber after them, so the
     /// last one gets the original: at most N - 1 clones for N subscribers (M11). Never
     /// allocates (M12).
+    #[inline]
     pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
-        let mut args = Some(args);
-        self.walk::<false>(|subscriber, last| {
-            if last {
-                if let Some(args) = args.take() {
-                    call(subscriber, args);
-                }
-            } else if let Some(args) = &args {
-                call(subscriber, args.clone());
-            }
-            false
+        self.walk(args, |subscriber, args| {
+            call(subscriber, args);
+            Flow::Next
         });
     }
 
     /// Calls `call` on each subscriber that [`begin`](Self::begin) yields, in order, through a
     /// reference (no clone of the subscriber), until one call returns `true`; returns whether
-    /// one did. The event processor's dispatch: handlers run until one consumes the event.
-    /// Never allocates (M12).
+    /// one did. Never allocates (M12).
     pub fn broadcast_until(&self, mut call: impl FnMut(&C) -> bool) -> bool {
-        // Dispatch lists hold owned entries (the processor's handlers): check owners inline.
-        self.walk::<true>(|subscriber, _| call(subscriber))
+        self.walk((), |subscriber, ()| {
+            if call(subscriber) {
+                Flow::Stop
+            } else {
+                Flow::Next
+            }
+        })
     }
 
-    /// The broadcast loop: `visit(subscriber, is_last)` for each live subscriber present when
-    /// it began, until `visit` returns `true` (then returns `true`). `is_last`: no live
-    /// subscriber follows (at that moment; a later removal can only make it come true later).
-    #[inline(always)]
+    /// The event processor's dispatch: [`broadcast_until`](Self::broadcast_until) for a list
+    /// whose subscribers hold their owner weakly themselves (P3). `upgrade` turns a subscriber
+    /// into a strong reference (`None`: its owner is dead, and the entry is pruned, M9); `call`
+    /// runs on that reference, so no reference into the list is held while handler code runs,
+    /// and a handler removed meanwhile is dropped at once. Both checks the broadcast loop makes
+    /// for owned entries (owner alive, then a clone for the call) are the one upgrade here.
     ///
-    /// `OWNED_INLINE`: check owned entries in the loop rather than out of line; faster when
-    /// most entries have owners, slower for plain subscribers (a bigger loop).
-    fn walk<const OWNED_INLINE: bool>(&self, mut visit: impl FnMut(&C, bool) -> bool) -> bool {
-        let mut broadcast = self.begin();
-        if broadcast.merge_pending {
-            // Rare: a nested broadcast while subscribers added during the outer one wait.
-            while let Some(current) = broadcast.next() {
-                let last = !broadcast.has_next();
-                if visit(&current, last) {
-                    return true;
+    /// `upgrade` must not run user code (the loop reads the slot without a borrow meanwhile);
+    /// the processor passes `Weak::upgrade`.
+    pub(crate) fn dispatch_until<T>(
+        &self,
+        mut upgrade: impl FnMut(&C) -> Option<T>,
+        mut call: impl FnMut(T) -> bool,
+    ) -> bool {
+        if self.state.get() & HAS_PENDING != 0 {
+            return self.walk_merging((), &mut |subscriber, ()| {
+                if upgrade(subscriber).is_some_and(&mut call) {
+                    Flow::Stop
+                } else {
+                    Flow::Next
                 }
-            }
-            return false;
+            });
         }
-        // The main list keeps its shape while the broadcast holds it (see `insert`), and a
-        // callable stays in place while it runs (the frame records it): calling through
-        // references into the list is safe across re-entrant calls.
-        let entries: &[Entry<C>] = broadcast.entries.as_deref().map_or(&[], Vec::as_slice);
-        // The last live subscriber, found once: later ones cannot appear (M2); if it is removed
-        // before it runs, no call is told it is the last (M11 then clones for fewer than N).
-        let last = match entries.last() {
-            Some(entry) if entry.state.get() == 0 => entries.len() - 1,
-            _ => match entries.iter().rposition(Entry::is_live) {
-                Some(last) => last,
-                None => return false,
-            },
-        };
-        let (before, last) = entries[..=last].split_at(last);
-        // Declared after `broadcast`, so unlinked before the broadcast ends.
-        let frame = Frame {
-            running: Cell::new(std::ptr::null()),
-            parent: self.frames.get(),
-        };
-        let _pushed = PushedFrame::new(self, &frame);
-        for entry in before {
-            if visit_entry::<C, OWNED_INLINE>(self, &frame, entry, |current| visit(current, false))
-            {
+        self.lock();
+        let _unlock = Unlock(self);
+        // SAFETY: as in `walk`: the lock keeps every path that borrows the main list mutably
+        // away until `_unlock` ends it, after the last use of `entries`.
+        let entries: &[Entry<C>] = unsafe { &*self.entries.as_ptr() };
+        for entry in entries {
+            // Removed or running in an enclosing loop: the slow path (owners: `upgrade` checks).
+            if entry.state.get() & !OWNED != 0 && !live_or_prune_slow(self, entry) {
+                continue;
+            }
+            // SAFETY: no `RefMut` of this slot exists now (the only ones, in
+            // `take_unless_running` and `settle`, are released before any user code runs, and
+            // nothing of this loop runs inside them), and none can be taken while `callable`
+            // lives: it is only used by `upgrade`, which runs no user code.
+            let slot = unsafe { &*entry.slot.as_ptr() };
+            debug_assert!(slot.is_some(), "a live entry has its callable");
+            // SAFETY: the entry is live (checked above, no user code ran since), and only
+            // removed entries have an empty slot (see `visit_entry`).
+            let callable = unsafe { slot.as_ref().unwrap_unchecked() };
+            let Some(strong) = upgrade(callable) else {
+                prune_dead(self, entry);
+                continue;
+            };
+            if call(strong) {
                 return true;
             }
         }
-        last.iter().any(|entry| {
-            visit_entry::<C, OWNED_INLINE>(self, &frame, entry, |current| visit(current, true))
-        })
+        false
+    }
+
+    /// The broadcast loop: `visit(subscriber, args)` for each live subscriber present when it
+    /// began, until `visit` returns [`Flow::Stop`] (then returns `true`). `args` is cloned for
+    /// every subscriber but the last live one, which gets the original (M11; the last is found
+    /// at the start: a later removal can only make fewer clones).
+    #[inline(always)]
+    fn walk<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> Flow) -> bool {
+        if self.state.get() & HAS_PENDING != 0 {
+            return self.walk_merging(args, &mut visit);
+        }
+        self.lock();
+        // Declared first, so it ends last: after the loop's scope has restored `running`.
+        let _unlock = Unlock(self);
+        // SAFETY: the main list is only borrowed mutably (or reshaped) while no broadcast loop
+        // holds a slice of it: `insert`, `remove`, `clear` and `compact_if_worthwhile` check
+        // `is_broadcasting` first, `compact` runs with the lock released, and `settle` (which
+        // runs at the end of the outermost broadcast, after its loop) releases its mutable
+        // borrows before any user code, so a broadcast started from that code never overlaps
+        // one. The lock taken above (released by `_unlock` after the last use of `entries`)
+        // keeps every one of those paths away until this loop ends, whatever its subscribers
+        // do. So for as long as `entries` lives, the list is only read (the entries' `Cell`s
+        // and slots have their own rules, see `visit_entry`). The `RefCell` still guards the
+        // cold paths (a `Broadcast` holds a `Ref`), which this read neither needs nor disturbs.
+        let entries: &[Entry<C>] = unsafe { &*self.entries.as_ptr() };
+        // The last live subscriber, found once: later ones cannot appear (M2); if it is removed
+        // before it runs, no call is told it is the last (M11 then clones for fewer than N).
+        let (last, before) = match entries.split_last() {
+            Some((last, before)) if last.state.get() == 0 => (last, before),
+            _ => match entries.iter().rposition(Entry::is_live) {
+                Some(index) => (&entries[index], &entries[..index]),
+                None => return false,
+            },
+        };
+        let _scope = LoopScope::new(self, entries);
+        for entry in before {
+            if visit_entry(self, entry, |current| visit(current, args.clone())) {
+                return true;
+            }
+        }
+        visit_entry(self, last, |current| visit(current, args))
+    }
+
+    /// [`walk`](Self::walk) while subscribers added during an enclosing broadcast wait (rare: a
+    /// nested broadcast after an add): merges them in order through the [`Broadcast`] iterator.
+    #[cold]
+    #[inline(never)]
+    fn walk_merging<A: Clone>(&self, args: A, visit: &mut dyn FnMut(&C, A) -> Flow) -> bool {
+        let mut broadcast = self.begin();
+        let mut args = Some(args);
+        while let Some(current) = broadcast.next() {
+            let args = if broadcast.has_next() {
+                args.clone()
+            } else {
+                args.take()
+            };
+            // None only if a subscriber followed the one that was the last (cannot happen).
+            let Some(args) = args else { break };
+            if visit(&current, args) == Flow::Stop {
+                return true;
+            }
+        }
+        false
     }
 }
 
-/// One step of the broadcast loop: `visit` on the entry's callable if the entry is live.
-/// `frame` must be linked into `list` (by a [`PushedFrame`]) and `entry` must be in the main list
-/// of `list`, borrowed by a running broadcast.
+/// One step of the broadcast loop: `visit` on the entry's callable if the entry is live; whether
+/// `visit` stopped the broadcast. `entry` must be in the main list of `list`, read by a running
+/// broadcast loop that holds a [`LoopScope`].
 #[inline(always)]
-fn visit_entry<C, const OWNED_INLINE: bool>(
+fn visit_entry<C>(
     list: &InvocationList<C>,
-    frame: &Frame<C>,
     entry: &Entry<C>,
-    visit: impl FnOnce(&C) -> bool,
+    visit: impl FnOnce(&C) -> Flow,
 ) -> bool {
     // Live without owner is the common case: one byte compare. The state is read right before
     // the call, as an earlier call may have removed this entry (M3).
-    if OWNED_INLINE {
-        let state = entry.state.get();
-        if state != 0 && !(state == OWNED && entry.owner_alive()) && !live_slow(list, frame, entry)
-        {
-            return false;
-        }
-    } else if entry.state.get() != 0 && !live_slow(list, frame, entry) {
+    if entry.state.get() != 0 && !live_slow(list, entry) {
         return false;
     }
     // Recorded as running for the call: a removal meanwhile leaves the callable in place (M4).
-    frame.running.set(entry);
+    list.running.set(entry.addr());
     // SAFETY: no `RefMut` of this slot exists now: the only ones are taken in
     // `take_unless_running` and `settle` and released before any user code runs, and nothing
     // of this loop runs inside them. None can be taken while `callable` is used (during
-    // `visit`): `take_unless_running` checks the linked frames first, and `frame` (linked, as
-    // the caller guarantees) records this entry until `visit` returns; `settle` and every `&mut`
-    // path (`get_mut`) need the main list borrowed mutably, which the running broadcast's shared
-    // borrow excludes. So the slot is only read while this reference lives.
+    // `visit`): `take_unless_running` checks `is_running` first, which holds for this entry until
+    // `visit` returns (`running` names it, or, while a loop nested in the call has taken
+    // `running` over, its `RUNNING_OUTER` bit is set by that loop's `LoopScope`); `settle` and
+    // every `&mut` path (`get_mut`) need the main list borrowed mutably, which the running
+    // broadcast's lock excludes (see `walk`). So the slot is only read while this reference
+    // lives.
     let slot = unsafe { &*entry.slot.as_ptr() };
-    let Some(callable) = slot.as_ref() else {
-        return false;
-    };
-    let stop = visit(callable);
+    debug_assert!(slot.is_some(), "a live entry has its callable");
+    // SAFETY: the entry is live (checked above, and no user code ran since), and only removed
+    // entries have an empty slot: every path that empties one (`Entry::take`,
+    // `take_unless_running`, `settle`) marks the entry removed first.
+    let callable = unsafe { slot.as_ref().unwrap_unchecked() };
+    let flow = visit(callable);
     if entry.is_removed() {
-        drop_removed_after_call(list, frame, entry);
+        drop_removed_after_call(list, entry);
     }
-    stop
+    flow == Flow::Stop
 }
 
 /// A subscriber removed while it ran (by itself or by code it called) is dropped as soon as its
@@ -848,20 +978,34 @@ fn visit_entry<C, const OWNED_INLINE: bool>(
 /// last reference to the owner of a later subscriber, which then must not run (M4, M9).
 #[cold]
 #[inline(never)]
-fn drop_removed_after_call<C>(list: &InvocationList<C>, frame: &Frame<C>, entry: &Entry<C>) {
+fn drop_removed_after_call<C>(list: &InvocationList<C>, entry: &Entry<C>) {
     // The call is over: this loop no longer holds a reference into the slot.
-    frame.running.set(std::ptr::null());
+    list.running.set(0);
     drop(list.take_unless_running(entry));
 }
 
-/// The broadcast loop's path for entries that are removed or have an owner (pruning a dead
-/// owner's entry).
+/// The dispatch loop's path for entries that are removed or run in an enclosing loop.
 #[cold]
 #[inline(never)]
-fn live_slow<C>(list: &InvocationList<C>, frame: &Frame<C>, entry: &Entry<C>) -> bool {
+fn live_or_prune_slow<C>(list: &InvocationList<C>, entry: &Entry<C>) -> bool {
+    entry.live_or_prune(list)
+}
+
+/// A dispatch subscriber whose owner turned out dead is pruned (M9).
+#[cold]
+#[inline(never)]
+fn prune_dead<C>(list: &InvocationList<C>, entry: &Entry<C>) {
+    list.prune(entry);
+}
+
+/// The broadcast loop's path for entries that are removed, have an owner, or run in an enclosing
+/// loop (pruning a dead owner's entry).
+#[cold]
+#[inline(never)]
+fn live_slow<C>(list: &InvocationList<C>, entry: &Entry<C>) -> bool {
     // The previous call is over: pruning (which drops a callable, user code) must not take it
     // for running.
-    frame.running.set(std::ptr::null());
+    list.running.set(0);
     entry.live_or_prune(list)
 }
 
@@ -958,17 +1102,13 @@ impl<C: Clone> Broadcast<'_, C> {
         }
         let list = self.list;
         let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
-        let frame = Frame {
-            running: Cell::new(std::ptr::null()),
-            parent: list.frames.get(),
-        };
-        let _pushed = PushedFrame::new(list, &frame);
+        let _scope = LoopScope::new(list, entries);
         for entry in &entries[self.index.min(entries.len())..] {
-            visit_entry::<C, false>(list, &frame, entry, |subscriber| {
+            visit_entry(list, entry, |subscriber| {
                 if filter(subscriber) {
                     call(subscriber);
                 }
-                false
+                Flow::Next
             });
         }
         self.index = entries.len();

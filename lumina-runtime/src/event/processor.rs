@@ -197,7 +197,7 @@ impl EventProcessor {
     /// The dispatch loop. Generic over the event's type so that [`dispatch`](Self::dispatch)
     /// reads its envelope's handled flag without a dynamic call per handler; `as_dyn` hands the
     /// event to handlers. Handlers are called through references into the list (no clone per
-    /// handler, see `InvocationList::broadcast_until`).
+    /// handler, see `InvocationList::broadcast_until`; the handler's upgrade is its liveness check).
     #[inline(always)]
     fn run<Ev: Event + ?Sized>(
         &self,
@@ -207,12 +207,10 @@ impl EventProcessor {
         if event.is_handled() {
             return true;
         }
-        let consumed = self.handlers.broadcast_until(|handler| {
-            // The list only calls handlers whose owner (the handler itself) is alive; the
-            // upgrade keeps it alive for its call. A dead one is skipped and pruned by the list.
-            handler
-                .upgrade()
-                .is_some_and(|handler| handler.on_event(as_dyn(event)) || event.is_handled())
+        // Each entry's owner is its handler: the upgrade both checks that it is alive and keeps
+        // it alive for its call. A dead one is pruned by the list (P3).
+        let consumed = self.handlers.dispatch_until(Weak::upgrade, |handler| {
+            handler.on_event(as_dyn(event)) || event.is_handled()
         });
         if consumed {
             event.set_handled(true);
