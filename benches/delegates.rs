@@ -69,6 +69,7 @@ fn dispatch(c: &mut Criterion) {
         group.throughput(Throughput::Elements(n as u64));
         dispatch_system::<common::dispatch::Floor>(&mut group, n);
         dispatch_system::<common::dispatch::Lumina>(&mut group, n);
+        dispatch_system::<common::dispatch::WeakFloor>(&mut group, n);
     }
     group.finish();
 }

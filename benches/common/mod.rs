@@ -397,7 +397,7 @@ pub fn removal_order(n: usize) -> Vec<usize> {
 
 /// Event dispatch: handlers that count and never consume, so a dispatch runs through all of them.
 pub mod dispatch {
-    use std::rc::Rc;
+    use std::rc::{Rc, Weak};
     use std::sync::atomic::AtomicU64;
 
     use lumina::event::{
@@ -459,6 +459,48 @@ pub mod dispatch {
         fn dispatch(&self) -> bool {
             let mut envelope = Envelope::new(event());
             for (_, handler) in &self.0 {
+                if handler.on_event(&mut envelope) || envelope.is_handled() {
+                    envelope.set_handled(true);
+                    return true;
+                }
+            }
+            false
+        }
+    }
+
+    /// The dispatch floor plus what P3 costs by itself: the same sorted `Vec`, holding handlers
+    /// weakly, each upgraded for its call (no reentrancy safety, no pruning). Not a target's
+    /// floor: it shows how much of lumina's ratio holding handlers weakly explains.
+    pub struct WeakFloor {
+        handlers: Vec<(i32, Weak<dyn EventHandler>)>,
+        _strong: Vec<Rc<Counting>>,
+    }
+
+    impl Dispatch for WeakFloor {
+        const NAME: &'static str = "floor + Weak::upgrade (P3)";
+        fn with_handlers(n: usize) -> Self {
+            let strong: Vec<Rc<Counting>> = (0..n).map(|_| Rc::new(Counting(&SINK))).collect();
+            let mut handlers: Vec<(i32, Weak<dyn EventHandler>)> = strong
+                .iter()
+                .enumerate()
+                .map(|(i, handler)| {
+                    let handler: Rc<dyn EventHandler> = handler.clone();
+                    (priority(i), Rc::downgrade(&handler))
+                })
+                .collect();
+            handlers.sort_by_key(|(priority, _)| -priority);
+            WeakFloor {
+                handlers,
+                _strong: strong,
+            }
+        }
+        #[inline(never)]
+        fn dispatch(&self) -> bool {
+            let mut envelope = Envelope::new(event());
+            for (_, handler) in &self.handlers {
+                let Some(handler) = handler.upgrade() else {
+                    continue;
+                };
                 if handler.on_event(&mut envelope) || envelope.is_handled() {
                     envelope.set_handled(true);
                     return true;
