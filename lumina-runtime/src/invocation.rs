@@ -833,7 +833,7 @@ impl<C: Clone> InvocationList<C> {
         mut call: impl FnMut(T) -> bool,
     ) -> bool {
         if self.state.get() & HAS_PENDING != 0 {
-            return self.walk_merging((), &mut |subscriber, ()| {
+            return self.walk_merging((), |subscriber, ()| {
                 if upgrade(subscriber).is_some_and(&mut call) {
                     Flow::Stop
                 } else {
@@ -878,7 +878,7 @@ impl<C: Clone> InvocationList<C> {
     #[inline(always)]
     fn walk<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> Flow) -> bool {
         if self.state.get() & HAS_PENDING != 0 {
-            return self.walk_merging(args, &mut visit);
+            return self.walk_merging(args, visit);
         }
         self.lock();
         // Declared first, so it ends last: after the loop's scope has restored `running`.
@@ -916,7 +916,7 @@ impl<C: Clone> InvocationList<C> {
     /// nested broadcast after an add): merges them in order through the [`Broadcast`] iterator.
     #[cold]
     #[inline(never)]
-    fn walk_merging<A: Clone>(&self, args: A, visit: &mut dyn FnMut(&C, A) -> Flow) -> bool {
+    fn walk_merging<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> Flow) -> bool {
         let mut broadcast = self.begin();
         let mut args = Some(args);
         while let Some(current) = broadcast.next() {

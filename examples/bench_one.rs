@@ -1,0 +1,98 @@
+//! Runs one system of the benchmark report for a given number of operations and nothing else:
+//! the driver for counting instructions with callgrind, a figure that the other users of a
+//! shared machine cannot move (BENCHMARKS.md, "Instructions per call").
+//!
+//! ```text
+//! cargo run --release --example bench_one -- <system> <n> <operations>
+//! ```
+//!
+//! `<system>` is one of `floor`, `lumina`, `signals2` (broadcast to `n` subscribers),
+//! `dispatch-floor`, `dispatch-weak-floor`, `dispatch-lumina` (dispatch through `n` handlers).
+//! Instructions per subscriber call are then
+//! `(Ir(operations) - Ir(0)) / (operations * n)`, with `Ir` the total callgrind reports:
+//!
+//! ```text
+//! valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/bench_one lumina 16 0
+//! valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/bench_one lumina 16 2000
+//! ```
+//!
+//! Without arguments it runs every system once with 16 subscribers and checks each ran them all.
+
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use std::hint::black_box;
+
+use common::System;
+use common::dispatch::Dispatch;
+
+const SYSTEMS: [&str; 6] = [
+    "floor",
+    "lumina",
+    "signals2",
+    "dispatch-floor",
+    "dispatch-weak-floor",
+    "dispatch-lumina",
+];
+
+/// Builds the system, then broadcasts `operations` times; returns the subscriber calls made.
+fn broadcast<S: System>(n: usize, operations: u64) -> u64 {
+    let system = S::with_subscribers(n);
+    common::take_sink();
+    for _ in 0..operations {
+        system.broadcast(black_box(1));
+    }
+    common::take_sink()
+}
+
+/// Builds the system, then dispatches `operations` times; returns the handler calls made.
+fn dispatch<D: Dispatch>(n: usize, operations: u64) -> u64 {
+    let system = D::with_handlers(n);
+    common::take_sink();
+    for _ in 0..operations {
+        black_box(system.dispatch());
+    }
+    common::take_sink()
+}
+
+fn run(system: &str, n: usize, operations: u64) -> Result<u64, String> {
+    Ok(match system {
+        "floor" => broadcast::<common::Floor>(n, operations),
+        "lumina" => broadcast::<common::Lumina>(n, operations),
+        "signals2" => broadcast::<common::Signals2>(n, operations),
+        "dispatch-floor" => dispatch::<common::dispatch::Floor>(n, operations),
+        "dispatch-weak-floor" => dispatch::<common::dispatch::WeakFloor>(n, operations),
+        "dispatch-lumina" => dispatch::<common::dispatch::Lumina>(n, operations),
+        other => {
+            return Err(format!(
+                "unknown system `{other}`; expected one of {SYSTEMS:?}"
+            ));
+        }
+    })
+}
+
+fn main() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => {
+            for system in SYSTEMS {
+                let calls = run(system, 16, 1)?;
+                assert_eq!(calls, 16, "{system} did not call every subscriber");
+                println!("{system}: 16 calls");
+            }
+            Ok(())
+        }
+        [system, n, operations] => {
+            let parse = |what: &str, text: &str| {
+                text.parse::<u64>()
+                    .map_err(|error| format!("{what} `{text}`: {error}"))
+            };
+            let n = parse("<n>", n)? as usize;
+            let operations = parse("<operations>", operations)?;
+            let calls = run(system, n, operations)?;
+            assert_eq!(calls, n as u64 * operations, "{system} skipped a call");
+            Ok(())
+        }
+        _ => Err(String::from("usage: bench_one [<system> <n> <operations>]")),
+    }
+}
