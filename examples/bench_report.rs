@@ -51,9 +51,9 @@ fn allocations_per(times: u64, mut op: impl FnMut()) -> f64 {
 }
 
 /// Passes over all benchmarks, spread over the run: each cell is the best pass (see `main`).
-const PASSES: usize = 5;
+const PASSES: usize = 9;
 /// Round-robin rounds per benchmark in one pass; a pass's figure is the median over them.
-const ROUNDS: usize = 21;
+const ROUNDS: usize = 15;
 /// Target duration of one timed sample.
 const SAMPLE: Duration = Duration::from_micros(300);
 
