@@ -48,13 +48,13 @@ fn take_log() -> Vec<String> {
 }
 
 extern "C" fn recording_thunk(context: *mut c_void, payload: *const c_void) {
-    let index = context as usize;
+    let index = context.addr();
     if payload.is_null() {
         log(format!("managed {index} null"));
     } else {
         log(format!("managed {index}"));
     }
-    LAST_PAYLOAD.with(|last| last.set(payload as usize));
+    LAST_PAYLOAD.with(|last| last.set(payload.addr()));
     let action = ACTIONS.with(|actions| actions.borrow().get(index).cloned().flatten());
     if let Some(action) = action {
         action();
@@ -66,7 +66,7 @@ fn context_with(action: Action) -> *mut c_void {
     ACTIONS.with(|actions| {
         let mut actions = actions.borrow_mut();
         actions.push(action);
-        (actions.len() - 1) as *mut c_void
+        std::ptr::without_provenance_mut(actions.len() - 1)
     })
 }
 
@@ -75,7 +75,7 @@ fn context() -> *mut c_void {
 }
 
 fn managed(context: *mut c_void) -> String {
-    format!("managed {}", context as usize)
+    format!("managed {}", context.addr())
 }
 
 fn hit() -> Hit {
