@@ -185,6 +185,28 @@ impl<C> Entry<C> {
         });
     }
 
+    /// The callable of a live entry, read without a `RefCell` borrow: what the broadcast and
+    /// dispatch loops call.
+    ///
+    /// # Safety
+    ///
+    /// The entry must not be removed (only removed entries have an empty slot: every path that
+    /// empties one, `Entry::take`, `take_unless_running` and `settle`, marks the entry removed
+    /// first), and no `RefMut` of the slot may exist or be taken while the reference lives. The
+    /// only ones are taken in `take_unless_running` and `settle`, released before any user code
+    /// runs; `settle` and every `&mut` path need the main list borrowed mutably, which the
+    /// list's lock excludes. So the caller must hold the lock (a [`Locked`] or a [`Broadcast`])
+    /// and either run no user code while the reference lives, or record the entry as running
+    /// (`take_unless_running` checks `is_running` first).
+    #[inline(always)]
+    unsafe fn live_callable(&self) -> &C {
+        // SAFETY: no `RefMut` of the slot exists while this shared reference lives (contract).
+        let slot = unsafe { &*self.slot.as_ptr() };
+        debug_assert!(slot.is_some(), "a live entry has its callable");
+        // SAFETY: the entry is not removed (contract), so its slot holds its callable.
+        unsafe { slot.as_ref().unwrap_unchecked() }
+    }
+
     /// This entry's address, as [`InvocationList::running`] records it.
     #[inline(always)]
     fn addr(&self) -> usize {
@@ -328,6 +350,8 @@ impl<C> InvocationList<C> {
 
     /// Prunes a present entry whose owner died (M9): a tombstone, its callable dropped unless
     /// running.
+    #[cold]
+    #[inline(never)]
     fn prune(&self, entry: &Entry<C>) {
         self.note_tombstone();
         drop(self.take_unless_running(entry));
@@ -772,22 +796,42 @@ impl<C> InvocationList<C> {
     }
 }
 
-/// What a broadcast loop's visitor tells the loop after a subscriber.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Flow {
-    /// Go on with the next subscriber.
-    Next,
-    /// Stop the broadcast (a handler consumed the event).
-    Stop,
+/// The lock a hot loop ([`InvocationList::walk`], [`InvocationList::dispatch_until`]) holds,
+/// with the main list it reads without a `RefCell` borrow. Dropping it (also while unwinding,
+/// M7) lowers the lock count, and the outermost broadcast's end settles the list.
+struct Locked<'a, C> {
+    list: &'a InvocationList<C>,
+    entries: &'a [Entry<C>],
 }
 
-/// Lowers the lock count when a broadcast loop ends, also while unwinding (M7).
-struct Unlock<'a, C>(&'a InvocationList<C>);
+impl<'a, C> Locked<'a, C> {
+    /// Locks `list` for a hot loop, or `None` if subscribers added during an enclosing broadcast
+    /// wait (rare: then the loop merges them through the [`Broadcast`] iterator).
+    #[inline(always)]
+    fn new(list: &'a InvocationList<C>) -> Option<Self> {
+        if list.lock() & HAS_PENDING != 0 {
+            list.unlock();
+            return None;
+        }
+        // SAFETY: the main list is only borrowed mutably (or reshaped) while no broadcast runs:
+        // `insert`, `remove`, `clear` and `compact_if_worthwhile` check `is_broadcasting`
+        // first, `compact` runs with the lock released, and `settle` (which runs at the end of
+        // the outermost broadcast, after its loop) releases its mutable borrows before any user
+        // code, so a broadcast started from that code never overlaps one. The lock taken above
+        // is released only when this guard drops, which ends the borrow `entries` lends: it
+        // keeps every one of those paths away for as long as `entries` lives, whatever the
+        // subscribers do. So the list is only read meanwhile (the entries' `Cell`s and slots
+        // have their own rules, see `Entry::live_callable`). The `RefCell` still guards the cold
+        // paths (a `Broadcast` holds a `Ref`), which this read neither needs nor disturbs.
+        let entries = unsafe { &*list.entries.as_ptr() };
+        Some(Locked { list, entries })
+    }
+}
 
-impl<C> Drop for Unlock<'_, C> {
+impl<C> Drop for Locked<'_, C> {
     #[inline(always)]
     fn drop(&mut self) {
-        self.0.unlock();
+        self.list.unlock();
     }
 }
 
@@ -801,7 +845,7 @@ impl<C: Clone> InvocationList<C> {
     pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
         self.walk(args, |subscriber, args| {
             call(subscriber, args);
-            Flow::Next
+            false
         });
     }
 
@@ -809,13 +853,7 @@ impl<C: Clone> InvocationList<C> {
     /// reference (no clone of the subscriber), until one call returns `true`; returns whether
     /// one did. Never allocates (M12).
     pub fn broadcast_until(&self, mut call: impl FnMut(&C) -> bool) -> bool {
-        self.walk((), |subscriber, ()| {
-            if call(subscriber) {
-                Flow::Stop
-            } else {
-                Flow::Next
-            }
-        })
+        self.walk((), |subscriber, ()| call(subscriber))
     }
 
     /// The event processor's dispatch: [`broadcast_until`](Self::broadcast_until) for a list
@@ -832,36 +870,21 @@ impl<C: Clone> InvocationList<C> {
         mut upgrade: impl FnMut(&C) -> Option<T>,
         mut call: impl FnMut(T) -> bool,
     ) -> bool {
-        if self.state.get() & HAS_PENDING != 0 {
+        let Some(locked) = Locked::new(self) else {
             return self.walk_merging((), |subscriber, ()| {
-                if upgrade(subscriber).is_some_and(&mut call) {
-                    Flow::Stop
-                } else {
-                    Flow::Next
-                }
+                upgrade(subscriber).is_some_and(&mut call)
             });
-        }
-        self.lock();
-        let _unlock = Unlock(self);
-        // SAFETY: as in `walk`: the lock keeps every path that borrows the main list mutably
-        // away until `_unlock` ends it, after the last use of `entries`.
-        let entries: &[Entry<C>] = unsafe { &*self.entries.as_ptr() };
-        for entry in entries {
+        };
+        for entry in locked.entries {
             // Removed or running in an enclosing loop: the slow path (owners: `upgrade` checks).
             if entry.state.get() & !OWNED != 0 && !live_or_prune_slow(self, entry) {
                 continue;
             }
-            // SAFETY: no `RefMut` of this slot exists now (the only ones, in
-            // `take_unless_running` and `settle`, are released before any user code runs, and
-            // nothing of this loop runs inside them), and none can be taken while `callable`
-            // lives: it is only used by `upgrade`, which runs no user code.
-            let slot = unsafe { &*entry.slot.as_ptr() };
-            debug_assert!(slot.is_some(), "a live entry has its callable");
-            // SAFETY: the entry is live (checked above, no user code ran since), and only
-            // removed entries have an empty slot (see `visit_entry`).
-            let callable = unsafe { slot.as_ref().unwrap_unchecked() };
+            // SAFETY: `locked` is held and the entry is live (checked above, no user code ran
+            // since); the reference is only used by `upgrade`, which runs no user code.
+            let callable = unsafe { entry.live_callable() };
             let Some(strong) = upgrade(callable) else {
-                prune_dead(self, entry);
+                self.prune(entry);
                 continue;
             };
             if call(strong) {
@@ -872,28 +895,16 @@ impl<C: Clone> InvocationList<C> {
     }
 
     /// The broadcast loop: `visit(subscriber, args)` for each live subscriber present when it
-    /// began, until `visit` returns [`Flow::Stop`] (then returns `true`). `args` is cloned for
+    /// began, until `visit` returns `true` (then returns `true`). `args` is cloned for
     /// every subscriber but the last live one, which gets the original (M11; the last is found
     /// at the start: a later removal can only make fewer clones).
     #[inline(always)]
-    fn walk<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> Flow) -> bool {
-        if self.state.get() & HAS_PENDING != 0 {
-            return self.walk_merging(args, visit);
-        }
-        self.lock();
+    fn walk<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> bool) -> bool {
         // Declared first, so it ends last: after the loop's scope has restored `running`.
-        let _unlock = Unlock(self);
-        // SAFETY: the main list is only borrowed mutably (or reshaped) while no broadcast loop
-        // holds a slice of it: `insert`, `remove`, `clear` and `compact_if_worthwhile` check
-        // `is_broadcasting` first, `compact` runs with the lock released, and `settle` (which
-        // runs at the end of the outermost broadcast, after its loop) releases its mutable
-        // borrows before any user code, so a broadcast started from that code never overlaps
-        // one. The lock taken above (released by `_unlock` after the last use of `entries`)
-        // keeps every one of those paths away until this loop ends, whatever its subscribers
-        // do. So for as long as `entries` lives, the list is only read (the entries' `Cell`s
-        // and slots have their own rules, see `visit_entry`). The `RefCell` still guards the
-        // cold paths (a `Broadcast` holds a `Ref`), which this read neither needs nor disturbs.
-        let entries: &[Entry<C>] = unsafe { &*self.entries.as_ptr() };
+        let Some(locked) = Locked::new(self) else {
+            return self.walk_merging(args, visit);
+        };
+        let entries = locked.entries;
         // The last live subscriber, found once: later ones cannot appear (M2); if it is removed
         // before it runs, no call is told it is the last (M11 then clones for fewer than N).
         let (last, before) = match entries.split_last() {
@@ -916,7 +927,7 @@ impl<C: Clone> InvocationList<C> {
     /// nested broadcast after an add): merges them in order through the [`Broadcast`] iterator.
     #[cold]
     #[inline(never)]
-    fn walk_merging<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> Flow) -> bool {
+    fn walk_merging<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> bool) -> bool {
         let mut broadcast = self.begin();
         let mut args = Some(args);
         while let Some(current) = broadcast.next() {
@@ -927,7 +938,7 @@ impl<C: Clone> InvocationList<C> {
             };
             // None only if a subscriber followed the one that was the last (cannot happen).
             let Some(args) = args else { break };
-            if visit(&current, args) == Flow::Stop {
+            if visit(&current, args) {
                 return true;
             }
         }
@@ -937,12 +948,12 @@ impl<C: Clone> InvocationList<C> {
 
 /// One step of the broadcast loop: `visit` on the entry's callable if the entry is live; whether
 /// `visit` stopped the broadcast. `entry` must be in the main list of `list`, read by a running
-/// broadcast loop that holds a [`LoopScope`].
+/// broadcast loop that holds the list's lock and a [`LoopScope`].
 #[inline(always)]
 fn visit_entry<C>(
     list: &InvocationList<C>,
     entry: &Entry<C>,
-    visit: impl FnOnce(&C) -> Flow,
+    visit: impl FnOnce(&C) -> bool,
 ) -> bool {
     // Live without owner is the common case: one byte compare. The state is read right before
     // the call, as an earlier call may have removed this entry (M3).
@@ -951,26 +962,17 @@ fn visit_entry<C>(
     }
     // Recorded as running for the call: a removal meanwhile leaves the callable in place (M4).
     list.running.set(entry.addr());
-    // SAFETY: no `RefMut` of this slot exists now: the only ones are taken in
-    // `take_unless_running` and `settle` and released before any user code runs, and nothing
-    // of this loop runs inside them. None can be taken while `callable` is used (during
-    // `visit`): `take_unless_running` checks `is_running` first, which holds for this entry until
-    // `visit` returns (`running` names it, or, while a loop nested in the call has taken
-    // `running` over, its `RUNNING_OUTER` bit is set by that loop's `LoopScope`); `settle` and
-    // every `&mut` path (`get_mut`) need the main list borrowed mutably, which the running
-    // broadcast's lock excludes (see `walk`). So the slot is only read while this reference
-    // lives.
-    let slot = unsafe { &*entry.slot.as_ptr() };
-    debug_assert!(slot.is_some(), "a live entry has its callable");
-    // SAFETY: the entry is live (checked above, and no user code ran since), and only removed
-    // entries have an empty slot: every path that empties one (`Entry::take`,
-    // `take_unless_running`, `settle`) marks the entry removed first.
-    let callable = unsafe { slot.as_ref().unwrap_unchecked() };
-    let flow = visit(callable);
+    // SAFETY: the caller's loop holds the list's lock, the entry is live (checked above, and no
+    // user code ran since), and it is recorded as running until `visit` returns (`running`
+    // names it, or, while a loop nested in the call has taken `running` over, its
+    // `RUNNING_OUTER` bit is set by that loop's `LoopScope`), so `take_unless_running` leaves
+    // its slot alone meanwhile.
+    let callable = unsafe { entry.live_callable() };
+    let stop = visit(callable);
     if entry.is_removed() {
         drop_removed_after_call(list, entry);
     }
-    flow == Flow::Stop
+    stop
 }
 
 /// A subscriber removed while it ran (by itself or by code it called) is dropped as soon as its
@@ -984,18 +986,13 @@ fn drop_removed_after_call<C>(list: &InvocationList<C>, entry: &Entry<C>) {
     drop(list.take_unless_running(entry));
 }
 
-/// The dispatch loop's path for entries that are removed or run in an enclosing loop.
+/// The dispatch loop's path for entries that are removed or run in an enclosing loop. Unlike
+/// [`live_slow`] it leaves `running` alone: the dispatch loop records no entry (handlers run on
+/// strong references), so `running` may be an enclosing loop's record.
 #[cold]
 #[inline(never)]
 fn live_or_prune_slow<C>(list: &InvocationList<C>, entry: &Entry<C>) -> bool {
     entry.live_or_prune(list)
-}
-
-/// A dispatch subscriber whose owner turned out dead is pruned (M9).
-#[cold]
-#[inline(never)]
-fn prune_dead<C>(list: &InvocationList<C>, entry: &Entry<C>) {
-    list.prune(entry);
 }
 
 /// The broadcast loop's path for entries that are removed, have an owner, or run in an enclosing
@@ -1108,7 +1105,7 @@ impl<C: Clone> Broadcast<'_, C> {
                 if filter(subscriber) {
                     call(subscriber);
                 }
-                Flow::Next
+                false
             });
         }
         self.index = entries.len();

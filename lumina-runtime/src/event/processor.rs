@@ -196,8 +196,8 @@ impl EventProcessor {
 
     /// The dispatch loop. Generic over the event's type so that [`dispatch`](Self::dispatch)
     /// reads its envelope's handled flag without a dynamic call per handler; `as_dyn` hands the
-    /// event to handlers. Handlers are called through references into the list (no clone per
-    /// handler, see `InvocationList::broadcast_until`; the handler's upgrade is its liveness check).
+    /// event to handlers. Each handler runs on the strong reference its upgrade gives, which is
+    /// also its liveness check (see `InvocationList::dispatch_until`).
     #[inline(always)]
     fn run<Ev: Event + ?Sized>(
         &self,
