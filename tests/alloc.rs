@@ -9,7 +9,6 @@
 use std::cell::Cell;
 use std::rc::{Rc, Weak};
 
-use lumina::invocation::InvocationList;
 use lumina::{Delegate, DelegateHandle, MulticastDelegate};
 
 #[path = "support/counting_alloc.rs"]
@@ -52,12 +51,10 @@ fn m12_an_empty_delegate_allocates_nothing() {
         let multicast: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
         let by_default: MulticastDelegate<dyn Fn()> = MulticastDelegate::default();
         let single: Delegate<dyn Fn(u32) -> bool> = Delegate::new();
-        let list: InvocationList<Rc<dyn Fn()>> = InvocationList::new();
         assert!(!multicast.is_bound() && multicast.is_empty());
         assert_eq!(by_default.len(), 0);
         assert!(!single.is_bound());
         assert_eq!(single.execute_if_bound(1), None);
-        assert!(list.is_empty());
         multicast.broadcast(1);
         by_default.broadcast();
         multicast.clear();
@@ -217,24 +214,40 @@ fn m12_clear_and_remove_all_during_a_broadcast_allocate_nothing() {
 }
 
 #[test]
-fn m12_custom_broadcast_loop_over_the_invocation_list_allocates_nothing() {
-    let list: InvocationList<Rc<dyn Fn() -> bool>> = InvocationList::new();
+fn m12_prioritized_broadcast_and_a_nested_one_merging_pending_subscribers_allocate_nothing() {
+    // Priorities, and the merging walk: a nested broadcast started while a subscriber added
+    // during the outer one waits, which clones its argument before each check (M13).
+    let delegate: Rc<MulticastDelegate<dyn Fn(u64)>> = Rc::new(MulticastDelegate::new());
+    let hits = Rc::new(Cell::new(0_u64));
     for i in 0..64 {
-        let _ = list.insert(i % 4, None, Rc::new(move || i % 2 == 0));
+        let sink = Rc::clone(&hits);
+        let _ = delegate
+            .add_shared_with_priority(i % 4, Rc::new(move |x: u64| sink.set(sink.get() + x)));
     }
-    let counted = allocations(|| {
-        let mut walk = list.begin();
-        let mut even = 0;
-        while let Some(callable) = walk.next_matching(|c| c()) {
-            even += usize::from(callable());
-        }
-        assert!(!walk.has_next_matching(|c| c()));
-        walk.rewind();
-        assert!(walk.has_next());
-        assert_eq!(even, 32);
-    });
-    println!("M12 prioritized custom loop with filters, N = 64: {counted} allocations");
+    let nested_allocations = Rc::new(Cell::new(None));
+    let result = Rc::clone(&nested_allocations);
+    let inner = Rc::downgrade(&delegate);
+    let sink = Rc::clone(&hits);
+    let _trigger = delegate.add_shared_with_priority(
+        10,
+        Rc::new(move |x: u64| {
+            if x == 1 {
+                let delegate = inner.upgrade().expect("alive");
+                let late = Rc::clone(&sink);
+                let _ = delegate.add_lambda(move |x| late.set(late.get() + x));
+                result.set(Some(allocations(|| delegate.broadcast(2))));
+            }
+        }),
+    );
+    let counted = allocations(|| delegate.broadcast(0));
+    println!("M12 prioritized broadcast, N = 65: {counted} allocations");
     assert_eq!(counted, 0);
+    delegate.broadcast(1);
+    let nested = nested_allocations.get().expect("the nested broadcast ran");
+    println!("M12 nested broadcast merging a pending subscriber: {nested} allocations");
+    assert_eq!(nested, 0);
+    // Nested: 64 x 2 and the late one (2); then the outer broadcast: 64 x 1.
+    assert_eq!(hits.get(), 64 * 3 + 2);
 }
 
 #[test]

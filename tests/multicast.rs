@@ -736,7 +736,7 @@ fn m5_nested_broadcasts_with_removals_at_each_level_compact_only_at_the_outermos
     // After the outermost returned: compacted, only the observer is left.
     assert!(owners.iter().all(|o| Rc::weak_count(o) == 1));
     assert_eq!(signal.len(), 1);
-    assert!(!signal.invocation_list().is_broadcasting());
+    assert!(!signal.is_broadcasting());
 }
 
 #[test]
@@ -764,7 +764,7 @@ fn m5_nested_broadcasts_work_to_a_depth_of_fifty() {
         51,
         "the tail runs once per broadcast level"
     );
-    assert!(!signal.invocation_list().is_broadcasting());
+    assert!(!signal.is_broadcasting());
 }
 
 #[test]
@@ -935,7 +935,7 @@ fn m7_panicking_subscriber_reaches_the_broadcaster_and_leaves_the_delegate_usabl
     let message = quiet_catch(|| signal.broadcast());
     assert_eq!(message, "boom");
     assert_eq!(log.take(), ["a"], "the panic stopped that broadcast");
-    assert!(!signal.invocation_list().is_broadcasting(), "lock released");
+    assert!(!signal.is_broadcasting(), "lock released");
     assert_eq!(signal.len(), 3);
     assert!(signal.remove(bomb));
     let _ = signal.add_lambda(logger(&log, "d"));
@@ -965,7 +965,7 @@ fn m7_deferred_removals_are_applied_after_a_panic() {
     assert_eq!(Rc::weak_count(&owner), 2);
     assert_eq!(signal.len(), 3);
     assert!(!signal.remove(member.get()));
-    assert!(!signal.invocation_list().is_broadcasting());
+    assert!(!signal.is_broadcasting());
 }
 
 #[test]
@@ -994,7 +994,7 @@ fn m7_panic_inside_a_nested_broadcast_unwinds_every_level_and_releases_every_loc
     let _ = signal.add_lambda(logger(&log, "tail"));
     assert_eq!(quiet_catch(|| signal.broadcast()), "deep");
     assert_eq!(log.take(), ["driver@0", "driver@1", "driver@2"]);
-    assert!(!signal.invocation_list().is_broadcasting());
+    assert!(!signal.is_broadcasting());
     assert_eq!(signal.len(), 2, "the removal made at level 1 stuck");
     depth.set(5); // the driver now just logs
     signal.broadcast();
@@ -1016,7 +1016,7 @@ fn m7_panic_caught_inside_a_subscriber_lets_the_enclosing_broadcast_continue() {
             let caught = panic::catch_unwind(AssertUnwindSafe(|| signal.broadcast()));
             assert!(caught.is_err());
             // The nested broadcast's lock was released, ours is still held.
-            assert!(signal.invocation_list().is_broadcasting());
+            assert!(signal.is_broadcasting());
             let _ = signal.add_lambda(logger(&inner_log, "late"));
             d.set(0);
         }
@@ -1521,13 +1521,12 @@ fn m12_removing_prioritized_subscribers_costs_log_n_each_not_n() {
     // input layers do): the list is no longer in handle order, removal must still not scan it.
     assert_removal_is_log_n("prioritized list", |seed| {
         let signal = Signal::new();
-        let list = signal.invocation_list();
         let mut rng = Rng(seed);
         let mut handles: Vec<DelegateHandle> = (0..SCALE_N)
             .map(|_| {
                 let priority = [1000, 500, 0, -10][(rng.next() % 4) as usize];
                 let callable: Rc<dyn Fn()> = Rc::new(|| {});
-                list.insert(priority, None, callable)
+                signal.add_shared_with_priority(priority, callable)
             })
             .collect();
         rng.shuffle(&mut handles);

@@ -498,9 +498,7 @@ impl Target for Real {
                 .add_member(&owner, move |_: &OwnerObject, probe| body(probe)),
             None if priority != 0 => {
                 let callable: Rc<dyn Fn(Probe)> = Rc::new(body);
-                self.delegate
-                    .invocation_list()
-                    .insert(priority, None, callable)
+                self.delegate.add_shared_with_priority(priority, callable)
             }
             None => self.delegate.add_lambda(body),
         };
@@ -632,7 +630,7 @@ fn check(script: &[Op]) -> Result<(), TestCaseError> {
             index,
             op
         );
-        prop_assert!(!real.delegate.invocation_list().is_broadcasting());
+        prop_assert!(!real.delegate.is_broadcasting());
         prop_assert_eq!(real.shared.depth.get(), 0);
         // M4: outside a broadcast, every removed subscriber's closure is gone; a closure is
         // only ever dropped for a removed subscriber or one whose owner died.

@@ -103,14 +103,13 @@ impl ProjectLoaded {
     /// added, discarding results. References are passed through; an owned argument is
     /// cloned for every subscriber but the last, which gets the original.
     pub fn broadcast(&self) {
-        self.0
-            .invocation_list()
-            .broadcast_with(
-                (),
-                |f, ()| {
-                    f();
-                },
-            );
+        ::lumina::__private::broadcast_with(
+            &self.0,
+            (),
+            |f, ()| {
+                f();
+            },
+        );
     }
     /// `broadcast`, then `clear`: for one-shot signals. Subscribers added during the
     /// broadcast are cleared too.
@@ -206,14 +205,13 @@ impl WindowResize {
     /// added, discarding results. References are passed through; an owned argument is
     /// cloned for every subscriber but the last, which gets the original.
     pub fn broadcast(&self, window: &Window, size: UVec2) {
-        self.0
-            .invocation_list()
-            .broadcast_with(
-                (::lumina::__private::owned_arg::<UVec2>(size),),
-                |f, (size,)| {
-                    f(window, size.value);
-                },
-            );
+        ::lumina::__private::broadcast_with(
+            &self.0,
+            (::lumina::__private::owned_arg::<UVec2>(size),),
+            |f, (size,)| {
+                f(window, size.value);
+            },
+        );
     }
     /// `broadcast`, then `clear`: for one-shot signals. Subscribers added during the
     /// broadcast are cleared too.
@@ -309,14 +307,13 @@ impl SaveQuery {
     /// added, discarding results. References are passed through; an owned argument is
     /// cloned for every subscriber but the last, which gets the original.
     pub fn broadcast(&self, path: &str) {
-        self.0
-            .invocation_list()
-            .broadcast_with(
-                (),
-                |f, ()| {
-                    f(path);
-                },
-            );
+        ::lumina::__private::broadcast_with(
+            &self.0,
+            (),
+            |f, ()| {
+                f(path);
+            },
+        );
     }
     /// `broadcast`, then `clear`: for one-shot signals. Subscribers added during the
     /// broadcast are cleared too.
@@ -328,14 +325,13 @@ impl SaveQuery {
     #[must_use]
     pub fn broadcast_collect(&self, path: &str) -> ::std::vec::Vec<bool> {
         let mut results = ::std::vec::Vec::new();
-        self.0
-            .invocation_list()
-            .broadcast_with(
-                (),
-                |f, ()| {
-                    results.push(f(path));
-                },
-            );
+        ::lumina::__private::broadcast_with(
+            &self.0,
+            (),
+            |f, ()| {
+                results.push(f(path));
+            },
+        );
         results
     }
 }

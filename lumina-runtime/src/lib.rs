@@ -4,8 +4,6 @@
 //! macros. One module per mechanism:
 //!
 //! - [`handle`]: [`DelegateHandle`], the subscription ticket (rules H1, H2).
-//! - [`invocation`]: [`InvocationList`](invocation::InvocationList), the reentrancy-safe
-//!   subscriber list shared by every mechanism (M1-M7, M12).
 //! - [`delegate`]: single-cast [`Delegate`] (S1-S3).
 //! - [`multicast`]: [`MulticastDelegate`] (M1-M12).
 //! - [`main_thread`]: the game thread and the queue other threads reach it through (T1, Q1-Q3).
@@ -13,8 +11,11 @@
 //! - [`event`]: input events, [`EventType`] and the prioritized [`EventProcessor`] (E1-E5, P1-P4).
 //! - [`script_delegate`]: [`ScriptDelegate`], bindable from Rust and a managed host (SD1-SD4).
 //! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
-//! - [`ffi`]: the C ABI a managed host calls (SD5); with one read in the broadcast loop of
-//!   [`invocation`], the only `unsafe` code.
+//! - [`ffi`]: the C ABI a managed host calls (SD5); with the unchecked reads of the broadcast
+//!   loop, the only `unsafe` code.
+//!
+//! Every mechanism is built on one private invocation list (subscribers in order, with handles,
+//! weak owners and priorities), which implements the reentrancy contract (M1-M13) once.
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
 // in game code.
@@ -26,7 +27,7 @@ pub mod delegate;
 pub mod event;
 pub mod ffi;
 pub mod handle;
-pub mod invocation;
+mod invocation;
 pub mod main_thread;
 pub mod multicast;
 pub mod reflect;
@@ -51,8 +52,6 @@ pub mod __private {
     #[doc(hidden)]
     pub use crate::handle::DelegateHandle;
     #[doc(hidden)]
-    pub use crate::invocation::InvocationList;
-    #[doc(hidden)]
     pub use crate::multicast::MulticastDelegate;
     #[doc(hidden)]
     pub use crate::reflect::{
@@ -64,6 +63,19 @@ pub mod __private {
     pub use inventory;
     #[doc(hidden)]
     pub use std::rc::Rc;
+
+    /// Not public API; used by expansions of `declare_multicast_delegate!`. Broadcasts `args` to
+    /// every subscriber of `delegate`: `call(subscriber, args)` for each, with `args` cloned for
+    /// all but the last (M11), before each subscriber is checked (M13).
+    #[doc(hidden)]
+    #[inline]
+    pub fn broadcast_with<F: ?Sized + 'static, A: Clone>(
+        delegate: &crate::multicast::MulticastDelegate<F>,
+        args: A,
+        call: impl FnMut(&std::rc::Rc<F>, A),
+    ) {
+        delegate.list().broadcast_with(args, call);
+    }
 
     /// Not public API; used by expansions. Upgrades the weak owner of a member binding; the
     /// invocation list checks the owner is alive right before it calls the binding.

@@ -114,8 +114,21 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         self.list.is_empty()
     }
 
-    /// The underlying [`InvocationList`], for custom broadcast loops.
-    pub fn invocation_list(&self) -> &InvocationList<Rc<F>> {
+    /// Adds an already shared callable that runs before every subscriber of a lower
+    /// `priority`: higher priorities run first, equal ones in the order added (M1). `add_shared`
+    /// is priority 0. Added during a broadcast, it does not run in that broadcast, wherever it
+    /// lands (M2).
+    pub fn add_shared_with_priority(&self, priority: i32, callable: Rc<F>) -> DelegateHandle {
+        self.list.insert(priority, None, callable)
+    }
+
+    /// Whether a broadcast of this delegate is running (on this thread's stack).
+    pub fn is_broadcasting(&self) -> bool {
+        self.list.is_broadcasting()
+    }
+
+    /// The invocation list behind this delegate.
+    pub(crate) fn list(&self) -> &InvocationList<Rc<F>> {
         &self.list
     }
 }

@@ -324,8 +324,19 @@ impl ScriptDelegateBase {
     /// Removes every listener on both sides (M6). The managed bindings removed are handed to the
     /// destroyed hook with [`ReleaseReason::Cleared`], so the host releases their handles.
     pub fn clear(&self) {
-        let released = self.managed_bindings();
-        self.list.clear();
+        // Collected while the clear marks its entries, before any native listener's `Drop` runs:
+        // that code may unbind a managed binding, and the host must not be told to release it
+        // twice (M13).
+        let mut released = Vec::new();
+        self.list.clear_with(|id, listener| {
+            if let Listener::Managed(thunk, context) = listener {
+                released.push(ManagedBinding {
+                    id,
+                    thunk: *thunk,
+                    context: *context,
+                });
+            }
+        });
         self.release(&released, ReleaseReason::Cleared);
     }
 

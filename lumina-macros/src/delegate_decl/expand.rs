@@ -241,7 +241,8 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         .collect();
     let broadcast_body = |call: TokenStream| {
         quote! {
-            self.0.invocation_list().broadcast_with(
+            ::lumina::__private::broadcast_with(
+                &self.0,
                 (#(#wrapped,)*),
                 |#f, (#(#owned_names,)*)| { #call; },
             );

@@ -32,29 +32,92 @@
 //! runs. Beginning and ending a broadcast is one state word (lock count and "needs settling"
 //! flags) read and written (see BENCHMARKS.md for what each of these bought).
 //!
-//! ```
-//! use lumina::invocation::InvocationList;
-//! use std::rc::Rc;
+//! The list is an implementation detail of the crate (game code reaches it through the delegate
+//! types, the processor and script delegates), so the filters, predicates and subscriber types
+//! `C` it is used with are the crate's own: `Rc<dyn Fn>`, `Weak<dyn EventHandler>` and script
+//! listeners, whose `Clone` runs no user code.
 //!
-//! let list: Rc<InvocationList<Rc<dyn Fn(&str)>>> = Rc::new(InvocationList::new());
-//! let inner = Rc::clone(&list);
-//! let _first = list.add(Rc::new(move |name: &str| {
-//!     // Added during the broadcast: runs from the next broadcast on (M2).
-//!     let _later = inner.add(Rc::new(|name: &str| println!("late {name}")));
-//!     println!("first {name}");
-//! }));
-//! for callable in list.begin() {
-//!     callable("tick");
-//! }
-//! assert_eq!(list.len(), 2);
-//! ```
+//! # Where user code runs (M13)
+//!
+//! Every place below runs code of the game inside one of the list's operations. That code may
+//! re-enter the list (add, remove, clear, remove by owner, broadcast, panic), and every rule holds
+//! as if it ran exactly there:
+//!
+//! | operation | user code it runs | what makes it safe |
+//! |---|---|---|
+//! | broadcast | the subscriber's call | the entry is recorded as running (M4); the next entry's state is read after the call (M3) |
+//! | broadcast | `Clone` of an owned argument | made *before* the entry it is for is checked, and that entry is checked again after it: a subscriber removed (or whose owner died) in the clone does not run; the clone then waits for the next subscriber (M11 still holds) |
+//! | broadcast | `Drop` of an argument clone left over | after the loop's scope ends, while the list is still locked |
+//! | broadcast, dispatch | `Drop` of a callable whose owner died (prune, M9) | the entry is marked removed first; the loop reads the next entry afresh |
+//! | broadcast, dispatch | `Drop` of an owner (the last strong reference a call held) | after the call, before the next entry is read |
+//! | after a call | `Drop` of a callable removed while it ran | once no loop runs it any more (M4) |
+//! | remove | `Drop` of the removed callable | after the entry is marked removed and every borrow is released |
+//! | clear, remove by owner | `Drop` of every removed callable | every entry is marked removed *before* the first drop runs: no drop sees half a clear |
+//! | end of the outermost broadcast (settle) | `Drop` of callables removed while they ran | the list counts as broadcasting meanwhile (adds wait in `pending`), nothing is borrowed across a drop, and the settle runs again until nothing is left |
+//! | drop of the list | `Drop` of every callable | one at a time, no borrow held |
+//!
+//! An operation that drops several callables drops them all even when one `Drop` panics, and then
+//! resumes the first panic, so a clear still clears (M13); a panic that comes while the thread is
+//! already unwinding is logged and dropped instead, so the process never aborts (`Drops`). The
+//! internal filters and predicates (script delegates' native or managed test) and the subscribers'
+//! own `Clone` run no user code; they are called without any borrow of the lists held anyway.
 
 use std::any::Any;
 use std::cell::{Cell, Ref, RefCell};
 use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
 use std::rc::{Rc, Weak};
 
 use crate::handle::DelegateHandle;
+
+#[cfg(test)]
+mod tests;
+
+/// Drops user values for an operation that drops several of them (clear, settle, the list's own
+/// drop) or that may run while the thread unwinds: each `Drop` runs even when an earlier one
+/// panicked, and [`finish`](Drops::finish) resumes the first panic once the operation is complete
+/// (M13: a clear still clears). A panic while the thread is already unwinding cannot propagate
+/// (it would abort the process): it is logged and dropped.
+#[derive(Default)]
+pub(crate) struct Drops {
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+impl Drops {
+    /// Drops `value`, keeping its panic (the first one) for [`finish`](Self::finish).
+    pub(crate) fn drop<T>(&mut self, value: T) {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
+            match self.panic {
+                None => self.panic = Some(payload),
+                // Only one panic can propagate; the payload of a later one is leaked rather than
+                // dropped, since its own `Drop` could panic again.
+                Some(_) => std::mem::forget(payload),
+            }
+        }
+    }
+
+    /// Drops one value, resuming its panic at once (unless the thread already unwinds).
+    pub(crate) fn drop_one<T>(value: T) {
+        let mut drops = Drops::default();
+        drops.drop(value);
+        drops.finish();
+    }
+
+    /// Ends the operation: resumes the first panic of a `Drop`, if any. While the thread is
+    /// already unwinding the panic is logged and its payload leaked instead.
+    pub(crate) fn finish(self) {
+        let Some(payload) = self.panic else { return };
+        if std::thread::panicking() {
+            tracing::error!(
+                "lumina: a Drop panicked while the thread was already unwinding from another \
+                 panic; this second panic is dropped so the process does not abort"
+            );
+            std::mem::forget(payload);
+        } else {
+            panic::resume_unwind(payload);
+        }
+    }
+}
 
 /// [`Entry::state`] bit: removed (a tombstone).
 const REMOVED: u8 = 1;
@@ -115,18 +178,6 @@ impl<C> Entry<C> {
     fn take(&mut self) -> Option<C> {
         self.mark_removed();
         self.slot.get_mut().take()
-    }
-
-    /// A clone of the callable, if there is one and `filter` accepts it.
-    fn cloned_if(&self, filter: impl FnOnce(&C) -> bool) -> Option<C>
-    where
-        C: Clone,
-    {
-        self.slot
-            .borrow()
-            .as_ref()
-            .filter(|callable| filter(callable))
-            .cloned()
     }
 
     fn has_callable(&mut self) -> bool {
@@ -314,6 +365,21 @@ impl<C> Drop for LoopScope<'_, C> {
     }
 }
 
+impl<C> Drop for InvocationList<C> {
+    /// Drops every callable one at a time (M13: a panicking `Drop` does not keep the others from
+    /// running, nor abort the process while it unwinds).
+    fn drop(&mut self) {
+        let mut drops = Drops::default();
+        for entry in self.entries.get_mut().drain(..) {
+            drops.drop(entry);
+        }
+        for entry in self.pending.get_mut().drain(..) {
+            drops.drop(entry);
+        }
+        drops.finish();
+    }
+}
+
 impl<C> Default for InvocationList<C> {
     fn default() -> Self {
         Self::new()
@@ -354,7 +420,7 @@ impl<C> InvocationList<C> {
     #[inline(never)]
     fn prune(&self, entry: &Entry<C>) {
         self.note_tombstone();
-        drop(self.take_unless_running(entry));
+        Drops::drop_one(self.take_unless_running(entry));
     }
 
     /// Raises the lock count; returns the state before.
@@ -471,14 +537,15 @@ impl<C> InvocationList<C> {
             }
             (removed, was_live)
         };
-        // Dropped outside the borrow: a closure's captures may run code that re-enters the list.
-        drop(removed);
+        // Dropped outside the borrow: a closure's captures may run code that re-enters the list
+        // (M13). The entry is already a tombstone, so a panic there leaves the list consistent.
+        Drops::drop_one(removed);
         self.compact_if_worthwhile();
         was_live
     }
 
     fn remove_while_broadcasting(&self, id: u64) -> bool {
-        {
+        let (was_live, removed) = {
             let entries = self.entries.borrow();
             if let Some(index) = self.find(&entries, id) {
                 let entry = &entries[index];
@@ -486,30 +553,31 @@ impl<C> InvocationList<C> {
                     return false;
                 }
                 self.note_tombstone();
-                let was_live = entry.owner_alive();
-                let removed = self.take_unless_running(entry);
-                drop(entries);
-                drop(removed);
-                return was_live;
+                (entry.owner_alive(), self.take_unless_running(entry))
+            } else {
+                // A pending entry stays in place as a tombstone until the list settles, so the
+                // positions of the others never move under a drop's re-entrant code.
+                let pending = self.pending.borrow();
+                let Some(entry) = pending.iter().find(|entry| entry.id == id) else {
+                    return false;
+                };
+                if !entry.is_present() {
+                    return false;
+                }
+                (entry.owner_alive(), self.take_unless_running(entry))
             }
-        }
-        let removed = {
-            let mut pending = self.pending.borrow_mut();
-            let Some(index) = pending.iter().position(|entry| entry.id == id) else {
-                return false;
-            };
-            // No broadcast holds a reference into `pending`: take it out right away.
-            pending.remove(index)
         };
-        let was_live = removed.is_live();
-        drop(removed);
+        Drops::drop_one(removed);
         was_live
     }
 
     /// Removes every live subscriber bound to `owner` (M9); returns how many. Allocates nothing.
     pub fn remove_owner<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
         let owner = Rc::as_ptr(owner).cast::<()>();
-        self.remove_each(|entry| entry.is_live() && entry.is_owned_by(owner))
+        self.remove_each(
+            |entry| entry.is_live() && entry.is_owned_by(owner),
+            |_, _| {},
+        )
     }
 
     /// Whether a live subscriber is bound to `owner`.
@@ -522,17 +590,34 @@ impl<C> InvocationList<C> {
     /// enclosing broadcast), and subscribers added after the clear run from the next broadcast
     /// on (M6).
     pub fn clear(&self) {
+        self.clear_with(|_, _| {});
+    }
+
+    /// [`clear`](Self::clear), calling `removed` with the id and callable of every live subscriber
+    /// it removes, before any of them is dropped (script delegates collect their managed bindings there, so a drop's code
+    /// cannot unbind one in between). `removed` must not run user code.
+    pub fn clear_with(&self, mut removed: impl FnMut(u64, &C)) {
         if self.is_broadcasting() {
-            self.remove_each(Entry::is_present);
-        } else {
-            let old = std::mem::take(&mut *self.entries.borrow_mut());
-            self.tombstones.set(0);
-            // Outside broadcasts nothing is pending: nothing is left to settle.
-            self.state
-                .set(self.state.get() & !(NEEDS_SETTLE | HAS_PENDING));
-            self.ids_ascending.set(true);
-            drop(old);
+            self.remove_each(Entry::is_present, removed);
+            return;
         }
+        let old = std::mem::take(&mut *self.entries.borrow_mut());
+        self.tombstones.set(0);
+        // Outside broadcasts nothing is pending: nothing is left to settle.
+        self.state
+            .set(self.state.get() & !(NEEDS_SETTLE | HAS_PENDING));
+        self.ids_ascending.set(true);
+        // The list is empty before the first drop runs (M13: atomic).
+        for entry in &old {
+            if let Some(callable) = entry.slot.borrow().as_ref().filter(|_| entry.is_live()) {
+                removed(entry.id, callable);
+            }
+        }
+        let mut drops = Drops::default();
+        for entry in old {
+            drops.drop(entry);
+        }
+        drops.finish();
     }
 
     /// Whether at least one live subscriber exists (M8).
@@ -578,37 +663,94 @@ impl<C> InvocationList<C> {
         }
     }
 
-    /// Removes every entry present now that `select` picks; returns how many. Each callable is
-    /// dropped at once (unless it is running: then when the outermost broadcast ends, M4), while
-    /// the list is locked like a broadcast, so the re-entrant code of a closure's drop cannot move
-    /// entries under the walk; what that code adds comes after this call and stays. Allocates
-    /// nothing (a subscriber may clear or remove an owner during a broadcast, M12).
-    fn remove_each(&self, mut select: impl FnMut(&Entry<C>) -> bool) -> usize {
+    /// Removes every entry present now that `select` picks; returns how many. All of them are
+    /// marked removed first, with no user code running (`select` and `removed`, called on each,
+    /// are the crate's own), and only then are their callables dropped, one at a time and outside
+    /// any borrow, so no drop's re-entrant code sees half of the operation (M13). A callable that
+    /// is running is dropped after its call instead (M4). The list is locked like a broadcast
+    /// meanwhile, so that code cannot move entries under the walk; what it adds comes after this
+    /// call and stays. Allocates nothing (a subscriber may clear or remove an owner during a
+    /// broadcast, M12).
+    fn remove_each(
+        &self,
+        mut select: impl FnMut(&Entry<C>) -> bool,
+        mut removed: impl FnMut(u64, &C),
+    ) -> usize {
         let lock = self.begin();
         let limit = DelegateHandle::next_id();
-        let mut removed = 0;
-        for entry in lock.entries.as_deref().map_or(&[][..], Vec::as_slice) {
+        let entries = lock.entries.as_deref().map_or(&[][..], Vec::as_slice);
+        let mut count = 0;
+        let mut mark = |entry: &Entry<C>| {
             if entry.is_present() && select(entry) {
-                removed += 1;
+                if let (true, Ok(slot)) = (entry.is_live(), entry.slot.try_borrow())
+                    && let Some(callable) = slot.as_ref()
+                {
+                    removed(entry.id, callable);
+                }
+                entry.mark_removed();
+                count += 1;
+                true
+            } else {
+                false
+            }
+        };
+        for entry in entries {
+            if mark(entry) {
                 self.note_tombstone();
-                drop(self.take_unless_running(entry));
             }
         }
+        let marked_pending = {
+            let pending = self.pending.borrow();
+            let mut marked = false;
+            for entry in pending.iter().filter(|entry| entry.id < limit) {
+                marked |= mark(entry);
+            }
+            marked
+        };
+        if marked_pending {
+            self.state.set(self.state.get() | NEEDS_SETTLE);
+        }
+        let mut drops = Drops::default();
+        self.drop_removed(entries, &mut drops);
+        drop(lock);
+        drops.finish();
+        count
+    }
+
+    /// Drops the callable of every removed entry that no loop is running, main list first (in
+    /// `entries`, which a held lock keeps in place), then the pending list, in order. One at a
+    /// time and with no borrow held: each drop may re-enter the list (M13).
+    fn drop_removed(&self, entries: &[Entry<C>], drops: &mut Drops) -> usize {
+        let mut dropped = 0;
+        for entry in entries {
+            if entry.is_removed()
+                && let Some(callable) = self.take_unless_running(entry)
+            {
+                dropped += 1;
+                drops.drop(callable);
+            }
+        }
+        // Pending entries keep their place while the list is locked, but a drop may insert
+        // before them: continue after the last key seen.
+        let mut last_key = None;
         loop {
-            let entry = {
-                let mut pending = self.pending.borrow_mut();
-                let Some(index) = pending
-                    .iter()
-                    .position(|entry| entry.id < limit && select(entry))
-                else {
+            let (key, callable) = {
+                let pending = self.pending.borrow();
+                let start = last_key.map_or(0, |last| {
+                    pending.partition_point(|entry| entry.key() <= last)
+                });
+                let Some(entry) = pending[start..].iter().find(|entry| entry.is_removed()) else {
                     break;
                 };
-                pending.remove(index)
+                (entry.key(), self.take_unless_running(entry))
             };
-            removed += 1;
-            drop(entry);
+            last_key = Some(key);
+            if let Some(callable) = callable {
+                dropped += 1;
+                drops.drop(callable);
+            }
         }
-        removed
+        dropped
     }
 
     /// Whether `handle` names a live subscriber for which `predicate` holds. Lets a mechanism
@@ -618,36 +760,34 @@ impl<C> InvocationList<C> {
         &self,
         handle: DelegateHandle,
         predicate: impl FnOnce(&C) -> bool,
-    ) -> bool {
-        let id = handle.id();
-        let mut found = None;
-        let mut predicate = Some(predicate);
-        let mut check = |entry: &Entry<C>| {
-            if entry.id != id {
-                return false;
-            }
-            let live = entry.is_live();
-            let slot = entry.slot.borrow();
-            found = Some(
-                live && slot
-                    .as_ref()
-                    .is_some_and(|c| predicate.take().is_some_and(|p| p(c))),
-            );
-            true
+    ) -> bool
+    where
+        C: Clone,
+    {
+        // A clone taken under a short borrow: no borrow is held while `predicate` runs.
+        let found = {
+            let find = |entries: &[Entry<C>]| {
+                entries
+                    .iter()
+                    .find(|entry| entry.id == handle.id())
+                    .map(|entry| entry.slot.borrow().clone().filter(|_| entry.is_live()))
+            };
+            let found = find(&self.entries.borrow());
+            found.or_else(|| find(&self.pending.borrow()))
         };
-        self.any_entry(&mut check);
-        found.unwrap_or(false)
+        found.flatten().is_some_and(|callable| predicate(&callable))
     }
 
     /// How many live subscribers `predicate` accepts.
-    pub fn count_matching(&self, mut predicate: impl FnMut(&C) -> bool) -> usize {
+    pub fn count_matching(&self, mut predicate: impl FnMut(&C) -> bool) -> usize
+    where
+        C: Clone,
+    {
         let mut count = 0;
-        self.any_entry(|entry| {
-            if entry.is_live() && entry.slot.borrow().as_ref().is_some_and(&mut predicate) {
-                count += 1;
-            }
-            false
-        });
+        let mut broadcast = self.begin();
+        while let Some((_, callable)) = broadcast.next_entry() {
+            count += usize::from(predicate(&callable));
+        }
         count
     }
 
@@ -658,12 +798,11 @@ impl<C> InvocationList<C> {
         C: Clone,
     {
         let mut live = Vec::new();
-        self.any_entry(|entry| {
-            if let Some(callable) = entry.slot.borrow().as_ref().filter(|_| entry.is_live()) {
-                live.push((DelegateHandle::from_id(entry.id), callable.clone()));
-            }
-            false
-        });
+        let mut broadcast = self.begin();
+        while let Some((id, callable)) = broadcast.next_entry() {
+            live.push((DelegateHandle::from_id(id), callable));
+        }
+        drop(broadcast);
         live.sort_by_key(|(handle, _)| *handle);
         live
     }
@@ -715,20 +854,23 @@ impl<C> InvocationList<C> {
         }
     }
 
-    /// Drops every tombstone whose callable is already gone and merges the pending subscribers
-    /// in. Only runs when no broadcast is running. Dropping an entry here only drops its id and
-    /// weak owner: no user code runs.
+    /// Merges the pending subscribers in and drops every tombstone whose callable is already
+    /// gone. Only runs when no broadcast is running. Dropping an entry here only drops its id and
+    /// weak owner: no user code runs. If the main list is borrowed (it cannot be, while no
+    /// broadcast runs), nothing happens and the next settle compacts.
     fn compact(&self) {
-        let mut entries = self.entries.borrow_mut();
-        entries.retain_mut(Entry::has_callable);
+        let Ok(mut entries) = self.entries.try_borrow_mut() else {
+            return;
+        };
         let mut pending = self.pending.borrow_mut();
         for entry in pending.drain(..) {
             if Self::insert_sorted(&mut entries, entry) {
                 self.ids_ascending.set(false);
             }
         }
-        // Normally 0: only a panic in a callable's drop during `settle` leaves removed entries
-        // holding their callable; they are dropped by the next settle.
+        entries.retain_mut(Entry::has_callable);
+        // Normally 0: only a slot borrowed when its entry was removed leaves a removed entry
+        // holding its callable; it is dropped by the next settle.
         let left = entries.iter().filter(|entry| entry.is_removed()).count();
         self.tombstones.set(left);
         let settled = self.state.get() & !(NEEDS_SETTLE | HAS_PENDING);
@@ -754,45 +896,30 @@ impl<C> InvocationList<C> {
     }
 
     /// At the end of the outermost broadcast: drops the callables removed during it, one at a
-    /// time and outside any borrow (their captures may re-enter the list), then compacts and
-    /// merges the pending subscribers. The list counts as broadcasting meanwhile, so re-entrant
-    /// calls from those drops cannot move entries under the walk; the guard finishes (and
-    /// unlocks) even if a drop panics.
+    /// time and outside any borrow (their captures may re-enter the list), then merges the
+    /// pending subscribers and compacts. The list counts as broadcasting meanwhile, so re-entrant
+    /// calls from those drops cannot move entries under the walk. Every drop runs even if one
+    /// panics; the first panic is resumed once the list is settled (M13), and a panic while the
+    /// thread is already unwinding (this runs when a panicking broadcast releases its lock) is
+    /// logged instead of aborting the process.
     #[cold]
     #[inline(never)]
     fn settle(&self) {
-        struct Settling<'a, C>(&'a InvocationList<C>);
-        impl<C> Drop for Settling<'_, C> {
-            fn drop(&mut self) {
-                self.0.state.set(self.0.state.get() - LOCK_ONE);
-                self.0.compact();
-            }
-        }
+        let mut drops = Drops::default();
         self.lock();
-        let _settling = Settling(self);
         loop {
-            let mut index = 0;
-            let mut dropped = false;
-            loop {
-                let callable = {
-                    let mut entries = self.entries.borrow_mut();
-                    let Some(offset) = entries[index..]
-                        .iter_mut()
-                        .position(|entry| entry.is_removed() && entry.has_callable())
-                    else {
-                        break;
-                    };
-                    index += offset;
-                    entries[index].slot.get_mut().take()
-                };
-                drop(callable);
-                dropped = true;
-            }
-            // A drop may have removed more (behind the walk): go again until none is left.
-            if !dropped {
+            // The lock taken above keeps every mutable borrow of the main list away.
+            let entries = self.entries.borrow();
+            // A drop may remove more behind the walk (it drops them at once unless they ran in
+            // a loop it started and that panic left them in place): go again until a pass finds
+            // nothing left to drop.
+            if self.drop_removed(&entries, &mut drops) == 0 {
                 break;
             }
         }
+        self.state.set(self.state.get() - LOCK_ONE);
+        self.compact();
+        drops.finish();
     }
 }
 
@@ -849,15 +976,9 @@ impl<C: Clone> InvocationList<C> {
         });
     }
 
-    /// Calls `call` on each subscriber that [`begin`](Self::begin) yields, in order, through a
-    /// reference (no clone of the subscriber), until one call returns `true`; returns whether
-    /// one did. Never allocates (M12).
-    pub fn broadcast_until(&self, mut call: impl FnMut(&C) -> bool) -> bool {
-        self.walk((), |subscriber, ()| call(subscriber))
-    }
-
-    /// The event processor's dispatch: [`broadcast_until`](Self::broadcast_until) for a list
-    /// whose subscribers hold their owner weakly themselves (P3). `upgrade` turns a subscriber
+    /// The event processor's dispatch: runs subscribers in order until one `call` returns `true`
+    /// (then returns `true`), for a list whose subscribers hold their owner weakly themselves
+    /// (P3). `upgrade` turns a subscriber
     /// into a strong reference (`None`: its owner is dead, and the entry is pruned, M9); `call`
     /// runs on that reference, so no reference into the list is held while handler code runs,
     /// and a handler removed meanwhile is dropped at once. Both checks the broadcast loop makes
@@ -895,9 +1016,10 @@ impl<C: Clone> InvocationList<C> {
     }
 
     /// The broadcast loop: `visit(subscriber, args)` for each live subscriber present when it
-    /// began, until `visit` returns `true` (then returns `true`). `args` is cloned for
-    /// every subscriber but the last live one, which gets the original (M11; the last is found
-    /// at the start: a later removal can only make fewer clones).
+    /// began, until `visit` returns `true` (then returns `true`). `args` is cloned for every
+    /// subscriber but the last live one, which gets the original (M11; the last is found at the
+    /// start: a later removal can only make fewer clones). The clone is made before the entry it
+    /// is for is checked (M13): see [`visit_cloned`].
     #[inline(always)]
     fn walk<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> bool) -> bool {
         // Declared first, so it ends last: after the loop's scope has restored `running`.
@@ -905,44 +1027,118 @@ impl<C: Clone> InvocationList<C> {
             return self.walk_merging(args, visit);
         };
         let entries = locked.entries;
+        // A clone made for a subscriber removed during that clone waits here for the next one.
+        // Declared before the scope, so a leftover is dropped (user code) once `running` names
+        // no entry of this loop any more.
+        let mut spare = None;
+        let _scope = LoopScope::new(self, entries);
         // The last live subscriber, found once: later ones cannot appear (M2); if it is removed
         // before it runs, no call is told it is the last (M11 then clones for fewer than N).
-        let (last, before) = match entries.split_last() {
-            Some((last, before)) if last.state.get() == 0 => (last, before),
+        let (before, last, after) = match entries.split_last() {
+            Some((last, before)) if last.state.get() == 0 => (before, last, &[][..]),
             _ => match entries.iter().rposition(Entry::is_live) {
-                Some(index) => (&entries[index], &entries[..index]),
-                None => return false,
+                Some(index) => (&entries[..index], &entries[index], &entries[index + 1..]),
+                None => {
+                    prune_passed(self, entries);
+                    return false;
+                }
             },
         };
-        let _scope = LoopScope::new(self, entries);
         for entry in before {
-            if visit_entry(self, entry, |current| visit(current, args.clone())) {
+            if visit_cloned(self, entry, &args, &mut spare, &mut visit) {
                 return true;
             }
         }
-        visit_entry(self, last, |current| visit(current, args))
+        if visit_entry(self, last, |current| visit(current, args)) {
+            return true;
+        }
+        // Entries after the last live one are passed too: those whose owner died are pruned.
+        prune_passed(self, after);
+        false
     }
 
     /// [`walk`](Self::walk) while subscribers added during an enclosing broadcast wait (rare: a
-    /// nested broadcast after an add): merges them in order through the [`Broadcast`] iterator.
+    /// nested broadcast after an add): merges them in order through the [`Broadcast`] iterator,
+    /// which calls clones of the subscribers. Same order of checks as `walk`: the argument is
+    /// cloned before the subscriber it is for is taken, and a subscriber removed in that clone
+    /// does not run.
     #[cold]
     #[inline(never)]
     fn walk_merging<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> bool) -> bool {
         let mut broadcast = self.begin();
+        let Some(last) = broadcast.last_id() else {
+            while broadcast.next_entry().is_some() {}
+            return false;
+        };
         let mut args = Some(args);
-        while let Some(current) = broadcast.next() {
-            let args = if broadcast.has_next() {
-                args.clone()
-            } else {
+        let mut spare = None;
+        while let Some(id) = broadcast.peek_id() {
+            let args = if id == last {
                 args.take()
+            } else if let Some(spare) = spare.take() {
+                Some(spare)
+            } else {
+                let cloned = args.clone();
+                // The clone ran user code: take the subscriber only if it is still the next one.
+                if broadcast.peek_id() != Some(id) {
+                    spare = cloned;
+                    continue;
+                }
+                cloned
             };
             // None only if a subscriber followed the one that was the last (cannot happen).
             let Some(args) = args else { break };
+            let Some((_, current)) = broadcast.next_entry() else {
+                break;
+            };
             if visit(&current, args) {
                 return true;
             }
         }
         false
+    }
+}
+
+/// One step of the broadcast loop for a subscriber that is not the last: clones the argument
+/// (unless a clone made for a subscriber removed meanwhile is left in `spare`), then checks the
+/// entry, then calls it. The clone is user code (M13): it may remove this subscriber or drop its
+/// owner, which must then not run (M3, M9); the clone then waits in `spare` for the next one.
+#[inline(always)]
+fn visit_cloned<C, A: Clone>(
+    list: &InvocationList<C>,
+    entry: &Entry<C>,
+    args: &A,
+    spare: &mut Option<A>,
+    visit: &mut impl FnMut(&C, A) -> bool,
+) -> bool {
+    if entry.state.get() != 0 && !live_slow(list, entry) {
+        return false;
+    }
+    let args = match spare.take() {
+        Some(args) => args,
+        None => {
+            // The previous call is over: a removal in the clone's code must not take its entry
+            // for running.
+            list.running.set(0);
+            let cloned = args.clone();
+            if entry.state.get() != 0 && !live_slow(list, entry) {
+                *spare = Some(cloned);
+                return false;
+            }
+            cloned
+        }
+    };
+    call_live(list, entry, |current| visit(current, args))
+}
+
+/// Passes entries that no call is made for (after the last live one): those whose owner died
+/// are pruned (M9), as the loop would have on its way.
+#[inline(always)]
+fn prune_passed<C>(list: &InvocationList<C>, entries: &[Entry<C>]) {
+    for entry in entries {
+        if entry.state.get() & OWNED != 0 {
+            live_slow(list, entry);
+        }
     }
 }
 
@@ -960,11 +1156,22 @@ fn visit_entry<C>(
     if entry.state.get() != 0 && !live_slow(list, entry) {
         return false;
     }
+    call_live(list, entry, visit)
+}
+
+/// Calls `visit` on the callable of `entry`, checked live by the caller with no user code run
+/// since; whether it stopped the broadcast. Same requirements as [`visit_entry`].
+#[inline(always)]
+fn call_live<C>(
+    list: &InvocationList<C>,
+    entry: &Entry<C>,
+    visit: impl FnOnce(&C) -> bool,
+) -> bool {
     // Recorded as running for the call: a removal meanwhile leaves the callable in place (M4).
     list.running.set(entry.addr());
-    // SAFETY: the caller's loop holds the list's lock, the entry is live (checked above, and no
-    // user code ran since), and it is recorded as running until `visit` returns (`running`
-    // names it, or, while a loop nested in the call has taken `running` over, its
+    // SAFETY: the caller's loop holds the list's lock, the entry is live (checked by the caller,
+    // and no user code ran since), and it is recorded as running until `visit` returns
+    // (`running` names it, or, while a loop nested in the call has taken `running` over, its
     // `RUNNING_OUTER` bit is set by that loop's `LoopScope`), so `take_unless_running` leaves
     // its slot alone meanwhile.
     let callable = unsafe { entry.live_callable() };
@@ -983,7 +1190,7 @@ fn visit_entry<C>(
 fn drop_removed_after_call<C>(list: &InvocationList<C>, entry: &Entry<C>) {
     // The call is over: this loop no longer holds a reference into the slot.
     list.running.set(0);
-    drop(list.take_unless_running(entry));
+    Drops::drop_one(list.take_unless_running(entry));
 }
 
 /// The dispatch loop's path for entries that are removed or run in an enclosing loop. Unlike
@@ -1039,43 +1246,109 @@ impl<C> fmt::Debug for Broadcast<'_, C> {
     }
 }
 
-impl<C: Clone> Broadcast<'_, C> {
-    /// The next live subscriber for which `filter` returns true, skipping others.
-    ///
-    /// Subscribers whose owner died are pruned as they are passed (their callable is dropped
-    /// when the outermost broadcast ends).
-    pub fn next_matching(&mut self, mut filter: impl FnMut(&C) -> bool) -> Option<C> {
+impl<C> Broadcast<'_, C> {
+    /// The id of the next live subscriber, without taking it. Entries passed on the way whose
+    /// owner died are pruned (M9), which may run user code (their callables' `Drop`); no user
+    /// code runs after the returned subscriber was checked.
+    fn peek_id(&mut self) -> Option<u64> {
         let list = self.list;
         let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
-        loop {
-            // The next live entry of the main list.
-            let main = loop {
-                let Some(entry) = entries.get(self.index) else {
-                    break None;
-                };
-                if entry.live_or_prune(list) {
-                    break Some(entry);
-                }
-                self.index += 1;
+        // The next live entry of the main list.
+        let main = loop {
+            let Some(entry) = entries.get(self.index) else {
+                break None;
             };
-            // The next runnable pending entry, if pending ones can run in this broadcast; the
-            // earlier of the two in dispatch order comes first.
-            if self.merge_pending {
-                let pending = list.pending.borrow();
-                let next_pending = self.next_pending(&pending);
-                if let Some(entry) = next_pending.filter(|p| main.is_none_or(|m| p.key() < m.key()))
-                {
-                    self.last_key = Some(entry.key());
-                    match entry.cloned_if(&mut filter) {
-                        Some(callable) => return Some(callable),
-                        None => continue,
-                    }
-                }
+            if entry.live_or_prune(list) {
+                break Some(entry);
             }
-            let entry = main?;
             self.index += 1;
-            self.last_key = Some(entry.key());
-            if let Some(callable) = entry.cloned_if(&mut filter) {
+        };
+        // The next runnable pending entry, if pending ones can run in this broadcast; the
+        // earlier of the two in dispatch order comes first.
+        if self.merge_pending {
+            let pending = list.pending.borrow();
+            if let Some(entry) = self
+                .next_pending(&pending)
+                .filter(|p| main.is_none_or(|m| p.key() < m.key()))
+            {
+                return Some(entry.id);
+            }
+        }
+        main.map(|entry| entry.id)
+    }
+
+    /// The id of the last subscriber this broadcast would run if nothing changed. Runs no user
+    /// code.
+    fn last_id(&self) -> Option<u64> {
+        let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
+        let rest = &entries[self.index.min(entries.len())..];
+        let main = rest.iter().rev().find(|entry| entry.is_live());
+        let pending = self.list.pending.borrow();
+        let pending = if self.merge_pending {
+            let start = self.last_key.map_or(0, |last| {
+                pending.partition_point(|entry| entry.key() <= last)
+            });
+            pending[start..]
+                .iter()
+                .rev()
+                .find(|entry| entry.id < self.limit && entry.is_live())
+        } else {
+            None
+        };
+        match (main, pending) {
+            (Some(m), Some(p)) => Some(if p.key() > m.key() { p.id } else { m.id }),
+            (m, p) => m.or(p).map(|entry| entry.id),
+        }
+    }
+
+    /// The first live pending entry after `last_key` that was added before this broadcast began.
+    fn next_pending<'p>(&self, pending: &'p [Entry<C>]) -> Option<&'p Entry<C>> {
+        let start = self.last_key.map_or(0, |last| {
+            pending.partition_point(|entry| entry.key() <= last)
+        });
+        pending[start..]
+            .iter()
+            .find(|entry| entry.id < self.limit && entry.is_live())
+    }
+
+    /// Starts over from the first subscriber, keeping the same set of subscribers (those present
+    /// when the broadcast began) and the same lock. Script delegates use this for their second,
+    /// managed pass.
+    pub fn rewind(&mut self) {
+        self.index = 0;
+        self.last_key = None;
+    }
+}
+
+impl<C: Clone> Broadcast<'_, C> {
+    /// The next live subscriber with its handle's id, advancing past it. A clone of the
+    /// callable, taken under a short borrow of its slot: no borrow of the lists is held when
+    /// this returns.
+    pub fn next_entry(&mut self) -> Option<(u64, C)> {
+        let id = self.peek_id()?;
+        let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
+        let take = |entry: &Entry<C>| (entry.key(), entry.slot.borrow().clone());
+        let (key, callable) = match entries.get(self.index).filter(|entry| entry.id == id) {
+            Some(entry) => {
+                self.index += 1;
+                take(entry)
+            }
+            None => {
+                let pending = self.list.pending.borrow();
+                take(self.next_pending(&pending)?)
+            }
+        };
+        self.last_key = Some(key);
+        // Live entries hold their callable; `None` only for a slot emptied under a borrow.
+        Some((id, callable?))
+    }
+
+    /// The next live subscriber for which `filter` returns true, skipping others. `filter` runs
+    /// with no borrow of the lists held.
+    pub fn next_matching(&mut self, mut filter: impl FnMut(&C) -> bool) -> Option<C> {
+        loop {
+            let (_, callable) = self.next_entry()?;
+            if filter(&callable) {
                 return Some(callable);
             }
         }
@@ -1110,61 +1383,13 @@ impl<C: Clone> Broadcast<'_, C> {
         }
         self.index = entries.len();
     }
-
-    /// The first live pending entry after `last_key` that was added before this broadcast began.
-    fn next_pending<'p>(&self, pending: &'p [Entry<C>]) -> Option<&'p Entry<C>> {
-        let start = self.last_key.map_or(0, |last| {
-            pending.partition_point(|entry| entry.key() <= last)
-        });
-        pending[start..]
-            .iter()
-            .find(|entry| entry.id < self.limit && entry.is_live())
-    }
-
-    /// Whether [`next_matching`](Self::next_matching) with this filter would yield a subscriber
-    /// now. Does not advance.
-    pub fn has_next_matching(&mut self, mut filter: impl FnMut(&C) -> bool) -> bool {
-        let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
-        let mut matching = |entry: &Entry<C>| {
-            entry.is_live() && entry.slot.borrow().as_ref().is_some_and(&mut filter)
-        };
-        if entries[self.index.min(entries.len())..]
-            .iter()
-            .any(&mut matching)
-        {
-            return true;
-        }
-        if !self.merge_pending {
-            return false;
-        }
-        let pending = self.list.pending.borrow();
-        let start = self.last_key.map_or(0, |last| {
-            pending.partition_point(|entry| entry.key() <= last)
-        });
-        pending[start..]
-            .iter()
-            .any(|entry| entry.id < self.limit && matching(entry))
-    }
-
-    /// Whether another live subscriber follows. Does not advance.
-    pub fn has_next(&mut self) -> bool {
-        self.has_next_matching(|_| true)
-    }
-
-    /// Starts over from the first subscriber, keeping the same set of subscribers (those present
-    /// when the broadcast began) and the same lock. Script delegates use this for their second,
-    /// managed pass.
-    pub fn rewind(&mut self) {
-        self.index = 0;
-        self.last_key = None;
-    }
 }
 
 impl<C: Clone> Iterator for Broadcast<'_, C> {
     type Item = C;
 
     fn next(&mut self) -> Option<C> {
-        self.next_matching(|_| true)
+        self.next_entry().map(|(_, callable)| callable)
     }
 }
 

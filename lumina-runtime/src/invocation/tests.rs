@@ -1,13 +1,15 @@
-//! Behaviour of `InvocationList` with priorities and custom broadcast loops: what the event
-//! processor and script delegates build on (DESIGN.md rules M1-M3, M5, M7, M10, H2 with `insert`).
+//! Unit tests of the invocation list: priorities and custom broadcast loops, what the event
+//! processor and script delegates build on (rules M1-M3, M5, M7, M10, H2 with `insert`), the
+//! dispatch loop (P2), and the re-entrancy points of M13 that only the crate itself can reach
+//! (filters and predicates).
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::{Rc, Weak};
 
-use lumina::DelegateHandle;
-use lumina::invocation::InvocationList;
+use super::InvocationList;
+use crate::handle::DelegateHandle;
 
 /// A subscriber here is just a name: the tests drive the broadcast loop themselves.
 type Names = InvocationList<&'static str>;
@@ -298,27 +300,20 @@ fn m2_rewind_walks_the_same_snapshot_again_under_one_lock() {
 }
 
 #[test]
-fn m1_next_matching_and_has_next_matching_filter_without_advancing_wrongly() {
+fn m1_next_matching_filters_and_rewind_starts_over() {
     let list: InvocationList<(&'static str, bool)> = InvocationList::new();
     for entry in [("n1", true), ("m1", false), ("n2", true), ("m2", false)] {
         let _ = list.add(entry);
     }
     let native = |entry: &(&'static str, bool)| entry.1;
     let mut walk = list.begin();
-    assert!(walk.has_next_matching(native));
-    assert!(walk.has_next_matching(|entry| entry.0 == "m2"));
     assert_eq!(walk.next_matching(native), Some(("n1", true)));
     assert_eq!(walk.next_matching(native), Some(("n2", true)));
-    assert!(!walk.has_next_matching(native));
-    assert!(
-        walk.has_next_matching(|entry| !entry.1),
-        "m2 is still ahead"
-    );
     assert_eq!(walk.next_matching(native), None);
     walk.rewind();
     let managed: Vec<_> = std::iter::from_fn(|| walk.next_matching(|e| !e.1)).collect();
     assert_eq!(managed, [("m1", false), ("m2", false)]);
-    assert!(!walk.has_next());
+    assert_eq!(walk.next_entry(), None);
 }
 
 #[test]
@@ -331,10 +326,6 @@ fn m10_filters_may_reenter_the_list() {
     }
     let lens = Cell::new(0);
     let mut walk = list.begin();
-    assert!(walk.has_next_matching(|_| {
-        lens.set(lens.get() + list.len());
-        true
-    }));
     let even = walk.next_matching(|value| {
         lens.set(lens.get() + list.len());
         if *value == 0 {
@@ -352,7 +343,7 @@ fn m10_filters_may_reenter_the_list() {
     .collect();
     assert_eq!(rest, [1, 3, 5]);
     drop(walk);
-    assert_eq!(lens.get(), 12);
+    assert_eq!(lens.get(), 6);
     assert_eq!(list.len(), 7);
 }
 
@@ -547,4 +538,171 @@ fn m7_panic_caught_from_a_nested_broadcast_keeps_the_catching_subscriber_protect
     );
     assert!(!list.is_broadcasting());
     assert_eq!(list.len(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The dispatch loop (what the event processor runs).
+
+type Log = Rc<RefCell<Vec<&'static str>>>;
+type List = InvocationList<Rc<dyn Fn() -> bool>>;
+
+/// The dispatch loop over subscribers that are their own strong reference.
+fn until(list: &List) -> bool {
+    list.dispatch_until(|f| Some(Rc::clone(f)), |f| f())
+}
+
+fn subscriber(log: &Log, name: &'static str, consume: bool) -> Rc<dyn Fn() -> bool> {
+    let log = Rc::clone(log);
+    Rc::new(move || {
+        log.borrow_mut().push(name);
+        consume
+    })
+}
+
+#[test]
+fn p2_dispatch_until_stops_at_the_first_subscriber_that_consumes() {
+    let log = Log::default();
+    let list = List::new();
+    let _ = list.insert(0, None, subscriber(&log, "low", true));
+    let _ = list.insert(1000, None, subscriber(&log, "viewport", false));
+    let _ = list.insert(500, None, subscriber(&log, "editor", true));
+    assert!(until(&list));
+    assert_eq!(*log.borrow(), ["viewport", "editor"]);
+}
+
+#[test]
+fn p2_dispatch_until_runs_everyone_and_returns_false_when_nobody_consumes() {
+    let log = Log::default();
+    let list = List::new();
+    let _ = list.add(subscriber(&log, "a", false));
+    let _ = list.add(subscriber(&log, "b", false));
+    assert!(!until(&list));
+    assert_eq!(*log.borrow(), ["a", "b"]);
+    assert!(!until(&List::new()), "empty list: nothing consumed");
+}
+
+#[test]
+fn m2_m3_dispatch_until_skips_removed_and_added_subscribers() {
+    let log = Log::default();
+    let list: Rc<List> = Rc::new(List::new());
+    let victim: Rc<RefCell<DelegateHandle>> = Rc::default();
+    let (weak, v, l) = (Rc::downgrade(&list), Rc::clone(&victim), Rc::clone(&log));
+    let _ = list.add(Rc::new(move || {
+        l.borrow_mut().push("first");
+        let list = weak.upgrade().expect("alive");
+        assert!(list.remove(*v.borrow()));
+        let _late = list.add(subscriber(&l, "late", true));
+        false
+    }));
+    *victim.borrow_mut() = list.add(subscriber(&log, "victim", true));
+    let _ = list.add(subscriber(&log, "last", false));
+    // The victim was removed before it was reached (M3); the late one was added during the
+    // broadcast (M2): nobody consumed.
+    assert!(!until(&list));
+    assert_eq!(*log.borrow(), ["first", "last"]);
+    assert_eq!(list.len(), 3, "first, last and late");
+}
+
+// ---------------------------------------------------------------------------------------------
+// M13 at the points only the crate reaches: predicates, filters, clones of subscribers, and a
+// lock held across a settle.
+
+#[test]
+fn m13_2_predicates_and_filters_may_reenter_the_list() {
+    // The smallest case, and every other query that runs a predicate or filter: no
+    // borrow of the lists is held while they run.
+    let list: InvocationList<u32> = InvocationList::new();
+    let h = list.add(1);
+    assert!(list.subscriber_matches(h, |_| {
+        let _ = list.add(2);
+        true
+    }));
+    let pending = list.begin(); // locked: adds now go to the pending list
+    let _late = list.add(3);
+    let counted = list.count_matching(|_| {
+        let _ = list.add(4);
+        list.remove(h)
+    });
+    assert_eq!(counted, 1, "only the first call removed h");
+    let mut walk = list.begin();
+    let filtered = walk.next_matching(|value| {
+        let _ = list.add(5);
+        *value == 3
+    });
+    assert_eq!(
+        filtered,
+        Some(3),
+        "pending subscribers are filtered with no borrow held"
+    );
+    drop(walk);
+    drop(pending);
+    assert_eq!(list.len(), 1 + 1 + 3 + 2, "2, 3, three 4s and two 5s");
+}
+
+thread_local! {
+    static REENTER: RefCell<Option<Rc<InvocationList<Reentrant>>>> = const { RefCell::new(None) };
+}
+
+/// A subscriber whose `Clone` adds to the list it lives in.
+struct Reentrant(u32);
+
+impl Clone for Reentrant {
+    fn clone(&self) -> Self {
+        if let Some(list) = REENTER.with(|r| r.borrow().clone()) {
+            let _ = list.add(Reentrant(100));
+        }
+        Reentrant(self.0)
+    }
+}
+
+#[test]
+fn m13_2_snapshot_with_a_reentrant_clone() {
+    let list = Rc::new(InvocationList::new());
+    let _ = list.add(Reentrant(1));
+    let _ = list.add(Reentrant(2));
+    REENTER.with(|r| *r.borrow_mut() = Some(Rc::clone(&list)));
+    let snapshot = list.snapshot();
+    REENTER.with(|r| r.borrow_mut().take());
+    let values: Vec<u32> = snapshot.iter().map(|(_, r)| r.0).collect();
+    assert_eq!(
+        values,
+        [1, 2],
+        "what was added during the snapshot is not in it"
+    );
+    assert_eq!(list.len(), 4);
+}
+
+#[test]
+fn m13_3_a_lock_leaked_by_a_drop_during_settle_does_not_abort() {
+    // A capture's Drop, run when the list settles, leaks a lock (a `Broadcast` forgotten). The
+    // settle must neither panic on its own borrow nor abort; the list keeps working (it settles
+    // no more while the leaked lock is held, which only delays drops).
+    let list: Rc<InvocationList<Rc<dyn Fn()>>> = Rc::new(InvocationList::new());
+    let weak = Rc::downgrade(&list);
+    struct Leak(Weak<InvocationList<Rc<dyn Fn()>>>);
+    impl Drop for Leak {
+        fn drop(&mut self) {
+            if let Some(list) = self.0.upgrade() {
+                std::mem::forget(list.begin());
+            }
+        }
+    }
+    let leak = Leak(weak);
+    let me = Rc::new(Cell::new(DelegateHandle::default()));
+    let (inner, handle) = (Rc::clone(&list), Rc::clone(&me));
+    me.set(list.add(Rc::new(move || {
+        let _ = &leak;
+        inner.remove(handle.get());
+    })));
+    let ran = Rc::new(Cell::new(0));
+    let sink = Rc::clone(&ran);
+    let _other = list.add(Rc::new(move || sink.set(sink.get() + 1)));
+    list.broadcast_with((), |f, ()| f());
+    assert!(list.is_broadcasting(), "the leaked lock");
+    let _late = list.add(Rc::new(|| {}));
+    list.broadcast_with((), |f, ()| f());
+    assert_eq!(ran.get(), 2);
+    assert_eq!(list.len(), 2);
+    list.clear();
+    assert_eq!(list.len(), 0);
 }

@@ -1,0 +1,341 @@
+//! Rule M13: every place where lumina runs user code inside one of its operations is a
+//! re-entrancy point, and the rules hold as if that code ran exactly there. One test per hole
+//! found by an adversarial review (the `m13_1`...`m13_4` tests), through the public API only;
+//! the model-based tests (`multicast_model.rs`) act at every point at random.
+
+use std::cell::{Cell, RefCell};
+use std::panic::{self, AssertUnwindSafe};
+use std::rc::Rc;
+
+use lumina::{DelegateHandle, MulticastDelegate};
+
+thread_local! {
+    static OWNER: RefCell<Option<Rc<u32>>> = const { RefCell::new(None) };
+    static ACTION: RefCell<Option<Box<dyn Fn()>>> = const { RefCell::new(None) };
+}
+
+/// A broadcast argument whose `Clone` runs the thread's `ACTION` (once).
+struct Arg;
+
+impl Clone for Arg {
+    fn clone(&self) -> Self {
+        if let Some(action) = ACTION.with(|a| a.borrow_mut().take()) {
+            action();
+        }
+        Arg
+    }
+}
+
+#[test]
+fn m13_1_an_argument_clone_that_drops_the_owner_stops_the_member_binding() {
+    // The reproduction: the clone for the member binding drops the last `Rc` of its
+    // owner. Before the fix the binding still ran, and panicked inside lumina (M9).
+    let d = MulticastDelegate::<dyn Fn(Arg)>::new();
+    let owner = Rc::new(5u32);
+    let ran = Rc::new(Cell::new(0));
+    let member_ran = Rc::clone(&ran);
+    let _m = d.add_member(&owner, move |_o: &u32, _a: Arg| {
+        member_ran.set(member_ran.get() + 1)
+    });
+    let lambda_ran = Rc::clone(&ran);
+    let _l = d.add_lambda(move |_a: Arg| lambda_ran.set(lambda_ran.get() + 10));
+    OWNER.with(|o| *o.borrow_mut() = Some(owner));
+    ACTION.with(|a| {
+        *a.borrow_mut() = Some(Box::new(|| drop(OWNER.with(|o| o.borrow_mut().take()))));
+    });
+    d.broadcast(Arg);
+    assert_eq!(
+        ran.get(),
+        10,
+        "only the lambda ran: the member's owner died in the clone"
+    );
+    assert_eq!(d.len(), 1, "the dead binding no longer counts (M8)");
+}
+
+#[test]
+fn m13_1_an_argument_clone_that_removes_its_subscriber_stops_it() {
+    let d = Rc::new(MulticastDelegate::<dyn Fn(Arg)>::new());
+    let log = Rc::new(RefCell::new(Vec::new()));
+    let first_log = Rc::clone(&log);
+    let first = d.add_lambda(move |_| first_log.borrow_mut().push("first"));
+    let second_log = Rc::clone(&log);
+    let _second = d.add_lambda(move |_| second_log.borrow_mut().push("second"));
+    let inner = Rc::clone(&d);
+    // The clone made for `first` removes `first`: M3 says it must not run, and the clone is
+    // not wasted (the last subscriber still gets the original, M11).
+    ACTION.with(|a| *a.borrow_mut() = Some(Box::new(move || assert!(inner.remove(first)))));
+    d.broadcast(Arg);
+    assert_eq!(*log.borrow(), ["second"]);
+    assert_eq!(d.len(), 1);
+}
+
+#[test]
+fn m13_1_the_clone_for_a_removed_subscriber_waits_for_the_next_one() {
+    // Counts clones: removed in its own clone, a subscriber costs no extra clone (M11: at most
+    // N - 1 for N subscribers).
+    thread_local!(static CLONES: Cell<usize> = const { Cell::new(0) });
+    struct Counted;
+    impl Clone for Counted {
+        fn clone(&self) -> Self {
+            CLONES.with(|c| c.set(c.get() + 1));
+            if let Some(action) = ACTION.with(|a| a.borrow_mut().take()) {
+                action();
+            }
+            Counted
+        }
+    }
+    let d = Rc::new(MulticastDelegate::<dyn Fn(Counted)>::new());
+    let calls = Rc::new(Cell::new(0));
+    let handles: Vec<DelegateHandle> = (0..3)
+        .map(|_| {
+            let calls = Rc::clone(&calls);
+            d.add_lambda(move |_| calls.set(calls.get() + 1))
+        })
+        .collect();
+    let inner = Rc::clone(&d);
+    let first = handles[0];
+    ACTION.with(|a| *a.borrow_mut() = Some(Box::new(move || assert!(inner.remove(first)))));
+    d.broadcast(Counted);
+    assert_eq!(calls.get(), 2);
+    assert_eq!(
+        CLONES.with(Cell::get),
+        1,
+        "one clone, used by the second subscriber"
+    );
+}
+
+/// A capture whose `Drop` runs a closure.
+struct OnDrop(Option<Box<dyn FnOnce()>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(action) = self.0.take() {
+            action();
+        }
+    }
+}
+
+fn on_drop(action: impl FnOnce() + 'static) -> OnDrop {
+    OnDrop(Some(Box::new(action)))
+}
+
+#[test]
+fn m13_3_a_drop_during_settle_that_broadcasts_into_a_panic_does_not_abort() {
+    // A subscriber removes itself and panics; its capture's Drop (run when the list settles,
+    // while the thread unwinds) broadcasts the same delegate, whose other subscriber panics
+    // again. Before: "panic in a destructor during cleanup" and an abort.
+    let d = Rc::new(MulticastDelegate::<dyn Fn(u32)>::new());
+    let handle = Rc::new(Cell::new(DelegateHandle::default()));
+    let _other = d.add_lambda(|x| {
+        if x == 2 {
+            panic::panic_any("second panic");
+        }
+    });
+    let (inner, me) = (Rc::clone(&d), Rc::clone(&handle));
+    let weak = Rc::downgrade(&d);
+    let guard = on_drop(move || {
+        if let Some(d) = weak.upgrade() {
+            d.broadcast(2);
+        }
+    });
+    handle.set(d.add_lambda(move |x| {
+        let _ = &guard;
+        if x == 1 {
+            inner.remove(me.get());
+            panic::panic_any("first panic");
+        }
+    }));
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+    let result = panic::catch_unwind(AssertUnwindSafe(|| d.broadcast(1)));
+    panic::set_hook(hook);
+    let payload = result.expect_err("the first panic reaches the broadcaster");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"first panic"));
+    assert!(!d.is_broadcasting());
+    assert_eq!(
+        d.len(),
+        1,
+        "the panicking subscriber removed itself; the other stays"
+    );
+    d.broadcast(0);
+}
+
+#[test]
+fn m13_3_a_panicking_drop_after_a_self_removal_propagates_like_the_subscribers_own_panic() {
+    // The callable of a subscriber that removed itself is dropped as soon as its call is over
+    // (M4): a panic there is the tail of that call, so it reaches the broadcaster as the
+    // subscriber's own panic would (M7), with the delegate consistent.
+    let d = Rc::new(MulticastDelegate::<dyn Fn()>::new());
+    let me = Rc::new(Cell::new(DelegateHandle::default()));
+    let guard = on_drop(|| panic::panic_any("drop panic"));
+    let (inner, handle) = (Rc::clone(&d), Rc::clone(&me));
+    me.set(d.add_lambda(move || {
+        let _ = &guard;
+        inner.remove(handle.get()); // running: dropped after its call
+    }));
+    let later = Rc::new(Cell::new(false));
+    let flag = Rc::clone(&later);
+    let _after = d.add_lambda(move || flag.set(true));
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+    let result = panic::catch_unwind(AssertUnwindSafe(|| d.broadcast()));
+    panic::set_hook(hook);
+    assert_eq!(
+        result
+            .expect_err("the drop's panic propagates")
+            .downcast_ref::<&str>(),
+        Some(&"drop panic")
+    );
+    assert!(
+        !later.get(),
+        "like a subscriber's panic, it ends the broadcast (M7)"
+    );
+    assert!(!d.is_broadcasting());
+    assert_eq!(d.len(), 1);
+    later.set(false);
+    d.broadcast();
+    assert!(later.get());
+}
+
+#[test]
+fn m13_4_clear_during_a_broadcast_marks_everything_before_any_drop_runs() {
+    // A capture dropped by `clear` broadcasts the delegate: it must see nobody of those the
+    // same clear removes (outside a broadcast the same code runs nobody either).
+    for during_broadcast in [false, true] {
+        let d = Rc::new(MulticastDelegate::<dyn Fn(u32)>::new());
+        let runs = Rc::new(RefCell::new(Vec::new()));
+        let weak = Rc::downgrade(&d);
+        let guard = on_drop(move || {
+            if let Some(d) = weak.upgrade() {
+                d.broadcast(2);
+            }
+        });
+        let first_runs = Rc::clone(&runs);
+        let inner = Rc::clone(&d);
+        let _first = d.add_lambda(move |x| {
+            let _ = &guard;
+            first_runs.borrow_mut().push(("first", x));
+            if x == 1 {
+                inner.clear();
+            }
+        });
+        for name in ["second", "third"] {
+            let runs = Rc::clone(&runs);
+            let _ = d.add_lambda(move |x| runs.borrow_mut().push((name, x)));
+        }
+        if during_broadcast {
+            d.broadcast(1);
+        } else {
+            d.clear();
+        }
+        let expected: &[(&str, u32)] = if during_broadcast {
+            &[("first", 1)]
+        } else {
+            &[]
+        };
+        assert_eq!(
+            *runs.borrow(),
+            expected,
+            "during a broadcast: {during_broadcast}"
+        );
+        assert_eq!(d.len(), 0);
+    }
+}
+
+#[test]
+fn m13_4_a_panicking_drop_inside_clear_still_clears() {
+    for during_broadcast in [false, true] {
+        let d = Rc::new(MulticastDelegate::<dyn Fn(u32)>::new());
+        let dropped = Rc::new(Cell::new(0));
+        for index in 0..3 {
+            let dropped = Rc::clone(&dropped);
+            let guard = on_drop(move || {
+                dropped.set(dropped.get() + 1);
+                if index < 2 {
+                    panic::panic_any("drop panic");
+                }
+            });
+            let _ = d.add_lambda(move |_| {
+                let _ = &guard;
+            });
+        }
+        let inner = Rc::clone(&d);
+        let _clearer = d.add_shared_with_priority(
+            1,
+            Rc::new(move |x| {
+                if x == 1 {
+                    inner.clear();
+                }
+            }),
+        );
+        let hook = panic::take_hook();
+        panic::set_hook(Box::new(|_| {}));
+        let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            if during_broadcast {
+                d.broadcast(1);
+            } else {
+                d.clear();
+            }
+        }));
+        panic::set_hook(hook);
+        assert_eq!(
+            result
+                .expect_err("the first panic propagates")
+                .downcast_ref::<&str>(),
+            Some(&"drop panic")
+        );
+        assert_eq!(
+            d.len(),
+            0,
+            "a clear still clears (during a broadcast: {during_broadcast})"
+        );
+        assert_eq!(
+            dropped.get(),
+            3,
+            "every capture was dropped, the two panics included"
+        );
+        assert!(!d.is_broadcasting());
+        let ran = Rc::new(Cell::new(false));
+        let flag = Rc::clone(&ran);
+        let _ = d.add_lambda(move |_| flag.set(true));
+        d.broadcast(0);
+        assert!(ran.get(), "the delegate works normally afterwards");
+    }
+}
+
+#[test]
+fn m13_4_remove_all_during_a_broadcast_is_atomic_too() {
+    let d = Rc::new(MulticastDelegate::<dyn Fn(u32)>::new());
+    let owner = Rc::new(());
+    let runs = Rc::new(RefCell::new(Vec::new()));
+    let weak = Rc::downgrade(&d);
+    let guard = Rc::new(on_drop(move || {
+        if let Some(d) = weak.upgrade() {
+            d.broadcast(2);
+        }
+    }));
+    for name in ["a", "b", "c"] {
+        let runs = Rc::clone(&runs);
+        let guard = Rc::clone(&guard);
+        let _ = d.add_member(&owner, move |_: &(), x| {
+            let _ = &guard;
+            runs.borrow_mut().push((name, x));
+        });
+    }
+    drop(guard); // the last member's closure holds the last reference
+    let (inner, target) = (Rc::clone(&d), Rc::clone(&owner));
+    let _remover = d.add_shared_with_priority(
+        1,
+        Rc::new(move |x| {
+            if x == 1 {
+                assert_eq!(inner.remove_all(&target), 3);
+            }
+        }),
+    );
+    d.broadcast(1);
+    assert!(
+        runs.borrow().is_empty(),
+        "nobody removed ran, not even in the drop's broadcast"
+    );
+    assert_eq!(d.len(), 1);
+}
