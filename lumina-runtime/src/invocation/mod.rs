@@ -1030,7 +1030,7 @@ impl<C: Clone> InvocationList<C> {
         // A clone made for a subscriber removed during that clone waits here for the next one.
         // Declared before the scope, so a leftover is dropped (user code) once `running` names
         // no entry of this loop any more.
-        let mut spare = None;
+        let mut spare = Guarded(None);
         let _scope = LoopScope::new(self, entries);
         // The last live subscriber, found once: later ones cannot appear (M2); if it is removed
         // before it runs, no call is told it is the last (M11 then clones for fewer than N).
@@ -1045,7 +1045,7 @@ impl<C: Clone> InvocationList<C> {
             },
         };
         for entry in before {
-            if visit_cloned(self, entry, &args, &mut spare, &mut visit) {
+            if visit_cloned(self, entry, &args, &mut spare.0, &mut visit) {
                 return true;
             }
         }
@@ -1070,18 +1070,18 @@ impl<C: Clone> InvocationList<C> {
             while broadcast.next_entry().is_some() {}
             return false;
         };
-        let mut args = Some(args);
-        let mut spare = None;
+        let mut args = Guarded(Some(args));
+        let mut spare = Guarded(None);
         while let Some(id) = broadcast.peek_id() {
             let args = if id == last {
-                args.take()
-            } else if let Some(spare) = spare.take() {
+                args.0.take()
+            } else if let Some(spare) = spare.0.take() {
                 Some(spare)
             } else {
-                let cloned = args.clone();
+                let cloned = args.0.clone();
                 // The clone ran user code: take the subscriber only if it is still the next one.
                 if broadcast.peek_id() != Some(id) {
-                    spare = cloned;
+                    spare.0 = cloned;
                     continue;
                 }
                 cloned
@@ -1091,7 +1091,14 @@ impl<C: Clone> InvocationList<C> {
             let Some((_, current)) = broadcast.next_entry() else {
                 break;
             };
-            if visit(&current, args) {
+            // The last reference to a subscriber removed during its call, once it returns or
+            // unwinds (M4).
+            let current = Guarded(Some(current));
+            if current
+                .0
+                .as_ref()
+                .is_some_and(|current| visit(current, args))
+            {
                 return true;
             }
         }
@@ -1175,11 +1182,41 @@ fn call_live<C>(
     // `RUNNING_OUTER` bit is set by that loop's `LoopScope`), so `take_unless_running` leaves
     // its slot alone meanwhile.
     let callable = unsafe { entry.live_callable() };
+    // Only dropped when the call unwinds (forgotten otherwise): a subscriber removed during a
+    // call that panics is dropped then too, as after a normal call (M4).
+    let unwinding = AfterCall { list, entry };
     let stop = visit(callable);
+    std::mem::forget(unwinding);
     if entry.is_removed() {
         drop_removed_after_call(list, entry);
     }
     stop
+}
+
+/// Drops the callable of a subscriber removed during its call when that call unwinds; see
+/// [`call_live`].
+struct AfterCall<'a, C> {
+    list: &'a InvocationList<C>,
+    entry: &'a Entry<C>,
+}
+
+impl<C> Drop for AfterCall<'_, C> {
+    fn drop(&mut self) {
+        if self.entry.is_removed() {
+            drop_removed_after_call(self.list, self.entry);
+        }
+    }
+}
+
+/// A user value the library holds (a broadcast argument, a clone of a subscriber): dropped
+/// through [`Drops`], so a `Drop` that panics while the thread unwinds is logged instead of
+/// aborting the process (M13).
+struct Guarded<T>(Option<T>);
+
+impl<T> Drop for Guarded<T> {
+    fn drop(&mut self) {
+        Drops::drop_one(self.0.take());
+    }
 }
 
 /// A subscriber removed while it ran (by itself or by code it called) is dropped as soon as its
