@@ -563,3 +563,75 @@ fn sd2_a_refused_bind_is_logged_with_its_reason() {
         "{report}"
     );
 }
+
+#[test]
+fn m13_4_clear_releases_each_managed_binding_once_even_if_a_native_drop_unbinds_it() {
+    // A native listener's capture unbinds the managed binding when the clear drops it. Before
+    // the fix the clear had listed the binding first, so the host was told to release a binding
+    // that had just been unbound (and released by the host itself): twice.
+    struct UnbindOnDrop(Rc<ScriptDelegate<Hit>>, Rc<Cell<u64>>);
+    impl Drop for UnbindOnDrop {
+        fn drop(&mut self) {
+            log(format!("unbind {}", self.0.unbind_managed(self.1.get())));
+        }
+    }
+    for during_broadcast in [false, true] {
+        let on_hit = Rc::new(ScriptDelegate::<Hit>::new());
+        let id = Rc::new(Cell::new(0));
+        let guard = UnbindOnDrop(Rc::clone(&on_hit), Rc::clone(&id));
+        let inner = Rc::clone(&on_hit);
+        let _ = on_hit.add_lambda(move |_| {
+            let _ = &guard;
+            if during_broadcast {
+                inner.clear();
+            }
+        });
+        id.set(on_hit.bind_managed(Some(recording_thunk), context()));
+        let released = with_recording_hook(|| {
+            if during_broadcast {
+                on_hit.broadcast(&hit());
+            } else {
+                on_hit.clear();
+            }
+        });
+        assert_eq!(take_log(), ["unbind false"], "already removed by the clear");
+        assert_eq!(released, [(1, ReleaseReason::Cleared)], "released once");
+        assert!(!on_hit.is_bound());
+    }
+}
+
+#[test]
+fn m13_m4_a_managed_thunk_that_clears_keeps_its_context_until_its_call_returns() {
+    // The release hook frees a binding's GC handle: for the binding whose thunk is running (it
+    // cleared the delegate), that must wait until its call returns (M4: it finishes safely).
+    extern "C" fn logging_hook(
+        _: *const ScriptDelegateBase,
+        _: *const ManagedBinding,
+        count: usize,
+        _: ReleaseReason,
+    ) {
+        log(format!("released {count}"));
+    }
+    let _turn = HOOK_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let previous = set_destroyed_hook(Some(logging_hook));
+    let on_hit = Rc::new(ScriptDelegate::<Hit>::new());
+    let inner = Rc::clone(&on_hit);
+    let clearing = context_with(Some(Rc::new(move || {
+        inner.clear();
+        log("thunk done");
+    })));
+    let _ = on_hit.bind_managed(Some(recording_thunk), clearing);
+    let other = context();
+    let _ = on_hit.bind_managed(Some(recording_thunk), other);
+    on_hit.broadcast(&hit());
+    set_destroyed_hook(previous);
+    assert_eq!(
+        take_log(),
+        [
+            managed(clearing),
+            "thunk done".to_string(),
+            "released 2".to_string()
+        ]
+    );
+    assert!(!on_hit.is_bound());
+}

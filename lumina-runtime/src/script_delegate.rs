@@ -53,7 +53,7 @@
 //! can release its GC handles and forget the pointer.
 
 use std::any::Any;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
@@ -148,6 +148,13 @@ impl Listener {
     fn is_managed(&self) -> bool {
         matches!(self, Listener::Managed(..))
     }
+}
+
+thread_local! {
+    /// Managed bindings cleared while their delegate (its base's address) broadcasts: released
+    /// when its outermost broadcast ends. Thread-local rather than a field, so the delegate
+    /// stays small; a delegate only ever broadcasts on its own thread.
+    static DEFERRED_RELEASES: RefCell<Vec<(usize, ManagedBinding)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Why [`ScriptDelegateBase::bind_managed`] refused a binding.
@@ -337,6 +344,38 @@ impl ScriptDelegateBase {
                 });
             }
         });
+        if self.list.is_broadcasting() {
+            // A thunk of this very broadcast may be running (it may be the one that cleared):
+            // its context must stay valid until its call returns (M4), so the host releases
+            // them when the outermost broadcast ends.
+            let address = std::ptr::from_ref(self).addr();
+            DEFERRED_RELEASES.with(|deferred| {
+                let mut deferred = deferred.borrow_mut();
+                deferred.extend(released.into_iter().map(|binding| (address, binding)));
+            });
+        } else {
+            self.release(&released, ReleaseReason::Cleared);
+        }
+    }
+
+    /// Releases what a clear during this delegate's broadcast deferred, once no broadcast of
+    /// it runs any more.
+    fn release_deferred(&self) {
+        if self.list.is_broadcasting() {
+            return;
+        }
+        let address = std::ptr::from_ref(self).addr();
+        let released: Vec<ManagedBinding> = DEFERRED_RELEASES.with(|deferred| {
+            let mut deferred = deferred.borrow_mut();
+            if deferred.is_empty() {
+                return Vec::new();
+            }
+            let (mine, others) = std::mem::take(&mut *deferred)
+                .into_iter()
+                .partition(|(owner, _)| *owner == address);
+            *deferred = others;
+            mine.into_iter().map(|(_, binding)| binding).collect()
+        });
         self.release(&released, ReleaseReason::Cleared);
     }
 
@@ -359,6 +398,15 @@ impl ScriptDelegateBase {
 
     /// Runs native listeners with `payload`, then managed ones with `raw`, as one list (SD3).
     fn broadcast_raw(&self, payload: &dyn Any, raw: *const c_void) {
+        /// Releases deferred bindings when the broadcast ends, also by a panic.
+        struct ReleaseDeferred<'a>(&'a ScriptDelegateBase);
+        impl Drop for ReleaseDeferred<'_> {
+            fn drop(&mut self) {
+                self.0.release_deferred();
+            }
+        }
+        // Declared first: dropped after the broadcast has released the list's lock.
+        let _release = ReleaseDeferred(self);
         let mut broadcast = self.list.begin();
         broadcast.for_each_matching(Listener::is_native, |listener| {
             if let Listener::Native(callable) = listener {
