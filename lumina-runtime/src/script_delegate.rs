@@ -6,7 +6,7 @@
 //! host binds *managed* listeners, `(thunk, context)` pairs, with
 //! [`bind_managed`](ScriptDelegateBase::bind_managed) (usually through the C ABI in `ffi`).
 //!
-//! Both kinds live in ONE [`InvocationList`], so the reentrancy contract M1-M8 holds across them
+//! Both kinds live in ONE invocation list (the one behind every mechanism), so the reentrancy contract M1-M8 holds across them
 //! as one list (SD3): [`broadcast`](ScriptDelegate::broadcast) walks the list once for native
 //! listeners, rewinds the same locked walk and runs the managed ones. A managed listener added while
 //! native listeners run was not present when the broadcast started, so it does not run in it; one

@@ -71,7 +71,7 @@ impl From<InputLayer> for i32 {
 ///   registered during a dispatch runs from the next one; one unregistered before it is reached
 ///   does not run), and a panicking handler leaves the processor consistent.
 ///
-/// Built on the same [`InvocationList`] as multicast delegates, so these rules are the delegates'
+/// Built on the same invocation list as multicast delegates, so these rules are the delegates'
 /// M1-M7. Not `Send`: it belongs to the game thread.
 ///
 /// ```
