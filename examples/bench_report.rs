@@ -1,4 +1,4 @@
-//! The quick benchmark report of DESIGN.md section 4: one table, in well under a minute.
+//! The quick benchmark report of the performance targets (`lumina::rules`): one table, in well under a minute.
 //!
 //! ```text
 //! cargo run --release --example bench_report                          # without Boost
@@ -432,7 +432,7 @@ fn print_table(rows: &[Row]) {
     }
 }
 
-/// Prints whether each target of DESIGN.md section 4 holds in this run.
+/// Prints whether each target of the performance targets (`lumina::rules`) holds in this run.
 fn print_targets(rows: &[Row]) {
     let find = |benchmark: &str, system: &str, n: &str| {
         rows.iter()

@@ -1,4 +1,4 @@
-//! Input events: each rule E1-E5 and P1-P4 of DESIGN.md, and the input viewport registry.
+//! Input events: each rule E1-E5 and P1-P4 of `lumina::rules`, and the input viewport registry.
 
 use lumina::event::*;
 use lumina::event_class;

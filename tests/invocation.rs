@@ -1,5 +1,5 @@
 //! Behaviour of `InvocationList` with priorities and custom broadcast loops: what the event
-//! processor and script delegates build on (DESIGN.md rules M1-M3, M5, M7, M10, H2 with `insert`).
+//! processor and script delegates build on (rules M1-M3, M5, M7, M10, H2 with `insert`).
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};

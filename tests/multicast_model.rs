@@ -1,8 +1,8 @@
-//! Model-based property test of `MulticastDelegate` (DESIGN.md rules M1-M9, M11, H2).
+//! Model-based property test of `MulticastDelegate` (rules M1-M9, M11, H2).
 //!
 //! Random scripts of operations (add, add_member, remove by handle, clear, remove_all, dropping
 //! an owner, broadcast, broadcast_and_clear, a panic) run against the real delegate and against
-//! `Model`, a deliberately naive interpreter of the rules written from DESIGN.md (a Vec of
+//! `Model`, a deliberately naive interpreter of the rules written from `lumina::rules` (a Vec of
 //! subscribers with a `removed` flag; a broadcast is "take the list of live subscribers, then
 //! call each one that is still live when reached"). Subscribers carry their own little scripts,
 //! run whenever they are called, so every operation is also issued from inside a broadcast, to
