@@ -7,7 +7,9 @@ use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
 /// The families of rule ids, longest first so `SD4` is not read as `S` + `D4`.
-const FAMILIES: &[&str] = &["SD", "MB", "PL", "H", "M", "S", "T", "Q", "C", "E", "P", "B"];
+const FAMILIES: &[&str] = &[
+    "SD", "MB", "PL", "H", "M", "S", "T", "Q", "C", "E", "P", "B",
+];
 
 /// Words shaped like rule ids that are not citations, each with where it comes from.
 const NOT_RULE_IDS: &[(&str, &str)] = &[("C11", "the ISO C standard lumina.h is compiled as")];
@@ -83,7 +85,9 @@ fn defined_ids() -> BTreeSet<String> {
 fn every_rule_id_cited_in_the_repository_is_defined_in_the_catalogue() {
     let defined = defined_ids();
     // Every family of the rules has its entries (a sanity check of the parsing above).
-    for id in ["H1", "M13", "S3", "T1", "Q3", "C3", "E5", "P4", "SD8", "MB5", "PL4", "B6"] {
+    for id in [
+        "H1", "M13", "S3", "T1", "Q3", "C3", "E5", "P4", "SD8", "MB5", "PL4", "B6",
+    ] {
         assert!(defined.contains(id), "the catalogue lacks {id}");
     }
     let mut undefined = Vec::new();

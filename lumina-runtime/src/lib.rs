@@ -14,7 +14,9 @@
 //! - [`script_delegate`]: [`ScriptDelegate`], bindable from Rust and a managed host (SD1-SD4).
 //! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
 //! - [`ffi`]: the C ABI a managed host calls (SD5); with one read in the broadcast loop of
-//!   [`invocation`], the only `unsafe` code.
+//!   [`invocation`], the only `unsafe` code that runs. (`thread_bound` adds vacuous
+//!   `unsafe impl Send` / `Sync` bounds that never hold, so that sending a delegate to another
+//!   thread is one error naming `main_thread::enqueue`.)
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
 // in game code.
@@ -31,6 +33,7 @@ pub mod main_thread;
 pub mod multicast;
 pub mod reflect;
 pub mod script_delegate;
+mod thread_bound;
 
 pub use core_delegates::CoreDelegates;
 pub use delegate::Delegate;
@@ -60,6 +63,8 @@ pub mod __private {
         PropertyFlags, PropertyInfo, RegisteredComponent, RegisteredPayload, ScriptComponent,
         ScriptPayload,
     };
+    #[doc(hidden)]
+    pub use crate::thread_bound::GameThreadOnly;
     #[doc(hidden)]
     pub use inventory;
     #[doc(hidden)]

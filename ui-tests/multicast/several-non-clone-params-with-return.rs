@@ -1,3 +1,4 @@
+// mistakes: 2
 use lumina::declare_multicast_delegate;
 
 pub struct Texture;

@@ -1,3 +1,4 @@
+// mistakes: 2
 use lumina::{ScriptComponent, ScriptDelegate};
 
 #[derive(ScriptComponent)]
