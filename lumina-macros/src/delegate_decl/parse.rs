@@ -43,6 +43,10 @@ pub(crate) struct DelegateDecl {
     pub(crate) params: Vec<Param>,
     /// `None` without `-> R`.
     pub(crate) output: Option<Type>,
+    /// Type parameters of the expansion: always empty, except in the fallback after an error,
+    /// where the user's rejected generics and the types that could not be kept become type
+    /// parameters inferred from the code using the delegate.
+    pub(crate) fallback_generics: Vec<Ident>,
 }
 
 /// One parameter: `name: Type`, `_: Type` or `Type`.
@@ -158,7 +162,10 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
                 arrow,
                 "expected a return type after `->`, e.g. `-> bool`; leave out `->` for no return value",
             );
-            None
+            // Reported; `_` tells the fallback that a return type was meant.
+            Some(Type::Infer(syn::TypeInfer {
+                underscore_token: Default::default(),
+            }))
         } else {
             match input.parse::<Type>() {
                 Ok(ty) => Some(ty),
@@ -168,7 +175,9 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
                         "expected a return type, e.g. `-> bool`",
                     ));
                     skip_rest(input);
-                    None
+                    Some(Type::Infer(syn::TypeInfer {
+                        underscore_token: Default::default(),
+                    }))
                 }
             }
         }
@@ -202,6 +211,7 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
         generics,
         params,
         output,
+        fallback_generics: Vec::new(),
     })
 }
 
@@ -285,6 +295,23 @@ fn parse_param(cx: &Ctxt, input: ParseStream<'_>) -> syn::Result<Param> {
             mut_token: None,
             self_token: Some(self_tokens),
             ty,
+        });
+    }
+
+    // `(x, y): (f32, f32)`: a pattern is an error, but its type is clear, so the parameter is
+    // kept (unnamed) and code using the delegate sees no follow-on error.
+    if input.peek(syn::token::Paren) && input.peek2(Token![:]) && !input.peek2(Token![::]) {
+        let pattern: proc_macro2::TokenTree = input.parse()?;
+        cx.error_spanned_by(
+            pattern,
+            "parameter patterns are not allowed: expected `name: Type` or just `Type`",
+        );
+        let _: Token![:] = input.parse()?;
+        return Ok(Param {
+            name: None,
+            mut_token: None,
+            self_token: None,
+            ty: Some(parse_type(input)?),
         });
     }
 
