@@ -85,6 +85,27 @@ fn sanitize(mut decl: DelegateDecl) -> DelegateDecl {
     };
     decl.attrs.retain(|attr| !attr.path().is_ident("derive"));
     decl.params.retain(|param| param.self_token.is_none());
+    // A return type borrowing from the arguments (`fn(&str) -> &str`): with every borrow
+    // `'static`, code passing literals and returning a part of its argument compiles.
+    let borrowed_output = decl.output.as_ref().is_some_and(|output| {
+        let elided = elide_lifetimes(output.to_token_stream());
+        syn::parse2::<syn::Type>(elided).is_ok_and(|output| {
+            validate::has_rejected_output(&output) && !validate::has_rejected_type(&output)
+        })
+    });
+    if borrowed_output {
+        let to_static =
+            |ty: &syn::Type| syn::parse2::<syn::Type>(static_borrows(ty.to_token_stream()));
+        for param in &mut decl.params {
+            if let Some(ty) = param.ty.as_ref().and_then(|ty| to_static(ty).ok()) {
+                param.ty = Some(ty);
+            }
+        }
+        decl.output = decl
+            .output
+            .as_ref()
+            .and_then(|output| to_static(output).ok());
+    }
     let mut seen = Vec::new();
     for param in &mut decl.params {
         param.mut_token = None;
@@ -156,6 +177,34 @@ fn elide_lifetimes(tokens: TokenStream) -> TokenStream {
         };
         after_quote = false;
         out.push(tree);
+    }
+    out.into_iter().collect()
+}
+
+/// `tokens` with every borrow `'static`: elided ones (`&T`, `&mut T`, `'_`) and named ones.
+fn static_borrows(tokens: TokenStream) -> TokenStream {
+    let trees: Vec<TokenTree> = elide_lifetimes(tokens).into_iter().collect();
+    let mut out = Vec::new();
+    let mut index = 0;
+    while index < trees.len() {
+        match &trees[index] {
+            TokenTree::Punct(punct) if punct.as_char() == '&' => {
+                out.push(trees[index].clone());
+                let has_lifetime = matches!(trees.get(index + 1), Some(TokenTree::Punct(next)) if next.as_char() == '\'');
+                if has_lifetime {
+                    // `&'_ T`: skip the `'_`, write `'static`.
+                    index += 2;
+                }
+                out.extend(quote::quote!('static));
+            }
+            TokenTree::Group(group) => {
+                let mut new = Group::new(group.delimiter(), static_borrows(group.stream()));
+                new.set_span(group.span());
+                out.push(TokenTree::Group(new));
+            }
+            other => out.push(other.clone()),
+        }
+        index += 1;
     }
     out.into_iter().collect()
 }
