@@ -263,8 +263,15 @@ fn parse_params(cx: &Ctxt, content: ParseStream<'_>) -> Vec<Param> {
                 error.span(),
                 "expected `,` or `)` after the parameter's type",
             ));
-            skip_rest(content);
-            break;
+            // A forgotten comma before a well-formed parameter: read on as if it were there,
+            // so the declaration keeps its parameters and using it adds no error.
+            let looks_like_param = (content.peek(Ident) || content.peek(Token![_]))
+                && content.peek2(Token![:])
+                && !content.peek2(Token![::]);
+            if !looks_like_param {
+                skip_rest(content);
+                break;
+            }
         }
     }
     params
