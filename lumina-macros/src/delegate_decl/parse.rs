@@ -107,11 +107,18 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
             ),
         );
     }
+    // `pub "OnDamage"(..)`: the string says which name was meant; after the error, reading goes
+    // on with it, so code using `OnDamage` adds no error.
+    let meant = input
+        .fork()
+        .parse::<syn::LitStr>()
+        .ok()
+        .and_then(|literal| syn::parse_str::<Ident>(&literal.value()).ok());
     let name = match parse_name(kind, &vis, input) {
         Ok(name) => name,
         Err(error) => {
             cx.syn_error(error);
-            return None;
+            meant?
         }
     };
     let generics = if input.peek(Token![<]) {
@@ -236,6 +243,17 @@ fn parse_name(kind: Kind, vis: &Visibility, input: ParseStream<'_>) -> syn::Resu
         return input.parse();
     }
     let unexpected: proc_macro2::TokenTree = input.parse()?;
+    if let Ok(literal) = syn::parse2::<syn::LitStr>(unexpected.clone().into())
+        && syn::parse_str::<Ident>(&literal.value()).is_ok()
+    {
+        return Err(syn::Error::new(
+            unexpected.span(),
+            format!(
+                "expected a name, not a string: write `{}` without quotes",
+                literal.value()
+            ),
+        ));
+    }
     Err(syn::Error::new(
         unexpected.span(),
         format!("`{unexpected}` is not a valid delegate name: {expected}"),
