@@ -1,4 +1,4 @@
-//! The quick benchmark report of DESIGN.md section 4: one table, in well under a minute.
+//! The quick benchmark report of the performance targets (`lumina::rules`): one table, in well under a minute.
 //!
 //! ```text
 //! cargo run --release --example bench_report                          # without Boost
@@ -433,7 +433,7 @@ fn print_table(rows: &[Row]) {
     }
 }
 
-/// Prints whether each target of DESIGN.md section 4 holds in this run.
+/// Prints whether each target of the performance targets (`lumina::rules`) holds in this run.
 fn print_targets(rows: &[Row]) {
     let find = |benchmark: &str, system: &str, n: &str| {
         rows.iter()
@@ -514,7 +514,7 @@ fn heap_per_subscriber() -> f64 {
     bytes as f64 / N as f64
 }
 
-/// The memory rows of DESIGN.md section 4: sizes of the public delegate types, next to the
+/// The memory rows of the performance targets (`lumina::rules`): sizes of the public delegate types, next to the
 /// peers' (from their sources), and heap bytes per subscriber; with their targets.
 fn print_memory() {
     use std::mem::size_of;

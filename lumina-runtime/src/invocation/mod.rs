@@ -3,7 +3,7 @@
 //!
 //! An [`InvocationList`] holds subscribers (any cheaply clonable callable `C`, typically an
 //! `Rc<dyn Fn(..)>`) in dispatch order, each with its [`DelegateHandle`], an optional weak owner
-//! and a priority. It implements the whole reentrancy contract of DESIGN.md once:
+//! and a priority. It implements the whole reentrancy contract of the rules (`lumina::rules`) once:
 //!
 //! - M1: subscribers run in order (priority first, highest first; then the order they were added),
 //!   once each per broadcast.
