@@ -54,5 +54,6 @@ pub fn scroll_lines(delta: MouseScrollDelta, pixels_per_line: f32) -> Vec2 {
             pixels.y as f32 / pixels_per_line,
         ),
     };
-    Vec2::new(-x, y)
+    // `0.0 - x`, not `-x`: no axis reads -0.
+    Vec2::new(0.0 - x, y)
 }

@@ -36,7 +36,7 @@ pub const DEFAULT_PIXELS_PER_LINE: f32 = 20.0;
 ///
 /// | winit | lumina |
 /// |---|---|
-/// | `KeyboardInput` | [`KeyPressedEvent`] (with `repeat`), [`KeyRepeatEvent`] for repeats, [`KeyReleasedEvent`]; its text as [`CharInputEvent`] + [`CharInputModsEvent`] per character |
+/// | `KeyboardInput` | [`KeyPressedEvent`] (with `repeat`), [`KeyRepeatEvent`] for repeats, [`KeyReleasedEvent`]; its text as [`CharInputEvent`] (not with Control or Alt held) + [`CharInputModsEvent`] per character |
 /// | `Ime::Commit` | [`CharInputEvent`] + [`CharInputModsEvent`] per character |
 /// | `ModifiersChanged` | nothing: the modifiers of the next events |
 /// | `MouseInput` | [`MouseButtonPressedEvent`] / [`MouseButtonReleasedEvent`] at the cursor |
@@ -267,12 +267,19 @@ impl WinitInput {
         self.modifiers = modifiers_from_winit(state) | locks;
     }
 
-    /// Text was typed: one [`CharInputEvent`] and one [`CharInputModsEvent`] per character,
-    /// control characters left out.
+    /// Text was typed: per character, a [`CharInputEvent`] (unless Control or Alt is held, as
+    /// in GLFW) and a [`CharInputModsEvent`]; control characters are left out.
     pub fn text_input(&mut self, processor: &EventProcessor, text: &str) -> bool {
+        // As GLFW: with Control or Alt held the text is a shortcut, not typing, so only the
+        // event with the modifiers is sent.
+        let plain = !self
+            .modifiers
+            .intersects(Modifiers::CONTROL | Modifiers::ALT);
         let mut consumed = false;
         for code_point in text.chars().filter(|c| !c.is_control()) {
-            consumed |= processor.dispatch(CharInputEvent::new(code_point));
+            if plain {
+                consumed |= processor.dispatch(CharInputEvent::new(code_point));
+            }
             consumed |= processor.dispatch(CharInputModsEvent::new(code_point, self.modifiers));
         }
         consumed
