@@ -15,6 +15,7 @@ use std::cell::{Cell, RefCell};
 use std::num::NonZeroU32;
 use std::process::ExitCode;
 use std::rc::Rc;
+use std::time::Duration;
 
 use lumina::event::{
     CharInputEvent, CharInputModsEvent, Event, EventCategory, EventHandler, EventProcessor,
@@ -28,7 +29,7 @@ use lumina::platform::winit;
 use winit::application::ApplicationHandler;
 use winit::dpi::LogicalSize;
 use winit::event::WindowEvent;
-use winit::event_loop::{ActiveEventLoop, EventLoop};
+use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::raw_window_handle::{HasWindowHandle, RawWindowHandle};
 use winit::window::{Window, WindowId};
 
@@ -38,6 +39,10 @@ const TITLE: &str = "lumina window";
 const TOOLBAR_HEIGHT: f32 = 40.0;
 /// Width of the outliner panel on the left, below the toolbar.
 const PANEL_WIDTH: f32 = 160.0;
+/// The longest the event loop sleeps: a game's frame tick. Waking now and then also picks up X
+/// events that the blitter's requests read from the shared connection while winit was not
+/// looking, which would otherwise wait for the next event to be seen.
+const TICK: Duration = Duration::from_millis(50);
 
 /// Which layer consumed an event.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -440,6 +445,10 @@ impl ApplicationHandler for App {
             input,
             announced: false,
         });
+    }
+
+    fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
+        event_loop.set_control_flow(ControlFlow::wait_duration(TICK));
     }
 
     fn window_event(&mut self, event_loop: &ActiveEventLoop, _: WindowId, event: WindowEvent) {
