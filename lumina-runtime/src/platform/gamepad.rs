@@ -54,10 +54,14 @@ impl std::fmt::Debug for GamepadInput {
 }
 
 impl GamepadInput {
-    /// Opens the platform's gamepads. On a platform gilrs does not support, gilrs's own error
-    /// carries a `Gilrs` that reports no gamepad (see [`from_gilrs`](Self::from_gilrs)).
-    pub fn new() -> Result<Self, gilrs::Error> {
-        Gilrs::new().map(Self::from_gilrs)
+    /// Opens the platform's gamepads. On a platform gilrs does not support, gilrs gives a
+    /// context that reports no gamepad, and that is what this returns; other failures (e.g. a
+    /// mapping database that does not parse) are errors. The error is boxed: gilrs's is large.
+    pub fn new() -> Result<Self, Box<gilrs::Error>> {
+        match Gilrs::new() {
+            Ok(gilrs) | Err(gilrs::Error::NotImplemented(gilrs)) => Ok(Self::from_gilrs(gilrs)),
+            Err(error) => Err(Box::new(error)),
+        }
     }
 
     /// Wraps a `Gilrs` made elsewhere (e.g. with `GilrsBuilder`'s settings).
