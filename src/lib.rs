@@ -8,7 +8,9 @@
 //! 2. **Script delegates**: reflected events that Rust and a managed C# runtime both bind to.
 //! 3. **Input events**: event types dispatched through a prioritized handler chain.
 //!
-//! Game code depends on this crate only; every macro works through it.
+//! Game code depends on this crate only; every macro works through it. With the cargo features
+//! `winit` and `gilrs` (off by default), `platform` feeds the input events from real windows and
+//! gamepads.
 //!
 //! ```
 //! use lumina::MulticastDelegate;
