@@ -15,7 +15,9 @@
 //! diagnostics (install a `tracing` subscriber), and the classic failure modes with what lumina
 //! does instead. The rule ids cited everywhere (M3, C2, SD4, ...) are defined in [`rules`].
 //!
-//! Game code depends on this crate only; every macro works through it.
+//! Game code depends on this crate only; every macro works through it. With the cargo features
+//! `winit` and `gilrs` (off by default), `platform` feeds the input events from real windows and
+//! gamepads.
 //!
 //! ```
 //! use lumina::MulticastDelegate;

@@ -11,6 +11,8 @@
 //! - [`event`]: input events, [`EventType`] and the prioritized [`EventProcessor`] (E1-E5, P1-P4).
 //! - [`script_delegate`]: [`ScriptDelegate`], bindable from Rust and a managed host (SD1-SD4).
 //! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
+//! - `platform` (features `winit`, `gilrs`): winit windows and gilrs gamepads feed the event
+//!   processor (PL1-PL3).
 //! - [`ffi`]: the C ABI a managed host calls (SD5); with the unchecked reads of the broadcast
 //!   loop, the only `unsafe` code that runs. (`thread_bound` adds vacuous `unsafe impl Send` /
 //!   `Sync` bounds that never hold, so that sending a delegate to another thread is one error
@@ -32,6 +34,8 @@ pub mod handle;
 mod invocation;
 pub mod main_thread;
 pub mod multicast;
+#[cfg(any(feature = "winit", feature = "gilrs"))]
+pub mod platform;
 pub mod reflect;
 pub mod script_delegate;
 mod thread_bound;
