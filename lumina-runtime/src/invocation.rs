@@ -314,6 +314,32 @@ impl<C> Drop for LoopScope<'_, C> {
     }
 }
 
+// ---- module hook (MB4), see `crate::module::track`: a dropped list forgets its subscriptions
+// made by game modules, and unloading a module removes them through `remove_now`.
+impl<C> Drop for InvocationList<C> {
+    fn drop(&mut self) {
+        if crate::module::track::recording() {
+            let pending = self.pending.get_mut().iter().map(|entry| entry.id);
+            let ids = self.entries.get_mut().iter().map(|entry| entry.id);
+            crate::module::track::forget(ids.chain(pending));
+        }
+    }
+}
+
+impl<C> InvocationList<C> {
+    /// Removes `handle`'s subscriber like [`remove`](Self::remove) and, outside a broadcast,
+    /// compacts the list at once: nothing of it (callable, weak owner) is left when the library
+    /// of the game module that made it is unmapped.
+    pub(crate) fn remove_now(&self, handle: DelegateHandle) -> bool {
+        let removed = self.remove(handle);
+        if !self.is_broadcasting() {
+            self.compact();
+        }
+        removed
+    }
+}
+// ---- end of module hook
+
 impl<C> Default for InvocationList<C> {
     fn default() -> Self {
         Self::new()

@@ -13,6 +13,7 @@
 //! - [`event`]: input events, [`EventType`] and the prioritized [`EventProcessor`] (E1-E5, P1-P4).
 //! - [`script_delegate`]: [`ScriptDelegate`], bindable from Rust and a managed host (SD1-SD4).
 //! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
+//! - [`module`]: game modules in dynamic libraries: load, unload, hot reload (MB1-MB5).
 //! - [`ffi`]: the C ABI a managed host calls (SD5); with one read in the broadcast loop of
 //!   [`invocation`], the only `unsafe` code.
 
@@ -28,6 +29,7 @@ pub mod ffi;
 pub mod handle;
 pub mod invocation;
 pub mod main_thread;
+pub mod module;
 pub mod multicast;
 pub mod reflect;
 pub mod script_delegate;

@@ -159,6 +159,8 @@ pub fn assert_game_thread(what: &str) {
 #[cold]
 #[track_caller]
 fn not_the_game_thread(what: &str) -> ! {
+    // A game module with its own runtime copy sees no game thread: say why (MB2).
+    crate::module::runtime_copy::assert_engine_copy(what);
     let me = ThreadName::current();
     let designation = lock(&DESIGNATION).clone();
     let game = match designation {
@@ -205,6 +207,8 @@ fn not_the_game_thread(what: &str) -> ! {
 /// ```
 #[track_caller]
 pub fn designate_game_thread() {
+    // A game module's own runtime copy must not become a second engine (MB2).
+    crate::module::runtime_copy::assert_engine_copy("`main_thread::designate_game_thread`");
     let me = ThreadName::current();
     let mut designation = lock(&DESIGNATION);
     let refusal = match &*designation {
@@ -284,6 +288,8 @@ impl GameThreadScope {
     /// designated for the whole process with [`designate_game_thread`] (waiting would never end).
     #[track_caller]
     pub fn enter() -> GameThreadScope {
+        // A game module's own runtime copy must not become a second engine (MB2).
+        crate::module::runtime_copy::assert_engine_copy("`GameThreadScope::enter`");
         let me = ThreadName::current();
         let mut designation = lock(&DESIGNATION);
         loop {

@@ -414,7 +414,11 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
 
     /// Adds a closure; the returned handle removes it.
     pub fn add_lambda(&self, f: impl Fn(&P) + 'static) -> DelegateHandle {
-        self.base.list.add(Listener::Native(native(f)))
+        let listener = native(f);
+        let code = crate::module::track::code_of(&*listener); // module hook (MB4)
+        let handle = self.base.list.add(Listener::Native(listener));
+        crate::module::track::track(&self.base.list, handle, code); // module hook (MB4)
+        handle
     }
 
     /// Adds a plain function.
@@ -429,12 +433,13 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         method: impl Fn(&T, &P) + 'static,
     ) -> DelegateHandle {
         let weak = Rc::downgrade(owner);
-        self.base.list.add_owned(
-            owner,
-            Listener::Native(native(move |payload: &P| {
-                method(&crate::__private::upgrade_owner(&weak), payload);
-            })),
-        )
+        let listener = native(move |payload: &P| {
+            method(&crate::__private::upgrade_owner(&weak), payload);
+        });
+        let code = crate::module::track::code_of(&*listener); // module hook (MB4)
+        let handle = self.base.list.add_owned(owner, Listener::Native(listener));
+        crate::module::track::track(&self.base.list, handle, code); // module hook (MB4)
+        handle
     }
 
     /// Removes the native listener of `handle`; `false` (no change) for an invalid, foreign or

@@ -1,0 +1,64 @@
+//! One runtime per process (rules MB1, MB2): the marker every copy of the runtime exports, and
+//! the check that tells a second copy it is one.
+//!
+//! A game module built against `lumina` without the `dynamic_linking` feature carries its own
+//! copy of the runtime, with its own core delegates, game thread, queue, handle counter and
+//! reflection registry: a second, separate engine. Every copy exports the symbol
+//! [`MARKER_SYMBOL`]. The engine's copy is in the process's global symbol scope (it is the
+//! executable's shared `lumina-dylib`, or a runtime linked into the executable); a module's
+//! copy, loaded with its library, is not. So a copy that looks the marker up in the process and
+//! finds one at another address than its own knows it is a second copy. It says so at its first
+//! touch of engine state, instead of "no game thread is designated".
+
+/// The exported marker. Its value is irrelevant; its address identifies a copy of the runtime.
+#[unsafe(no_mangle)]
+#[used]
+pub static LUMINA_RUNTIME_MARKER_V1: u8 = 1;
+
+/// The name of [`LUMINA_RUNTIME_MARKER_V1`] in the symbol table.
+pub const MARKER_SYMBOL: &str = "LUMINA_RUNTIME_MARKER_V1";
+
+/// The address of this copy's marker.
+pub(crate) const fn marker() -> *const u8 {
+    &raw const LUMINA_RUNTIME_MARKER_V1
+}
+
+/// The address of the marker the process's global symbol scope resolves, if any.
+#[cfg(unix)]
+fn process_marker() -> Option<*const u8> {
+    let this = libloading::os::unix::Library::this();
+    // SAFETY: the symbol is a `u8` static of a runtime copy; only its address is used.
+    let symbol = unsafe { this.get::<*const u8>(b"LUMINA_RUNTIME_MARKER_V1\0") }.ok()?;
+    Some(symbol.into_raw().cast::<u8>().cast_const())
+}
+
+#[cfg(not(unix))]
+fn process_marker() -> Option<*const u8> {
+    None
+}
+
+/// When this code runs in a second copy of the runtime, the error that names the cause and the
+/// fix (MB2); `None` in the engine's copy (or when no other copy is visible).
+pub(crate) fn second_copy_error(what: &str) -> Option<String> {
+    let engine = process_marker()?;
+    if std::ptr::eq(engine, marker()) {
+        return None;
+    }
+    Some(format!(
+        "lumina: {what} touched from a game module that carries its own copy of the lumina \
+         runtime (the engine's runtime is at {engine:p}, this copy at {:p}): the module has its \
+         own core delegates, game thread, queue and handle counter, a second engine that nothing \
+         drives. Build the engine and the module against one shared runtime: enable the \
+         `dynamic_linking` feature of `lumina` in both and build both with \
+         RUSTFLAGS=\"-C prefer-dynamic\" (see the README, section \"Game modules\")",
+        marker()
+    ))
+}
+
+/// Panics with the MB2 error when this is a second copy of the runtime.
+#[track_caller]
+pub(crate) fn assert_engine_copy(what: &str) {
+    if let Some(error) = second_copy_error(what) {
+        panic!("{error}");
+    }
+}
