@@ -10,26 +10,33 @@
 //! finds one at another address than its own knows it is a second copy. It says so at its first
 //! touch of engine state, instead of "no game thread is designated".
 
-/// The exported marker. Its value is irrelevant; its address identifies a copy of the runtime.
+/// This copy's identity: a private static, so every reference to it binds inside the library
+/// that holds the copy (an exported symbol would be interposed by the engine's).
+static IDENTITY: u8 = 1;
+
+/// The exported marker: the address of this copy's identity. The process's global symbol scope
+/// resolves it to the engine's copy.
 #[unsafe(no_mangle)]
 #[used]
-pub static LUMINA_RUNTIME_MARKER_V1: u8 = 1;
+pub static LUMINA_RUNTIME_MARKER_V1: &u8 = &IDENTITY;
 
 /// The name of [`LUMINA_RUNTIME_MARKER_V1`] in the symbol table.
 pub const MARKER_SYMBOL: &str = "LUMINA_RUNTIME_MARKER_V1";
 
-/// The address of this copy's marker.
+/// The identity of this copy of the runtime.
 pub(crate) const fn marker() -> *const u8 {
-    &raw const LUMINA_RUNTIME_MARKER_V1
+    &raw const IDENTITY
 }
 
-/// The address of the marker the process's global symbol scope resolves, if any.
+/// The identity of the copy the process's global symbol scope resolves the marker to, if any.
 #[cfg(unix)]
 fn process_marker() -> Option<*const u8> {
     let this = libloading::os::unix::Library::this();
-    // SAFETY: the symbol is a `u8` static of a runtime copy; only its address is used.
-    let symbol = unsafe { this.get::<*const u8>(b"LUMINA_RUNTIME_MARKER_V1\0") }.ok()?;
-    Some(symbol.into_raw().cast::<u8>().cast_const())
+    // SAFETY: the symbol is the `&u8` static of a runtime copy, initialized at load time; it is
+    // read, never written.
+    let symbol = unsafe { this.get::<*const *const u8>(b"LUMINA_RUNTIME_MARKER_V1\0") }.ok()?;
+    // SAFETY: as above: the address of a live, initialized `&u8`.
+    Some(unsafe { **symbol })
 }
 
 #[cfg(not(unix))]
