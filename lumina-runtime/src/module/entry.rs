@@ -98,7 +98,7 @@ pub type EntryPoint = unsafe extern "C" fn(report: *const EntryReport) -> bool;
 pub struct ModuleEntry {
     /// [`ModuleEntry::ABI_VERSION`] of the lumina that wrote the record.
     pub abi_version: u32,
-    /// The module's name (its package name).
+    /// The module's name (its crate name).
     pub name: RawStr,
     /// [`BuildInfo::lumina_version`] of the module's build.
     pub lumina_version: RawStr,
@@ -173,7 +173,7 @@ pub unsafe fn run_entry(report: *const EntryReport, body: fn()) -> bool {
 /// handles. Both are plain `fn()`; a panic in either is reported to the engine as an error.
 ///
 /// The macro exports one function, `lumina_game_module_v1`, returning a record with the
-/// module's name (its package name), the lumina version and compiler it was built with (checked
+/// module's name (its crate name), the lumina version and compiler it was built with (checked
 /// by the engine before any of the module's code runs) and the two entry points.
 ///
 /// ```
@@ -215,7 +215,7 @@ macro_rules! game_module {
 
             static __LUMINA_MODULE_ENTRY: $crate::module::ModuleEntry =
                 $crate::module::ModuleEntry::new(
-                    ::core::env!("CARGO_PKG_NAME"),
+                    ::core::env!("CARGO_CRATE_NAME"),
                     __lumina_start_up,
                     __lumina_shut_down,
                 );

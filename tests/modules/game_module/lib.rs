@@ -67,7 +67,9 @@ fn start_up() {
         let _ = (&capture, &keep);
         println!("{}: tick {frame}", tag());
     });
-    let _ = engine().on_tick.add_static(|frame| println!("{}: static tick {frame}", tag()));
+    let _ = engine()
+        .on_tick
+        .add_static(|frame| println!("{}: static tick {frame}", tag()));
     let _ = core.on_settings_saved().add_static(saved);
     let _ = core.on_world_travelled().add_member(&game, Game::travelled);
     let _ = engine()
@@ -76,16 +78,21 @@ fn start_up() {
     let _ = engine()
         .on_hit
         .add_lambda(|hit: &Hit| println!("{}: hit for {}", tag(), hit.damage));
-    let _ = engine()
-        .on_hit
-        .add_member(&game, |_, hit: &Hit| println!("{}: member hit {}", tag(), hit.damage));
+    let _ = engine().on_hit.add_member(&game, |_, hit: &Hit| {
+        println!("{}: member hit {}", tag(), hit.damage)
+    });
     let _ = core
         .on_pre_engine_shutdown()
         .add_lambda(|| println!("{}: engine shutting down", tag()));
     // The one engine (MB1): the handle counter, and the queue the game thread drains.
     println!("{}: tick subscription is {tick:?}", tag());
     std::thread::spawn(|| {
-        main_thread::enqueue(|| println!("{}: queued from a worker thread, ran on the game thread", tag()));
+        main_thread::enqueue(|| {
+            println!(
+                "{}: queued from a worker thread, ran on the game thread",
+                tag()
+            )
+        });
     })
     .join()
     .unwrap();

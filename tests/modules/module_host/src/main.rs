@@ -99,7 +99,10 @@ fn cycle(dir: &Path) {
     println!("engine: source changed: {}", module::source_changed(v1));
     let v1_mapped = module::mapped_path(v1).unwrap();
     let v2 = module::reload(v1).unwrap();
-    println!("engine: reloaded as {v2}; v1 still mapped: {}", mapped(&v1_mapped));
+    println!(
+        "engine: reloaded as {v2}; v1 still mapped: {}",
+        mapped(&v1_mapped)
+    );
     counts();
     frame(2);
 
@@ -143,10 +146,12 @@ fn errors(dir: &Path) {
     let id = show("v1", module::load(dir.join("v1.so"))).unwrap();
     show("v1 again", module::load(dir.join("v1.so")));
     // Unloading while a delegate the module subscribed to broadcasts: refused (MB4).
-    let busy = engine().on_tick.add_lambda(move |_| match module::unload(id) {
-        Ok(_) => println!("busy: unloaded during a broadcast"),
-        Err(error) => println!("busy: {error}"),
-    });
+    let busy = engine()
+        .on_tick
+        .add_lambda(move |_| match module::unload(id) {
+            Ok(_) => println!("busy: unloaded during a broadcast"),
+            Err(error) => println!("busy: {error}"),
+        });
     engine().on_tick.broadcast(7);
     assert!(engine().on_tick.remove(busy));
     match module::unload(id) {
@@ -176,10 +181,9 @@ fn own_copy_touch(dir: &Path) {
     // SAFETY: a game-module fixture built by the test.
     let library = unsafe { libloading::Library::new(dir.join("own.so")) }.unwrap();
     // SAFETY: exported by `game_module!` with this signature.
-    let entry = unsafe {
-        library.get::<extern "C" fn() -> *const ModuleEntry>(b"lumina_game_module_v1")
-    }
-    .unwrap()();
+    let entry =
+        unsafe { library.get::<extern "C" fn() -> *const ModuleEntry>(b"lumina_game_module_v1") }
+            .unwrap()();
     let mut message = String::new();
     let report = EntryReport {
         sink: (&raw mut message).cast(),
