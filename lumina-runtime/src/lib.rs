@@ -12,6 +12,7 @@
 //! - [`core_delegates`]: [`CoreDelegates`], the engine-wide signals (C1-C3).
 //! - [`event`]: input events, [`EventType`] and the prioritized [`EventProcessor`] (E1-E5, P1-P4).
 //! - [`script_delegate`]: [`ScriptDelegate`], bindable from Rust and a managed host (SD1-SD4).
+//! - [`script_generation`]: script generations a managed host unloads (SD8).
 //! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
 //! - [`module`]: game modules in dynamic libraries: load, unload, hot reload (MB1-MB5).
 //! - [`ffi`]: the C ABI a managed host calls (SD5); with one read in the broadcast loop of
@@ -33,6 +34,7 @@ pub mod module;
 pub mod multicast;
 pub mod reflect;
 pub mod script_delegate;
+pub mod script_generation;
 
 pub use core_delegates::CoreDelegates;
 pub use delegate::Delegate;

@@ -16,7 +16,9 @@ static IDENTITY: u8 = 1;
 
 /// The exported marker: the address of this copy's identity. The process's global symbol scope
 /// resolves it to the engine's copy.
-#[unsafe(no_mangle)]
+// (Not exported in this crate's own unit-test build, which also links the normal build through the
+// facade dev-dependency: the linker would see the symbol twice.)
+#[cfg_attr(not(test), unsafe(no_mangle))]
 #[used]
 pub static LUMINA_RUNTIME_MARKER_V1: &u8 = &IDENTITY;
 
