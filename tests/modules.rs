@@ -62,6 +62,7 @@ fn libraries(test: &str) -> PathBuf {
         ("libown_runtime.so", "own.so"),
         ("libmismatch.so", "mismatch.so"),
         ("libplain_library.so", "plain.so"),
+        ("libfailing_module.so", "failing.so"),
     ] {
         std::fs::copy(built.join(from), dir.join(to)).unwrap();
     }
@@ -258,12 +259,17 @@ fn mb3_load_checks_the_build_and_refuses_bad_libraries() {
         ),
         "v1 again: AlreadyLoaded: a game module named `game_module_v1` is loaded already"
             .to_owned(),
+        "failing: StartUpFailed: the start-up of game module `failing_module` panicked: the level \
+         file is missing (the module was unloaded again)"
+            .to_owned(),
+        "failing: on_tick subscribers left: 0, loaded modules: 0".to_owned(),
     ] {
         assert!(
             errors.contains(&expected),
             "missing {expected:?} in:\n{errors}"
         );
     }
+    assert!(!errors.contains("must never run"), "{errors}");
     // Start-up runs, then on_module_loaded fires.
     let trace = cycle_trace("mb3");
     assert!(trace.starts_with(
@@ -300,7 +306,7 @@ fn mb4_unload_removes_every_subscription_before_unmapping() {
     assert!(!errors.contains("unloaded during a broadcast"), "{errors}");
     assert!(
         errors
-            .contains("unload: game_module_v1\nunload again: no game module is loaded as module#1"),
+            .contains("unload: game_module_v1\nunload again: no game module is loaded as module#2"),
         "{errors}"
     );
     assert!(errors.contains("engine: subscribers: on_tick 0, on_hit 0, input 0, on_settings_saved 0, on_world_travelled 0, on_pre_engine_shutdown 0"), "{errors}");

@@ -277,8 +277,12 @@ impl ScriptDelegateBase {
     /// that unbinds releases its own handle.
     pub fn unbind_managed(&self, id: u64) -> bool {
         let handle = DelegateHandle::from_id(id);
-        crate::script_generation::note_unbind(id); // script generation hook (SD8)
-        self.list.subscriber_matches(handle, Listener::is_managed) && self.list.remove(handle)
+        let removed =
+            self.list.subscriber_matches(handle, Listener::is_managed) && self.list.remove(handle);
+        if removed {
+            crate::script_generation::note_unbind(id); // script generation hook (SD8)
+        }
+        removed
     }
 
     /// Whether either side has a live listener (SD4, M8).

@@ -417,7 +417,8 @@ fn map_and_start(
         });
     });
     if let Err(message) = run_entry_point(record.start_up) {
-        // Its subscriptions go, its library is unmapped; the start-up's panic is the error.
+        // Its subscriptions go, its library is unmapped (it never counted as loaded: no
+        // `on_module_unloaded`); the start-up's panic is the error.
         let _ = finish_unload(id, false);
         return Err(ModuleError::StartUpFailed {
             module: name,
@@ -536,13 +537,14 @@ fn busy(id: ModuleId) -> Option<String> {
         .then(|| format!("{broadcasting} delegate(s) it subscribed to are broadcasting"))
 }
 
-/// Shut-down (when asked), removal of every subscription, `on_module_unloaded`, unmapping.
-fn finish_unload(id: ModuleId, shut_down: bool) -> Result<ModuleInfo, ModuleError> {
+/// Shut-down and `on_module_unloaded` (for a module that started), removal of every
+/// subscription, unmapping.
+fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError> {
     let entry = MODULES.with_borrow(|modules| modules.iter().find(|m| m.id == id).map(|m| m.entry));
     let Some(entry) = entry else {
         return Err(ModuleError::NotLoaded { id });
     };
-    let failed = if shut_down {
+    let failed = if started {
         // SAFETY: the record of a loaded module.
         run_entry_point(unsafe { (*entry).shut_down }).err()
     } else {
@@ -558,7 +560,9 @@ fn finish_unload(id: ModuleId, shut_down: bool) -> Result<ModuleInfo, ModuleErro
         return Err(ModuleError::NotLoaded { id });
     };
     track::remove_range(id.0);
-    CoreDelegates::get().on_module_unloaded().broadcast();
+    if started {
+        CoreDelegates::get().on_module_unloaded().broadcast();
+    }
     if left_on_other_threads > 0 {
         tracing::warn!(
             module = loaded.info.name(),

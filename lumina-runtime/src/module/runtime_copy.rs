@@ -31,7 +31,7 @@ pub(crate) const fn marker() -> *const u8 {
 }
 
 /// The identity of the copy the process's global symbol scope resolves the marker to, if any.
-#[cfg(unix)]
+#[cfg(all(unix, not(miri)))]
 fn process_marker() -> Option<*const u8> {
     let this = libloading::os::unix::Library::this();
     // SAFETY: the symbol is the `&u8` static of a runtime copy, initialized at load time; it is
@@ -41,7 +41,7 @@ fn process_marker() -> Option<*const u8> {
     Some(unsafe { **symbol })
 }
 
-#[cfg(not(unix))]
+#[cfg(any(not(unix), miri))]
 fn process_marker() -> Option<*const u8> {
     None
 }

@@ -1,5 +1,6 @@
 //! The fixture engine of tests/modules.rs. `module_host <scenario> <dir>`, where `dir` holds the
-//! built libraries (`v1.so`, `v2.so`, `own.so`, `mismatch.so`, `plain.so`). Prints a trace.
+//! built libraries (`v1.so`, `v2.so`, `own.so`, `mismatch.so`, `plain.so`, `failing.so`). Prints a
+//! trace.
 
 use engine_api::{Hit, engine};
 use lumina::core_delegates::{SettingsClass, WorldId};
@@ -143,6 +144,12 @@ fn errors(dir: &Path) {
     show("plain", module::load(dir.join("plain.so")));
     show("mismatch", module::load(dir.join("mismatch.so")));
     show("own", module::load(dir.join("own.so")));
+    show("failing", module::load(dir.join("failing.so")));
+    println!(
+        "failing: on_tick subscribers left: {}, loaded modules: {}",
+        engine().on_tick.len(),
+        module::loaded().len()
+    );
     let id = show("v1", module::load(dir.join("v1.so"))).unwrap();
     show("v1 again", module::load(dir.join("v1.so")));
     // Unloading while a delegate the module subscribed to broadcasts: refused (MB4).
