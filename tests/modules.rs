@@ -304,6 +304,11 @@ fn mb4_unload_removes_every_subscription_before_unmapping() {
     let (errors, _) = run(engine("errors", &dir, None));
     assert!(errors.contains("busy: game module `game_module_v1` cannot be unloaded now: 2 delegate(s) it subscribed to are broadcasting; retry after it returns"), "{errors}");
     assert!(!errors.contains("unloaded during a broadcast"), "{errors}");
+    // The task v1 queued at start-up was dropped unrun at unload: its code is gone.
+    assert!(
+        errors.contains("gives a new id)\nengine: queue ran 0 task(s)"),
+        "{errors}"
+    );
     assert!(
         errors
             .contains("unload: game_module_v1\nunload again: no game module is loaded as module#2"),

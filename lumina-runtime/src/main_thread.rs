@@ -380,6 +380,27 @@ pub fn enqueue(task: impl FnOnce() + Send + 'static) {
     lock(&QUEUE).push_back(task);
 }
 
+// ---- module hook (MB4), see `crate::module`: unloading a game module drops its queued tasks.
+/// Drops, unrun, the queued tasks `doomed` picks (outside the queue's lock: their captures' drops
+/// may enqueue); returns how many.
+pub(crate) fn drop_queued(mut doomed: impl FnMut(&(dyn FnOnce() + Send)) -> bool) -> usize {
+    let mut taken: Vec<Task> = Vec::new();
+    {
+        let mut queue = lock(&QUEUE);
+        let mut kept = VecDeque::with_capacity(queue.len());
+        for task in queue.drain(..) {
+            if doomed(&*task) {
+                taken.push(task);
+            } else {
+                kept.push_back(task);
+            }
+        }
+        *queue = kept;
+    }
+    taken.len()
+}
+// ---- end of module hook
+
 /// How many tasks are waiting for the next [`process_queue`]. Any thread may ask; the answer may
 /// be out of date as soon as it returns if other threads are enqueueing.
 pub fn pending() -> usize {

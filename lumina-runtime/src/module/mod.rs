@@ -551,6 +551,8 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         None
     };
     let left_on_other_threads = remove_subscriptions(id);
+    // Tasks it queued for the game thread would run its code after the unmapping.
+    let dropped = main_thread::drop_queued(|task| track::belongs_to(id.0, track::code_of(task)));
     let loaded = MODULES.with_borrow_mut(|modules| {
         let index = modules.iter().position(|m| m.id == id)?;
         Some(modules.remove(index))
@@ -560,6 +562,14 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         return Err(ModuleError::NotLoaded { id });
     };
     track::remove_range(id.0);
+    if dropped > 0 {
+        tracing::warn!(
+            module = loaded.info.name(),
+            "lumina: game module `{}` was unloaded with {dropped} task(s) it queued with \
+             `main_thread::enqueue` still waiting; they were dropped unrun",
+            loaded.info.name()
+        );
+    }
     if started {
         CoreDelegates::get().on_module_unloaded().broadcast();
     }

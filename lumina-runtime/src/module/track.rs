@@ -127,6 +127,16 @@ fn code_of_slow<T: ?Sized>(callable: &T) -> Code {
     Code([vtable, word])
 }
 
+/// Whether `code` lies in `module`'s library.
+pub(crate) fn belongs_to(module: u64, code: Option<Code>) -> bool {
+    let Some(Code(words)) = code else {
+        return false;
+    };
+    state().ranges.iter().any(|&(owner, start, end)| {
+        owner == module && words.iter().any(|&word| word >= start && word < end)
+    })
+}
+
 /// Records the subscription `handle` of `list` when `code` lies in a loaded module.
 pub(crate) fn track<C>(list: &InvocationList<C>, handle: DelegateHandle, code: Option<Code>) {
     let Some(Code(words)) = code else {
