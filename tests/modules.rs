@@ -63,6 +63,7 @@ fn libraries(test: &str) -> PathBuf {
         ("libmismatch.so", "mismatch.so"),
         ("libplain_library.so", "plain.so"),
         ("libfailing_module.so", "failing.so"),
+        ("libreflecting_module.so", "reflecting.so"),
     ] {
         std::fs::copy(built.join(from), dir.join(to)).unwrap();
     }
@@ -304,6 +305,15 @@ fn mb4_unload_removes_every_subscription_before_unmapping() {
     let (errors, _) = run(engine("errors", &dir, None));
     assert!(errors.contains("busy: game module `game_module_v1` cannot be unloaded now: 2 delegate(s) it subscribed to are broadcasting; retry after it returns"), "{errors}");
     assert!(!errors.contains("unloaded during a broadcast"), "{errors}");
+    // Reflected types cannot be unregistered: that library stays mapped, and the registry works.
+    assert!(
+        errors.contains(
+            "reflecting: start-up; the engine's registry has ModuleScore: true\nreflecting: loaded \
+             module#3\nreflecting: unloaded; still mapped: true; registry still has ModuleScore: \
+             true\n"
+        ),
+        "{errors}"
+    );
     // The task v1 queued at start-up was dropped unrun at unload: its code is gone.
     assert!(
         errors.contains("gives a new id)\nengine: queue ran 0 task(s)"),

@@ -64,6 +64,7 @@ use std::time::SystemTime;
 
 use crate::core_delegates::{CoreDelegates, ModuleInfo};
 use crate::main_thread;
+use crate::reflect::{RegisteredComponent, RegisteredPayload};
 
 /// Identifies one load of a module; a reload gives a new id. `Copy`, so unloading twice is a
 /// [`ModuleError::NotLoaded`], not a compile error.
@@ -348,6 +349,20 @@ fn map_and_start(
             path: path.to_owned(),
             reason: loader_reason(&error, mapped, path),
         })?;
+    match check_record(&library, path) {
+        Ok((entry, name)) => start(library, entry, name, path, mapped, modified),
+        Err(error) => {
+            unmap(library, mapped, &path.display().to_string());
+            Err(error)
+        }
+    }
+}
+
+/// The module's record, checked (MB3, MB2), and its name.
+fn check_record(
+    library: &libloading::Library,
+    path: &Path,
+) -> Result<(*const ModuleEntry, String), ModuleError> {
     // SAFETY: `lumina_game_module_v1` is exported by `game_module!` with this signature. A
     // foreign library exporting the name with another signature is outside what can be checked.
     let entry = unsafe {
@@ -401,6 +416,20 @@ fn map_and_start(
     if MODULES.with_borrow(|modules| modules.iter().any(|m| m.info.name() == name)) {
         return Err(ModuleError::AlreadyLoaded { module: name });
     }
+    Ok((entry, name))
+}
+
+/// Registers a checked module, runs its start-up and fires `on_module_loaded`.
+fn start(
+    library: libloading::Library,
+    entry: *const ModuleEntry,
+    name: String,
+    path: &Path,
+    mapped: &Path,
+    modified: Option<SystemTime>,
+) -> Result<ModuleId, ModuleError> {
+    // SAFETY: a checked record in the mapped library.
+    let record = unsafe { &*entry };
     let id = ModuleId(NEXT_MODULE.fetch_add(1, Ordering::Relaxed));
     for (start, end) in mapped_ranges(mapped) {
         track::add_range(id.0, start, end);
@@ -582,8 +611,7 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         );
         std::mem::forget(loaded.library);
     } else {
-        drop(loaded.library);
-        let _ = std::fs::remove_file(&loaded.mapped);
+        unmap(loaded.library, &loaded.mapped, loaded.info.name());
     }
     match failed {
         Some(message) => Err(ModuleError::ShutDownFailed {
@@ -591,6 +619,35 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
             message,
         }),
         None => Ok(loaded.info),
+    }
+}
+
+/// Unmaps a library, unless it registered reflected types: the registry (`inventory`) cannot
+/// forget them, so such a library stays mapped (and says so).
+fn unmap(library: libloading::Library, mapped: &Path, name: &str) {
+    let ranges = mapped_ranges(mapped);
+    let inside = |address: usize| {
+        ranges
+            .iter()
+            .any(|&(start, end)| address >= start && address < end)
+    };
+    let payloads = inventory::iter::<RegisteredPayload>
+        .into_iter()
+        .any(|registered| inside(std::ptr::from_ref(registered).addr()));
+    let components = inventory::iter::<RegisteredComponent>
+        .into_iter()
+        .any(|registered| inside(std::ptr::from_ref(registered).addr()));
+    if payloads || components {
+        tracing::warn!(
+            module = name,
+            "lumina: game module `{name}` registered reflected types (`#[script_delegate]`, \
+             `ScriptComponent`), which the reflection registry cannot forget; its library stays \
+             mapped"
+        );
+        std::mem::forget(library);
+    } else {
+        drop(library);
+        let _ = std::fs::remove_file(mapped);
     }
 }
 

@@ -1,5 +1,6 @@
 //! The fixture engine of tests/modules.rs. `module_host <scenario> <dir>`, where `dir` holds the
-//! built libraries (`v1.so`, `v2.so`, `own.so`, `mismatch.so`, `plain.so`, `failing.so`). Prints a
+//! built libraries (`v1.so`, `v2.so`, `own.so`, `mismatch.so`, `plain.so`, `failing.so`,
+//! `reflecting.so`). Prints a
 //! trace.
 
 use engine_api::{Hit, engine};
@@ -169,6 +170,15 @@ fn errors(dir: &Path) {
         Ok(info) => println!("unload again: {}", info.name()),
         Err(error) => println!("unload again: {error}"),
     }
+    // A module whose reflected types the registry cannot forget stays mapped.
+    let reflecting = show("reflecting", module::load(dir.join("reflecting.so"))).unwrap();
+    let reflecting_mapped = module::mapped_path(reflecting).unwrap();
+    let _ = module::unload(reflecting).unwrap();
+    println!(
+        "reflecting: unloaded; still mapped: {}; registry still has ModuleScore: {}",
+        mapped(&reflecting_mapped),
+        lumina::reflect::find_payload("ModuleScore").is_some()
+    );
     // The task the module queued at start-up was never run: unloading dropped it.
     println!("engine: queue ran {} task(s)", main_thread::process_queue());
     counts();
