@@ -316,7 +316,7 @@ fn mb4_unload_removes_every_subscription_before_unmapping() {
     );
     // The task v1 queued at start-up was dropped unrun at unload: its code is gone.
     assert!(
-        errors.contains("gives a new id)\nengine: queue ran 0 task(s)"),
+        errors.contains("registry still has ModuleScore: true\nengine: queue ran 0 task(s)"),
         "{errors}"
     );
     assert!(
