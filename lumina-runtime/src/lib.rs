@@ -15,8 +15,11 @@
 //! - [`script_generation`]: script generations a managed host unloads (SD8).
 //! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
 //! - [`module`]: game modules in dynamic libraries: load, unload, hot reload (MB1-MB5).
-//! - [`ffi`]: the C ABI a managed host calls (SD5); with one read in the broadcast loop of
-//!   [`invocation`], the only `unsafe` code.
+//! - [`ffi`]: the C ABI a managed host calls (SD5).
+//!
+//! `unsafe` code is in [`ffi`], in one read of the broadcast loop of [`invocation`], in
+//! [`module`] (dynamic loading, and the records that let an unload reach a module's
+//! subscriptions) and in [`script_generation`] (the delegates a generation's bindings live in).
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
 // in game code.
