@@ -11,8 +11,9 @@
 //!   MB2), runs its start-up, then fires
 //!   [`CoreDelegates::on_module_loaded`](crate::CoreDelegates::on_module_loaded) (MB3).
 //! - [`unload`] runs its shut-down, removes every subscription whose code lies in the module's
-//!   library, from any delegate, script delegate or event processor, so every callable of the
-//!   module is dropped while its code is still mapped, fires
+//!   library, from any delegate, script delegate or event processor, and drops the tasks it
+//!   queued with [`main_thread::enqueue`] unrun, so every callable of the module is dropped
+//!   while its code is still mapped, fires
 //!   [`CoreDelegates::on_module_unloaded`](crate::CoreDelegates::on_module_unloaded), and only
 //!   then unmaps the library: no code of the module runs afterwards, not even a closure's `Drop`
 //!   (MB4). While a delegate the module subscribed to is broadcasting, unloading is refused
@@ -21,6 +22,14 @@
 //!   from then on only the new version's subscribers run.
 //!
 //! Bad input is an error, never a crash: [`ModuleError`] names what was wrong and what to do.
+//!
+//! What an unload cannot take back, it does not unmap: a module that registered reflected types
+//! (`#[script_delegate]` payloads, components: the registry cannot forget them), or whose
+//! subscriptions live on delegates of another thread, stays mapped, with a `tracing` warning.
+//! Callables a module hands the engine outside of delegates (a single-cast
+//! [`Delegate`](crate::Delegate) the engine stores, a raw
+//! [`InvocationList`](crate::invocation::InvocationList) entry) are the engine's to drop before
+//! the unload, and a module's own threads must be joined by its shut-down.
 //!
 //! Engine and modules must share one runtime: build both with the `dynamic_linking` feature of
 //! `lumina` (see the README's "Game modules" section for the commands). A module that carries its
@@ -720,8 +729,9 @@ pub fn loaded() -> Vec<(ModuleId, ModuleInfo)> {
     MODULES.with_borrow(|modules| modules.iter().map(|m| (m.id, m.info.clone())).collect())
 }
 
-/// How many live subscriptions are attributed to the loaded module `id` (0 for an id that is
-/// not loaded): what unloading it will remove.
+/// How many subscriptions are recorded for the loaded module `id` (0 for an id that is not
+/// loaded): what unloading it will remove. One the module removed itself still counts until the
+/// unload (or until its delegate is dropped).
 pub fn subscription_count(id: ModuleId) -> usize {
     track::count(id.0)
 }
