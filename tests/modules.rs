@@ -17,15 +17,22 @@ fn target_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("modules")
 }
 
-/// `cargo build` of the fixtures with `RUSTFLAGS="-C prefer-dynamic"`, as the README says.
+/// `cargo build` of the fixtures with `RUSTFLAGS="-C prefer-dynamic"`, as the README says. They
+/// build with lumina's own lock file (copied in; every registry package they use is in it), so
+/// they use exactly the dependency versions lumina is tested with and need no network.
 fn cargo_build(args: &[&str]) {
+    std::fs::copy(
+        root().join("Cargo.lock"),
+        root().join("tests/modules/Cargo.lock"),
+    )
+    .expect("copy Cargo.lock to the fixtures");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
         .current_dir(root())
         .env("RUSTFLAGS", "-C prefer-dynamic")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
-        .args(["build", "--quiet", "--locked", "--manifest-path"])
+        .args(["build", "--quiet", "--manifest-path"])
         .arg(root().join("tests/modules/Cargo.toml"))
         .arg("--target-dir")
         .arg(target_dir())
