@@ -632,9 +632,19 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
 }
 
 /// Unmaps a library, unless it registered reflected types: the registry (`inventory`) cannot
-/// forget them, so such a library stays mapped (and says so).
+/// forget them, so such a library stays mapped (and says so). Where its address range is unknown
+/// (no `/proc/self/maps`), nothing could be attributed to it: it stays mapped too.
 fn unmap(library: libloading::Library, mapped: &Path, name: &str) {
     let ranges = mapped_ranges(mapped);
+    if ranges.is_empty() {
+        tracing::warn!(
+            module = name,
+            "lumina: the address range of game module `{name}` is unknown on this platform, so \
+             its subscriptions could not be found; its library stays mapped"
+        );
+        std::mem::forget(library);
+        return;
+    }
     let inside = |address: usize| {
         ranges
             .iter()
