@@ -36,6 +36,12 @@ pub mod rules {}
 
 pub use lumina_runtime::*;
 
+// With `dynamic_linking`, the runtime is linked through the one shared `lumina-dylib` (MB1), the
+// way bevy's `dynamic_linking` links `bevy_dylib`.
+#[cfg(feature = "dynamic_linking")]
+#[allow(unused_imports)]
+use lumina_dylib as _;
+
 pub use lumina_macros::event_class;
 pub use lumina_macros::{ScriptComponent, script_delegate};
 
