@@ -294,6 +294,8 @@ impl<C: Subscriber> Block<C> {
     }
 
     /// Whether the owner of the owned main-list `entry` is alive.
+    #[cold]
+    #[inline(never)]
     pub(super) fn owner_alive(&self, entry: &Entry<C>) -> bool {
         let owners = self.owners.borrow();
         owners
