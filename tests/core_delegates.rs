@@ -366,10 +366,15 @@ fn c2_a_late_subscription_never_runs_and_is_reported_naming_the_signal() {
 
     let ran = Rc::new(Cell::new(false));
     let sink = Rc::clone(&ran);
+    let late_line = line!() + 3;
     let (handle, report) = capture_tracing(|| {
         core.on_post_engine_init()
             .add_lambda(move || sink.set(true))
     });
+    assert!(
+        report.contains(&format!("tests/core_delegates.rs:{late_line}")),
+        "B5: the report names the bind site: {report}"
+    );
 
     assert!(core.on_post_engine_init().has_fired());
     assert_eq!(

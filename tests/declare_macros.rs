@@ -236,7 +236,7 @@ fn default_and_new_start_unbound() {
     );
     assert_eq!(
         format!("{:?}", ProjectLoaded::new()),
-        "ProjectLoaded(MulticastDelegate { len: 0 })"
+        "ProjectLoaded(MulticastDelegate { len: 0, subscriptions: [] })"
     );
 }
 

@@ -541,12 +541,19 @@ fn sd6_types_register_themselves_at_link_time_with_unique_names() {
 #[test]
 fn sd4_without_a_destroyed_hook_dropped_managed_bindings_are_reported_not_silent() {
     let on_hit = ScriptDelegate::<Hit>::new();
+    let line = line!() + 1;
     let _ = on_hit.bind_managed(Some(recording_thunk), context());
     let _ = on_hit.bind_managed(Some(recording_thunk), context());
     let _turn = HOOK_TURN.lock().unwrap_or_else(|e| e.into_inner());
     let previous = set_destroyed_hook(None);
     let ((), report) = support::capture_tracing(|| drop(on_hit));
     set_destroyed_hook(previous);
+    for bound in [line, line + 1] {
+        assert!(
+            report.contains(&format!("tests/script_delegates.rs:{bound}:")),
+            "B5: the log names each binding's bind site ({bound}): {report}"
+        );
+    }
     assert!(report.contains("ERROR"), "{report}");
     assert!(report.contains("no destroyed hook installed"), "{report}");
     assert!(report.contains("count=2"), "{report}");

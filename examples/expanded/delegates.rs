@@ -38,6 +38,7 @@ impl ProjectLoaded {
         Self(::lumina::__private::MulticastDelegate::new())
     }
     /// Adds a closure; the returned handle removes it.
+    #[track_caller]
     pub fn add_lambda(
         &self,
         f: impl ::core::ops::Fn() + 'static,
@@ -45,12 +46,14 @@ impl ProjectLoaded {
         self.0.add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function; the returned handle removes it.
+    #[track_caller]
     pub fn add_static(&self, f: fn()) -> ::lumina::__private::DelegateHandle {
         self.0.add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again,
     /// stops counting in `len`, and is pruned. The returned handle removes it, and so
     /// does `remove_all(&owner)`.
+    #[track_caller]
     pub fn add_member<T: ::core::any::Any>(
         &self,
         owner: &::lumina::__private::Rc<T>,
@@ -74,6 +77,11 @@ impl ProjectLoaded {
     /// Removes every member binding of `owner`; returns how many were removed.
     pub fn remove_all<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> usize {
         self.0.remove_all(owner)
+    }
+    /// Every subscription present, in the order they run, with where it was made and
+    /// whether its owner lives (B5).
+    pub fn subscriptions(&self) -> ::std::vec::Vec<::lumina::__private::Subscription> {
+        self.0.subscriptions()
     }
     /// Turns `handle` into a guard that unsubscribes when it is dropped (B1).
     pub fn scoped(
@@ -144,6 +152,7 @@ impl WindowResize {
         Self(::lumina::__private::MulticastDelegate::new())
     }
     /// Adds a closure; the returned handle removes it.
+    #[track_caller]
     pub fn add_lambda(
         &self,
         f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
@@ -151,6 +160,7 @@ impl WindowResize {
         self.0.add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function; the returned handle removes it.
+    #[track_caller]
     pub fn add_static(
         &self,
         f: fn(&Window, UVec2),
@@ -160,6 +170,7 @@ impl WindowResize {
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again,
     /// stops counting in `len`, and is pruned. The returned handle removes it, and so
     /// does `remove_all(&owner)`.
+    #[track_caller]
     pub fn add_member<T: ::core::any::Any>(
         &self,
         owner: &::lumina::__private::Rc<T>,
@@ -183,6 +194,11 @@ impl WindowResize {
     /// Removes every member binding of `owner`; returns how many were removed.
     pub fn remove_all<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> usize {
         self.0.remove_all(owner)
+    }
+    /// Every subscription present, in the order they run, with where it was made and
+    /// whether its owner lives (B5).
+    pub fn subscriptions(&self) -> ::std::vec::Vec<::lumina::__private::Subscription> {
+        self.0.subscriptions()
     }
     /// Turns `handle` into a guard that unsubscribes when it is dropped (B1).
     pub fn scoped(
@@ -253,6 +269,7 @@ impl SaveQuery {
         Self(::lumina::__private::MulticastDelegate::new())
     }
     /// Adds a closure; the returned handle removes it.
+    #[track_caller]
     pub fn add_lambda(
         &self,
         f: impl ::core::ops::Fn(&str) -> bool + 'static,
@@ -260,6 +277,7 @@ impl SaveQuery {
         self.0.add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function; the returned handle removes it.
+    #[track_caller]
     pub fn add_static(
         &self,
         f: fn(&str) -> bool,
@@ -269,6 +287,7 @@ impl SaveQuery {
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again,
     /// stops counting in `len`, and is pruned. The returned handle removes it, and so
     /// does `remove_all(&owner)`.
+    #[track_caller]
     pub fn add_member<T: ::core::any::Any>(
         &self,
         owner: &::lumina::__private::Rc<T>,
@@ -292,6 +311,11 @@ impl SaveQuery {
     /// Removes every member binding of `owner`; returns how many were removed.
     pub fn remove_all<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> usize {
         self.0.remove_all(owner)
+    }
+    /// Every subscription present, in the order they run, with where it was made and
+    /// whether its owner lives (B5).
+    pub fn subscriptions(&self) -> ::std::vec::Vec<::lumina::__private::Subscription> {
+        self.0.subscriptions()
     }
     /// Turns `handle` into a guard that unsubscribes when it is dropped (B1).
     pub fn scoped(

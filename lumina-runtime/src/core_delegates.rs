@@ -260,24 +260,36 @@ impl LifecycleSignal {
         self.fired.get()
     }
 
-    /// Adds a closure to run when the signal fires. After it fired: reported, dropped, and the
-    /// invalid handle is returned.
+    /// Adds a closure to run when the signal fires. After it fired: reported (with the place of
+    /// this call, B5), dropped, and the invalid handle is returned.
+    #[track_caller]
     pub fn add_lambda(&self, f: impl Fn() + 'static) -> DelegateHandle {
-        self.subscribe(|delegate| delegate.add_lambda(f))
+        if self.too_late() {
+            return DelegateHandle::INVALID;
+        }
+        self.delegate.add_lambda(f)
     }
 
     /// Adds a plain function; see [`add_lambda`](Self::add_lambda).
+    #[track_caller]
     pub fn add_static(&self, f: fn()) -> DelegateHandle {
-        self.subscribe(|delegate| delegate.add_static(f))
+        if self.too_late() {
+            return DelegateHandle::INVALID;
+        }
+        self.delegate.add_static(f)
     }
 
     /// Adds a method of `owner`, held weakly (M9); see [`add_lambda`](Self::add_lambda).
+    #[track_caller]
     pub fn add_member<T: Any>(
         &self,
         owner: &Rc<T>,
         method: impl Fn(&T) + 'static,
     ) -> DelegateHandle {
-        self.subscribe(|delegate| delegate.add_member(owner, method))
+        if self.too_late() {
+            return DelegateHandle::INVALID;
+        }
+        self.delegate.add_member(owner, method)
     }
 
     /// Removes the subscription of `handle` (H2).
@@ -334,24 +346,24 @@ impl LifecycleSignal {
         self.fired.set(false);
     }
 
-    fn subscribe(
-        &self,
-        add: impl FnOnce(&MulticastDelegate<dyn Fn()>) -> DelegateHandle,
-    ) -> DelegateHandle {
+    /// Whether the signal fired already; then the subscription the caller is making is reported
+    /// with the caller's place (C2, B5).
+    #[track_caller]
+    fn too_late(&self) -> bool {
         if self.fired.get() {
-            report_late_subscription(self.name);
-            return DelegateHandle::INVALID;
+            report_late_subscription(self.name, std::panic::Location::caller());
         }
-        add(&self.delegate)
+        self.fired.get()
     }
 }
 
 /// The spec's top failure mode, "a core delegate callback never runs", made visible (C2).
 #[cold]
-fn report_late_subscription(signal: &'static str) {
+fn report_late_subscription(signal: &'static str, site: &'static std::panic::Location<'static>) {
     tracing::warn!(
         signal,
-        "lumina: subscription to `{signal}` made after it fired; it will never run. `{signal}` \
+        bind_site = %site,
+        "lumina: subscription to `{signal}` at {site} made after it fired; it will never run. `{signal}` \
          is a one-shot lifecycle signal (broadcast and clear): subscribe from a module's \
          start-up, before the engine fires it, or check `has_fired()` and do the work directly"
     );

@@ -31,6 +31,7 @@
 #[allow(unused_extern_crates)]
 extern crate self as lumina;
 
+pub mod bind_site;
 pub mod core_delegates;
 pub mod delegate;
 pub mod event;
@@ -61,6 +62,8 @@ pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
 /// `::lumina::__private` so that they work with `lumina` as the only dependency.
 #[doc(hidden)]
 pub mod __private {
+    #[doc(hidden)]
+    pub use crate::bind_site::Subscription;
     #[doc(hidden)]
     pub use crate::delegate::Delegate;
     #[doc(hidden)]

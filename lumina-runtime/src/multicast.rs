@@ -50,9 +50,11 @@ impl<F: ?Sized + 'static> Default for MulticastDelegate<F> {
 }
 
 impl<F: ?Sized + 'static> fmt::Debug for MulticastDelegate<F> {
+    /// The live count and every subscription with its handle, bind site and owner state (B5).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MulticastDelegate")
             .field("len", &self.len())
+            .field("subscriptions", &self.subscriptions())
             .finish()
     }
 }
@@ -66,6 +68,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     }
 
     /// Adds an already shared callable; the building block of every `add_*` method.
+    #[track_caller]
     pub fn add_shared(&self, callable: Rc<F>) -> DelegateHandle {
         let code = crate::module::track::code_of(&*callable); // module hook (MB4)
         let handle = self.list.add(callable);
@@ -75,6 +78,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
 
     /// Adds a callable bound to `owner`, held weakly: it never runs after `owner` is dropped, stops
     /// counting in [`len`](Self::len), and is pruned (M9). The building block of `add_member`.
+    #[track_caller]
     pub fn add_shared_member<T: Any>(&self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
         let code = crate::module::track::code_of(&*callable); // module hook (MB4)
         let handle = self.list.add_owned(owner, callable);
@@ -124,6 +128,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// `priority`: higher priorities run first, equal ones in the order added (M1). `add_shared`
     /// is priority 0. Added during a broadcast, it does not run in that broadcast, wherever it
     /// lands (M2).
+    #[track_caller]
     pub fn add_shared_with_priority(&self, priority: i32, callable: Rc<F>) -> DelegateHandle {
         self.list.insert(priority, None, callable)
     }
@@ -132,6 +137,22 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// dropped (B1); see [`ScopedSubscription`](crate::ScopedSubscription).
     pub fn scoped(&self, handle: DelegateHandle) -> crate::ScopedSubscription {
         crate::ScopedSubscription::new(handle, self.list.weak_remover())
+    }
+
+    /// Every subscription present, in the order they run, with where it was made and whether
+    /// its owner lives (B5). Allocates: for diagnostics (`Debug` shows the same list).
+    ///
+    /// ```
+    /// use lumina::MulticastDelegate;
+    ///
+    /// let on_score: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+    /// let handle = on_score.add_lambda(|_| {});
+    /// let listed = on_score.subscriptions();
+    /// assert_eq!(listed[0].handle, handle);
+    /// println!("subscribed at {}", listed[0].bind_site.expect("recorded"));
+    /// ```
+    pub fn subscriptions(&self) -> Vec<crate::bind_site::Subscription> {
+        self.list.subscriptions()
     }
 
     /// Whether a broadcast of this delegate is running (on this thread's stack).
@@ -150,16 +171,19 @@ macro_rules! impl_multicast_arity {
     ($($arg:ident: $Arg:ident),*) => {
         impl<$($Arg: Clone + 'static,)* R: 'static> MulticastDelegate<dyn Fn($($Arg),*) -> R> {
             /// Adds a closure; the returned handle removes it.
+            #[track_caller]
             pub fn add_lambda(&self, f: impl Fn($($Arg),*) -> R + 'static) -> DelegateHandle {
                 self.add_shared(Rc::new(f))
             }
 
             /// Adds a plain function.
+            #[track_caller]
             pub fn add_static(&self, f: fn($($Arg),*) -> R) -> DelegateHandle {
                 self.add_shared(Rc::new(f))
             }
 
             /// Adds a method of `owner`, held weakly (M9): it never runs once `owner` is dropped.
+            #[track_caller]
             pub fn add_member<T: Any>(
                 &self,
                 owner: &Rc<T>,

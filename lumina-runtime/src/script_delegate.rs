@@ -214,6 +214,7 @@ impl fmt::Debug for ScriptDelegateBase {
             .field("payload", &self.payload.name)
             .field("native", &self.native_len())
             .field("managed", &self.managed_len())
+            .field("subscriptions", &self.subscriptions())
             .finish()
     }
 }
@@ -249,6 +250,7 @@ impl ScriptDelegateBase {
     /// any thread.
     ///
     /// A managed listener bound during a broadcast runs from the next broadcast on (M2).
+    #[track_caller]
     pub fn try_bind_managed(
         &self,
         thunk: Option<ManagedThunk>,
@@ -268,6 +270,7 @@ impl ScriptDelegateBase {
 
     /// [`try_bind_managed`](Self::try_bind_managed) with the C convention of SD2: the id, or 0
     /// when refused (the reason is logged through `tracing`).
+    #[track_caller]
     pub fn bind_managed(&self, thunk: Option<ManagedThunk>, context: *mut c_void) -> u64 {
         match self.try_bind_managed(thunk, context) {
             Ok(id) => id,
@@ -310,6 +313,12 @@ impl ScriptDelegateBase {
         self.list.is_empty()
     }
 
+    /// Every listener present (native and managed), in the order added, with where it was
+    /// bound and whether its owner lives (B5).
+    pub fn subscriptions(&self) -> Vec<crate::bind_site::Subscription> {
+        self.list.subscriptions()
+    }
+
     /// How many live managed bindings.
     pub fn managed_len(&self) -> usize {
         self.list.count_matching(Listener::is_managed)
@@ -348,13 +357,15 @@ impl ScriptDelegateBase {
         // that code may unbind a managed binding, and the host must not be told to release it
         // twice (M13).
         let mut released = Vec::new();
-        self.list.clear_with(|id, listener| {
+        let mut sites = Vec::new();
+        self.list.clear_with(|id, site, listener| {
             if let Listener::Managed(thunk, context) = listener {
                 released.push(ManagedBinding {
                     id,
                     thunk: *thunk,
                     context: *context,
                 });
+                sites.push(crate::bind_site::location(site));
             }
         });
         if self.list.is_broadcasting() {
@@ -367,7 +378,7 @@ impl ScriptDelegateBase {
                 deferred.extend(released.into_iter().map(|binding| (address, binding)));
             });
         } else {
-            self.release(&released, ReleaseReason::Cleared);
+            self.release_at(&released, &sites, ReleaseReason::Cleared);
         }
     }
 
@@ -395,6 +406,17 @@ impl ScriptDelegateBase {
     }
 
     fn release(&self, bindings: &[ManagedBinding], reason: ReleaseReason) {
+        self.release_at(bindings, &[], reason);
+    }
+
+    /// [`release`](Self::release), with the bind sites of the bindings (B5) for the log when no
+    /// hook is installed (SD4).
+    fn release_at(
+        &self,
+        bindings: &[ManagedBinding],
+        sites: &[Option<&'static std::panic::Location<'static>>],
+        reason: ReleaseReason,
+    ) {
         crate::script_generation::forget(bindings); // script generation hook (SD8)
         if bindings.is_empty() {
             return;
@@ -406,6 +428,7 @@ impl ScriptDelegateBase {
                 count = bindings.len(),
                 ?reason,
                 contexts = ?bindings.iter().map(|b| b.context).collect::<Vec<_>>(),
+                bound_at = ?sites.iter().flatten().map(|site| site.to_string()).collect::<Vec<_>>(),
                 "lumina: managed bindings released with no destroyed hook installed: their GC \
                  handles leak; the host must call lumina_set_destroyed_hook at startup"
             ),
@@ -467,7 +490,21 @@ impl Drop for ScriptDelegateBase {
         }
         let _dropped = Dropped(address);
         let released = self.managed_bindings();
-        self.release(&released, ReleaseReason::Destroyed);
+        let sites: Vec<_> = if destroyed_hook().is_none() && !released.is_empty() {
+            let listed = self.list.subscriptions();
+            released
+                .iter()
+                .map(|binding| {
+                    listed
+                        .iter()
+                        .find(|s| s.handle.id() == binding.id)
+                        .and_then(|s| s.bind_site)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.release_at(&released, &sites, ReleaseReason::Destroyed);
     }
 }
 
@@ -533,6 +570,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     }
 
     /// Adds a closure; the returned handle removes it.
+    #[track_caller]
     pub fn add_lambda(&self, f: impl Fn(&P) + 'static) -> DelegateHandle {
         let listener = native(f);
         let code = crate::module::track::code_of(&*listener); // module hook (MB4)
@@ -542,11 +580,13 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     }
 
     /// Adds a plain function.
+    #[track_caller]
     pub fn add_static(&self, f: fn(&P)) -> DelegateHandle {
         self.add_lambda(f)
     }
 
     /// Adds a method of `owner`, held weakly (M9): it never runs once `owner` is dropped.
+    #[track_caller]
     pub fn add_member<T: Any>(
         &self,
         owner: &Rc<T>,

@@ -293,11 +293,13 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             }
 
             /// Adds a closure; the returned handle removes it.
+            #[track_caller]
             pub fn add_lambda(&self, #f: impl #signature + 'static) -> #handle {
                 self.0.add_shared(#rc::new(#f))
             }
 
             /// Adds a plain function; the returned handle removes it.
+            #[track_caller]
             pub fn add_static(&self, #f: fn(#(#types),*) #output_arrow) -> #handle {
                 self.0.add_shared(#rc::new(#f))
             }
@@ -305,6 +307,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again,
             /// stops counting in `len`, and is pruned. The returned handle removes it, and so
             /// does `remove_all(&owner)`.
+            #[track_caller]
             pub fn add_member<T: ::core::any::Any>(
                 &self,
                 #owner: &#rc<T>,
@@ -324,6 +327,12 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// Removes every member binding of `owner`; returns how many were removed.
             pub fn remove_all<T: ?Sized>(&self, #owner: &#rc<T>) -> usize {
                 self.0.remove_all(#owner)
+            }
+
+            /// Every subscription present, in the order they run, with where it was made and
+            /// whether its owner lives (B5).
+            pub fn subscriptions(&self) -> ::std::vec::Vec<::lumina::__private::Subscription> {
+                self.0.subscriptions()
             }
 
             /// Turns `handle` into a guard that unsubscribes when it is dropped (B1).

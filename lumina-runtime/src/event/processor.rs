@@ -103,6 +103,7 @@ impl fmt::Debug for EventProcessor {
         f.debug_struct("EventProcessor")
             .field("handlers", &self.len())
             .field("dispatching", &self.handlers.is_broadcasting())
+            .field("subscriptions", &self.subscriptions())
             .finish()
     }
 }
@@ -122,6 +123,7 @@ impl EventProcessor {
     /// Returns `false`, changing nothing, if `handler` is already registered (P1): unregister it
     /// first to change its priority.
     #[must_use = "`false` means the handler was already registered and its priority did not change"]
+    #[track_caller]
     pub fn register_event_handler<H: EventHandler>(
         &self,
         handler: &Rc<H>,
@@ -134,6 +136,7 @@ impl EventProcessor {
     /// [`register_event_handler`](Self::register_event_handler) for a handler already behind
     /// `Rc<dyn EventHandler>`.
     #[must_use = "`false` means the handler was already registered and its priority did not change"]
+    #[track_caller]
     pub fn register_dyn_event_handler(
         &self,
         handler: &Rc<dyn EventHandler>,
@@ -143,6 +146,7 @@ impl EventProcessor {
     }
 
     /// Registers `handler`; its handle, or `None` if it is registered already.
+    #[track_caller]
     fn register_handle(
         &self,
         handler: &Rc<dyn EventHandler>,
@@ -181,6 +185,7 @@ impl EventProcessor {
     /// drop(guard);
     /// assert!(!processor.is_registered(&handler));
     /// ```
+    #[track_caller]
     pub fn register_scoped<H: EventHandler>(
         &self,
         handler: &Rc<H>,
@@ -218,6 +223,12 @@ impl EventProcessor {
     /// `true` when no live handler is registered.
     pub fn is_empty(&self) -> bool {
         self.handlers.is_empty()
+    }
+
+    /// Every registration present, in dispatch order, with where it was made and whether its
+    /// handler lives (B5).
+    pub fn subscriptions(&self) -> Vec<crate::bind_site::Subscription> {
+        self.handlers.subscriptions()
     }
 
     /// Whether a dispatch is running on this processor.

@@ -15,9 +15,12 @@ pub(super) const OWNED: u64 = 2;
 /// State bit: an enclosing broadcast loop is calling this entry's callable, while a loop nested
 /// in that call has taken over the list's `running` record (see `LoopScope`).
 pub(super) const RUNNING_OUTER: u64 = 4;
-/// The state bits of [`Entry::word`]; the id is the rest.
+/// The state bits of [`Entry::word`].
 const STATE_MASK: u64 = 7;
-const ID_SHIFT: u32 = 3;
+/// Above the state bits: the number of the subscription's bind site (B5), then its id.
+const SITE_SHIFT: u32 = 3;
+const SITE_MASK: u64 = (1 << crate::bind_site::SITE_BITS) - 1;
+const ID_SHIFT: u32 = SITE_SHIFT + crate::bind_site::SITE_BITS;
 
 /// What an invocation list holds. Its `Clone` is taken while the list reads the slot, so it
 /// must not remove or clear anything of any invocation list (the library's own subscribers,
@@ -41,20 +44,32 @@ unsafe impl<T: ?Sized> Subscriber for std::rc::Weak<T> {}
 /// (a broadcast loop records it in the list's `running` while it calls it): then it stays until
 /// its call is over (M4). So an empty slot always has [`REMOVED`] set.
 pub(super) struct Entry<C> {
-    /// `id << 3 | state`: [`REMOVED`] | [`OWNED`] | [`RUNNING_OUTER`]. The state is 0 for a
-    /// live entry without owner that no enclosing loop is running, so the broadcast loop checks
-    /// liveness with one load and one test.
+    /// `id << 24 | bind site << 3 | state`, the state being [`REMOVED`] | [`OWNED`] |
+    /// [`RUNNING_OUTER`]. The state is 0 for a live entry without owner that no enclosing loop is
+    /// running, so the broadcast loop checks liveness with one load and one test. Ids fit in 40
+    /// bits (a trillion subscriptions), bind sites in 21 (see `bind_site`).
     word: Cell<u64>,
     /// The callable; see `raw.rs` for who reads it how.
     pub(super) slot: UnsafeCell<Option<C>>,
 }
 
 impl<C> Entry<C> {
-    pub(super) fn new(id: u64, owned: bool, callable: C) -> Self {
+    pub(super) fn new(id: u64, owned: bool, site: u32, callable: C) -> Self {
+        assert!(
+            id < 1 << (64 - ID_SHIFT),
+            "lumina: more than 2^40 subscriptions were made in this process"
+        );
+        let site = u64::from(site) & SITE_MASK;
         Entry {
-            word: Cell::new(id << ID_SHIFT | if owned { OWNED } else { 0 }),
+            word: Cell::new(id << ID_SHIFT | site << SITE_SHIFT | if owned { OWNED } else { 0 }),
             slot: UnsafeCell::new(Some(callable)),
         }
+    }
+
+    /// The number of the bind site (B5).
+    pub(super) fn site(&self) -> u32 {
+        // At most 21 bits: the cast keeps them all.
+        ((self.word.get() >> SITE_SHIFT) & SITE_MASK) as u32
     }
 
     #[inline(always)]

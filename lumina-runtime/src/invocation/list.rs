@@ -104,12 +104,14 @@ impl<C> InvocationList<C> {
 
 impl<C: Subscriber> InvocationList<C> {
     /// Appends a subscriber with priority 0 and no owner.
+    #[track_caller]
     pub fn add(&self, callable: C) -> DelegateHandle {
         self.insert(0, None, callable)
     }
 
     /// Appends a subscriber bound to `owner`: it runs only while `owner` is alive, is removed by
     /// [`remove_owner`](Self::remove_owner), and is pruned once `owner` is dropped (M9).
+    #[track_caller]
     pub fn add_owned<T: Any>(&self, owner: &Rc<T>, callable: C) -> DelegateHandle {
         let weak: Weak<dyn Any> = Rc::downgrade(owner) as Weak<dyn Any>;
         self.insert(0, Some(weak), callable)
@@ -119,14 +121,16 @@ impl<C: Subscriber> InvocationList<C> {
     /// priorities run first; equal priorities run in the order they were added).
     ///
     /// During a broadcast the new subscriber does not run in that broadcast, wherever it lands
-    /// (M2); broadcasts started after this call run it.
+    /// (M2); broadcasts started after this call run it. Its bind site is the caller's (B5).
+    #[track_caller]
     pub fn insert(
         &self,
         priority: i32,
         owner: Option<Weak<dyn Any>>,
         callable: C,
     ) -> DelegateHandle {
-        self.block_or_new().insert(priority, owner, callable)
+        let site = crate::bind_site::intern(std::panic::Location::caller());
+        self.block_or_new().insert(priority, owner, site, callable)
     }
 
     /// Removes the subscriber of `handle`. Returns `false`, changing nothing, for an invalid,
@@ -147,7 +151,7 @@ impl<C: Subscriber> InvocationList<C> {
             block.remove_each(
                 |block, entry| block.is_live(entry) && block.owner_is(entry, owner),
                 |pending| pending.is_live() && is_owner(pending.owner.as_ref(), owner),
-                |_, _| {},
+                |_, _, _| {},
             )
         })
     }
@@ -173,13 +177,14 @@ impl<C: Subscriber> InvocationList<C> {
     /// enclosing broadcast), and subscribers added after the clear run from the next broadcast
     /// on (M6).
     pub fn clear(&self) {
-        self.clear_with(|_, _| {});
+        self.clear_with(|_, _, _| {});
     }
 
-    /// [`clear`](Self::clear), calling `removed` with the id and callable of every live subscriber
+    /// [`clear`](Self::clear), calling `removed` with the id, bind site number and callable of
+    /// every live subscriber
     /// it removes, before any of them is dropped (script delegates collect their managed bindings
     /// there, so a drop's code cannot unbind one in between). `removed` must not run user code.
-    pub fn clear_with(&self, removed: impl FnMut(u64, &C)) {
+    pub fn clear_with(&self, removed: impl FnMut(u64, u32, &C)) {
         if let Some(block) = self.block() {
             block.clear_with(removed);
         }
@@ -199,6 +204,55 @@ impl<C: Subscriber> InvocationList<C> {
     /// `true` when [`len`](Self::len) is 0.
     pub fn is_empty(&self) -> bool {
         !self.is_bound()
+    }
+
+    /// The subscriptions present (not removed), in dispatch order, with where each was made and
+    /// whether its owner lives (B5). Allocates: for diagnostics.
+    pub fn subscriptions(&self) -> Vec<crate::bind_site::Subscription> {
+        use crate::bind_site::{OwnerState, Subscription, location};
+        let Some(block) = self.block() else {
+            return Vec::new();
+        };
+        let owner_state = |owned: bool, alive: bool| match (owned, alive) {
+            (false, _) => OwnerState::NoOwner,
+            (true, true) => OwnerState::Alive,
+            (true, false) => OwnerState::Dropped,
+        };
+        let mut all: Vec<((i64, u64), Subscription)> = Vec::new();
+        {
+            let entries = block.entries.borrow();
+            for (index, entry) in entries.iter().enumerate() {
+                if entry.is_removed() {
+                    continue;
+                }
+                let owned = entry.is_owned();
+                all.push((
+                    block.key_at(&entries, index),
+                    Subscription {
+                        handle: DelegateHandle::from_id(entry.id()),
+                        bind_site: location(entry.site()),
+                        owner: owner_state(owned, owned && block.owner_alive(entry)),
+                    },
+                ));
+            }
+        }
+        for pending in block.pending.borrow().iter() {
+            if pending.entry.is_removed() {
+                continue;
+            }
+            all.push((
+                pending.key(),
+                Subscription {
+                    handle: DelegateHandle::from_id(pending.entry.id()),
+                    bind_site: location(pending.entry.site()),
+                    owner: owner_state(pending.owner.is_some(), pending.owner_alive()),
+                },
+            ));
+        }
+        all.sort_by_key(|(key, _)| *key);
+        all.into_iter()
+            .map(|(_, subscription)| subscription)
+            .collect()
     }
 
     /// Whether a broadcast over this list is running (on this thread's stack).
@@ -408,9 +462,15 @@ impl<C: Subscriber> Block<C> {
         entry.take_callable()
     }
 
-    fn insert(&self, priority: i32, owner: Option<Weak<dyn Any>>, callable: C) -> DelegateHandle {
+    fn insert(
+        &self,
+        priority: i32,
+        owner: Option<Weak<dyn Any>>,
+        site: u32,
+        callable: C,
+    ) -> DelegateHandle {
         let handle = DelegateHandle::new_unique();
-        let entry = Entry::new(handle.id(), owner.is_some(), callable);
+        let entry = Entry::new(handle.id(), owner.is_some(), site, callable);
         if self.is_broadcasting() {
             // The main list keeps its shape while broadcasts walk it (M2).
             let mut pending = self.pending.borrow_mut();
@@ -548,7 +608,7 @@ impl<C: Subscriber> Block<C> {
         was_live
     }
 
-    fn clear_with(&self, mut removed: impl FnMut(u64, &C)) {
+    fn clear_with(&self, mut removed: impl FnMut(u64, u32, &C)) {
         if self.is_broadcasting() {
             self.remove_each(
                 |_, entry| !entry.is_removed(),
@@ -574,7 +634,7 @@ impl<C: Subscriber> Block<C> {
                 _ => false,
             };
             if live && let Some(callable) = entry.clone_callable() {
-                removed(entry.id(), &callable);
+                removed(entry.id(), entry.site(), &callable);
             }
         }
         let mut drops = Drops::default();
@@ -596,7 +656,7 @@ impl<C: Subscriber> Block<C> {
         &self,
         mut select: impl FnMut(&Self, &Entry<C>) -> bool,
         mut select_pending: impl FnMut(&Pending<C>) -> bool,
-        mut removed: impl FnMut(u64, &C),
+        mut removed: impl FnMut(u64, u32, &C),
     ) -> usize {
         let limit = DelegateHandle::next_id();
         let lock = self.begin();
@@ -607,7 +667,7 @@ impl<C: Subscriber> Block<C> {
                 if self.is_live(entry)
                     && let Some(callable) = entry.clone_callable()
                 {
-                    removed(entry.id(), &callable);
+                    removed(entry.id(), entry.site(), &callable);
                 }
                 entry.mark_removed();
                 self.note_tombstone();
@@ -621,7 +681,7 @@ impl<C: Subscriber> Block<C> {
                     if found.is_live()
                         && let Some(callable) = found.entry.clone_callable()
                     {
-                        removed(found.entry.id(), &callable);
+                        removed(found.entry.id(), found.entry.site(), &callable);
                     }
                     found.entry.mark_removed();
                     self.state.set(self.state.get() | NEEDS_SETTLE);
