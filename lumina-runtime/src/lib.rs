@@ -37,7 +37,8 @@ pub use core_delegates::CoreDelegates;
 pub use delegate::Delegate;
 pub use event::{Event, EventProcessor, EventType};
 pub use handle::DelegateHandle;
-pub use multicast::MulticastDelegate;
+pub use main_thread::QueuedSender;
+pub use multicast::{MulticastDelegate, Registration};
 pub use reflect::{ScriptComponent, ScriptPayload};
 pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
 
@@ -51,6 +52,8 @@ pub mod __private {
     pub use crate::event::{EventClass, EventType};
     #[doc(hidden)]
     pub use crate::handle::DelegateHandle;
+    #[doc(hidden)]
+    pub use crate::main_thread::QueuedBroadcast;
     #[doc(hidden)]
     pub use crate::multicast::MulticastDelegate;
     #[doc(hidden)]

@@ -11,6 +11,9 @@ use std::rc::Rc;
 use crate::handle::DelegateHandle;
 use crate::invocation::InvocationList;
 
+mod registration;
+pub use registration::Registration;
+
 /// A multicast delegate: any number of subscribers, called in the order they were added.
 ///
 /// `F` is the signature as a trait object, `dyn Fn(Args..) -> R`. With owned argument types the
@@ -122,6 +125,24 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         self.list.insert(priority, None, callable)
     }
 
+    /// [`add_shared_member`](Self::add_shared_member) with a priority, ordered like
+    /// [`add_shared_with_priority`](Self::add_shared_with_priority) (B3).
+    pub fn add_shared_member_with_priority<T: Any>(
+        &self,
+        priority: i32,
+        owner: &Rc<T>,
+        callable: Rc<F>,
+    ) -> DelegateHandle {
+        let owner: std::rc::Weak<dyn Any> = Rc::downgrade(owner) as std::rc::Weak<dyn Any>;
+        self.list.insert(priority, Some(owner), callable)
+    }
+
+    /// A bind-only view of this delegate, to hand out to code that may subscribe and unsubscribe
+    /// but must not broadcast or clear (B2). See [`Registration`].
+    pub fn registration(&self) -> Registration<'_, F> {
+        Registration::new(self)
+    }
+
     /// Whether a broadcast of this delegate is running (on this thread's stack).
     pub fn is_broadcasting(&self) -> bool {
         self.list.is_broadcasting()
@@ -153,8 +174,40 @@ macro_rules! impl_multicast_arity {
                 owner: &Rc<T>,
                 method: impl Fn(&T, $($Arg),*) -> R + 'static,
             ) -> DelegateHandle {
+                self.add_member_with_priority(0, owner, method)
+            }
+
+            /// [`add_lambda`](Self::add_lambda) at `priority`: higher priorities run first, equal
+            /// ones in the order added; `add_lambda` is priority 0 (B3).
+            pub fn add_lambda_with_priority(
+                &self,
+                priority: i32,
+                f: impl Fn($($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                self.add_shared_with_priority(priority, Rc::new(f))
+            }
+
+            /// [`add_static`](Self::add_static) at `priority`, ordered like
+            /// [`add_lambda_with_priority`](Self::add_lambda_with_priority) (B3).
+            pub fn add_static_with_priority(
+                &self,
+                priority: i32,
+                f: fn($($Arg),*) -> R,
+            ) -> DelegateHandle {
+                self.add_shared_with_priority(priority, Rc::new(f))
+            }
+
+            /// [`add_member`](Self::add_member) at `priority`, ordered like
+            /// [`add_lambda_with_priority`](Self::add_lambda_with_priority) (B3).
+            pub fn add_member_with_priority<T: Any>(
+                &self,
+                priority: i32,
+                owner: &Rc<T>,
+                method: impl Fn(&T, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
                 let weak = Rc::downgrade(owner);
-                self.add_shared_member(
+                self.add_shared_member_with_priority(
+                    priority,
                     owner,
                     Rc::new(move |$($arg: $Arg),*| method(&crate::__private::upgrade_owner(&weak), $($arg),*)),
                 )
