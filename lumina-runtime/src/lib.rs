@@ -102,14 +102,14 @@ pub mod __private {
     )]
     pub trait CloneArg {
         /// Clones the argument for one subscriber.
-        fn clone_arg(&self) -> Self;
+        fn clone_for_subscriber(&self) -> Self;
     }
 
     #[doc(hidden)]
     #[diagnostic::do_not_recommend]
     impl<T: Clone> CloneArg for T {
         #[inline]
-        fn clone_arg(&self) -> Self {
+        fn clone_for_subscriber(&self) -> Self {
             self.clone()
         }
     }
@@ -142,7 +142,7 @@ pub mod __private {
     pub fn owned_arg<T: CloneArg>(value: T) -> OwnedArg<T> {
         OwnedArg {
             value,
-            clone: T::clone_arg,
+            clone: T::clone_for_subscriber,
         }
     }
 

@@ -134,11 +134,6 @@ impl<'a, F: ?Sized + 'static> Registration<'a, F> {
     pub fn is_empty(&self) -> bool {
         self.delegate.is_empty()
     }
-
-    /// [`MulticastDelegate::is_broadcasting`].
-    pub fn is_broadcasting(&self) -> bool {
-        self.delegate.is_broadcasting()
-    }
 }
 
 /// The typed subscribe methods of a view of `MulticastDelegate<dyn Fn(A..) -> R>`.
