@@ -32,9 +32,10 @@ use crate::multicast::MulticastDelegate;
 /// reference or lifetime anywhere in them. A delegate taking references (`&Window`, `&str`) has
 /// no queued sender: what a reference points at cannot outlive the sending thread's stack.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be broadcast through a `QueuedSender`: its parameters are not all owned",
-    label = "a queued sender needs a delegate whose parameters are all owned types",
-    note = "the arguments travel to the game thread, so no parameter may be or contain a reference or a lifetime (take `String`, not `&str`); `MulticastDelegate<dyn Fn(..)>` and `declare_multicast_delegate!` types with owned parameters qualify"
+    message = "`{Self}` cannot be broadcast through a `QueuedSender`",
+    label = "the function given must return a multicast delegate whose parameters are all owned types",
+    note = "the arguments travel to the game thread, so no parameter may be or contain a reference or a lifetime (take `String`, not `&str`)",
+    note = "`MulticastDelegate<dyn Fn(..)>` and the types of `declare_multicast_delegate!` qualify with such parameters; their bind-only registrations never do"
 )]
 pub trait QueuedBroadcast {
     /// The parameters as a tuple: `()`, `(u32,)`, `(String, f32)`.
