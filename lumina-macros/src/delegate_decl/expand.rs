@@ -218,7 +218,8 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             "",
             "Any number of subscribers, called in the order they were added. Subscribe with",
             "`add_lambda`, `add_static` or `add_member` (each returns a `DelegateHandle` for",
-            "`remove`), and call them all with `broadcast`.",
+            "`remove`), and call them all with `broadcast`. The `add_*_with_priority` forms order",
+            "subscribers, higher first; `registration()` hands out a bind-only view.",
         ],
     );
     let cfgs = cfg_attrs(decl);
