@@ -139,7 +139,7 @@ pub use lumina_runtime::__private;
 ///
 /// A delegate whose parameter types are all owned (no reference or lifetime in them) can also be
 /// broadcast from other threads through a
-/// [`QueuedSender`](lumina_runtime::main_thread::QueuedSender) (B4), which runs the broadcast on
+/// [`QueuedSender`] (B4), which runs the broadcast on
 /// the game thread.
 ///
 /// The generated type has `new` (a `const fn`), `add_lambda`, `add_static`, `add_member`, their

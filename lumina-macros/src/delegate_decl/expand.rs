@@ -192,6 +192,16 @@ fn cfg_attrs(decl: &DelegateDecl) -> TokenStream {
     quote!(#(#cfgs)*)
 }
 
+/// The user's `#[cfg(..)]` and `#[allow(..)]` attributes, for the other types the declaration
+/// writes (an `allow(non_camel_case_types)` covers `<name>Registration` too).
+fn cfg_and_allow_attrs(decl: &DelegateDecl) -> TokenStream {
+    let attrs = decl
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("cfg") || attr.path().is_ident("allow"));
+    quote!(#(#attrs)*)
+}
+
 fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let name = &decl.name;
     let vis = &decl.vis;
@@ -429,8 +439,9 @@ fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream 
         " A bind-only view of `{name}`, made by `{name}::registration`: it subscribes and \
          unsubscribes, but cannot broadcast or clear, so only the owner of the `{name}` fires it."
     );
+    let struct_attrs = cfg_and_allow_attrs(decl);
     quote! {
-        #cfgs
+        #struct_attrs
         #[doc = #doc]
         #[derive(Clone, Copy, Debug)]
         #[allow(dead_code)]
