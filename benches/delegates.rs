@@ -1,4 +1,4 @@
-//! Criterion benchmarks of DESIGN.md section 4: lumina against the floor (a raw
+//! Criterion benchmarks of the performance targets (`lumina::rules`): lumina against the floor (a raw
 //! `Vec<Box<dyn Fn>>` loop), the `signals2` crate and, with `--features boost-bench`,
 //! Boost.Signals2. Run with `cargo bench --bench delegates`; the quick table is
 //! `cargo run --release --example bench_report`.
@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{Floor, Lumina, NestedFloor, NestedLumina, NestedSignals2, Signals2, System};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
-/// Broadcast sizes of DESIGN.md section 4.
+/// Broadcast sizes of the performance targets (`lumina::rules`).
 const SIZES: [usize; 3] = [1, 16, 1024];
 
 fn bench_system<S: System>(

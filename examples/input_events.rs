@@ -13,8 +13,8 @@ use lumina::event_class;
 use std::cell::Cell;
 use std::rc::Rc;
 
-/// A game's own event (rule E5): no engine event type fits, so its type is `None`.
-#[event_class(None)]
+/// A game's own event (rules E5, B6): declared with a bare `#[event_class]`, its type is `None`.
+#[event_class]
 #[derive(Debug, Clone, PartialEq)]
 pub struct CameraMoved {
     /// New camera position, east-west.
@@ -87,7 +87,7 @@ fn main() {
     let processor = Rc::new(EventProcessor::new());
 
     let viewports = Rc::new(InputViewportRegistry::new());
-    viewports.register(&processor); // at InputLayer::Viewport (1000)
+    assert!(viewports.register(&processor)); // at InputLayer::Viewport (1000)
     let game = Rc::new(GameViewport {
         processor: Rc::downgrade(&processor),
         camera: Cell::new((0.0, 0.0)),
@@ -95,7 +95,7 @@ fn main() {
     let game_id = viewports.add_viewport(&game, Rect::new(0.0, 0.0, 1280.0, 720.0));
 
     let chrome = Rc::new(EditorChrome);
-    processor.register_event_handler(&chrome, InputLayer::EditorChrome); // 500
+    assert!(processor.register_event_handler(&chrome, InputLayer::EditorChrome)); // 500
 
     // The HUD listens to the game's own event at the default layer (0).
     let hud = Rc::new(
@@ -107,7 +107,7 @@ fn main() {
             None => false,
         },
     );
-    processor.register_event_handler(&hud, InputLayer::Default);
+    assert!(processor.register_event_handler(&hud, InputLayer::Default));
 
     let press = |key| KeyPressedEvent::new(key, Modifiers::NONE);
 

@@ -5,8 +5,15 @@
 //! 1. **Delegates**: single-cast [`Delegate`] and multicast [`MulticastDelegate`] callbacks with
 //!    [`DelegateHandle`]s, whose broadcast stays correct while subscribers add, remove, clear and
 //!    re-broadcast from inside it.
-//! 2. **Script delegates**: reflected events that Rust and a managed C# runtime both bind to.
-//! 3. **Input events**: event types dispatched through a prioritized handler chain.
+//! 2. **Script delegates**: reflected events that Rust and a managed C# runtime both bind to
+//!    ([`ScriptDelegate`]).
+//! 3. **Input events**: event types dispatched through a prioritized handler chain
+//!    ([`EventProcessor`]).
+//!
+//! Start with the [`guide`]: how to choose between the mechanisms, the game thread and the
+//! main-thread queue, script delegates and the C# host, input routing, how to see lumina's
+//! diagnostics (install a `tracing` subscriber), and the classic failure modes with what lumina
+//! does instead. The rule ids cited everywhere (M3, C2, SD4, ...) are defined in [`rules`].
 //!
 //! Game code depends on this crate only; every macro works through it.
 //!
@@ -18,6 +25,12 @@
 //! on_tick.broadcast(0.016);
 //! on_tick.remove(handle);
 //! ```
+
+#[doc = include_str!("guide.md")]
+pub mod guide {}
+
+#[doc = include_str!("rules.md")]
+pub mod rules {}
 
 pub use lumina_runtime::*;
 

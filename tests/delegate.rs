@@ -1,4 +1,4 @@
-//! Behaviour of the single-cast `Delegate` (DESIGN.md rules S1, S2, S3).
+//! Behaviour of the single-cast `Delegate` (rules S1, S2, S3).
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};

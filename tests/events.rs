@@ -1,4 +1,4 @@
-//! Input events: each rule E1-E5 and P1-P4 of DESIGN.md, and the input viewport registry.
+//! Input events: each rule E1-E5 and P1-P4 of `lumina::rules`, and the input viewport registry.
 
 use lumina::event::*;
 use lumina::event_class;
@@ -362,8 +362,8 @@ fn e4_a_handler_changing_the_event_is_seen_by_later_handlers() {
         sink.set(event.downcast_ref::<KeyPressedEvent>().unwrap().key);
         false
     });
-    processor.register_event_handler(&remap, 10);
-    processor.register_event_handler(&reader, 0);
+    assert!(processor.register_event_handler(&remap, 10));
+    assert!(processor.register_event_handler(&reader, 0));
     processor.dispatch(key(Key::W));
     assert_eq!(seen.get(), Key::Up);
 }
@@ -379,7 +379,7 @@ fn e4_is_handled_and_set_handled_carry_consumption_on_the_event() {
     assert!(!envelope.is_handled());
     let processor = EventProcessor::new();
     let consumer = Rc::new(|_: &mut dyn Event| true);
-    processor.register_event_handler(&consumer, 0);
+    assert!(processor.register_event_handler(&consumer, 0));
     let mut envelope = Envelope::new(WindowCloseEvent);
     assert!(processor.dispatch_event(&mut envelope));
     assert!(
@@ -399,10 +399,34 @@ mod game {
         pub chord: &'static str,
     }
 
-    #[event_class(None)]
+    /// B6: a game's own event class, declared bare.
+    #[event_class]
     pub struct PlayerDied {
         pub player: u32,
     }
+
+    /// The bare form spelled out stays valid.
+    #[lumina::event_class(None)]
+    pub struct PlayerRespawned {
+        pub player: u32,
+    }
+}
+
+#[test]
+fn b6_a_bare_event_class_is_a_game_event_of_type_none() {
+    assert_eq!(game::PlayerDied::static_type(), EventType::None);
+    assert_eq!(game::PlayerDied::CLASS_NAME, "PlayerDied");
+    assert_eq!(game::PlayerRespawned::static_type(), EventType::None);
+    let respawned = game::PlayerRespawned { player: 4 };
+    assert_eq!(respawned.event_type(), EventType::None);
+    let mut died = Envelope::new(game::PlayerDied {
+        player: respawned.player,
+    });
+    let event: &mut dyn Event = &mut died;
+    assert_eq!(event.name(), "None");
+    assert!(event.is::<game::PlayerDied>());
+    assert!(!event.is::<game::PlayerRespawned>(), "told apart by type");
+    assert_eq!(event.downcast_ref::<game::PlayerDied>().unwrap().player, 4);
 }
 
 #[test]
@@ -441,7 +465,7 @@ fn e5_game_events_go_through_the_processor_like_input() {
                 None => false,
             },
         );
-    processor.register_event_handler(&hud, InputLayer::Default);
+    assert!(processor.register_event_handler(&hud, InputLayer::Default));
     assert!(processor.dispatch(game::PlayerDied { player: 2 }));
     assert!(!processor.dispatch(key(Key::A)));
     assert_eq!(deaths.get(), 2);
@@ -466,12 +490,12 @@ fn p1_higher_priority_runs_first_and_ties_run_in_registration_order() {
     let viewport = recorder(&log, "viewport", false);
     let below = recorder(&log, "below", false);
     let top = recorder(&log, "top", false);
-    processor.register_event_handler(&default_a, InputLayer::Default);
-    processor.register_event_handler(&chrome, InputLayer::EditorChrome);
-    processor.register_event_handler(&default_b, InputLayer::Default);
-    processor.register_event_handler(&viewport, InputLayer::Viewport);
-    processor.register_event_handler(&below, -7);
-    processor.register_event_handler(&top, i32::MAX);
+    assert!(processor.register_event_handler(&default_a, InputLayer::Default));
+    assert!(processor.register_event_handler(&chrome, InputLayer::EditorChrome));
+    assert!(processor.register_event_handler(&default_b, InputLayer::Default));
+    assert!(processor.register_event_handler(&viewport, InputLayer::Viewport));
+    assert!(processor.register_event_handler(&below, -7));
+    assert!(processor.register_event_handler(&top, i32::MAX));
     assert!(!processor.dispatch(key(Key::A)));
     assert_eq!(
         *log.borrow(),
@@ -521,9 +545,9 @@ fn p2_dispatch_stops_at_the_first_handler_that_returns_true() {
     let first = recorder(&log, "first", false);
     let consumer = recorder(&log, "consumer", true);
     let after = recorder(&log, "after", false);
-    processor.register_event_handler(&first, 3);
-    processor.register_event_handler(&consumer, 2);
-    processor.register_event_handler(&after, 1);
+    assert!(processor.register_event_handler(&first, 3));
+    assert!(processor.register_event_handler(&consumer, 2));
+    assert!(processor.register_event_handler(&after, 1));
     assert!(processor.dispatch(key(Key::A)));
     assert_eq!(*log.borrow(), ["first", "consumer"]);
 }
@@ -541,8 +565,8 @@ fn p2_dispatch_stops_when_a_handler_leaves_the_event_handled() {
         })
     };
     let after = recorder(&log, "after", false);
-    processor.register_event_handler(&marker, 1);
-    processor.register_event_handler(&after, 0);
+    assert!(processor.register_event_handler(&marker, 1));
+    assert!(processor.register_event_handler(&after, 0));
     assert!(processor.dispatch(key(Key::A)));
     assert_eq!(*log.borrow(), ["marker"]);
 }
@@ -554,8 +578,8 @@ fn p2_dispatch_returns_false_when_nobody_consumes() {
     let log = log();
     let a = recorder(&log, "a", false);
     let b = recorder(&log, "b", false);
-    processor.register_event_handler(&a, 0);
-    processor.register_event_handler(&b, 0);
+    assert!(processor.register_event_handler(&a, 0));
+    assert!(processor.register_event_handler(&b, 0));
     let mut envelope = Envelope::new(key(Key::A));
     assert!(!processor.dispatch_event(&mut envelope));
     assert!(!envelope.is_handled());
@@ -567,7 +591,7 @@ fn p2_an_event_that_arrives_handled_is_not_dispatched() {
     let processor = EventProcessor::new();
     let log = log();
     let a = recorder(&log, "a", false);
-    processor.register_event_handler(&a, 0);
+    assert!(processor.register_event_handler(&a, 0));
     let mut envelope = Envelope::new(key(Key::A));
     envelope.set_handled(true);
     assert!(processor.dispatch_event(&mut envelope));
@@ -582,8 +606,8 @@ fn p3_a_dropped_handler_is_never_called_and_is_pruned() {
     let log = log();
     let doomed = recorder(&log, "doomed", true);
     let survivor = recorder(&log, "survivor", false);
-    processor.register_event_handler(&doomed, 1);
-    processor.register_event_handler(&survivor, 0);
+    assert!(processor.register_event_handler(&doomed, 1));
+    assert!(processor.register_event_handler(&survivor, 0));
     let weak = Rc::downgrade(&doomed);
     drop(doomed);
     assert!(
@@ -610,8 +634,8 @@ fn p3_a_handler_dropped_by_an_earlier_handler_during_dispatch_does_not_run() {
         })
     };
     let target: Rc<dyn EventHandler> = recorder(&log, "victim", true);
-    processor.register_event_handler(&killer, 1);
-    processor.register_dyn_event_handler(&target, 0);
+    assert!(processor.register_event_handler(&killer, 1));
+    assert!(processor.register_dyn_event_handler(&target, 0));
     *victim.borrow_mut() = Some(target);
     assert!(!processor.dispatch(key(Key::A)));
     assert_eq!(*log.borrow(), ["killer"]);
@@ -682,15 +706,16 @@ fn p4_a_handler_registered_during_dispatch_runs_from_the_next_dispatch() {
         let log = Rc::clone(&log);
         Rc::new(move |_: &mut dyn Event| {
             log.borrow_mut().push("registrar");
-            // Higher priority than itself: lands before the cursor, and after it too.
-            processor
+            // Higher priority than itself: lands before the cursor, and after it too. (From the
+            // second dispatch on, `late` is registered already and this is refused.)
+            let _ = processor
                 .upgrade()
                 .unwrap()
                 .register_event_handler(&late, 100);
             false
         })
     };
-    processor.register_event_handler(&registrar, 0);
+    assert!(processor.register_event_handler(&registrar, 0));
     processor.dispatch(key(Key::A));
     assert_eq!(*log.borrow(), ["registrar"]);
     log.borrow_mut().clear();
@@ -718,8 +743,8 @@ fn p4_a_handler_unregistered_during_dispatch_before_it_is_reached_does_not_run()
             false
         })
     };
-    processor.register_event_handler(&remover, 1);
-    processor.register_event_handler(&target, 0);
+    assert!(processor.register_event_handler(&remover, 1));
+    assert!(processor.register_event_handler(&target, 0));
     processor.dispatch(key(Key::A));
     assert_eq!(*log.borrow(), ["remover"]);
     assert_eq!(processor.len(), 1);
@@ -744,8 +769,8 @@ fn p4_a_handler_unregistering_itself_finishes_and_later_handlers_run() {
     };
     *this.borrow_mut() = Rc::downgrade(&once);
     let after = recorder(&log, "after", false);
-    processor.register_dyn_event_handler(&once, 1);
-    processor.register_event_handler(&after, 0);
+    assert!(processor.register_dyn_event_handler(&once, 1));
+    assert!(processor.register_event_handler(&after, 0));
     processor.dispatch(key(Key::A));
     processor.dispatch(key(Key::A));
     assert_eq!(*log.borrow(), ["once", "after", "after"]);
@@ -774,8 +799,8 @@ fn p4_nested_dispatch_works() {
             event.is::<CharInputEvent>()
         })
     };
-    processor.register_event_handler(&translator, 1);
-    processor.register_event_handler(&text_field, 0);
+    assert!(processor.register_event_handler(&translator, 1));
+    assert!(processor.register_event_handler(&text_field, 0));
     assert!(processor.dispatch(key(Key::H)));
     assert_eq!(*log.borrow(), ["translator", "CharInput"]);
     assert!(!processor.is_dispatching());
@@ -801,9 +826,9 @@ fn p4_a_panicking_handler_leaves_the_processor_consistent() {
         })
     };
     let after = recorder(&log, "after", false);
-    processor.register_event_handler(&bomb, 2);
-    processor.register_event_handler(&removed_before_panic, 1);
-    processor.register_event_handler(&after, 0);
+    assert!(processor.register_event_handler(&bomb, 2));
+    assert!(processor.register_event_handler(&removed_before_panic, 1));
+    assert!(processor.register_event_handler(&after, 0));
     let result = catch_unwind(AssertUnwindSafe(|| processor.dispatch(WindowCloseEvent)));
     assert!(result.is_err(), "the panic reaches the dispatcher");
     assert!(!processor.is_dispatching(), "lock released");
@@ -830,13 +855,13 @@ fn p4_clear_during_dispatch_stops_it_and_later_registrations_run_next_time() {
             log.borrow_mut().push("clearer");
             let processor = processor.upgrade().unwrap();
             processor.clear();
-            processor.register_event_handler(&late, 0);
+            assert!(processor.register_event_handler(&late, 0));
             false
         })
     };
     let skipped = recorder(&log, "skipped", false);
-    processor.register_event_handler(&clearer, 1);
-    processor.register_event_handler(&skipped, 0);
+    assert!(processor.register_event_handler(&clearer, 1));
+    assert!(processor.register_event_handler(&skipped, 0));
     processor.dispatch(key(Key::A));
     assert_eq!(*log.borrow(), ["clearer"]);
     log.borrow_mut().clear();
@@ -863,7 +888,7 @@ fn setup() -> Setup {
     assert!(!registry.register(&processor), "once");
     let log = log();
     let chrome: Rc<dyn EventHandler> = recorder(&log, "chrome", true);
-    processor.register_dyn_event_handler(&chrome, InputLayer::EditorChrome);
+    assert!(processor.register_dyn_event_handler(&chrome, InputLayer::EditorChrome));
     Setup {
         processor,
         registry,

@@ -23,7 +23,7 @@ fn p2_dispatch_allocates_nothing() {
 
     let processor = Rc::new(EventProcessor::new());
     let registry = Rc::new(InputViewportRegistry::new());
-    registry.register(&processor);
+    assert!(registry.register(&processor));
     let game_view = Rc::new(|event: &mut dyn Event| {
         event
             .downcast_ref::<KeyPressedEvent>()
@@ -41,7 +41,7 @@ fn p2_dispatch_allocates_nothing() {
             }
             false
         });
-        processor.register_event_handler(&handler, (i % 4) * 250 - 100);
+        assert!(processor.register_event_handler(&handler, (i % 4) * 250 - 100));
         handlers.push(handler);
     }
     let nested = {
@@ -55,9 +55,9 @@ fn p2_dispatch_allocates_nothing() {
             false
         })
     };
-    processor.register_event_handler(&nested, InputLayer::EditorChrome);
+    assert!(processor.register_event_handler(&nested, InputLayer::EditorChrome));
     let dropped = Rc::new(|_: &mut dyn Event| true);
-    processor.register_event_handler(&dropped, InputLayer::Viewport);
+    assert!(processor.register_event_handler(&dropped, InputLayer::Viewport));
     drop(dropped);
 
     let run = |rounds: usize| {

@@ -73,7 +73,8 @@ impl EventHandler for Handler {
             Behaviour::Register(slot, priority) => {
                 let other = self.slots.upgrade().unwrap().borrow()[slot].clone();
                 if let Some(other) = other {
-                    self.processor
+                    let _ = self
+                        .processor
                         .upgrade()
                         .unwrap()
                         .register_event_handler(&other, priority);

@@ -75,7 +75,7 @@ fn expanded_input_events_class_works_without_the_macro() {
     );
     let processor = EventProcessor::new();
     let hud = Rc::new(|event: &mut dyn Event| event.is::<CameraMoved>());
-    processor.register_event_handler(&hud, 0);
+    assert!(processor.register_event_handler(&hud, 0));
     assert!(processor.dispatch(CameraMoved { x: 0.0, z: 0.0 }));
 }
 

@@ -1,4 +1,4 @@
-//! Behaviour of `DelegateHandle` (DESIGN.md rules H1, H2).
+//! Behaviour of `DelegateHandle` (rules H1, H2).
 
 use std::collections::HashSet;
 use std::hash::{BuildHasher, RandomState};

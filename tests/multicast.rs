@@ -1,4 +1,4 @@
-//! Behaviour of the generic `MulticastDelegate<dyn Fn(..)>` (DESIGN.md rules M1-M9, M11, M12),
+//! Behaviour of the generic `MulticastDelegate<dyn Fn(..)>` (rules M1-M9, M11, M12),
 //! with an adversarial eye on re-entrancy: subscribers that add, remove, clear and broadcast
 //! again while a broadcast runs.
 

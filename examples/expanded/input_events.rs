@@ -14,7 +14,7 @@ use lumina::event::{
 };
 use std::cell::Cell;
 use std::rc::Rc;
-/// A game's own event (rule E5): no engine event type fits, so its type is `None`.
+/// A game's own event (rules E5, B6): declared with a bare `#[event_class]`, its type is `None`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CameraMoved {
     /// New camera position, east-west.
@@ -85,14 +85,14 @@ impl EventHandler for EditorChrome {
 fn main() {
     let processor = Rc::new(EventProcessor::new());
     let viewports = Rc::new(InputViewportRegistry::new());
-    viewports.register(&processor);
+    assert!(viewports.register(& processor));
     let game = Rc::new(GameViewport {
         processor: Rc::downgrade(&processor),
         camera: Cell::new((0.0, 0.0)),
     });
     let game_id = viewports.add_viewport(&game, Rect::new(0.0, 0.0, 1280.0, 720.0));
     let chrome = Rc::new(EditorChrome);
-    processor.register_event_handler(&chrome, InputLayer::EditorChrome);
+    assert!(processor.register_event_handler(& chrome, InputLayer::EditorChrome));
     let hud = Rc::new(|event: &mut dyn Event| match event.downcast_ref::<CameraMoved>() {
         Some(moved) => {
             println!("  hud: camera at ({}, {})", moved.x, moved.z);
@@ -100,7 +100,7 @@ fn main() {
         }
         None => false,
     });
-    processor.register_event_handler(&hud, InputLayer::Default);
+    assert!(processor.register_event_handler(& hud, InputLayer::Default));
     let press = |key| KeyPressedEvent::new(key, Modifiers::NONE);
     println!("W before the viewport has focus:");
     processor.dispatch(press(Key::W));

@@ -71,3 +71,35 @@ pub(crate) fn finish(result: syn::Result<TokenStream>, fallback: TokenStream) ->
         }
     }
 }
+
+/// The generics of an impl that a fallback writes for the user's type after an error, so that
+/// later code using the type finds the impls it expects: lifetime parameters become `'static`,
+/// type parameters gain a `'static` bound (lumina's traits require `'static`), const parameters
+/// stay. Returns the impl's parameters (`<T: Bound + 'static>`) and the type's arguments
+/// (`<'static, T>`).
+pub(crate) fn static_generics(generics: &syn::Generics) -> (TokenStream, TokenStream) {
+    use quote::quote;
+    if generics.params.is_empty() {
+        return (TokenStream::new(), TokenStream::new());
+    }
+    let mut params = Vec::new();
+    let mut args = Vec::new();
+    for param in &generics.params {
+        match param {
+            syn::GenericParam::Lifetime(_) => args.push(quote!('static)),
+            syn::GenericParam::Type(param) => {
+                let ident = &param.ident;
+                let bounds = &param.bounds;
+                let plus = (!bounds.is_empty()).then(|| quote!(+));
+                params.push(quote!(#ident: #bounds #plus 'static));
+                args.push(quote!(#ident));
+            }
+            syn::GenericParam::Const(param) => {
+                let (ident, ty) = (&param.ident, &param.ty);
+                params.push(quote!(const #ident: #ty));
+                args.push(quote!(#ident));
+            }
+        }
+    }
+    (quote!(<#(#params),*>), quote!(<#(#args),*>))
+}

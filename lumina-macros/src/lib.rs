@@ -42,30 +42,40 @@ pub fn declare_delegate(input: proc_macro::TokenStream) -> proc_macro::TokenStre
     delegate_decl::single(input.into()).into()
 }
 
-/// Makes a struct an event class of the given `EventType` variant (rules E2, E5).
+/// Makes a struct an event class (rules E2, E5, B6).
 ///
 /// Implements `lumina::event::EventClass` (`static_type()`, `event_type()`, `name()`, and the
 /// struct's name as `CLASS_NAME`) and leaves the struct exactly as written: its fields, struct
 /// literals, derives and constructors stay yours. The handled flag lives in the
 /// `lumina::event::Envelope` the processor dispatches the event in, not in your struct.
 ///
-/// The argument is one `EventType` variant, such as `KeyPressed`; use `None` for a game event
-/// that is not an input or window event. Classes are told apart by their Rust type, so a game's
-/// own class never collides with a built-in one, whatever its event type. An unknown name is an
-/// error on that name that suggests the closest valid one.
+/// A game's own event class is declared with a bare `#[event_class]` (B6); its event type is
+/// `EventType::None`. An input or window event class names its `EventType` variant, such as
+/// `#[event_class(KeyPressed)]`. (`#[event_class(None)]` is the bare form spelled out, and stays
+/// valid.) Classes are told apart by their Rust type, so a game's own class never collides with
+/// a built-in one, whatever its event type. An unknown name is an error on that name that
+/// suggests the closest valid one, or the bare form when no variant is close (a game's class
+/// name, such as `#[event_class(PlayerDied)]`).
 ///
 /// ```
 /// use lumina::event::{Event, EventClass, EventProcessor, EventType, InputLayer};
 /// use lumina::event_class;
 ///
 /// /// A game's own event: dispatched like any input event.
-/// #[event_class(None)]
+/// #[event_class]
 /// #[derive(Debug, Clone)]
 /// pub struct ScoreChanged {
 ///     pub score: u32,
 /// }
 ///
+/// /// An input event class of the game: a key chord.
+/// #[event_class(KeyPressed)]
+/// pub struct Chord {
+///     pub keys: [u32; 2],
+/// }
+///
 /// assert_eq!(ScoreChanged::static_type(), EventType::None);
+/// assert_eq!(Chord::static_type(), EventType::KeyPressed);
 /// let processor = EventProcessor::new();
 /// let hud = std::rc::Rc::new(|event: &mut dyn Event| {
 ///     event.downcast_ref::<ScoreChanged>().is_some_and(|changed| changed.score > 10)

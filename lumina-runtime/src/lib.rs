@@ -12,7 +12,9 @@
 //! - [`script_delegate`]: [`ScriptDelegate`], bindable from Rust and a managed host (SD1-SD4).
 //! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
 //! - [`ffi`]: the C ABI a managed host calls (SD5); with the unchecked reads of the broadcast
-//!   loop, the only `unsafe` code.
+//!   loop, the only `unsafe` code that runs. (`thread_bound` adds vacuous `unsafe impl Send` /
+//!   `Sync` bounds that never hold, so that sending a delegate to another thread is one error
+//!   naming `main_thread::enqueue`.)
 //!
 //! Every mechanism is built on one private invocation list (subscribers in order, with handles,
 //! weak owners and priorities), which implements the reentrancy contract (M1-M13) once.
@@ -32,6 +34,7 @@ pub mod main_thread;
 pub mod multicast;
 pub mod reflect;
 pub mod script_delegate;
+mod thread_bound;
 
 pub use core_delegates::CoreDelegates;
 pub use delegate::Delegate;
@@ -62,6 +65,8 @@ pub mod __private {
         PropertyFlags, PropertyInfo, RegisteredComponent, RegisteredPayload, ScriptComponent,
         ScriptPayload,
     };
+    #[doc(hidden)]
+    pub use crate::thread_bound::GameThreadOnly;
     #[doc(hidden)]
     pub use inventory;
     #[doc(hidden)]

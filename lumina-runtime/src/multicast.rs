@@ -22,7 +22,7 @@ pub use registration::Registration;
 /// a real name, use [`declare_multicast_delegate!`](lumina_macros::declare_multicast_delegate), whose
 /// types wrap this one.
 ///
-/// The reentrancy contract (DESIGN.md M1-M7) holds: subscribers may add, remove, clear and
+/// The reentrancy contract (rules M1-M7) holds: subscribers may add, remove, clear and
 /// broadcast again from inside a broadcast. All methods take `&self` (M10). A delegate is neither
 /// `Send` nor `Sync`: it belongs to the thread that made it (see
 /// `main_thread::enqueue` to signal across threads).

@@ -53,7 +53,7 @@
 //! can release its GC handles and forget the pointer.
 
 use std::any::Any;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
@@ -140,6 +140,10 @@ enum Listener {
     Managed(ManagedThunk, *mut c_void),
 }
 
+// SAFETY: cloning a listener clones an `Rc` or copies a function pointer and a context: no
+// user code runs.
+unsafe impl crate::invocation::Subscriber for Listener {}
+
 impl Listener {
     fn is_native(&self) -> bool {
         matches!(self, Listener::Native(_))
@@ -151,6 +155,8 @@ impl Listener {
 }
 
 thread_local! {
+    /// The addresses of the script delegates whose `drop` is running on this thread.
+    static DROPPING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
     /// Managed bindings cleared while their delegate (its base's address) broadcasts: released
     /// when its outermost broadcast ends. Thread-local rather than a field, so the delegate
     /// stays small; a delegate only ever broadcasts on its own thread.
@@ -197,8 +203,6 @@ pub struct ScriptDelegateBase {
     list: InvocationList<Listener>,
     thread: ThreadId,
     payload: &'static PayloadInfo,
-    /// Set while `drop` runs, so the destroyed hook cannot bind a listener that would leak.
-    dropping: Cell<bool>,
 }
 
 impl fmt::Debug for ScriptDelegateBase {
@@ -217,7 +221,6 @@ impl ScriptDelegateBase {
             list: InvocationList::new(),
             thread: std::thread::current().id(),
             payload,
-            dropping: Cell::new(false),
         }
     }
 
@@ -252,7 +255,7 @@ impl ScriptDelegateBase {
             return Err(BindError::NotGameThread);
         }
         let thunk = thunk.ok_or(BindError::NullThunk)?;
-        if self.dropping.get() {
+        if self.is_dropping() {
             return Err(BindError::Destroyed);
         }
         Ok(self.list.add(Listener::Managed(thunk, context)).id())
@@ -349,7 +352,7 @@ impl ScriptDelegateBase {
             // its context must stay valid until its call returns (M4), so the host releases
             // them when the outermost broadcast ends.
             let address = std::ptr::from_ref(self).addr();
-            DEFERRED_RELEASES.with(|deferred| {
+            let _ = DEFERRED_RELEASES.try_with(|deferred| {
                 let mut deferred = deferred.borrow_mut();
                 deferred.extend(released.into_iter().map(|binding| (address, binding)));
             });
@@ -365,17 +368,19 @@ impl ScriptDelegateBase {
             return;
         }
         let address = std::ptr::from_ref(self).addr();
-        let released: Vec<ManagedBinding> = DEFERRED_RELEASES.with(|deferred| {
-            let mut deferred = deferred.borrow_mut();
-            if deferred.is_empty() {
-                return Vec::new();
-            }
-            let (mine, others) = std::mem::take(&mut *deferred)
-                .into_iter()
-                .partition(|(owner, _)| *owner == address);
-            *deferred = others;
-            mine.into_iter().map(|(_, binding)| binding).collect()
-        });
+        let released: Vec<ManagedBinding> = DEFERRED_RELEASES
+            .try_with(|deferred| {
+                let mut deferred = deferred.borrow_mut();
+                if deferred.is_empty() {
+                    return Vec::new();
+                }
+                let (mine, others) = std::mem::take(&mut *deferred)
+                    .into_iter()
+                    .partition(|(owner, _)| *owner == address);
+                *deferred = others;
+                mine.into_iter().map(|(_, binding)| binding).collect()
+            })
+            .unwrap_or_default();
         self.release(&released, ReleaseReason::Cleared);
     }
 
@@ -407,7 +412,9 @@ impl ScriptDelegateBase {
         }
         // Declared first: dropped after the broadcast has released the list's lock.
         let _release = ReleaseDeferred(self);
-        let mut broadcast = self.list.begin();
+        let Some(mut broadcast) = self.list.begin() else {
+            return;
+        };
         broadcast.for_each_matching(Listener::is_native, |listener| {
             if let Listener::Native(callable) = listener {
                 callable(payload);
@@ -422,9 +429,32 @@ impl ScriptDelegateBase {
     }
 }
 
+impl ScriptDelegateBase {
+    /// Whether this delegate's `drop` is running (then the destroyed hook cannot bind a listener
+    /// that would leak). Kept beside the delegate rather than in it, so it stays 24 bytes.
+    fn is_dropping(&self) -> bool {
+        let address = std::ptr::from_ref(self).addr();
+        // `try_with`: while the thread's locals are torn down, no drop of ours runs any more.
+        DROPPING
+            .try_with(|dropping| dropping.borrow().contains(&address))
+            .unwrap_or(false)
+    }
+}
+
 impl Drop for ScriptDelegateBase {
     fn drop(&mut self) {
-        self.dropping.set(true);
+        let address = std::ptr::from_ref(self).addr();
+        // `try_with`: a delegate may be dropped by another thread-local's destructor.
+        let _ = DROPPING.try_with(|dropping| dropping.borrow_mut().push(address));
+        /// Unmarks the delegate when its drop ends, also by a panic.
+        struct Dropped(usize);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                let _ =
+                    DROPPING.try_with(|dropping| dropping.borrow_mut().retain(|&a| a != self.0));
+            }
+        }
+        let _dropped = Dropped(address);
         let released = self.managed_bindings();
         self.release(&released, ReleaseReason::Destroyed);
     }

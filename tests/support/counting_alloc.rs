@@ -15,11 +15,17 @@ struct CountingAllocator;
 
 thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    /// Bytes allocated minus bytes freed on this thread (requested sizes).
+    static LIVE_BYTES: Cell<i64> = const { Cell::new(0) };
 }
 
 fn count_one() {
     // `try_with`: during thread teardown the slot may be gone; such allocations are not ours.
     let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
+}
+
+fn count_bytes(delta: i64) {
+    let _ = LIVE_BYTES.try_with(|bytes| bytes.set(bytes.get() + delta));
 }
 
 // Every method forwards to `System` with the caller's own arguments; counting touches only a
@@ -28,23 +34,27 @@ fn count_one() {
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count_one();
+        count_bytes(layout.size() as i64);
         // SAFETY: forwarded unchanged; the caller upholds `GlobalAlloc::alloc`'s contract.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         count_one();
+        count_bytes(layout.size() as i64);
         // SAFETY: forwarded unchanged; the caller upholds `GlobalAlloc::alloc_zeroed`'s contract.
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count_one();
+        count_bytes(new_size as i64 - layout.size() as i64);
         // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from `System`.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        count_bytes(-(layout.size() as i64));
         // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from `System`.
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -58,6 +68,14 @@ pub fn allocations_in<R>(f: impl FnOnce() -> R) -> (u64, R) {
     let before = ALLOCATIONS.with(Cell::get);
     let result = f();
     let after = ALLOCATIONS.with(Cell::get);
+    (after - before, result)
+}
+
+/// How many heap bytes (requested sizes) `f` left allocated on this thread, with its result.
+pub fn live_bytes_in<R>(f: impl FnOnce() -> R) -> (i64, R) {
+    let before = LIVE_BYTES.with(Cell::get);
+    let result = f();
+    let after = LIVE_BYTES.with(Cell::get);
     (after - before, result)
 }
 

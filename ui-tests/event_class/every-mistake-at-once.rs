@@ -1,3 +1,4 @@
+// mistakes: 4
 use lumina::event_class;
 
 // Each independent mistake is reported, and nothing else.

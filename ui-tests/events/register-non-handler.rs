@@ -7,5 +7,5 @@ pub struct Minimap;
 fn main() {
     let processor = EventProcessor::new();
     let minimap = Rc::new(Minimap);
-    processor.register_event_handler(&minimap, InputLayer::Default);
+    let _ = processor.register_event_handler(&minimap, InputLayer::Default);
 }

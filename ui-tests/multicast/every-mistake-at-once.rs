@@ -1,3 +1,4 @@
+// mistakes: 5
 use lumina::declare_multicast_delegate;
 
 // Independent mistakes are all reported in one compile.

@@ -18,6 +18,16 @@ struct Checkpoint;
 #[lumina::event_class(AppUpdate,)]
 pub(crate) struct Tick(pub f32);
 
+/// B6: a game's own event, bare.
+#[lumina::event_class]
+pub struct PlayerDied {
+    pub player: u32,
+}
+
+/// Empty parentheses are the bare form too.
+#[lumina::event_class()]
+pub struct PlayerRespawned;
+
 mod nested {
     use lumina::event_class;
 
@@ -32,6 +42,9 @@ fn main() {
     assert_eq!(Chord::static_type(), EventType::KeyPressed);
     assert_eq!(Checkpoint.event_type(), EventType::None);
     assert_eq!(Tick(0.5).name(), "AppUpdate");
+    assert_eq!(PlayerDied::static_type(), EventType::None);
+    assert_eq!(PlayerDied { player: 1 }.player, 1);
+    assert_eq!(PlayerRespawned.event_type(), EventType::None);
     assert_eq!(nested::QuitAsked::CLASS_NAME, "QuitAsked");
     let mut envelope = Envelope::new(nested::QuitAsked { reason: "menu".into() });
     let event: &mut dyn Event = &mut envelope;

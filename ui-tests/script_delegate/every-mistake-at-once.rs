@@ -1,3 +1,4 @@
+// mistakes: 4
 use lumina::script_delegate;
 
 #[script_delegate]

@@ -70,6 +70,20 @@ fn args(decl: &DelegateDecl) -> Vec<Arg> {
         .collect()
 }
 
+/// The type parameters of a fallback expansion (see `sanitize`): `<A: Clone + 'static>` for the
+/// struct and impl (an owned multicast argument is cloned), `<A>` for the type. Both empty for a
+/// valid declaration.
+fn fallback_generics(decl: &DelegateDecl) -> (TokenStream, TokenStream) {
+    let names = &decl.fallback_generics;
+    if names.is_empty() {
+        return (TokenStream::new(), TokenStream::new());
+    }
+    (
+        quote!(<#(#names: ::core::clone::Clone + 'static),*>),
+        quote!(<#(#names),*>),
+    )
+}
+
 /// A hygienic local of the generated bodies.
 fn local(name: &str) -> Ident {
     Ident::new(name, Span::mixed_site())
@@ -233,6 +247,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         ],
     );
     let cfgs = cfg_attrs(decl);
+    let (generic_params, generic_args) = fallback_generics(decl);
     let handle = quote!(::lumina::__private::DelegateHandle);
     let output_arrow = decl.output.as_ref().map(|output| quote!(-> #output));
     let priority = local("priority");
@@ -281,11 +296,11 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     quote! {
         #attrs
         #[derive(Default, Debug)]
-        #vis struct #name(::lumina::__private::MulticastDelegate<dyn #signature>);
+        #vis struct #name #generic_params(::lumina::__private::MulticastDelegate<dyn #signature>);
 
         #cfgs
         #[allow(dead_code)]
-        impl #name {
+        impl #generic_params #name #generic_args {
             /// An empty delegate. Allocates nothing.
             #[must_use]
             pub const fn new() -> Self {
@@ -606,6 +621,7 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         ],
     );
     let cfgs = cfg_attrs(decl);
+    let (generic_params, generic_args) = fallback_generics(decl);
     let delegate = quote!(::lumina::__private::Delegate);
     let output = decl
         .output
@@ -617,11 +633,11 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     quote! {
         #attrs
         #[derive(Clone, Default, Debug)]
-        #vis struct #name(#delegate<dyn #signature>);
+        #vis struct #name #generic_params(#delegate<dyn #signature>);
 
         #cfgs
         #[allow(dead_code)]
-        impl #name {
+        impl #generic_params #name #generic_args {
             /// An unbound delegate.
             #[must_use]
             pub const fn new() -> Self {

@@ -43,6 +43,10 @@ pub(crate) struct DelegateDecl {
     pub(crate) params: Vec<Param>,
     /// `None` without `-> R`.
     pub(crate) output: Option<Type>,
+    /// Type parameters of the expansion: always empty, except in the fallback after an error,
+    /// where the user's rejected generics and the types that could not be kept become type
+    /// parameters inferred from the code using the delegate.
+    pub(crate) fallback_generics: Vec<Ident>,
 }
 
 /// One parameter: `name: Type`, `_: Type` or `Type`.
@@ -103,11 +107,18 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
             ),
         );
     }
+    // `pub "OnDamage"(..)`: the string says which name was meant; after the error, reading goes
+    // on with it, so code using `OnDamage` adds no error.
+    let meant = input
+        .fork()
+        .parse::<syn::LitStr>()
+        .ok()
+        .and_then(|literal| syn::parse_str::<Ident>(&literal.value()).ok());
     let name = match parse_name(kind, &vis, input) {
         Ok(name) => name,
         Err(error) => {
             cx.syn_error(error);
-            return None;
+            meant?
         }
     };
     let generics = if input.peek(Token![<]) {
@@ -158,7 +169,10 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
                 arrow,
                 "expected a return type after `->`, e.g. `-> bool`; leave out `->` for no return value",
             );
-            None
+            // Reported; `_` tells the fallback that a return type was meant.
+            Some(Type::Infer(syn::TypeInfer {
+                underscore_token: Default::default(),
+            }))
         } else {
             match input.parse::<Type>() {
                 Ok(ty) => Some(ty),
@@ -168,7 +182,9 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
                         "expected a return type, e.g. `-> bool`",
                     ));
                     skip_rest(input);
-                    None
+                    Some(Type::Infer(syn::TypeInfer {
+                        underscore_token: Default::default(),
+                    }))
                 }
             }
         }
@@ -202,6 +218,7 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
         generics,
         params,
         output,
+        fallback_generics: Vec::new(),
     })
 }
 
@@ -226,6 +243,17 @@ fn parse_name(kind: Kind, vis: &Visibility, input: ParseStream<'_>) -> syn::Resu
         return input.parse();
     }
     let unexpected: proc_macro2::TokenTree = input.parse()?;
+    if let Ok(literal) = syn::parse2::<syn::LitStr>(unexpected.clone().into())
+        && syn::parse_str::<Ident>(&literal.value()).is_ok()
+    {
+        return Err(syn::Error::new(
+            unexpected.span(),
+            format!(
+                "expected a name, not a string: write `{}` without quotes",
+                literal.value()
+            ),
+        ));
+    }
     Err(syn::Error::new(
         unexpected.span(),
         format!("`{unexpected}` is not a valid delegate name: {expected}"),
@@ -253,8 +281,15 @@ fn parse_params(cx: &Ctxt, content: ParseStream<'_>) -> Vec<Param> {
                 error.span(),
                 "expected `,` or `)` after the parameter's type",
             ));
-            skip_rest(content);
-            break;
+            // A forgotten comma before a well-formed parameter: read on as if it were there,
+            // so the declaration keeps its parameters and using it adds no error.
+            let looks_like_param = (content.peek(Ident) || content.peek(Token![_]))
+                && content.peek2(Token![:])
+                && !content.peek2(Token![::]);
+            if !looks_like_param {
+                skip_rest(content);
+                break;
+            }
         }
     }
     params
@@ -285,6 +320,23 @@ fn parse_param(cx: &Ctxt, input: ParseStream<'_>) -> syn::Result<Param> {
             mut_token: None,
             self_token: Some(self_tokens),
             ty,
+        });
+    }
+
+    // `(x, y): (f32, f32)`: a pattern is an error, but its type is clear, so the parameter is
+    // kept (unnamed) and code using the delegate sees no follow-on error.
+    if input.peek(syn::token::Paren) && input.peek2(Token![:]) && !input.peek2(Token![::]) {
+        let pattern: proc_macro2::TokenTree = input.parse()?;
+        cx.error_spanned_by(
+            pattern,
+            "parameter patterns are not allowed: expected `name: Type` or just `Type`",
+        );
+        let _: Token![:] = input.parse()?;
+        return Ok(Param {
+            name: None,
+            mut_token: None,
+            self_token: None,
+            ty: Some(parse_type(input)?),
         });
     }
 

@@ -37,14 +37,8 @@ pub(crate) fn validate(input: &Input) -> syn::Result<EventClass<'_>> {
 /// about a hidden path. A typo gets the closest name; anything else gets the whole list.
 fn check_argument(cx: &Ctxt, input: &Input) -> Option<syn::Ident> {
     match &input.argument {
-        Argument::Missing => {
-            cx.error_at(
-                input.attribute_span,
-                "missing event type: write `#[event_class(KeyPressed)]` with one of the `EventType` \
-                 variants, or `#[event_class(None)]` for a game event that is not input",
-            );
-            None
-        }
+        // B6: a bare `#[event_class]` declares a game's own event class, of event type `None`.
+        Argument::Missing => Some(syn::Ident::new("None", input.attribute_span)),
         Argument::Name(name) if EVENT_TYPES.contains(&name.to_string().as_str()) => {
             Some(name.clone())
         }
@@ -162,7 +156,13 @@ fn unknown_variant_message(name: &str) -> String {
         Some(suggestion) => {
             format!("unknown event type `{name}`; did you mean `{suggestion}`?")
         }
-        None => format!("unknown event type `{name}`; expected one of: {}", list()),
+        // Most likely the name of the game's own event (B6).
+        None => format!(
+            "unknown event type `{name}`; for a game's own event class write a bare \
+             `#[event_class]`, without an event type; the event types of input and window \
+             events are: {}",
+            list()
+        ),
     }
 }
 

@@ -21,10 +21,33 @@ struct Property<'a> {
     category: Option<syn::LitStr>,
 }
 
-/// Entry point of `#[derive(ScriptComponent)]`. A derive's input stays in place by itself, so the
-/// fallback on error is nothing.
+/// Entry point of `#[derive(ScriptComponent)]`. A derive's input stays in place by itself; the
+/// fallback on error is the `ScriptComponent` impl, with no reflected properties, so code naming
+/// the trait on the type adds no follow-on error.
 pub(crate) fn expand_derive(input: TokenStream) -> TokenStream {
-    finish(expand_checked(input), TokenStream::new())
+    let fallback = match syn::parse2::<syn::DeriveInput>(input.clone()) {
+        Ok(derive) => fallback_impl(&derive),
+        Err(_) => TokenStream::new(),
+    };
+    finish(expand_checked(input), fallback)
+}
+
+fn fallback_impl(input: &syn::DeriveInput) -> TokenStream {
+    let ident = &input.ident;
+    let name = ident.to_string();
+    let (impl_generics, type_args) = crate::ctxt::static_generics(&input.generics);
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics ::lumina::__private::ScriptComponent for #ident #type_args {
+            const COMPONENT: &'static ::lumina::__private::ComponentInfo =
+                &::lumina::__private::ComponentInfo {
+                    name: #name,
+                    size: ::core::mem::size_of::<Self>(),
+                    align: ::core::mem::align_of::<Self>(),
+                    properties: &[],
+                };
+        }
+    }
 }
 
 fn expand_checked(input: TokenStream) -> syn::Result<TokenStream> {

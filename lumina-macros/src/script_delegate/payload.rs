@@ -20,15 +20,54 @@ pub(crate) fn expand_attribute(args: TokenStream, input: TokenStream) -> TokenSt
 }
 
 /// The user's item, as emitted after an error: unchanged, except that a rejected `repr` is
-/// dropped, so the compiler does not add its own errors about it to ours.
+/// dropped, so the compiler does not add its own errors about it to ours; then the impls later
+/// code needs (`ScriptPayload`, `Blittable`, with no reflected fields), so that a
+/// `ScriptDelegate` of the type, its broadcasts and its listeners add no follow-on error.
 fn fallback(input: &TokenStream) -> TokenStream {
-    match syn::parse2::<syn::ItemStruct>(input.clone()) {
-        Ok(mut item) => {
-            item.attrs
-                .retain(|attr| !attr.path().is_ident("repr") || is_repr_c(attr));
-            quote!(#item)
+    let Ok(mut item) = syn::parse2::<syn::Item>(input.clone()) else {
+        return input.clone();
+    };
+    if let syn::Item::Struct(item) = &mut item {
+        item.attrs
+            .retain(|attr| !attr.path().is_ident("repr") || is_repr_c(attr));
+    }
+    let impls = match &item {
+        syn::Item::Struct(syn::ItemStruct {
+            ident, generics, ..
+        })
+        | syn::Item::Enum(syn::ItemEnum {
+            ident, generics, ..
+        })
+        | syn::Item::Union(syn::ItemUnion {
+            ident, generics, ..
+        }) => fallback_impls(ident, generics),
+        _ => TokenStream::new(),
+    };
+    quote!(#item #impls)
+}
+
+fn fallback_impls(ident: &syn::Ident, generics: &syn::Generics) -> TokenStream {
+    let name = ident.to_string();
+    let (impl_generics, type_args) = crate::ctxt::static_generics(generics);
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics ::lumina::__private::ScriptPayload for #ident #type_args {
+            const PAYLOAD: &'static ::lumina::__private::PayloadInfo =
+                &::lumina::__private::PayloadInfo {
+                    name: #name,
+                    size: ::core::mem::size_of::<Self>(),
+                    align: ::core::mem::align_of::<Self>(),
+                    fields: &[],
+                };
         }
-        Err(_) => input.clone(),
+
+        #[automatically_derived]
+        impl #impl_generics ::lumina::__private::Blittable for #ident #type_args {
+            const FIELD_TYPE: ::lumina::__private::FieldType =
+                ::lumina::__private::FieldType::Struct(
+                    <Self as ::lumina::__private::ScriptPayload>::PAYLOAD,
+                );
+        }
     }
 }
 
@@ -37,7 +76,18 @@ fn expand_checked(args: TokenStream, input: TokenStream) -> syn::Result<TokenStr
     let cx = Ctxt::new();
     validate_no_arguments(&cx, &args);
     validate_named_fields(&cx, &item.item);
-    super::validate_no_generics(&cx, &item.item.generics, "a script delegate payload");
+    // A lifetime parameter that only serves reference fields is part of that one mistake, which
+    // the field's error explains.
+    let only_for_references = item.item.generics.type_params().next().is_none()
+        && item.item.generics.const_params().next().is_none()
+        && item
+            .item
+            .fields
+            .iter()
+            .any(|field| matches!(field.ty, syn::Type::Reference(_)));
+    if !only_for_references {
+        super::validate_no_generics(&cx, &item.item.generics, "a script delegate payload");
+    }
     validate_repr(&cx, &item.item);
     for field in &item.item.fields {
         validate_blittable(&cx, &field.ty);

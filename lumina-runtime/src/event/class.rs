@@ -8,8 +8,8 @@ use std::ops::{Deref, DerefMut};
 
 use super::event_type::{EventCategory, EventType};
 
-/// The static side of an event: implemented on a plain struct by
-/// `#[event_class(Variant)]` (rule E2).
+/// The static side of an event: implemented on a plain struct by `#[event_class]` (a game's own
+/// event, rule B6) or `#[event_class(Variant)]` (an input or window event, rule E2).
 ///
 /// The struct stays exactly as written (struct literals, constructors, derives all work): the
 /// handled flag is not a field of it but of the [`Envelope`] the processor puts it in while it is
@@ -23,8 +23,8 @@ use super::event_type::{EventCategory, EventType};
 /// use lumina::event::{EventClass, EventType};
 /// use lumina::event_class;
 ///
-/// /// A game's own event: no engine type fits, so it is `None`.
-/// #[event_class(None)]
+/// /// A game's own event: declared with a bare `#[event_class]`, its type is `None`.
+/// #[event_class]
 /// struct PlayerDied {
 ///     player: u32,
 /// }
@@ -38,8 +38,8 @@ use super::event_type::{EventCategory, EventType};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an event class",
     label = "not an event class",
-    note = "put `#[lumina::event_class(Variant)]` on the struct `{Self}`, naming its event type \
-            (`None` for a game event that is not an input or window event)"
+    note = "put `#[lumina::event_class]` on the struct `{Self}` (a game's own event), or \
+            `#[lumina::event_class(KeyPressed)]` naming the event type of an input or window event"
 )]
 pub trait EventClass: Any {
     /// The event type of every value of this class.

@@ -25,7 +25,7 @@
 //!     }
 //!     false
 //! });
-//! processor.register_event_handler(&chrome, InputLayer::EditorChrome);
+//! assert!(processor.register_event_handler(&chrome, InputLayer::EditorChrome));
 //! assert!(processor.dispatch(KeyPressedEvent::new(Key::F5, Modifiers::NONE)));
 //! assert!(!processor.dispatch(KeyReleasedEvent::new(Key::F5, Modifiers::NONE)));
 //! ```

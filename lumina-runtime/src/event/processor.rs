@@ -120,6 +120,7 @@ impl EventProcessor {
     ///
     /// Returns `false`, changing nothing, if `handler` is already registered (P1): unregister it
     /// first to change its priority.
+    #[must_use = "`false` means the handler was already registered and its priority did not change"]
     pub fn register_event_handler<H: EventHandler>(
         &self,
         handler: &Rc<H>,
@@ -131,6 +132,7 @@ impl EventProcessor {
 
     /// [`register_event_handler`](Self::register_event_handler) for a handler already behind
     /// `Rc<dyn EventHandler>`.
+    #[must_use = "`false` means the handler was already registered and its priority did not change"]
     pub fn register_dyn_event_handler(
         &self,
         handler: &Rc<dyn EventHandler>,

@@ -121,6 +121,7 @@ impl InputViewportRegistry {
 
     /// Registers the registry with `processor` at [`InputLayer::Viewport`]; `false` if it is
     /// already registered there.
+    #[must_use = "`false` means the registry was already registered with this processor"]
     pub fn register(self: &Rc<Self>, processor: &EventProcessor) -> bool {
         processor.register_event_handler(self, InputLayer::Viewport)
     }

@@ -8,8 +8,17 @@ use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::{Rc, Weak};
 
-use super::InvocationList;
+use super::{InvocationList, Subscriber};
 use crate::handle::DelegateHandle;
+
+// SAFETY: copies: no code runs.
+unsafe impl Subscriber for &'static str {}
+// SAFETY: as above.
+unsafe impl Subscriber for u32 {}
+// SAFETY: as above.
+unsafe impl Subscriber for (&'static str, bool) {}
+// SAFETY: `Reentrant::clone` adds to a list, and never removes or clears.
+unsafe impl Subscriber for Reentrant {}
 
 /// A subscriber here is just a name: the tests drive the broadcast loop themselves.
 type Names = InvocationList<&'static str>;
@@ -18,13 +27,16 @@ type Names = InvocationList<&'static str>;
 const WALK_LIMIT: usize = 1000;
 
 fn run(list: &Names) -> Vec<&'static str> {
-    list.begin().take(WALK_LIMIT).collect()
+    list.begin()
+        .expect("the list has a block")
+        .take(WALK_LIMIT)
+        .collect()
 }
 
 /// Walks a broadcast, calling `on_each` for every yielded name (the "subscriber" runs there).
 fn walk(list: &Names, mut on_each: impl FnMut(&'static str)) -> Vec<&'static str> {
     let mut seen = Vec::new();
-    for name in list.begin().take(WALK_LIMIT) {
+    for name in list.begin().expect("the list has a block").take(WALK_LIMIT) {
         seen.push(name);
         on_each(name);
     }
@@ -113,7 +125,7 @@ fn h2_removal_during_a_prioritized_insert_sequence_keeps_the_order_of_the_rest()
         let mut expected = reference.clone();
         expected.sort_by_key(|&(p, handle, _)| (-i64::from(p), handle.id()));
         let expected: Vec<u32> = expected.into_iter().map(|(_, _, v)| v).collect();
-        let actual: Vec<u32> = list.begin().collect();
+        let actual: Vec<u32> = list.begin().expect("the list has a block").collect();
         assert_eq!(actual, expected, "after inserting {value}");
         assert_eq!(list.len(), expected.len());
     }
@@ -164,7 +176,9 @@ fn m2_insert_during_a_broadcast_runs_in_a_nested_broadcast_started_after_it() {
         if name == "high" {
             let _ = list.insert(20, None, "new-top");
             let _ = list.insert(5, None, "new-mid");
-            nested.borrow_mut().extend(list.begin());
+            nested
+                .borrow_mut()
+                .extend(list.begin().expect("the list has a block"));
         }
     });
     assert_eq!(seen, ["high", "low"]);
@@ -179,10 +193,10 @@ fn m2_cursor_keeps_its_place_after_many_mid_list_inserts() {
     for value in 0..50_u32 {
         let _ = list.insert((value % 5) as i32, None, value);
     }
-    let original: Vec<u32> = list.begin().collect();
+    let original: Vec<u32> = list.begin().expect("the list has a block").collect();
     let mut state = 99_u32;
     let mut seen = Vec::new();
-    for value in list.begin().take(WALK_LIMIT) {
+    for value in list.begin().expect("the list has a block").take(WALK_LIMIT) {
         seen.push(value);
         for _ in 0..2 {
             state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
@@ -219,11 +233,11 @@ fn m5_nested_walks_of_a_prioritized_list_each_see_their_own_snapshot() {
     let _ = list.insert(2, None, "b");
     let _ = list.insert(1, None, "c");
     let mut trace = Vec::new();
-    let mut outer = list.begin();
+    let mut outer = list.begin().expect("the list has a block");
     trace.push(outer.next().unwrap()); // a
     let _ = list.insert(4, None, "x"); // before everything
     {
-        let mut inner = list.begin();
+        let mut inner = list.begin().expect("the list has a block");
         trace.push(inner.next().unwrap()); // x
         let _ = list.insert(2, None, "y"); // after b
         trace.extend(inner.by_ref()); // a b c: not y
@@ -265,7 +279,7 @@ fn m7_panic_in_a_custom_loop_releases_the_lock_and_compacts() {
     let _ = list.add("a");
     let b = list.add("b");
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
-        for name in list.begin() {
+        for name in list.begin().expect("the list has a block") {
             if name == "a" {
                 assert!(list.remove(b));
                 panic!("subscriber a failed");
@@ -283,7 +297,7 @@ fn m2_rewind_walks_the_same_snapshot_again_under_one_lock() {
     let list = Names::new();
     let _ = list.add("a");
     let b = list.add("b");
-    let mut walk = list.begin();
+    let mut walk = list.begin().expect("the list has a block");
     let first: Vec<_> = walk.by_ref().collect();
     let _ = list.add("late");
     assert!(list.remove(b));
@@ -306,7 +320,7 @@ fn m1_next_matching_filters_and_rewind_starts_over() {
         let _ = list.add(entry);
     }
     let native = |entry: &(&'static str, bool)| entry.1;
-    let mut walk = list.begin();
+    let mut walk = list.begin().expect("the list has a block");
     assert_eq!(walk.next_matching(native), Some(("n1", true)));
     assert_eq!(walk.next_matching(native), Some(("n2", true)));
     assert_eq!(walk.next_matching(native), None);
@@ -325,7 +339,7 @@ fn m10_filters_may_reenter_the_list() {
         let _ = list.add(value);
     }
     let lens = Cell::new(0);
-    let mut walk = list.begin();
+    let mut walk = list.begin().expect("the list has a block");
     let even = walk.next_matching(|value| {
         lens.set(lens.get() + list.len());
         if *value == 0 {
@@ -617,14 +631,14 @@ fn m13_2_predicates_and_filters_may_reenter_the_list() {
         let _ = list.add(2);
         true
     }));
-    let pending = list.begin(); // locked: adds now go to the pending list
+    let pending = list.begin().expect("the list has a block"); // locked: adds now go to the pending list
     let _late = list.add(3);
     let counted = list.count_matching(|_| {
         let _ = list.add(4);
         list.remove(h)
     });
     assert_eq!(counted, 1, "only the first call removed h");
-    let mut walk = list.begin();
+    let mut walk = list.begin().expect("the list has a block");
     let filtered = walk.next_matching(|value| {
         let _ = list.add(5);
         *value == 3
@@ -683,7 +697,7 @@ fn m13_3_a_lock_leaked_by_a_drop_during_settle_does_not_abort() {
     impl Drop for Leak {
         fn drop(&mut self) {
             if let Some(list) = self.0.upgrade() {
-                std::mem::forget(list.begin());
+                std::mem::forget(list.begin().expect("the list has a block"));
             }
         }
     }

@@ -1,0 +1,128 @@
+//! One subscriber of the main list, in 8 bytes plus its callable: a word with its handle's id
+//! and its state bits, and the slot holding the callable. Its priority lives in the list's
+//! priority runs, its owner (if any) in the list's owner table: most subscribers have neither.
+//! A subscriber added during a broadcast waits in the pending list as a [`Pending`], which
+//! carries both until it is merged.
+
+use std::any::Any;
+use std::cell::{Cell, UnsafeCell};
+use std::rc::Weak;
+
+/// State bit: removed (a tombstone).
+pub(super) const REMOVED: u64 = 1;
+/// State bit: has a weak owner, whose death also ends the subscription (M9).
+pub(super) const OWNED: u64 = 2;
+/// State bit: an enclosing broadcast loop is calling this entry's callable, while a loop nested
+/// in that call has taken over the list's `running` record (see `LoopScope`).
+pub(super) const RUNNING_OUTER: u64 = 4;
+/// The state bits of [`Entry::word`]; the id is the rest.
+const STATE_MASK: u64 = 7;
+const ID_SHIFT: u32 = 3;
+
+/// What an invocation list holds. Its `Clone` is taken while the list reads the slot, so it
+/// must not remove or clear anything of any invocation list (the library's own subscribers,
+/// `Rc`, `Weak` and script delegates' listeners, run no user code in their `Clone` at all).
+///
+/// # Safety
+///
+/// `Clone::clone` must never remove an entry of, or clear, an invocation list: the slot it
+/// clones from is borrowed meanwhile (see `Entry::clone_callable`).
+pub(crate) unsafe trait Subscriber: Clone {}
+
+// SAFETY: cloning an `Rc` or `Weak` only changes a count: no user code runs.
+unsafe impl<T: ?Sized> Subscriber for std::rc::Rc<T> {}
+// SAFETY: as above.
+unsafe impl<T: ?Sized> Subscriber for std::rc::Weak<T> {}
+
+/// One subscriber of the main list.
+///
+/// A removed entry is a *tombstone*, waiting for compaction: its state has [`REMOVED`] and its
+/// slot is emptied, dropping the callable at once, unless the callable is running right now
+/// (a broadcast loop records it in the list's `running` while it calls it): then it stays until
+/// its call is over (M4). So an empty slot always has [`REMOVED`] set.
+pub(super) struct Entry<C> {
+    /// `id << 3 | state`: [`REMOVED`] | [`OWNED`] | [`RUNNING_OUTER`]. The state is 0 for a
+    /// live entry without owner that no enclosing loop is running, so the broadcast loop checks
+    /// liveness with one load and one test.
+    word: Cell<u64>,
+    /// The callable; see `raw.rs` for who reads it how.
+    pub(super) slot: UnsafeCell<Option<C>>,
+}
+
+impl<C> Entry<C> {
+    pub(super) fn new(id: u64, owned: bool, callable: C) -> Self {
+        Entry {
+            word: Cell::new(id << ID_SHIFT | if owned { OWNED } else { 0 }),
+            slot: UnsafeCell::new(Some(callable)),
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn id(&self) -> u64 {
+        self.word.get() >> ID_SHIFT
+    }
+
+    /// The state bits; 0 for the common case (live, no owner, not running outside).
+    #[inline(always)]
+    pub(super) fn state(&self) -> u64 {
+        self.word.get() & STATE_MASK
+    }
+
+    #[inline(always)]
+    fn set_bit(&self, bit: u64, on: bool) {
+        let word = self.word.get() & !bit;
+        self.word.set(if on { word | bit } else { word });
+    }
+
+    #[inline(always)]
+    pub(super) fn is_removed(&self) -> bool {
+        self.state() & REMOVED != 0
+    }
+
+    pub(super) fn mark_removed(&self) {
+        self.set_bit(REMOVED, true);
+    }
+
+    pub(super) fn is_owned(&self) -> bool {
+        self.state() & OWNED != 0
+    }
+
+    pub(super) fn is_running_outer(&self) -> bool {
+        self.state() & RUNNING_OUTER != 0
+    }
+
+    pub(super) fn set_running_outer(&self, running: bool) {
+        self.set_bit(RUNNING_OUTER, running);
+    }
+
+    /// This entry's address, as the list's `running` records it.
+    #[inline(always)]
+    pub(super) fn addr(&self) -> usize {
+        std::ptr::from_ref(self).addr()
+    }
+}
+
+/// A subscriber added while a broadcast runs: its entry with what the main list keeps beside
+/// it, until the outermost broadcast ends and merges it (M2). Rare, so it carries everything.
+pub(super) struct Pending<C> {
+    pub(super) entry: Entry<C>,
+    pub(super) priority: i32,
+    pub(super) owner: Option<Weak<dyn Any>>,
+}
+
+impl<C> Pending<C> {
+    /// The dispatch-order key: higher priority first, then ascending id (= order added).
+    pub(super) fn key(&self) -> (i64, u64) {
+        (-i64::from(self.priority), self.entry.id())
+    }
+
+    pub(super) fn owner_alive(&self) -> bool {
+        self.owner
+            .as_ref()
+            .is_none_or(|owner| owner.strong_count() > 0)
+    }
+
+    pub(super) fn is_live(&self) -> bool {
+        !self.entry.is_removed() && self.owner_alive()
+    }
+}

@@ -1,0 +1,684 @@
+//! The list itself: an empty list is one pointer; the first add allocates the [`Block`] that
+//! holds the subscribers and the broadcast bookkeeping. Adding, removing, clearing and the
+//! queries.
+
+use std::any::Any;
+use std::cell::{Cell, OnceCell, RefCell};
+use std::fmt;
+use std::rc::{Rc, Weak};
+
+use smallvec::SmallVec;
+
+use super::entry::{Entry, OWNED, Pending, RUNNING_OUTER, Subscriber};
+use super::settle::Drops;
+use crate::handle::DelegateHandle;
+
+/// Lock-state bit: tombstones or pending subscribers wait for the end of the outermost
+/// broadcast (then it settles the list).
+pub(super) const NEEDS_SETTLE: u32 = 1;
+/// Lock-state bit: subscribers added during a broadcast wait in `pending`. Always set together
+/// with [`NEEDS_SETTLE`].
+pub(super) const HAS_PENDING: u32 = 2;
+/// One running broadcast in [`Block::state`]: the lock count is `state / LOCK_ONE`.
+pub(super) const LOCK_ONE: u32 = 4;
+
+/// A reentrancy-safe, ordered list of subscribers; see the [module documentation](super).
+///
+/// `C` is what a subscriber is (an `Rc<dyn Fn(..)>` for delegates, a handler reference for the
+/// event processor, a native-or-managed listener for script delegates). One pointer: empty, it
+/// allocates nothing (M12); its state lives in a [`Block`] allocated by the first add, so an
+/// empty broadcast is one load and one branch.
+pub(crate) struct InvocationList<C> {
+    block: OnceCell<Rc<Block<C>>>,
+}
+
+/// A priority's stretch of the main list: its entries end (exclusive) at `end`; it starts where
+/// the run before it ends. Runs are in descending priority.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Run {
+    pub(super) priority: i32,
+    pub(super) end: usize,
+}
+
+/// The state of a list that has had a subscriber.
+pub(crate) struct Block<C> {
+    /// Subscribers in dispatch order. Changed in shape (pushed, inserted, compacted) only while
+    /// no broadcast runs, and never across user code. Cold paths borrow it; the broadcast loops
+    /// read it without a borrow on the strength of the lock (`raw.rs`).
+    pub(super) entries: RefCell<Vec<Entry<C>>>,
+    /// The priority of each stretch of `entries` (most lists have one run, priority 0).
+    pub(super) runs: RefCell<SmallVec<[Run; 1]>>,
+    /// The weak owners of member bindings, by id (ascending).
+    pub(super) owners: RefCell<Vec<(u64, Weak<dyn Any>)>>,
+    /// Subscribers added while a broadcast runs, in dispatch order; merged into `entries` when
+    /// the outermost broadcast ends. Never borrowed across user code. An entry removed meanwhile
+    /// stays as a tombstone until then, so positions never move under a drop's code.
+    pub(super) pending: RefCell<Vec<Pending<C>>>,
+    /// The lock count (how many broadcasts are running on this list; they nest) times
+    /// [`LOCK_ONE`], plus [`NEEDS_SETTLE`] and [`HAS_PENDING`]: one word, so beginning a
+    /// broadcast is one load, test and store, and ending one is one load, store and compare.
+    pub(super) state: Cell<u32>,
+    /// Removed entries of `entries` waiting for compaction.
+    pub(super) tombstones: Cell<usize>,
+    /// The address of the entry whose callable the innermost running broadcast loop is calling
+    /// (or just called); 0 when none. A removal meanwhile leaves that callable in place (M4).
+    /// Entries that enclosing loops are calling carry `RUNNING_OUTER` instead (see
+    /// `LoopScope`). An address, not a pointer: it is only compared, never dereferenced.
+    pub(super) running: Cell<usize>,
+}
+
+impl<C> Default for InvocationList<C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<C: Subscriber> fmt::Debug for InvocationList<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InvocationList")
+            .field("len", &self.len())
+            .field("broadcasting", &self.is_broadcasting())
+            .finish()
+    }
+}
+
+impl<C> InvocationList<C> {
+    /// An empty list. Allocates nothing (M12).
+    pub const fn new() -> Self {
+        InvocationList {
+            block: OnceCell::new(),
+        }
+    }
+
+    /// The block, if a subscriber was ever added.
+    #[inline(always)]
+    pub(crate) fn block(&self) -> Option<&Block<C>> {
+        self.block.get().map(|block| &**block)
+    }
+
+    /// The block, allocated on first use.
+    fn block_or_new(&self) -> &Block<C> {
+        self.block.get_or_init(|| Rc::new(Block::new()))
+    }
+}
+
+impl<C: Subscriber> InvocationList<C> {
+    /// Appends a subscriber with priority 0 and no owner.
+    pub fn add(&self, callable: C) -> DelegateHandle {
+        self.insert(0, None, callable)
+    }
+
+    /// Appends a subscriber bound to `owner`: it runs only while `owner` is alive, is removed by
+    /// [`remove_owner`](Self::remove_owner), and is pruned once `owner` is dropped (M9).
+    pub fn add_owned<T: Any>(&self, owner: &Rc<T>, callable: C) -> DelegateHandle {
+        let weak: Weak<dyn Any> = Rc::downgrade(owner) as Weak<dyn Any>;
+        self.insert(0, Some(weak), callable)
+    }
+
+    /// Inserts a subscriber after every subscriber whose priority is at least `priority` (higher
+    /// priorities run first; equal priorities run in the order they were added).
+    ///
+    /// During a broadcast the new subscriber does not run in that broadcast, wherever it lands
+    /// (M2); broadcasts started after this call run it.
+    pub fn insert(
+        &self,
+        priority: i32,
+        owner: Option<Weak<dyn Any>>,
+        callable: C,
+    ) -> DelegateHandle {
+        self.block_or_new().insert(priority, owner, callable)
+    }
+
+    /// Removes the subscriber of `handle`. Returns `false`, changing nothing, for an invalid,
+    /// foreign or already removed handle, or one whose owner is already dropped (H2).
+    ///
+    /// Outside a broadcast the callable is dropped before this returns; during one, the entry
+    /// becomes a tombstone that no running or later broadcast invokes (M3), and its callable is
+    /// dropped at once unless it is running: then after its call, so the subscriber currently
+    /// running (if it is this one) finishes safely (M4).
+    pub fn remove(&self, handle: DelegateHandle) -> bool {
+        handle.is_valid() && self.block().is_some_and(|block| block.remove(handle.id()))
+    }
+
+    /// Removes every live subscriber bound to `owner` (M9); returns how many. Allocates nothing.
+    pub fn remove_owner<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
+        let owner = Rc::as_ptr(owner).cast::<()>();
+        self.block().map_or(0, |block| {
+            block.remove_each(
+                |block, entry| block.is_live(entry) && block.owner_is(entry, owner),
+                |pending| pending.is_live() && is_owner(pending.owner.as_ref(), owner),
+                |_, _| {},
+            )
+        })
+    }
+
+    /// Whether a live subscriber is bound to `owner`.
+    pub fn is_bound_to<T: ?Sized>(&self, owner: &Rc<T>) -> bool {
+        let owner = Rc::as_ptr(owner).cast::<()>();
+        self.block().is_some_and(|block| {
+            block
+                .entries
+                .borrow()
+                .iter()
+                .any(|entry| block.is_live(entry) && block.owner_is(entry, owner))
+                || block
+                    .pending
+                    .borrow()
+                    .iter()
+                    .any(|p| p.is_live() && is_owner(p.owner.as_ref(), owner))
+        })
+    }
+
+    /// Removes every subscriber. During a broadcast nothing further runs in it (or in any
+    /// enclosing broadcast), and subscribers added after the clear run from the next broadcast
+    /// on (M6).
+    pub fn clear(&self) {
+        self.clear_with(|_, _| {});
+    }
+
+    /// [`clear`](Self::clear), calling `removed` with the id and callable of every live subscriber
+    /// it removes, before any of them is dropped (script delegates collect their managed bindings
+    /// there, so a drop's code cannot unbind one in between). `removed` must not run user code.
+    pub fn clear_with(&self, removed: impl FnMut(u64, &C)) {
+        if let Some(block) = self.block() {
+            block.clear_with(removed);
+        }
+    }
+
+    /// Whether at least one live subscriber exists (M8).
+    pub fn is_bound(&self) -> bool {
+        self.block().is_some_and(Block::is_bound)
+    }
+
+    /// How many live subscribers there are: removed ones and those whose owner died do not
+    /// count (M8).
+    pub fn len(&self) -> usize {
+        self.block().map_or(0, Block::len)
+    }
+
+    /// `true` when [`len`](Self::len) is 0.
+    pub fn is_empty(&self) -> bool {
+        !self.is_bound()
+    }
+
+    /// Whether a broadcast over this list is running (on this thread's stack).
+    pub fn is_broadcasting(&self) -> bool {
+        self.block().is_some_and(Block::is_broadcasting)
+    }
+
+    /// Whether `handle` names a live subscriber for which `predicate` holds. Lets a mechanism
+    /// with several kinds of subscriber in one list (script delegates: native and managed)
+    /// remove only its own kind, without keeping a second record of which is which.
+    pub fn subscriber_matches(
+        &self,
+        handle: DelegateHandle,
+        predicate: impl FnOnce(&C) -> bool,
+    ) -> bool {
+        // A clone taken for a moment: no borrow is held while `predicate` runs.
+        let found = self.block().and_then(|block| {
+            let id = handle.id();
+            let main = {
+                let entries = block.entries.borrow();
+                block
+                    .find(&entries, id)
+                    .map(|index| &entries[index])
+                    .filter(|entry| block.is_live(entry))
+                    .and_then(Entry::clone_callable)
+            };
+            main.or_else(|| {
+                let pending = block.pending.borrow();
+                pending
+                    .iter()
+                    .find(|p| p.entry.id() == id && p.is_live())
+                    .and_then(|p| p.entry.clone_callable())
+            })
+        });
+        found.is_some_and(|callable| predicate(&callable))
+    }
+
+    /// How many live subscribers `predicate` accepts.
+    pub fn count_matching(&self, mut predicate: impl FnMut(&C) -> bool) -> usize {
+        let Some(block) = self.block() else { return 0 };
+        let mut count = 0;
+        let mut broadcast = block.begin();
+        while let Some((_, callable)) = broadcast.next_entry() {
+            count += usize::from(predicate(&callable));
+        }
+        count
+    }
+
+    /// The live subscribers with their handles, in the order they were added. Allocates: for
+    /// cold paths such as handing bindings to a host when a delegate is destroyed.
+    pub fn snapshot(&self) -> Vec<(DelegateHandle, C)> {
+        let Some(block) = self.block() else {
+            return Vec::new();
+        };
+        let mut live = Vec::new();
+        let mut broadcast = block.begin();
+        while let Some((id, callable)) = broadcast.next_entry() {
+            live.push((DelegateHandle::from_id(id), callable));
+        }
+        drop(broadcast);
+        live.sort_by_key(|(handle, _)| *handle);
+        live
+    }
+}
+
+/// Whether `owner` (a weak owner) is the object at `target`.
+fn is_owner(owner: Option<&Weak<dyn Any>>, target: *const ()) -> bool {
+    owner.is_some_and(|weak| Weak::as_ptr(weak).cast::<()>() == target)
+}
+
+impl<C> Block<C> {
+    fn new() -> Self {
+        Block {
+            entries: RefCell::new(Vec::new()),
+            runs: RefCell::new(SmallVec::new()),
+            owners: RefCell::new(Vec::new()),
+            pending: RefCell::new(Vec::new()),
+            state: Cell::new(0),
+            tombstones: Cell::new(0),
+            running: Cell::new(0),
+        }
+    }
+}
+
+impl<C: Subscriber> Block<C> {
+    /// The weak owner of the main-list entry `id`, if it has one.
+    fn owner(&self, id: u64) -> Option<Weak<dyn Any>> {
+        let owners = self.owners.borrow();
+        owners
+            .binary_search_by_key(&id, |(owner_id, _)| *owner_id)
+            .ok()
+            .map(|index| owners[index].1.clone())
+    }
+
+    /// Whether the owner of the owned main-list `entry` is alive.
+    pub(super) fn owner_alive(&self, entry: &Entry<C>) -> bool {
+        let owners = self.owners.borrow();
+        owners
+            .binary_search_by_key(&entry.id(), |(id, _)| *id)
+            .is_ok_and(|index| owners[index].1.strong_count() > 0)
+    }
+
+    fn owner_is(&self, entry: &Entry<C>, target: *const ()) -> bool {
+        entry.is_owned() && is_owner(self.owner(entry.id()).as_ref(), target)
+    }
+
+    /// Whether a main-list entry is live: not removed, and its owner (if any) alive (M8, M9).
+    #[inline]
+    pub(super) fn is_live(&self, entry: &Entry<C>) -> bool {
+        match entry.state() & !RUNNING_OUTER {
+            0 => true,
+            OWNED => self.owner_alive(entry),
+            _ => false,
+        }
+    }
+
+    /// Whether the entry is live. A present entry whose owner died is pruned on the way (M9):
+    /// marked removed, its callable dropped unless running.
+    #[inline]
+    pub(super) fn live_or_prune(&self, entry: &Entry<C>) -> bool {
+        match entry.state() & !RUNNING_OUTER {
+            0 => true,
+            OWNED if self.owner_alive(entry) => true,
+            OWNED => {
+                self.prune(entry);
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// Counts a new tombstone in the main list; the outermost broadcast's end will settle.
+    pub(super) fn note_tombstone(&self) {
+        self.tombstones.set(self.tombstones.get() + 1);
+        self.state.set(self.state.get() | NEEDS_SETTLE);
+    }
+
+    /// Prunes a present entry whose owner died (M9): a tombstone, its callable dropped unless
+    /// running.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn prune(&self, entry: &Entry<C>) {
+        self.note_tombstone();
+        Drops::drop_one(self.take_unless_running(entry));
+    }
+
+    /// Raises the lock count; returns the state before.
+    #[inline(always)]
+    pub(super) fn lock(&self) -> u32 {
+        let state = self.state.get();
+        self.state.set(state + LOCK_ONE);
+        state
+    }
+
+    pub(super) fn is_broadcasting(&self) -> bool {
+        self.state.get() >= LOCK_ONE
+    }
+
+    /// Whether a running broadcast loop is calling `entry`'s callable right now.
+    pub(super) fn is_running(&self, entry: &Entry<C>) -> bool {
+        self.running.get() == entry.addr() || entry.is_running_outer()
+    }
+
+    /// Marks `entry` removed and empties its slot unless its callable is running (then it is
+    /// dropped after its call, M4). The caller drops what this returns, outside any borrow.
+    pub(super) fn take_unless_running(&self, entry: &Entry<C>) -> Option<C> {
+        entry.mark_removed();
+        if self.is_running(entry) {
+            return None;
+        }
+        entry.take_callable()
+    }
+
+    fn insert(&self, priority: i32, owner: Option<Weak<dyn Any>>, callable: C) -> DelegateHandle {
+        let handle = DelegateHandle::new_unique();
+        let entry = Entry::new(handle.id(), owner.is_some(), callable);
+        if self.is_broadcasting() {
+            // The main list keeps its shape while broadcasts walk it (M2).
+            let mut pending = self.pending.borrow_mut();
+            let position = pending.partition_point(|other| other.priority >= priority);
+            pending.insert(
+                position,
+                Pending {
+                    entry,
+                    priority,
+                    owner,
+                },
+            );
+            self.state
+                .set(self.state.get() | HAS_PENDING | NEEDS_SETTLE);
+        } else {
+            self.insert_main(
+                &mut self.entries.borrow_mut(),
+                Pending {
+                    entry,
+                    priority,
+                    owner,
+                },
+            );
+        }
+        handle
+    }
+
+    /// Inserts an entry into the main list after every entry of at least its priority. Its id
+    /// is the largest so far (pending entries are merged in order, and none is added to the
+    /// main list while any waits), so ids ascend within each run.
+    fn insert_main(&self, entries: &mut Vec<Entry<C>>, new: Pending<C>) {
+        let Pending {
+            entry,
+            priority,
+            owner,
+        } = new;
+        let mut runs = self.runs.borrow_mut();
+        let run = runs.partition_point(|run| run.priority > priority);
+        if runs.get(run).is_none_or(|found| found.priority != priority) {
+            let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
+            runs.insert(
+                run,
+                Run {
+                    priority,
+                    end: start,
+                },
+            );
+        }
+        let at = runs[run].end;
+        if let Some(owner) = owner {
+            let mut owners = self.owners.borrow_mut();
+            let position = owners.partition_point(|(id, _)| *id < entry.id());
+            owners.insert(position, (entry.id(), owner));
+        }
+        entries.insert(at, entry);
+        for run in &mut runs[run..] {
+            run.end += 1;
+        }
+    }
+
+    /// The index of the entry with `id`: a binary search in each priority run (ids ascend
+    /// within one), so O(log n) for a list without priorities and O(k log n) for k distinct
+    /// priorities (M12).
+    pub(super) fn find(&self, entries: &[Entry<C>], id: u64) -> Option<usize> {
+        let mut start = 0;
+        for run in self.runs.borrow().iter() {
+            let stretch = &entries[start..run.end];
+            if let Ok(index) = stretch.binary_search_by_key(&id, Entry::id) {
+                return Some(start + index);
+            }
+            start = run.end;
+        }
+        None
+    }
+
+    /// The priority of the main-list entry at `index`.
+    pub(super) fn priority_at(&self, index: usize) -> i32 {
+        let runs = self.runs.borrow();
+        runs[runs.partition_point(|run| run.end <= index)].priority
+    }
+
+    /// The dispatch-order key of the main-list entry at `index` (as `Pending::key`).
+    pub(super) fn key_at(&self, entries: &[Entry<C>], index: usize) -> (i64, u64) {
+        (-i64::from(self.priority_at(index)), entries[index].id())
+    }
+
+    fn remove(&self, id: u64) -> bool {
+        if self.is_broadcasting() {
+            return self.remove_while_broadcasting(id);
+        }
+        let (removed, was_live) = {
+            let entries = self.entries.borrow();
+            let Some(index) = self.find(&entries, id) else {
+                return false;
+            };
+            let entry = &entries[index];
+            if entry.is_removed() {
+                return false;
+            }
+            let was_live = self.is_live(entry);
+            entry.mark_removed();
+            self.note_tombstone();
+            (entry.take_callable(), was_live)
+        };
+        // Dropped outside the borrow: a closure's captures may run code that re-enters the list
+        // (M13). The entry is already a tombstone, so a panic there leaves the list consistent.
+        Drops::drop_one(removed);
+        self.compact_if_worthwhile();
+        was_live
+    }
+
+    fn remove_while_broadcasting(&self, id: u64) -> bool {
+        let (was_live, removed) = {
+            let entries = self.entries.borrow();
+            if let Some(index) = self.find(&entries, id) {
+                let entry = &entries[index];
+                if entry.is_removed() {
+                    return false;
+                }
+                self.note_tombstone();
+                let was_live = !entry.is_owned() || self.owner_alive(entry);
+                (was_live, self.take_unless_running(entry))
+            } else {
+                let pending = self.pending.borrow();
+                let Some(found) = pending.iter().find(|p| p.entry.id() == id) else {
+                    return false;
+                };
+                if found.entry.is_removed() {
+                    return false;
+                }
+                (found.owner_alive(), self.take_unless_running(&found.entry))
+            }
+        };
+        Drops::drop_one(removed);
+        was_live
+    }
+
+    fn clear_with(&self, mut removed: impl FnMut(u64, &C)) {
+        if self.is_broadcasting() {
+            self.remove_each(
+                |_, entry| !entry.is_removed(),
+                |pending| !pending.entry.is_removed(),
+                removed,
+            );
+            return;
+        }
+        let old = std::mem::take(&mut *self.entries.borrow_mut());
+        self.runs.borrow_mut().clear();
+        let owners = std::mem::take(&mut *self.owners.borrow_mut());
+        self.tombstones.set(0);
+        // Outside broadcasts nothing is pending: nothing is left to settle.
+        self.state
+            .set(self.state.get() & !(NEEDS_SETTLE | HAS_PENDING));
+        // The list is empty before the first drop runs (M13: atomic).
+        for entry in &old {
+            let live = match entry.state() {
+                0 => true,
+                OWNED => owners
+                    .binary_search_by_key(&entry.id(), |(id, _)| *id)
+                    .is_ok_and(|index| owners[index].1.strong_count() > 0),
+                _ => false,
+            };
+            if live && let Some(callable) = entry.clone_callable() {
+                removed(entry.id(), &callable);
+            }
+        }
+        let mut drops = Drops::default();
+        for entry in old {
+            drops.drop(entry);
+        }
+        drops.finish();
+    }
+
+    /// Removes every entry present now that the selectors pick; returns how many. All of them
+    /// are marked removed first, with no user code running (the selectors and `removed`, called
+    /// on each, are the crate's own), and only then are their callables dropped, one at a time
+    /// and outside any borrow, so no drop's re-entrant code sees half of the operation (M13). A
+    /// callable that is running is dropped after its call instead (M4). The list is locked like
+    /// a broadcast meanwhile, so that code cannot move entries under the walk; what it adds
+    /// comes after this call and stays. Allocates nothing (a subscriber may clear or remove an
+    /// owner during a broadcast, M12).
+    pub(super) fn remove_each(
+        &self,
+        mut select: impl FnMut(&Self, &Entry<C>) -> bool,
+        mut select_pending: impl FnMut(&Pending<C>) -> bool,
+        mut removed: impl FnMut(u64, &C),
+    ) -> usize {
+        let limit = DelegateHandle::next_id();
+        let lock = self.begin();
+        let entries: &[Entry<C>] = lock.entries.as_deref().map_or(&[], Vec::as_slice);
+        let mut count = 0;
+        for entry in entries {
+            if !entry.is_removed() && select(self, entry) {
+                if self.is_live(entry)
+                    && let Some(callable) = entry.clone_callable()
+                {
+                    removed(entry.id(), &callable);
+                }
+                entry.mark_removed();
+                self.note_tombstone();
+                count += 1;
+            }
+        }
+        {
+            let pending = self.pending.borrow();
+            for found in pending.iter().filter(|p| p.entry.id() < limit) {
+                if !found.entry.is_removed() && select_pending(found) {
+                    if found.is_live()
+                        && let Some(callable) = found.entry.clone_callable()
+                    {
+                        removed(found.entry.id(), &callable);
+                    }
+                    found.entry.mark_removed();
+                    self.state.set(self.state.get() | NEEDS_SETTLE);
+                    count += 1;
+                }
+            }
+        }
+        let mut drops = Drops::default();
+        self.drop_removed(entries, &mut drops);
+        drop(lock);
+        drops.finish();
+        count
+    }
+
+    fn is_bound(&self) -> bool {
+        self.entries
+            .borrow()
+            .iter()
+            .any(|entry| self.is_live(entry))
+            || self.pending.borrow().iter().any(Pending::is_live)
+    }
+
+    fn len(&self) -> usize {
+        let main = self
+            .entries
+            .borrow()
+            .iter()
+            .filter(|entry| self.is_live(entry))
+            .count();
+        main + self.pending.borrow().iter().filter(|p| p.is_live()).count()
+    }
+
+    /// Outside broadcasts, drops tombstones once they are at least half the list, so removal
+    /// stays amortised O(log n) and iteration never skips more than it visits.
+    fn compact_if_worthwhile(&self) {
+        let tombstones = self.tombstones.get();
+        if tombstones == 0 || self.is_broadcasting() {
+            return;
+        }
+        if tombstones * 2 >= self.entries.borrow().len() {
+            self.compact();
+        }
+    }
+
+    /// Merges the pending subscribers in and drops every tombstone whose callable is already
+    /// gone. Only runs when no broadcast is running. Dropping an entry here only drops its id and
+    /// weak owner: no user code runs. If the main list is borrowed (it cannot be, while no
+    /// broadcast runs), nothing happens and the next settle compacts.
+    pub(super) fn compact(&self) {
+        let Ok(mut entries) = self.entries.try_borrow_mut() else {
+            return;
+        };
+        for pending in self.pending.borrow_mut().drain(..) {
+            if pending.entry.is_removed() && !pending.entry.has_callable() {
+                continue;
+            }
+            if pending.entry.is_removed() {
+                self.tombstones.set(self.tombstones.get() + 1);
+            }
+            self.insert_main(&mut entries, pending);
+        }
+        if self.tombstones.get() > 0 {
+            // New run ends: what each run keeps.
+            let mut runs = self.runs.borrow_mut();
+            let (mut start, mut kept) = (0, 0);
+            for run in runs.iter_mut() {
+                kept += entries[start..run.end]
+                    .iter()
+                    .filter(|entry| entry.has_callable())
+                    .count();
+                start = run.end;
+                run.end = kept;
+            }
+            let mut previous_end = 0;
+            runs.retain(|run| {
+                let keep = run.end > previous_end;
+                previous_end = run.end;
+                keep
+            });
+            drop(runs);
+            entries.retain(Entry::has_callable);
+            let mut owners = self.owners.borrow_mut();
+            owners.retain(|(id, _)| self.find(&entries, *id).is_some());
+        }
+        // Normally 0: only a slot emptied late leaves a removed entry holding its callable; it
+        // is dropped by the next settle.
+        let left = entries.iter().filter(|entry| entry.is_removed()).count();
+        self.tombstones.set(left);
+        let settled = self.state.get() & !(NEEDS_SETTLE | HAS_PENDING);
+        self.state.set(if left > 0 {
+            settled | NEEDS_SETTLE
+        } else {
+            settled
+        });
+    }
+}

@@ -1,0 +1,610 @@
+//! The broadcast loops: [`InvocationList::broadcast_with`] and the event processor's
+//! [`InvocationList::dispatch_until`] (hot, over the main list read without a borrow), the
+//! merging walk for a nested broadcast while added subscribers wait, and the [`Broadcast`]
+//! iterator the cold paths and script delegates use.
+
+use std::cell::Ref;
+use std::fmt;
+
+use super::entry::{Entry, OWNED, Pending, Subscriber};
+use super::list::{Block, HAS_PENDING, InvocationList};
+use super::raw::locked_entries;
+use super::settle::{Drops, Guarded};
+use crate::handle::DelegateHandle;
+
+/// The lock a hot loop holds, with the main list it reads without a `RefCell` borrow. Dropping
+/// it (also while unwinding, M7) lowers the lock count, and the outermost broadcast's end
+/// settles the list.
+struct Locked<'a, C: Subscriber> {
+    block: &'a Block<C>,
+    entries: &'a [Entry<C>],
+}
+
+impl<'a, C: Subscriber> Locked<'a, C> {
+    /// Locks `block` for a hot loop, or `None` if subscribers added during an enclosing
+    /// broadcast wait (rare: then the loop merges them through the [`Broadcast`] iterator).
+    #[inline(always)]
+    fn new(block: &'a Block<C>) -> Option<Self> {
+        if block.lock() & HAS_PENDING != 0 {
+            block.unlock();
+            return None;
+        }
+        // SAFETY: the lock taken above is held until this guard drops, which ends the borrow
+        // `entries` lends.
+        let entries = unsafe { locked_entries(&block.entries) };
+        Some(Locked { block, entries })
+    }
+}
+
+impl<C: Subscriber> Drop for Locked<'_, C> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.block.unlock();
+    }
+}
+
+/// What a broadcast loop over the main list sets up so that removals during its calls leave the
+/// running callable in place (M4), and undoes when it ends (also while unwinding).
+///
+/// The loop records the entry it calls in `running` (one store per call). A loop nested in a
+/// call (a subscriber re-broadcasting the same list) takes `running` over, so the enclosing
+/// loop's entry is marked `RUNNING_OUTER` for the nested loop's duration and both are restored
+/// when it ends. Loops nest on one thread (the list is !Sync), so scopes end innermost first.
+struct LoopScope<'a, C: Subscriber> {
+    block: &'a Block<C>,
+    /// What `running` held when the loop began.
+    outer: usize,
+    /// The enclosing loop's entry, if this scope marked it (it was not marked already).
+    marked: Option<&'a Entry<C>>,
+}
+
+impl<'a, C: Subscriber> LoopScope<'a, C> {
+    /// Begins a loop over `entries`, the main list of `block` (held by a running broadcast).
+    #[inline(always)]
+    fn new(block: &'a Block<C>, entries: &'a [Entry<C>]) -> Self {
+        let outer = block.running.get();
+        let marked = if outer == 0 {
+            None
+        } else {
+            Self::mark_outer(entries, outer)
+        };
+        LoopScope {
+            block,
+            outer,
+            marked,
+        }
+    }
+
+    /// Marks the entry at address `outer` (in `entries`: the main list keeps its place while
+    /// any broadcast runs) as running in an enclosing loop, unless it already is.
+    #[cold]
+    #[inline(never)]
+    fn mark_outer(entries: &'a [Entry<C>], outer: usize) -> Option<&'a Entry<C>> {
+        let offset = outer.wrapping_sub(entries.as_ptr().addr());
+        let entry = entries
+            .get(offset / std::mem::size_of::<Entry<C>>())
+            .filter(|entry| entry.addr() == outer)
+            .expect("the entry a broadcast loop runs lies in the main list");
+        if entry.is_running_outer() {
+            return None;
+        }
+        entry.set_running_outer(true);
+        Some(entry)
+    }
+}
+
+impl<C: Subscriber> Drop for LoopScope<'_, C> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.block.running.set(self.outer);
+        if let Some(entry) = self.marked {
+            entry.set_running_outer(false);
+        }
+    }
+}
+
+impl<C: Subscriber> InvocationList<C> {
+    /// Broadcasts `args` to every subscriber: `call(subscriber, args)` runs for each live
+    /// subscriber present when the broadcast starts, in order, through a reference (no clone of
+    /// the subscriber). An owned argument is cloned only for subscribers that have a live
+    /// subscriber after them, so the last one gets the original: at most N - 1 clones for N
+    /// subscribers (M11). Never allocates (M12). An empty list is one load and one branch.
+    #[inline]
+    pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
+        if let Some(block) = self.block() {
+            block.walk(args, |subscriber, args| {
+                call(subscriber, args);
+                false
+            });
+        }
+    }
+
+    /// The event processor's dispatch: runs subscribers in order until one `call` returns `true`
+    /// (then returns `true`), for a list whose subscribers hold their owner weakly themselves
+    /// (P3). `upgrade` turns a subscriber into a strong reference (`None`: its owner is dead,
+    /// and the entry is pruned, M9); `call` runs on that reference, so no reference into the list
+    /// is held while handler code runs, and a handler removed meanwhile is dropped at once.
+    ///
+    /// `upgrade` must not run user code (the loop reads the slot without a borrow meanwhile);
+    /// the processor passes `Weak::upgrade`.
+    pub(crate) fn dispatch_until<T>(
+        &self,
+        mut upgrade: impl FnMut(&C) -> Option<T>,
+        mut call: impl FnMut(T) -> bool,
+    ) -> bool {
+        let Some(block) = self.block() else {
+            return false;
+        };
+        let Some(locked) = Locked::new(block) else {
+            return block.walk_merging((), |subscriber, ()| {
+                upgrade(subscriber).is_some_and(&mut call)
+            });
+        };
+        for entry in locked.entries {
+            // Removed or running in an enclosing loop: the slow path (owners: `upgrade` checks).
+            if entry.state() & !OWNED != 0 && !live_or_prune_slow(block, entry) {
+                continue;
+            }
+            // SAFETY: `locked` is held and the entry is live (checked above, no user code ran
+            // since); the reference is only used by `upgrade`, which runs no user code.
+            let callable = unsafe { entry.live_callable() };
+            let Some(strong) = upgrade(callable) else {
+                block.prune(entry);
+                continue;
+            };
+            if call(strong) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Starts a broadcast: locks the list until the returned [`Broadcast`] is dropped and yields
+    /// the live subscribers that were present at this moment, in order (M1, M2). `None` for a
+    /// list that never had a subscriber.
+    pub fn begin(&self) -> Option<Broadcast<'_, C>> {
+        self.block().map(Block::begin)
+    }
+}
+
+impl<C: Subscriber> Block<C> {
+    /// Starts a broadcast over this block (see [`InvocationList::begin`]).
+    #[inline]
+    pub(super) fn begin(&self) -> Broadcast<'_, C> {
+        // Pending subscribers present now were added before this (nested) broadcast began: they
+        // run in it, merged in order. Later ones never do (their ids reach `limit`).
+        let merge_pending = self.lock() & HAS_PENDING != 0;
+        Broadcast {
+            block: self,
+            entries: Some(self.entries.borrow()),
+            limit: if merge_pending {
+                DelegateHandle::next_id()
+            } else {
+                0
+            },
+            merge_pending,
+            index: 0,
+            last_key: None,
+        }
+    }
+
+    /// The broadcast loop: `visit(subscriber, args)` for each live subscriber present when it
+    /// began, until `visit` returns `true` (then returns `true`). `args` is cloned for every
+    /// subscriber but the last live one, which gets the original (M11; the last is found at the
+    /// start: a later removal can only make fewer clones). The clone is made before the entry it
+    /// is for is checked (M13): see [`visit_cloned`].
+    #[inline(always)]
+    fn walk<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> bool) -> bool {
+        // Declared first, so it ends last: after the loop's scope has restored `running`.
+        let Some(locked) = Locked::new(self) else {
+            return self.walk_merging(args, visit);
+        };
+        let entries = locked.entries;
+        // A clone made for a subscriber removed during that clone waits here for the next one.
+        // Declared before the scope, so a leftover is dropped (user code) once `running` names
+        // no entry of this loop any more.
+        let mut spare = Guarded(None);
+        let _scope = LoopScope::new(self, entries);
+        // The last live subscriber, found once: later ones cannot appear (M2); if it is removed
+        // before it runs, no call is told it is the last (M11 then clones for fewer than N).
+        let (before, last, after) = match entries.split_last() {
+            Some((last, before)) if last.state() == 0 => (before, last, &[][..]),
+            _ => match entries.iter().rposition(|entry| self.is_live(entry)) {
+                Some(index) => (&entries[..index], &entries[index], &entries[index + 1..]),
+                None => {
+                    prune_passed(self, entries);
+                    return false;
+                }
+            },
+        };
+        for entry in before {
+            if visit_cloned(self, entry, &args, &mut spare.0, &mut visit) {
+                return true;
+            }
+        }
+        if visit_entry(self, last, |current| visit(current, args)) {
+            return true;
+        }
+        // Entries after the last live one are passed too: those whose owner died are pruned.
+        prune_passed(self, after);
+        false
+    }
+
+    /// [`walk`](Self::walk) while subscribers added during an enclosing broadcast wait (rare: a
+    /// nested broadcast after an add): merges them in order through the [`Broadcast`] iterator,
+    /// which calls clones of the subscribers. Same order of checks as `walk`: the argument is
+    /// cloned before the subscriber it is for is taken, and a subscriber removed in that clone
+    /// does not run.
+    #[cold]
+    #[inline(never)]
+    fn walk_merging<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> bool) -> bool {
+        let mut broadcast = self.begin();
+        let Some(last) = broadcast.last_id() else {
+            while broadcast.next_entry().is_some() {}
+            return false;
+        };
+        let mut args = Guarded(Some(args));
+        let mut spare = Guarded(None);
+        while let Some(id) = broadcast.peek_id() {
+            let args = if id == last {
+                args.0.take()
+            } else if let Some(spare) = spare.0.take() {
+                Some(spare)
+            } else {
+                let cloned = args.0.clone();
+                // The clone ran user code: take the subscriber only if it is still the next one.
+                if broadcast.peek_id() != Some(id) {
+                    spare.0 = cloned;
+                    continue;
+                }
+                cloned
+            };
+            // None only if a subscriber followed the one that was the last (cannot happen).
+            let Some(args) = args else { break };
+            let Some((_, current)) = broadcast.next_entry() else {
+                break;
+            };
+            // The last reference to a subscriber removed during its call, once it returns or
+            // unwinds (M4).
+            let current = Guarded(Some(current));
+            if current
+                .0
+                .as_ref()
+                .is_some_and(|current| visit(current, args))
+            {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// One step of the broadcast loop for a subscriber that is not the last: clones the argument
+/// (unless a clone made for a subscriber removed meanwhile is left in `spare`), then checks the
+/// entry, then calls it. The clone is user code (M13): it may remove this subscriber or drop its
+/// owner, which must then not run (M3, M9); the clone then waits in `spare` for the next one.
+#[inline(always)]
+fn visit_cloned<C: Subscriber, A: Clone>(
+    block: &Block<C>,
+    entry: &Entry<C>,
+    args: &A,
+    spare: &mut Option<A>,
+    visit: &mut impl FnMut(&C, A) -> bool,
+) -> bool {
+    if entry.state() != 0 && !live_slow(block, entry) {
+        return false;
+    }
+    let args = match spare.take() {
+        Some(args) => args,
+        None => {
+            // The previous call is over: a removal in the clone's code must not take its entry
+            // for running.
+            block.running.set(0);
+            let cloned = args.clone();
+            if entry.state() != 0 && !live_slow(block, entry) {
+                *spare = Some(cloned);
+                return false;
+            }
+            cloned
+        }
+    };
+    call_live(block, entry, |current| visit(current, args))
+}
+
+/// Passes entries that no call is made for (after the last live one): those whose owner died
+/// are pruned (M9), as the loop would have on its way.
+#[inline(always)]
+fn prune_passed<C: Subscriber>(block: &Block<C>, entries: &[Entry<C>]) {
+    for entry in entries {
+        if entry.state() & OWNED != 0 {
+            live_slow(block, entry);
+        }
+    }
+}
+
+/// One step of the broadcast loop: `visit` on the entry's callable if the entry is live; whether
+/// `visit` stopped the broadcast. `entry` must be in the main list of `block`, read by a running
+/// broadcast loop that holds the list's lock and a [`LoopScope`].
+#[inline(always)]
+fn visit_entry<C: Subscriber>(
+    block: &Block<C>,
+    entry: &Entry<C>,
+    visit: impl FnOnce(&C) -> bool,
+) -> bool {
+    // Live without owner is the common case: one load and one test. The state is read right
+    // before the call, as an earlier call may have removed this entry (M3).
+    if entry.state() != 0 && !live_slow(block, entry) {
+        return false;
+    }
+    call_live(block, entry, visit)
+}
+
+/// Calls `visit` on the callable of `entry`, checked live by the caller with no user code run
+/// since; whether it stopped the broadcast. Same requirements as [`visit_entry`].
+#[inline(always)]
+fn call_live<C: Subscriber>(
+    block: &Block<C>,
+    entry: &Entry<C>,
+    visit: impl FnOnce(&C) -> bool,
+) -> bool {
+    // Recorded as running for the call: a removal meanwhile leaves the callable in place (M4).
+    block.running.set(entry.addr());
+    // SAFETY: the caller's loop holds the list's lock, the entry is live (checked by the caller,
+    // and no user code ran since), and it is recorded as running until `visit` returns
+    // (`running` names it, or, while a loop nested in the call has taken `running` over, its
+    // `RUNNING_OUTER` bit is set by that loop's `LoopScope`), so `take_unless_running` leaves
+    // its slot alone meanwhile.
+    let callable = unsafe { entry.live_callable() };
+    // Only dropped when the call unwinds (forgotten otherwise): a subscriber removed during a
+    // call that panics is dropped then too, as after a normal call (M4).
+    let unwinding = AfterCall { block, entry };
+    let stop = visit(callable);
+    std::mem::forget(unwinding);
+    if entry.is_removed() {
+        drop_removed_after_call(block, entry);
+    }
+    stop
+}
+
+/// Drops the callable of a subscriber removed during its call when that call unwinds; see
+/// [`call_live`].
+struct AfterCall<'a, C: Subscriber> {
+    block: &'a Block<C>,
+    entry: &'a Entry<C>,
+}
+
+impl<C: Subscriber> Drop for AfterCall<'_, C> {
+    fn drop(&mut self) {
+        if self.entry.is_removed() {
+            drop_removed_after_call(self.block, self.entry);
+        }
+    }
+}
+
+/// A subscriber removed while it ran (by itself or by code it called) is dropped as soon as its
+/// call is over, unless an enclosing broadcast is still running it: its captures may hold the
+/// last reference to the owner of a later subscriber, which then must not run (M4, M9).
+#[cold]
+#[inline(never)]
+fn drop_removed_after_call<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) {
+    // The call is over: this loop no longer holds a reference into the slot.
+    block.running.set(0);
+    Drops::drop_one(block.take_unless_running(entry));
+}
+
+/// The dispatch loop's path for entries that are removed or run in an enclosing loop. Unlike
+/// [`live_slow`] it leaves `running` alone: the dispatch loop records no entry (handlers run on
+/// strong references), so `running` may be an enclosing loop's record.
+#[cold]
+#[inline(never)]
+fn live_or_prune_slow<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
+    block.live_or_prune(entry)
+}
+
+/// The broadcast loop's path for entries that are removed, have an owner, or run in an enclosing
+/// loop (pruning a dead owner's entry).
+#[cold]
+#[inline(never)]
+fn live_slow<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
+    // The previous call is over: pruning (which drops a callable, user code) must not take it
+    // for running.
+    block.running.set(0);
+    block.live_or_prune(entry)
+}
+
+/// A running broadcast: holds the list's lock count up and yields its subscribers.
+///
+/// Created by [`InvocationList::begin`]. It yields clones of the live subscribers that were
+/// present when it began. Subscribers may add, remove, clear and start nested broadcasts while it
+/// runs. Dropping it (also during a panic) releases the lock; the outermost one settles the list
+/// (M5, M7).
+///
+/// Drop each yielded subscriber before asking for the next one: if it removed itself, that clone
+/// is its last reference, and dropping it may run user code that removes later subscribers or
+/// drops their owners, which the next call must see (M3, M9).
+pub(crate) struct Broadcast<'a, C: Subscriber> {
+    block: &'a Block<C>,
+    /// The main list, held for the whole broadcast (it keeps its shape meanwhile). Released
+    /// first on drop, so the outermost broadcast can compact.
+    pub(super) entries: Option<Ref<'a, Vec<Entry<C>>>>,
+    /// Pending entries with an id at least this large were added after the broadcast began (M2).
+    limit: u64,
+    /// Whether pending entries existed at begin (only then can any of them run in it).
+    merge_pending: bool,
+    /// Next index to look at in the main list.
+    index: usize,
+    /// Key of the last entry passed, main or pending: pending ones after it come next.
+    last_key: Option<(i64, u64)>,
+}
+
+impl<C: Subscriber> fmt::Debug for Broadcast<'_, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Broadcast")
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Subscriber> Broadcast<'_, C> {
+    /// The id of the next live subscriber, without taking it. Entries passed on the way whose
+    /// owner died are pruned (M9), which may run user code (their callables' `Drop`); no user
+    /// code runs after the returned subscriber was checked.
+    fn peek_id(&mut self) -> Option<u64> {
+        let block = self.block;
+        let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
+        loop {
+            // The next runnable pending entry, if pending ones can run in this broadcast: it
+            // comes first if it is earlier in dispatch order than the next main-list entry, and
+            // then that entry is not passed yet (nor pruned).
+            let pending = if self.merge_pending {
+                let pending = block.pending.borrow();
+                self.next_pending(&pending).map(|p| (p.key(), p.entry.id()))
+            } else {
+                None
+            };
+            let Some(entry) = entries.get(self.index) else {
+                return pending.map(|(_, id)| id);
+            };
+            if let Some((key, id)) = pending
+                && key < block.key_at(entries, self.index)
+            {
+                return Some(id);
+            }
+            // Pruning runs user code: the pending list is looked at again after it.
+            if block.live_or_prune(entry) {
+                return Some(entry.id());
+            }
+            self.index += 1;
+        }
+    }
+
+    /// The id of the last subscriber this broadcast would run if nothing changed. Runs no user
+    /// code.
+    fn last_id(&self) -> Option<u64> {
+        let block = self.block;
+        let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
+        let main = (self.index.min(entries.len())..entries.len())
+            .rev()
+            .find(|&index| block.is_live(&entries[index]));
+        let pending = block.pending.borrow();
+        let last_pending = if self.merge_pending {
+            let start = self
+                .last_key
+                .map_or(0, |last| pending.partition_point(|p| p.key() <= last));
+            pending[start..]
+                .iter()
+                .rev()
+                .find(|p| p.entry.id() < self.limit && p.is_live())
+        } else {
+            None
+        };
+        match (main, last_pending) {
+            (Some(index), Some(p)) => Some(if p.key() > block.key_at(entries, index) {
+                p.entry.id()
+            } else {
+                entries[index].id()
+            }),
+            (Some(index), None) => Some(entries[index].id()),
+            (None, p) => p.map(|p| p.entry.id()),
+        }
+    }
+
+    /// The first live pending entry after `last_key` that was added before this broadcast began.
+    fn next_pending<'p>(&self, pending: &'p [Pending<C>]) -> Option<&'p Pending<C>> {
+        let start = self
+            .last_key
+            .map_or(0, |last| pending.partition_point(|p| p.key() <= last));
+        pending[start..]
+            .iter()
+            .find(|p| p.entry.id() < self.limit && p.is_live())
+    }
+
+    /// Starts over from the first subscriber, keeping the same set of subscribers (those present
+    /// when the broadcast began) and the same lock. Script delegates use this for their second,
+    /// managed pass.
+    pub fn rewind(&mut self) {
+        self.index = 0;
+        self.last_key = None;
+    }
+
+    /// The next live subscriber with its handle's id, advancing past it: a clone of the callable,
+    /// taken for a moment (no borrow of the lists is held when this returns).
+    pub fn next_entry(&mut self) -> Option<(u64, C)> {
+        let id = self.peek_id()?;
+        let block = self.block;
+        let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
+        let (key, callable) = match entries.get(self.index).filter(|entry| entry.id() == id) {
+            Some(entry) => {
+                let key = block.key_at(entries, self.index);
+                self.index += 1;
+                (key, entry.clone_callable())
+            }
+            None => {
+                let pending = block.pending.borrow();
+                let found = self.next_pending(&pending)?;
+                (found.key(), found.entry.clone_callable())
+            }
+        };
+        self.last_key = Some(key);
+        // Live entries hold their callable.
+        Some((id, callable?))
+    }
+
+    /// The next live subscriber for which `filter` returns true, skipping others. `filter` runs
+    /// with no borrow of the lists held.
+    pub fn next_matching(&mut self, mut filter: impl FnMut(&C) -> bool) -> Option<C> {
+        loop {
+            let (_, callable) = self.next_entry()?;
+            if filter(&callable) {
+                return Some(callable);
+            }
+        }
+    }
+
+    /// Calls `call` on every remaining live subscriber for which `filter` returns true, in
+    /// order, through a reference (no clone), and advances past them: what a `while let` loop
+    /// over [`next_matching`](Self::next_matching) does, faster. Script delegates use it for
+    /// their native pass, then [`rewind`](Self::rewind) and their managed pass.
+    pub fn for_each_matching(
+        &mut self,
+        mut filter: impl FnMut(&C) -> bool,
+        mut call: impl FnMut(&C),
+    ) {
+        if self.merge_pending {
+            // Rare: a nested broadcast while subscribers added during the outer one wait.
+            while let Some(subscriber) = self.next_matching(&mut filter) {
+                call(&subscriber);
+            }
+            return;
+        }
+        let block = self.block;
+        let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
+        let _scope = LoopScope::new(block, entries);
+        for entry in &entries[self.index.min(entries.len())..] {
+            visit_entry(block, entry, |subscriber| {
+                if filter(subscriber) {
+                    call(subscriber);
+                }
+                false
+            });
+        }
+        self.index = entries.len();
+    }
+}
+
+impl<C: Subscriber> Iterator for Broadcast<'_, C> {
+    type Item = C;
+
+    fn next(&mut self) -> Option<C> {
+        self.next_entry().map(|(_, callable)| callable)
+    }
+}
+
+impl<C: Subscriber> Drop for Broadcast<'_, C> {
+    #[inline]
+    fn drop(&mut self) {
+        // Release the shared borrow first: the outermost broadcast compacts the list.
+        self.entries = None;
+        self.block.unlock();
+    }
+}

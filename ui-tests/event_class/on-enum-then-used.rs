@@ -1,0 +1,17 @@
+use lumina::event::{Event, EventProcessor, InputLayer};
+use lumina::event_class;
+use std::rc::Rc;
+
+#[event_class(KeyPressed)]
+pub enum KeyEvent {
+    Pressed(u32),
+    Released(u32),
+}
+
+fn main() {
+    // Ordinary use after the mistake: no follow-on error.
+    let processor = EventProcessor::new();
+    let handler = Rc::new(|event: &mut dyn Event| event.is::<KeyEvent>());
+    let _ = processor.register_event_handler(&handler, InputLayer::Default);
+    processor.dispatch(KeyEvent::Pressed(1));
+}
