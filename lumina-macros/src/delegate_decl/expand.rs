@@ -252,6 +252,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let output_arrow = decl.output.as_ref().map(|output| quote!(-> #output));
     let priority = local("priority");
     let registration = registration_name(decl);
+    let fallback = &decl.fallback_generics;
     let registration_type = expand_registration(decl, &common);
     let queued = expand_queued(decl, args);
     let passed: Vec<TokenStream> = args.iter().map(Arg::pass).collect();
@@ -363,7 +364,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// A bind-only view of this delegate: it subscribes and unsubscribes, but cannot
             /// broadcast or clear. Hand it out instead of the delegate, so only its owner fires it.
             #[must_use]
-            pub fn registration(&self) -> #registration<'_> {
+            pub fn registration(&self) -> #registration<'_, #(#fallback),*> {
                 #registration(self)
             }
 
@@ -455,16 +456,21 @@ fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream 
          unsubscribes, but cannot broadcast or clear, so only the owner of the `{name}` fires it."
     );
     let struct_attrs = cfg_and_allow_attrs(decl);
+    // After errors, the fallback's type parameters (see `fallback_generics`).
+    let fallback = &decl.fallback_generics;
+    let (_, generic_args) = fallback_generics(decl);
     quote! {
         #struct_attrs
         #[doc = #doc]
         #[derive(Clone, Copy, Debug)]
         #[allow(dead_code)]
-        #vis struct #registration<'a>(&'a #name);
+        #vis struct #registration<'a, #(#fallback: ::core::clone::Clone + 'static),*>(
+            &'a #name #generic_args
+        );
 
         #cfgs
         #[allow(dead_code)]
-        impl #registration<'_> {
+        impl<#(#fallback: ::core::clone::Clone + 'static),*> #registration<'_, #(#fallback),*> {
             /// Adds a closure; the returned handle removes it.
             pub fn add_lambda(&self, #f: impl #signature + 'static) -> #handle {
                 self.0.add_lambda(#f)
@@ -570,9 +576,10 @@ fn expand_queued(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let cfgs = cfg_attrs(decl);
     let names: Vec<&Ident> = args.iter().map(|arg| &arg.name).collect();
     let types: Vec<&Type> = args.iter().map(|arg| &arg.ty).collect();
+    let (generic_params, generic_args) = fallback_generics(decl);
     quote! {
         #cfgs
-        impl ::lumina::__private::QueuedBroadcast for #name {
+        impl #generic_params ::lumina::__private::QueuedBroadcast for #name #generic_args {
             type Args = (#(#types,)*);
 
             fn broadcast_args(&self, (#(#names,)*): Self::Args) {
