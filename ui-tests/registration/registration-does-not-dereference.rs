@@ -1,5 +1,4 @@
-// A registration has no way back to its delegate: its field is private to the declaring
-// module, and it does not dereference to the delegate (B2).
+// A registration does not dereference to its delegate (B2).
 mod game {
     lumina::declare_multicast_delegate!(pub Scored(points: u32) -> bool);
 
@@ -18,6 +17,5 @@ mod game {
 fn main() {
     let game = game::Match::default();
     let events = game.on_scored();
-    events.0.broadcast(3);
     let _ = (*events).broadcast_collect(3);
 }
