@@ -189,3 +189,20 @@ fn b2_a_registration_used_during_a_broadcast_follows_the_reentrancy_rules() {
     delegate.broadcast();
     assert_eq!(*ran.borrow(), ["once", "added"]);
 }
+
+#[test]
+fn b2_a_registration_is_one_reference_and_the_delegates_keep_their_size() {
+    use std::mem::size_of;
+    let pointer = size_of::<usize>();
+    assert_eq!(size_of::<game::DoorOpenedRegistration<'_>>(), pointer);
+    assert_eq!(size_of::<Registration<'_, dyn Fn(bool)>>(), pointer);
+    assert_eq!(
+        size_of::<lumina::main_thread::QueuedSender<(u32,)>>(),
+        pointer
+    );
+    // The views and senders add no field to the delegates they serve.
+    assert_eq!(
+        size_of::<game::DoorOpened>(),
+        size_of::<MulticastDelegate<dyn Fn(bool)>>()
+    );
+}
