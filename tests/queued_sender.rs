@@ -354,3 +354,25 @@ fn b4_the_last_sender_dropped_on_a_worker_removes_its_entry_through_the_queue() 
         "only the subscriber's own weak reference is left"
     );
 }
+
+#[test]
+fn b4_a_sender_kept_in_a_worker_s_thread_local_is_dropped_safely_at_its_exit() {
+    thread_local! {
+        static KEPT: RefCell<Option<QueuedSender<()>>> = const { RefCell::new(None) };
+    }
+    let _game = GameThreadScope::enter();
+    let player = player(None);
+    let sender = QueuedSender::new(&player, |player: &Player| &player.on_respawn);
+    let worker = thread::spawn(move || {
+        sender.send();
+        // Dropped while the worker's thread-locals are destroyed.
+        KEPT.with(|kept| *kept.borrow_mut() = Some(sender));
+    });
+    worker.join().expect("the worker exits cleanly");
+    assert_eq!(
+        main_thread::process_queue(),
+        1,
+        "the send; the entry goes with it"
+    );
+    assert_eq!(queued_targets(), 0);
+}

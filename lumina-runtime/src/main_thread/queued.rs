@@ -13,14 +13,13 @@
 //! the sender, so its entry lives until the send is delivered or dropped unrun.
 
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread::{self, ThreadId};
 
 use crate::multicast::MulticastDelegate;
 
@@ -151,7 +150,7 @@ impl<Args: Send + 'static> QueuedSender<Args> {
         QueuedSender {
             ticket: Arc::new(Ticket {
                 id,
-                home: thread::current().id(),
+                home: thread_token(),
             }),
             _args: PhantomData,
         }
@@ -233,9 +232,28 @@ struct Target {
 /// Source of registry keys; 0 is never used.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// Source of thread tokens; 0 means "not assigned yet".
+static NEXT_THREAD_TOKEN: AtomicU64 = AtomicU64::new(1);
+
 thread_local! {
     /// The registry of the game thread (of each thread that was one).
     static TARGETS: RefCell<HashMap<u64, Target>> = RefCell::new(HashMap::new());
+    /// This thread's token, 0 until first asked. A `Cell<u64>` needs no destructor, so it stays
+    /// readable while the thread's other thread-locals are destroyed (a sender kept in one may
+    /// be dropped then), unlike `thread::current()`.
+    static THREAD_TOKEN: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A number unique to the calling thread.
+fn thread_token() -> u64 {
+    THREAD_TOKEN
+        .try_with(|token| {
+            if token.get() == 0 {
+                token.set(NEXT_THREAD_TOKEN.fetch_add(1, Ordering::Relaxed));
+            }
+            token.get()
+        })
+        .unwrap_or(0)
 }
 
 /// Removes the entries whose object is gone and returns them, to be dropped once the registry is
@@ -280,14 +298,14 @@ fn deliver<Args: 'static>(ticket: &Ticket, args: Args) {
 /// the registry entry.
 struct Ticket {
     id: u64,
-    /// The thread whose registry holds the entry.
-    home: ThreadId,
+    /// The token of the thread whose registry holds the entry.
+    home: u64,
 }
 
 impl Drop for Ticket {
     fn drop(&mut self) {
         let id = self.id;
-        if thread::current().id() == self.home {
+        if thread_token() == self.home {
             unregister(id);
         } else {
             // Through the queue: it cannot overtake a send queued before it.
