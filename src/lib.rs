@@ -15,7 +15,9 @@
 //! diagnostics (install a `tracing` subscriber), and the classic failure modes with what lumina
 //! does instead. The rule ids cited everywhere (M3, C2, SD4, ...) are defined in [`rules`].
 //!
-//! Game code depends on this crate only; every macro works through it.
+//! Game code depends on this crate only; every macro works through it. With the cargo features
+//! `winit` and `gilrs` (off by default), `platform` feeds the input events from real windows and
+//! gamepads.
 //!
 //! ```
 //! use lumina::MulticastDelegate;
@@ -33,6 +35,12 @@ pub mod guide {}
 pub mod rules {}
 
 pub use lumina_runtime::*;
+
+// With `dynamic_linking`, the runtime is linked through the one shared `lumina-dylib` (MB1), the
+// way bevy's `dynamic_linking` links `bevy_dylib`.
+#[cfg(feature = "dynamic_linking")]
+#[allow(unused_imports)]
+use lumina_dylib as _;
 
 pub use lumina_macros::event_class;
 pub use lumina_macros::{ScriptComponent, script_delegate};

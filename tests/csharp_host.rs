@@ -118,8 +118,13 @@ fn run(command: &mut Command, what: &str) -> String {
     stdout + &stderr
 }
 
-#[test]
-fn sd7_csharp_host_binds_broadcasts_unbinds_and_releases_every_gc_handle() {
+/// Builds and runs the C# host once per test run; returns its output.
+fn host_output() -> &'static str {
+    static OUTPUT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    OUTPUT.get_or_init(run_host)
+}
+
+fn run_host() -> String {
     require("mcs");
     require("mono");
     let library = build_host_library();
@@ -149,6 +154,13 @@ fn sd7_csharp_host_binds_broadcasts_unbinds_and_releases_every_gc_handle() {
             .arg("host.exe"),
         "mono host.exe",
     );
+    let _ = std::fs::remove_dir_all(Path::new(&dir));
+    output
+}
+
+#[test]
+fn sd7_csharp_host_binds_broadcasts_unbinds_and_releases_every_gc_handle() {
+    let output = host_output();
     println!("--- C# host output ---\n{output}--- end of C# host output ---");
     for expected in [
         "ok: every payload field arrives intact",
@@ -165,5 +177,28 @@ fn sd7_csharp_host_binds_broadcasts_unbinds_and_releases_every_gc_handle() {
             "the C# host did not report `{expected}`:\n{output}"
         );
     }
-    let _ = std::fs::remove_dir_all(Path::new(&dir));
+}
+
+#[test]
+fn sd8_csharp_host_unloads_a_script_generation_appdomain_and_loads_the_next() {
+    let output = host_output();
+    for expected in [
+        "ok: generation 1's scripts run in their own AppDomain",
+        "ok: generation 1's bindings reach its scripts",
+        "generation 1 unloaded: 3 binding(s) released, live GC handles: 0",
+        "ok: unloading generation 1 released its three bindings through the hook, once each",
+        "ok: a generation unloads once",
+        "ok: no binding of the unloaded generation is called (its proxies would throw)",
+        "ok: generation 2 loads into a new AppDomain",
+        "ok: generation 2's binding works",
+        "ok: four bindings released in all, each once",
+        "ok: destroying the components releases nothing twice",
+        "live GC handles after the generations: 0",
+        "ALL CHECKS PASSED",
+    ] {
+        assert!(
+            output.contains(expected),
+            "the C# host did not report `{expected}`:\n{output}"
+        );
+    }
 }

@@ -1,6 +1,6 @@
 // The managed side of the script delegate example (SD7): binds to the sample components of
 // libscript_host.so through the generated bindings (Bindings.g.cs) and checks every behaviour
-// issue 5 lists. Prints one line per check and "ALL CHECKS PASSED"; exits 1 on the first failure.
+// issue 5 lists; then loads scripts into generations it unloads (SD8: Mono AppDomains). Prints one line per check and "ALL CHECKS PASSED"; exits 1 on the first failure.
 // Built by tests/csharp_host.rs with `mcs Host.cs Bindings.g.cs`, run with `mono`.
 using System;
 using System.Collections.Generic;
@@ -21,6 +21,50 @@ static class Engine
     [DllImport(Library)] public static extern int script_host_health_damage(ulong id, int amount);
     [DllImport(Library)] public static extern IntPtr script_host_component_ptr(ulong id);
     [DllImport(Library)] public static extern int script_host_destroy(ulong id);
+
+    // Script generations (SD8).
+    [DllImport(Library)] public static extern LuminaStatus lumina_script_generation_begin(out ulong generation);
+    [DllImport(Library)] public static extern LuminaStatus lumina_script_generation_unload(ulong generation, out UIntPtr released);
+}
+
+// Script code: an instance lives in the AppDomain of its generation; the engine side reaches it
+// through a cross-domain proxy, which throws once its domain is unloaded (a stale holder).
+public class Script : MarshalByRefObject
+{
+    int hits;
+    float impulse;
+    int deaths;
+
+    public string Domain() { return AppDomain.CurrentDomain.FriendlyName; }
+    public void OnHit(float value) { hits++; impulse += value; }
+    public void OnDied() { deaths++; }
+    public string State() { return hits + " hit(s), impulse " + impulse + ", " + deaths + " death(s)"; }
+}
+
+// One generation: a fresh AppDomain with the scripts in it, and the lumina generation its
+// bindings belong to.
+class ScriptGeneration
+{
+    public readonly ulong Id;
+    public readonly AppDomain Domain;
+    public readonly Script Script;
+
+    public ScriptGeneration(int number)
+    {
+        LuminaHost.Check(Engine.lumina_script_generation_begin(out Id), "lumina_script_generation_begin");
+        Domain = AppDomain.CreateDomain("scripts-" + number);
+        Script = (Script)Domain.CreateInstanceAndUnwrap(typeof(Script).Assembly.FullName, typeof(Script).FullName);
+    }
+
+    // Tells lumina first (its release hook frees this generation's GC handles), then unloads the
+    // domain. Returns how many bindings lumina released.
+    public ulong Unload()
+    {
+        UIntPtr released;
+        LuminaHost.Check(Engine.lumina_script_generation_unload(Id, out released), "lumina_script_generation_unload");
+        AppDomain.Unload(Domain);
+        return released.ToUInt64();
+    }
 }
 
 static class Host
@@ -57,6 +101,56 @@ static class Host
             && a.Normal.X == b.Normal.X && a.Normal.Y == b.Normal.Y && a.Normal.Z == b.Normal.Z
             && a.Point.X == b.Point.X && a.Point.Y == b.Point.Y && a.Point.Z == b.Point.Z
             && a.Material == b.Material && a.IsTrigger == b.IsTrigger && a.RelativeSpeed == b.RelativeSpeed;
+    }
+
+    // SD8: scripts load into a generation (an AppDomain) that the host unloads and reloads.
+    static void ScriptGenerations()
+    {
+        ulong bodyId = Engine.script_host_rigid_body_new(50f);
+        var body = new RigidBody(Engine.script_host_component_ptr(bodyId));
+        ulong healthId = Engine.script_host_health_new(1);
+        var health = new Health(Engine.script_host_component_ptr(healthId));
+        var hit = SampleHit();
+        int releasedBefore = LuminaHost.ReleasedByHook;
+        int exceptionsBefore = LuminaHost.HandlerExceptions;
+
+        var first = new ScriptGeneration(1);
+        Check(first.Script.Domain() == "scripts-1", "generation 1's scripts run in their own AppDomain");
+        var script1 = first.Script;
+        body.OnHit.Bind(h => script1.OnHit(h.Impulse));
+        body.OnHit.Bind(h => script1.OnHit(h.Impulse));
+        health.OnDied.Bind(() => script1.OnDied());
+        Engine.script_host_rigid_body_hit(bodyId, hit);
+        Check(script1.State() == "2 hit(s), impulse 25, 0 death(s)", "generation 1's bindings reach its scripts");
+        Check(LuminaHost.LiveHandles == 3, "three GC handles for generation 1");
+
+        ulong released = first.Unload();
+        Console.WriteLine("generation 1 unloaded: " + released + " binding(s) released, live GC handles: " + LuminaHost.LiveHandles);
+        Check(released == 3 && LuminaHost.ReleasedByHook - releasedBefore == 3, "unloading generation 1 released its three bindings through the hook, once each");
+        Check(LuminaHost.LiveHandles == 0, "no GC handle of generation 1 is left");
+        Check(!body.OnHit.IsBound || body.OnHit.ManagedCount == 0, "on_hit has no managed binding of generation 1 left");
+        UIntPtr again;
+        Check(Engine.lumina_script_generation_unload(first.Id, out again) == LuminaStatus.UnknownId, "a generation unloads once");
+
+        Engine.script_host_rigid_body_hit(bodyId, hit);
+        Engine.script_host_health_damage(healthId, 5);
+        Check(LuminaHost.HandlerExceptions == exceptionsBefore, "no binding of the unloaded generation is called (its proxies would throw)");
+
+        var second = new ScriptGeneration(2);
+        Check(second.Script.Domain() == "scripts-2", "generation 2 loads into a new AppDomain");
+        var script2 = second.Script;
+        body.OnHit.Bind(h => script2.OnHit(h.Impulse));
+        Engine.script_host_rigid_body_hit(bodyId, hit);
+        Check(script2.State() == "1 hit(s), impulse 12.5, 0 death(s)", "generation 2's binding works");
+        Check(LuminaHost.HandlerExceptions == exceptionsBefore, "still nothing of generation 1 runs");
+        Check(second.Unload() == 1, "unloading generation 2 releases its one binding");
+        Check(LuminaHost.ReleasedByHook - releasedBefore == 4, "four bindings released in all, each once");
+
+        Engine.script_host_destroy(bodyId);
+        Engine.script_host_destroy(healthId);
+        Check(LuminaHost.ReleasedByHook - releasedBefore == 4, "destroying the components releases nothing twice");
+        Console.WriteLine("live GC handles after the generations: " + LuminaHost.LiveHandles);
+        Check(LuminaHost.LiveHandles == 0, "no GC handle leaks across generations");
     }
 
     static int Main()
@@ -151,6 +245,8 @@ static class Host
         Check(LuminaHost.ReleasedByHook == 5, "the destroyed hook released all five bindings");
         Console.WriteLine("live GC handles: " + LuminaHost.LiveHandles);
         Check(LuminaHost.LiveHandles == 0, "no GC handle leaks");
+
+        ScriptGenerations();
 
         Console.WriteLine("ALL CHECKS PASSED (" + checks + " checks)");
         return 0;

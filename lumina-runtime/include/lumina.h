@@ -51,6 +51,8 @@ typedef enum LuminaReleaseReason {
     LUMINA_RELEASE_REASON_DESTROYED = 0,
     /* The delegate was cleared by clear() on the Rust side. */
     LUMINA_RELEASE_REASON_CLEARED = 1,
+    /* The host unloaded the script generation the bindings were made in (SD8, see script_generation). */
+    LUMINA_RELEASE_REASON_GENERATION_UNLOADED = 2,
 } LuminaReleaseReason;
 
 /* The host's destroyed hook (the C++ GOnScriptDelegateDestroyed): hook(delegate, bindings, count, reason). */
@@ -162,6 +164,12 @@ LuminaStatus lumina_script_delegate_managed_count(const LuminaScriptDelegate *de
 
 /* Installs the host's destroyed hook (null removes it); see DestroyedHook for what it receives (SD4). */
 LuminaStatus lumina_set_destroyed_hook(LuminaDestroyedHook hook);
+
+/* Starts a new script generation on the calling (game) thread and writes its id (never 0) to out_generation: managed bindings made on this thread from now on belong to it (SD8). */
+LuminaStatus lumina_script_generation_begin(uint64_t *out_generation);
+
+/* The host unloads script generation generation (call it before unloading the generation's code): every managed binding made in it that is still bound, in every script delegate of this thread, is removed and handed to the destroyed hook once, with reason GenerationUnloaded; writes how many to out_released (SD8). UnknownId for a generation not begun on this thread, or already unloaded. */
+LuminaStatus lumina_script_generation_unload(uint64_t generation, size_t *out_released);
 
 /* Looks up a reflected payload by name (void for none). */
 LuminaStatus lumina_reflect_find_payload(const uint8_t *name, size_t name_len, LuminaPayloadInfo *out);

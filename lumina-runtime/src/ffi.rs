@@ -310,6 +310,47 @@ pub extern "C" fn lumina_set_destroyed_hook(hook: Option<DestroyedHook>) -> Lumi
     })
 }
 
+/// Starts a new script generation on the calling (game) thread and writes its id (never 0) to
+/// `out_generation`: managed bindings made on this thread from now on belong to it (SD8).
+///
+/// # Safety
+/// `out_generation` is null or valid for a write.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_script_generation_begin(out_generation: *mut u64) -> LuminaStatus {
+    guard("lumina_script_generation_begin", || {
+        if out_generation.is_null() {
+            return LuminaStatus::NullPointer;
+        }
+        // SAFETY: non-null and valid for a write (caller contract).
+        unsafe { write_out(out_generation, crate::script_generation::begin()) }
+    })
+}
+
+/// The host unloads script generation `generation` (call it before unloading the generation's
+/// code): every managed binding made in it that is still bound, in every script delegate of this
+/// thread, is removed and handed to the destroyed hook once, with reason
+/// `GenerationUnloaded`; writes how many to `out_released` (SD8). `UnknownId` for a generation not
+/// begun on this thread, or already unloaded.
+///
+/// # Safety
+/// `out_released` is null or valid for a write.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_script_generation_unload(
+    generation: u64,
+    out_released: *mut usize,
+) -> LuminaStatus {
+    guard("lumina_script_generation_unload", || {
+        if out_released.is_null() {
+            return LuminaStatus::NullPointer;
+        }
+        match crate::script_generation::unload(generation) {
+            // SAFETY: non-null and valid for a write (caller contract).
+            Some(released) => unsafe { write_out(out_released, released) },
+            None => LuminaStatus::UnknownId,
+        }
+    })
+}
+
 fn payload_info(payload: &'static PayloadInfo) -> LuminaPayloadInfo {
     LuminaPayloadInfo {
         handle: std::ptr::from_ref(payload).cast(),

@@ -10,14 +10,21 @@
 //! - [`core_delegates`]: [`CoreDelegates`], the engine-wide signals (C1-C3).
 //! - [`event`]: input events, [`EventType`] and the prioritized [`EventProcessor`] (E1-E5, P1-P4).
 //! - [`script_delegate`]: [`ScriptDelegate`], bindable from Rust and a managed host (SD1-SD4).
+//! - [`script_generation`]: script generations a managed host unloads (SD8).
 //! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
-//! - [`ffi`]: the C ABI a managed host calls (SD5); with the unchecked reads of the broadcast
-//!   loop, the only `unsafe` code that runs. (`thread_bound` adds vacuous `unsafe impl Send` /
-//!   `Sync` bounds that never hold, so that sending a delegate to another thread is one error
-//!   naming `main_thread::enqueue`.)
+//! - `platform` (features `winit`, `gilrs`): winit windows and gilrs gamepads feed the event
+//!   processor (PL1-PL3).
+//! - [`module`]: game modules in dynamic libraries: load, unload, hot reload (MB1-MB5).
+//! - [`ffi`]: the C ABI a managed host calls (SD5).
 //!
 //! Every mechanism is built on one private invocation list (subscribers in order, with handles,
 //! weak owners and priorities), which implements the reentrancy contract (M1-M13) once.
+//!
+//! `unsafe` code is in [`ffi`], in the invocation list's `raw` module (the unchecked reads of
+//! the broadcast loops), in [`module`] (dynamic loading, and the records that let an unload reach
+//! a module's subscriptions) and in [`script_generation`] (the delegates a generation's bindings
+//! live in). (`thread_bound` adds vacuous `unsafe impl Send` / `Sync` bounds that never hold, so
+//! that sending a delegate to another thread is one error naming `main_thread::enqueue`.)
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
 // in game code.
@@ -31,9 +38,13 @@ pub mod ffi;
 pub mod handle;
 mod invocation;
 pub mod main_thread;
+pub mod module;
 pub mod multicast;
+#[cfg(any(feature = "winit", feature = "gilrs"))]
+pub mod platform;
 pub mod reflect;
 pub mod script_delegate;
+pub mod script_generation;
 mod thread_bound;
 
 pub use core_delegates::CoreDelegates;

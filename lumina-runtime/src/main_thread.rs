@@ -162,6 +162,8 @@ pub fn assert_game_thread(what: &str) {
 #[cold]
 #[track_caller]
 fn not_the_game_thread(what: &str) -> ! {
+    // A game module with its own runtime copy sees no game thread: say why (MB2).
+    crate::module::runtime_copy::assert_engine_copy(what);
     let me = ThreadName::current();
     let designation = lock(&DESIGNATION).clone();
     let game = match designation {
@@ -208,6 +210,8 @@ fn not_the_game_thread(what: &str) -> ! {
 /// ```
 #[track_caller]
 pub fn designate_game_thread() {
+    // A game module's own runtime copy must not become a second engine (MB2).
+    crate::module::runtime_copy::assert_engine_copy("`main_thread::designate_game_thread`");
     let me = ThreadName::current();
     let mut designation = lock(&DESIGNATION);
     let refusal = match &*designation {
@@ -287,6 +291,8 @@ impl GameThreadScope {
     /// designated for the whole process with [`designate_game_thread`] (waiting would never end).
     #[track_caller]
     pub fn enter() -> GameThreadScope {
+        // A game module's own runtime copy must not become a second engine (MB2).
+        crate::module::runtime_copy::assert_engine_copy("`GameThreadScope::enter`");
         let me = ThreadName::current();
         let mut designation = lock(&DESIGNATION);
         loop {
@@ -376,6 +382,27 @@ pub fn enqueue(task: impl FnOnce() + Send + 'static) {
     let task: Task = Box::new(task);
     lock(&QUEUE).push_back(task);
 }
+
+// ---- module hook (MB4), see `crate::module`: unloading a game module drops its queued tasks.
+/// Drops, unrun, the queued tasks `doomed` picks (outside the queue's lock: their captures' drops
+/// may enqueue); returns how many.
+pub(crate) fn drop_queued(mut doomed: impl FnMut(&(dyn FnOnce() + Send)) -> bool) -> usize {
+    let mut taken: Vec<Task> = Vec::new();
+    {
+        let mut queue = lock(&QUEUE);
+        let mut kept = VecDeque::with_capacity(queue.len());
+        for task in queue.drain(..) {
+            if doomed(&*task) {
+                taken.push(task);
+            } else {
+                kept.push_back(task);
+            }
+        }
+        *queue = kept;
+    }
+    taken.len()
+}
+// ---- end of module hook
 
 /// How many tasks are waiting for the next [`process_queue`]. Any thread may ask; the answer may
 /// be out of date as soon as it returns if other threads are enqueueing.

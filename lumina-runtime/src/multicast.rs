@@ -70,13 +70,19 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
 
     /// Adds an already shared callable; the building block of every `add_*` method.
     pub fn add_shared(&self, callable: Rc<F>) -> DelegateHandle {
-        self.list.add(callable)
+        let code = crate::module::track::code_of(&*callable); // module hook (MB4)
+        let handle = self.list.add(callable);
+        crate::module::track::track(&self.list, handle, code); // module hook (MB4)
+        handle
     }
 
     /// Adds a callable bound to `owner`, held weakly: it never runs after `owner` is dropped, stops
     /// counting in [`len`](Self::len), and is pruned (M9). The building block of `add_member`.
     pub fn add_shared_member<T: Any>(&self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
-        self.list.add_owned(owner, callable)
+        let code = crate::module::track::code_of(&*callable); // module hook (MB4)
+        let handle = self.list.add_owned(owner, callable);
+        crate::module::track::track(&self.list, handle, code); // module hook (MB4)
+        handle
     }
 
     /// Removes the subscription of `handle`; `false` (and no change) for an invalid, foreign or

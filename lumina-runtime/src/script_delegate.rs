@@ -90,6 +90,9 @@ pub enum ReleaseReason {
     Destroyed = 0,
     /// The delegate was cleared by `clear()` on the Rust side.
     Cleared = 1,
+    /// The host unloaded the script generation the bindings were made in (SD8, see
+    /// `script_generation`).
+    GenerationUnloaded = 2,
 }
 
 /// The host's destroyed hook (the C++ `GOnScriptDelegateDestroyed`):
@@ -258,7 +261,9 @@ impl ScriptDelegateBase {
         if self.is_dropping() {
             return Err(BindError::Destroyed);
         }
-        Ok(self.list.add(Listener::Managed(thunk, context)).id())
+        let id = self.list.add(Listener::Managed(thunk, context)).id();
+        crate::script_generation::note_bind(self, id); // script generation hook (SD8)
+        Ok(id)
     }
 
     /// [`try_bind_managed`](Self::try_bind_managed) with the C convention of SD2: the id, or 0
@@ -282,7 +287,12 @@ impl ScriptDelegateBase {
     /// that unbinds releases its own handle.
     pub fn unbind_managed(&self, id: u64) -> bool {
         let handle = DelegateHandle::from_id(id);
-        self.list.subscriber_matches(handle, Listener::is_managed) && self.list.remove(handle)
+        let removed =
+            self.list.subscriber_matches(handle, Listener::is_managed) && self.list.remove(handle);
+        if removed {
+            crate::script_generation::note_unbind(id); // script generation hook (SD8)
+        }
+        removed
     }
 
     /// Whether either side has a live listener (SD4, M8).
@@ -385,6 +395,7 @@ impl ScriptDelegateBase {
     }
 
     fn release(&self, bindings: &[ManagedBinding], reason: ReleaseReason) {
+        crate::script_generation::forget(bindings); // script generation hook (SD8)
         if bindings.is_empty() {
             return;
         }
@@ -460,6 +471,26 @@ impl Drop for ScriptDelegateBase {
     }
 }
 
+// ---- script generation hook (SD8), see `crate::script_generation`.
+impl ScriptDelegateBase {
+    /// Removes the managed bindings `ids` that are still bound (a running broadcast does not
+    /// reach them, M3) and hands them to the host's release hook once, with
+    /// [`ReleaseReason::GenerationUnloaded`]. Returns how many.
+    pub(crate) fn release_generation(&self, ids: &[u64]) -> usize {
+        let released: Vec<ManagedBinding> = self
+            .managed_bindings()
+            .into_iter()
+            .filter(|binding| ids.binary_search(&binding.id).is_ok())
+            .collect();
+        for binding in &released {
+            self.list.remove(DelegateHandle::from_id(binding.id));
+        }
+        self.release(&released, ReleaseReason::GenerationUnloaded);
+        released.len()
+    }
+}
+// ---- end of script generation hook
+
 /// A reflected multicast event carrying a blittable payload `P`, bindable from Rust and from a
 /// managed host; see the [module documentation](self).
 ///
@@ -503,7 +534,11 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
 
     /// Adds a closure; the returned handle removes it.
     pub fn add_lambda(&self, f: impl Fn(&P) + 'static) -> DelegateHandle {
-        self.base.list.add(Listener::Native(native(f)))
+        let listener = native(f);
+        let code = crate::module::track::code_of(&*listener); // module hook (MB4)
+        let handle = self.base.list.add(Listener::Native(listener));
+        crate::module::track::track(&self.base.list, handle, code); // module hook (MB4)
+        handle
     }
 
     /// Adds a plain function.
@@ -518,12 +553,13 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         method: impl Fn(&T, &P) + 'static,
     ) -> DelegateHandle {
         let weak = Rc::downgrade(owner);
-        self.base.list.add_owned(
-            owner,
-            Listener::Native(native(move |payload: &P| {
-                method(&crate::__private::upgrade_owner(&weak), payload);
-            })),
-        )
+        let listener = native(move |payload: &P| {
+            method(&crate::__private::upgrade_owner(&weak), payload);
+        });
+        let code = crate::module::track::code_of(&*listener); // module hook (MB4)
+        let handle = self.base.list.add_owned(owner, Listener::Native(listener));
+        crate::module::track::track(&self.base.list, handle, code); // module hook (MB4)
+        handle
     }
 
     /// Removes the native listener of `handle`; `false` (no change) for an invalid, foreign or

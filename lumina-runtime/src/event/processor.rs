@@ -143,7 +143,9 @@ impl EventProcessor {
         }
         let weak = Rc::downgrade(handler);
         let owner: Weak<dyn Any> = weak.clone();
-        let _ = self.handlers.insert(priority.into(), Some(owner), weak);
+        let code = crate::module::track::code_of(&**handler); // module hook (MB4)
+        let handle = self.handlers.insert(priority.into(), Some(owner), weak);
+        crate::module::track::track(&self.handlers, handle, code); // module hook (MB4)
         true
     }
 

@@ -353,8 +353,19 @@ impl<C: Subscriber> Block<C> {
         state
     }
 
-    pub(super) fn is_broadcasting(&self) -> bool {
+    pub(crate) fn is_broadcasting(&self) -> bool {
         self.state.get() >= LOCK_ONE
+    }
+
+    /// Removes `handle`'s subscriber like [`InvocationList::remove`] and, outside a broadcast,
+    /// compacts at once: nothing of it (callable, weak owner) is left afterwards. What a game
+    /// module's unload uses before its library is unmapped (MB4).
+    pub(crate) fn remove_now(&self, handle: DelegateHandle) -> bool {
+        let removed = handle.is_valid() && self.remove(handle.id());
+        if !self.is_broadcasting() {
+            self.compact();
+        }
+        removed
     }
 
     /// Whether a running broadcast loop is calling `entry`'s callable right now.

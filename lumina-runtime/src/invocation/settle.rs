@@ -143,6 +143,13 @@ impl<C> Drop for Block<C> {
     /// Drops every callable one at a time (M13: a panicking `Drop` does not keep the others from
     /// running, nor abort the process while it unwinds).
     fn drop(&mut self) {
+        // Module hook (MB4): records of subscriptions game modules made here are forgotten, so an
+        // unload never reaches this block again.
+        if crate::module::track::recording() {
+            let pending = self.pending.get_mut().iter().map(|p| p.entry.id());
+            let ids = self.entries.get_mut().iter().map(|entry| entry.id());
+            crate::module::track::forget(ids.chain(pending));
+        }
         let mut drops = Drops::default();
         for entry in self.entries.get_mut().drain(..) {
             drops.drop(entry);

@@ -1,0 +1,756 @@
+//! Game modules: code in dynamic libraries that the engine loads, unloads and hot-reloads (rules
+//! MB1-MB5).
+//!
+//! A game module is a library (`crate-type = ["cdylib"]`) that depends on `lumina` and declares
+//! its start-up and shut-down with [`game_module!`](crate::game_module). The engine loads it from
+//! a path on the game thread:
+//!
+//! - [`load`] copies the file to a fresh path (so a rebuild can overwrite the original while the
+//!   copy is mapped), maps it, finds the module's record, checks that the module was built
+//!   against the engine's lumina version and compiler and links the engine's own runtime (MB1,
+//!   MB2), runs its start-up, then fires
+//!   [`CoreDelegates::on_module_loaded`](crate::CoreDelegates::on_module_loaded) (MB3).
+//! - [`unload`] runs its shut-down, removes every subscription whose code lies in the module's
+//!   library, from any delegate, script delegate or event processor, and drops the tasks it
+//!   queued with [`main_thread::enqueue`] unrun, so every callable of the module is dropped
+//!   while its code is still mapped, fires
+//!   [`CoreDelegates::on_module_unloaded`](crate::CoreDelegates::on_module_unloaded), and only
+//!   then unmaps the library: no code of the module runs afterwards, not even a closure's `Drop`
+//!   (MB4). While a delegate the module subscribed to is broadcasting, unloading is refused
+//!   ([`ModuleError::Busy`]): retry after the broadcast returns, e.g. at the next frame.
+//! - [`reload`] is hot reload (MB5): unload, then load the file at the module's path again, so
+//!   from then on only the new version's subscribers run.
+//!
+//! Bad input is an error, never a crash: [`ModuleError`] names what was wrong and what to do.
+//!
+//! What an unload cannot take back, it does not unmap: a module that registered reflected types
+//! (`#[script_delegate]` payloads, components: the registry cannot forget them), or whose
+//! subscriptions live on delegates of another thread, stays mapped, with a `tracing` warning.
+//! Callables a module hands the engine outside of delegates (a single-cast
+//! [`Delegate`](crate::Delegate) the engine stores, a raw
+//! [`InvocationList`](crate::invocation::InvocationList) entry) are the engine's to drop before
+//! the unload, and a module's own threads must be joined by its shut-down.
+//!
+//! Engine and modules must share one runtime: build both with the `dynamic_linking` feature of
+//! `lumina` (see the README's "Game modules" section for the commands). A module that carries its
+//! own copy of the runtime is refused at load ([`ModuleError::SeparateRuntime`]), and if such a
+//! module is loaded by other means, its first touch of engine state panics with a message that
+//! names the cause and the fix instead of "no game thread is designated" (MB2).
+//!
+//! Which subscriptions are the module's is found from addresses (see the `track` hooks): a
+//! subscription made while the module is loaded belongs to it when its closure, handler or `fn`
+//! lies in the module's library. The records point at each list's heap block (allocated by its
+//! first add), which stays put when the delegate that owns it moves.
+//!
+//! ```no_run
+//! use lumina::{CoreDelegates, main_thread, module};
+//!
+//! main_thread::designate_game_thread();
+//! let _ = CoreDelegates::get()
+//!     .on_module_loaded()
+//!     .add_lambda(|info| println!("loaded {info}"));
+//! let game = module::load("target/debug/libarena_game.so").expect("the game module loads");
+//! // ... frames; the file is rebuilt ...
+//! let game = module::reload(game).expect("the new version loads");
+//! module::unload(game).expect("unloads once");
+//! assert!(matches!(module::unload(game), Err(module::ModuleError::NotLoaded { .. })));
+//! ```
+
+mod entry;
+pub(crate) mod runtime_copy;
+pub(crate) mod track;
+
+pub use entry::{BuildInfo, ENTRY_SYMBOL, EntryPoint, EntryReport, ModuleEntry, RawStr, run_entry};
+pub use runtime_copy::{LUMINA_RUNTIME_MARKER_V1, MARKER_SYMBOL};
+
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use crate::core_delegates::{CoreDelegates, ModuleInfo};
+use crate::main_thread;
+use crate::reflect::{RegisteredComponent, RegisteredPayload};
+
+/// Identifies one load of a module; a reload gives a new id. `Copy`, so unloading twice is a
+/// [`ModuleError::NotLoaded`], not a compile error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModuleId(u64);
+
+impl fmt::Display for ModuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "module#{}", self.0)
+    }
+}
+
+/// Why a module could not be loaded or unloaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModuleError {
+    /// No file at the path.
+    NotFound {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The file could not be copied for loading.
+    Io {
+        /// The path given.
+        path: PathBuf,
+        /// What the system said.
+        reason: String,
+    },
+    /// The file is not a loadable library (the dynamic loader's reason says why: not an ELF
+    /// file, a missing dependency, an undefined symbol).
+    NotALibrary {
+        /// The path given.
+        path: PathBuf,
+        /// The dynamic loader's message.
+        reason: String,
+    },
+    /// The library has no [`game_module!`](crate::game_module) record.
+    MissingEntryPoints {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The record was written by a lumina with another record layout.
+    AbiMismatch {
+        /// The path given.
+        path: PathBuf,
+        /// The module's record layout version.
+        module: u32,
+        /// The engine's.
+        engine: u32,
+    },
+    /// The module was built against another lumina version or by another compiler (MB3).
+    BuildMismatch {
+        /// The module's name.
+        module: String,
+        /// The path given.
+        path: PathBuf,
+        /// The module's lumina version and compiler, as [`BuildInfo`] displays them.
+        module_build: String,
+        /// The engine's.
+        engine_build: String,
+    },
+    /// The module links its own copy of the lumina runtime, not the engine's (MB2).
+    SeparateRuntime {
+        /// The module's name.
+        module: String,
+        /// The path given.
+        path: PathBuf,
+    },
+    /// A module of this name is loaded already.
+    AlreadyLoaded {
+        /// The module's name.
+        module: String,
+    },
+    /// The module's start-up panicked; the module was unloaded again.
+    StartUpFailed {
+        /// The module's name.
+        module: String,
+        /// The panic message.
+        message: String,
+    },
+    /// The module's shut-down panicked; the module was unloaded anyway.
+    ShutDownFailed {
+        /// The module's name.
+        module: String,
+        /// The panic message.
+        message: String,
+    },
+    /// No module is loaded under this id (unloaded already, or never loaded).
+    NotLoaded {
+        /// The id given.
+        id: ModuleId,
+    },
+    /// Not now: a delegate the module subscribed to is broadcasting, or a module's start-up or
+    /// shut-down is running. Retry once it returned (at the next frame, say).
+    Busy {
+        /// The module's name.
+        module: String,
+        /// What is running.
+        reason: String,
+    },
+}
+
+impl fmt::Display for ModuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModuleError::NotFound { path } => {
+                write!(f, "no game module at {}: no such file", path.display())
+            }
+            ModuleError::Io { path, reason } => {
+                write!(
+                    f,
+                    "game module {} could not be copied for loading: {reason}",
+                    path.display()
+                )
+            }
+            ModuleError::NotALibrary { path, reason } => write!(
+                f,
+                "{} is not a loadable library ({reason}); a game module is a `cdylib` built \
+                 against lumina with the `dynamic_linking` feature",
+                path.display()
+            ),
+            ModuleError::MissingEntryPoints { path } => write!(
+                f,
+                "{} is a library but not a game module: it exports no `{ENTRY_SYMBOL}`; \
+                 declare its entry points with `lumina::game_module!(start_up, shut_down)`",
+                path.display()
+            ),
+            ModuleError::AbiMismatch {
+                path,
+                module,
+                engine,
+            } => write!(
+                f,
+                "game module {} has a version {module} record, the engine reads version \
+                 {engine}: rebuild the module against the engine's lumina",
+                path.display()
+            ),
+            ModuleError::BuildMismatch {
+                module,
+                path,
+                module_build,
+                engine_build,
+            } => write!(
+                f,
+                "game module `{module}` ({}) was built against {module_build}, the engine \
+                 against {engine_build}: refused (Rust has no stable ABI). Rebuild the module \
+                 with the engine's toolchain and lumina version",
+                path.display(),
+            ),
+            ModuleError::SeparateRuntime { module, path } => write!(
+                f,
+                "game module `{module}` ({}) carries its own copy of the lumina runtime: it \
+                 would see its own core delegates, game thread and queue, not the engine's. \
+                 Build the engine and the module with the `dynamic_linking` feature of `lumina` \
+                 and RUSTFLAGS=\"-C prefer-dynamic\" (README, \"Game modules\")",
+                path.display()
+            ),
+            ModuleError::AlreadyLoaded { module } => write!(
+                f,
+                "a game module named `{module}` is loaded already: unload it first, or \
+                 `module::reload` it"
+            ),
+            ModuleError::StartUpFailed { module, message } => write!(
+                f,
+                "the start-up of game module `{module}` panicked: {message} (the module was \
+                 unloaded again)"
+            ),
+            ModuleError::ShutDownFailed { module, message } => write!(
+                f,
+                "the shut-down of game module `{module}` panicked: {message} (its \
+                 subscriptions were removed and the module unloaded anyway)"
+            ),
+            ModuleError::NotLoaded { id } => write!(
+                f,
+                "no game module is loaded as {id}: it was unloaded already (or reloaded, which \
+                 gives a new id)"
+            ),
+            ModuleError::Busy { module, reason } => write!(
+                f,
+                "game module `{module}` cannot be unloaded now: {reason}; retry after it \
+                 returns (at the next frame, say)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ModuleError {}
+
+/// One loaded module.
+struct Loaded {
+    id: ModuleId,
+    info: ModuleInfo,
+    /// The fresh copy that is mapped.
+    mapped: PathBuf,
+    /// The source file's modification time when it was loaded.
+    modified: Option<SystemTime>,
+    entry: *const ModuleEntry,
+    library: libloading::Library,
+}
+
+thread_local! {
+    /// The loaded modules (only the game thread ever reaches its list).
+    static MODULES: RefCell<Vec<Loaded>> = const { RefCell::new(Vec::new()) };
+    /// Whether a module's start-up or shut-down is running on this thread.
+    static IN_ENTRY: Cell<bool> = const { Cell::new(false) };
+}
+
+static NEXT_MODULE: AtomicU64 = AtomicU64::new(1);
+static NEXT_COPY: AtomicU64 = AtomicU64::new(1);
+
+/// Loads the game module at `path`, runs its start-up and fires `on_module_loaded` (MB3);
+/// returns its id. On the game thread only (T1).
+///
+/// The file is copied to a fresh path first (in a `lumina-modules-<pid>` folder of the
+/// temporary directory) and the copy is mapped, so a rebuild may overwrite `path` meanwhile.
+///
+/// # Errors
+///
+/// [`ModuleError`]: the file is missing, not a library, not a game module, built against another
+/// lumina or compiler, linking its own runtime copy, a module of that name is loaded, or its
+/// start-up panicked. No code of the module runs before every check passed.
+///
+/// # Panics
+///
+/// Off the game thread (T1).
+#[track_caller]
+pub fn load(path: impl AsRef<Path>) -> Result<ModuleId, ModuleError> {
+    main_thread::assert_game_thread("`module::load`");
+    let path = path.as_ref();
+    if IN_ENTRY.get() {
+        return Err(ModuleError::Busy {
+            module: path.display().to_string(),
+            reason: "a module's start-up or shut-down is running".to_owned(),
+        });
+    }
+    if !path.is_file() {
+        return Err(ModuleError::NotFound {
+            path: path.to_owned(),
+        });
+    }
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let mapped = fresh_copy(path)?;
+    let result = map_and_start(path, &mapped, modified);
+    if result.is_err() {
+        let _ = std::fs::remove_file(&mapped);
+    }
+    result
+}
+
+/// Copies `path` to a fresh file of the module folder.
+fn fresh_copy(path: &Path) -> Result<PathBuf, ModuleError> {
+    let io = |error: std::io::Error| ModuleError::Io {
+        path: path.to_owned(),
+        reason: error.to_string(),
+    };
+    let dir = std::env::temp_dir().join(format!("lumina-modules-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let stem = path
+        .file_stem()
+        .map_or_else(|| "module".into(), |stem| stem.to_string_lossy());
+    let extension = path
+        .extension()
+        .map_or_else(String::new, |ext| format!(".{}", ext.to_string_lossy()));
+    let copy = dir.join(format!(
+        "{stem}.{}{extension}",
+        NEXT_COPY.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::copy(path, &copy).map_err(io)?;
+    copy.canonicalize().map_err(io)
+}
+
+fn map_and_start(
+    path: &Path,
+    mapped: &Path,
+    modified: Option<SystemTime>,
+) -> Result<ModuleId, ModuleError> {
+    // SAFETY: loading a library runs its initializers. A game module's are Rust's (none, or
+    // those of `inventory`); a library that is not a game module is the user's choice of path,
+    // which is what this function exists to load.
+    let library =
+        unsafe { libloading::Library::new(mapped) }.map_err(|error| ModuleError::NotALibrary {
+            path: path.to_owned(),
+            reason: loader_reason(&error, mapped, path),
+        })?;
+    match check_record(&library, path) {
+        Ok((entry, name)) => start(library, entry, name, path, mapped, modified),
+        Err(error) => {
+            unmap(library, mapped, &path.display().to_string());
+            Err(error)
+        }
+    }
+}
+
+/// The module's record, checked (MB3, MB2), and its name.
+fn check_record(
+    library: &libloading::Library,
+    path: &Path,
+) -> Result<(*const ModuleEntry, String), ModuleError> {
+    // SAFETY: `lumina_game_module_v1` is exported by `game_module!` with this signature. A
+    // foreign library exporting the name with another signature is outside what can be checked.
+    let entry = unsafe {
+        library
+            .get::<extern "C" fn() -> *const ModuleEntry>(ENTRY_SYMBOL.as_bytes())
+            .map(|function| function())
+    }
+    .map_err(|_| ModuleError::MissingEntryPoints {
+        path: path.to_owned(),
+    })?;
+    if entry.is_null() {
+        return Err(ModuleError::MissingEntryPoints {
+            path: path.to_owned(),
+        });
+    }
+    // SAFETY: the record is static data of the mapped library; its first field is the layout
+    // version, which every layout keeps first.
+    let abi_version = unsafe { (*entry).abi_version };
+    if abi_version != ModuleEntry::ABI_VERSION {
+        return Err(ModuleError::AbiMismatch {
+            path: path.to_owned(),
+            module: abi_version,
+            engine: ModuleEntry::ABI_VERSION,
+        });
+    }
+    // SAFETY: a record of this layout (checked above), in the mapped library.
+    let record = unsafe { &*entry };
+    // SAFETY: the record's strings are static data of the mapped library.
+    let (name, lumina_version, rustc_version) = unsafe {
+        (
+            record.name.to_string_lossy(),
+            record.lumina_version.to_string_lossy(),
+            record.rustc_version.to_string_lossy(),
+        )
+    };
+    let engine = BuildInfo::CURRENT;
+    if lumina_version != engine.lumina_version || rustc_version != engine.rustc_version {
+        return Err(ModuleError::BuildMismatch {
+            module: name,
+            path: path.to_owned(),
+            module_build: format!("lumina {lumina_version} built by {rustc_version}"),
+            engine_build: engine.to_string(),
+        });
+    }
+    if !std::ptr::eq(record.runtime_marker, runtime_copy::marker()) {
+        return Err(ModuleError::SeparateRuntime {
+            module: name,
+            path: path.to_owned(),
+        });
+    }
+    if MODULES.with_borrow(|modules| modules.iter().any(|m| m.info.name() == name)) {
+        return Err(ModuleError::AlreadyLoaded { module: name });
+    }
+    Ok((entry, name))
+}
+
+/// Registers a checked module, runs its start-up and fires `on_module_loaded`.
+fn start(
+    library: libloading::Library,
+    entry: *const ModuleEntry,
+    name: String,
+    path: &Path,
+    mapped: &Path,
+    modified: Option<SystemTime>,
+) -> Result<ModuleId, ModuleError> {
+    // SAFETY: a checked record in the mapped library.
+    let record = unsafe { &*entry };
+    let id = ModuleId(NEXT_MODULE.fetch_add(1, Ordering::Relaxed));
+    for (start, end) in mapped_ranges(mapped) {
+        track::add_range(id.0, start, end);
+    }
+    let info = ModuleInfo::new(name.clone()).with_path(path);
+    MODULES.with_borrow_mut(|modules| {
+        modules.push(Loaded {
+            id,
+            info: info.clone(),
+            mapped: mapped.to_owned(),
+            modified,
+            entry,
+            library,
+        });
+    });
+    if let Err(message) = run_entry_point(record.start_up) {
+        // Its subscriptions go, its library is unmapped (it never counted as loaded: no
+        // `on_module_unloaded`); the start-up's panic is the error.
+        let _ = finish_unload(id, false);
+        return Err(ModuleError::StartUpFailed {
+            module: name,
+            message,
+        });
+    }
+    CoreDelegates::get().on_module_loaded().broadcast(&info);
+    Ok(id)
+}
+
+/// The dynamic loader's message, with the copy's path replaced by the path the user gave.
+fn loader_reason(error: &libloading::Error, mapped: &Path, path: &Path) -> String {
+    let reason =
+        std::error::Error::source(error).map_or_else(|| error.to_string(), ToString::to_string);
+    reason.replace(&mapped.display().to_string(), &path.display().to_string())
+}
+
+/// The address ranges at which `mapped` is mapped, from `/proc/self/maps` (empty elsewhere).
+fn mapped_ranges(mapped: &Path) -> Vec<(usize, usize)> {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return Vec::new();
+    };
+    let wanted = mapped.to_string_lossy();
+    maps.lines()
+        .filter(|line| line.split_whitespace().nth(5) == Some(&*wanted))
+        .filter_map(|line| {
+            let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+            Some((
+                usize::from_str_radix(start, 16).ok()?,
+                usize::from_str_radix(end, 16).ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Runs an entry point of a loaded module; `Err` carries its panic message.
+fn run_entry_point(entry: EntryPoint) -> Result<(), String> {
+    unsafe extern "C" fn write(sink: *mut c_void, message: *const u8, len: usize) {
+        // SAFETY: `sink` is the `String` below; `message` is `len` readable bytes (the
+        // `EntryReport` contract).
+        unsafe {
+            let sink = &mut *sink.cast::<String>();
+            let bytes = std::slice::from_raw_parts(message, len);
+            sink.push_str(&String::from_utf8_lossy(bytes));
+        }
+    }
+    struct Entered;
+    impl Drop for Entered {
+        fn drop(&mut self) {
+            IN_ENTRY.set(false);
+        }
+    }
+    let mut message = String::new();
+    let report = EntryReport {
+        sink: (&raw mut message).cast(),
+        write,
+    };
+    IN_ENTRY.set(true);
+    let entered = Entered;
+    // SAFETY: `entry` is an entry point of a loaded module's record; `report` lives for the call.
+    let ran = unsafe { entry(&report) };
+    drop(entered);
+    if ran { Ok(()) } else { Err(message) }
+}
+
+/// Unloads a module (MB4): runs its shut-down, removes every subscription it made, fires
+/// `on_module_unloaded`, then unmaps its library. Returns what it was.
+///
+/// # Errors
+///
+/// [`ModuleError::NotLoaded`] for an id that is not loaded (unloading twice);
+/// [`ModuleError::Busy`] while a delegate the module subscribed to broadcasts or a module's
+/// entry point runs (nothing happened: retry later); [`ModuleError::ShutDownFailed`] when its
+/// shut-down panicked (the module is unloaded all the same).
+///
+/// # Panics
+///
+/// Off the game thread (T1).
+#[track_caller]
+pub fn unload(id: ModuleId) -> Result<ModuleInfo, ModuleError> {
+    main_thread::assert_game_thread("`module::unload`");
+    let Some(name) = MODULES.with_borrow(|modules| {
+        modules
+            .iter()
+            .find(|m| m.id == id)
+            .map(|m| m.info.name().to_owned())
+    }) else {
+        return Err(ModuleError::NotLoaded { id });
+    };
+    if IN_ENTRY.get() {
+        return Err(ModuleError::Busy {
+            module: name,
+            reason: "a module's start-up or shut-down is running".to_owned(),
+        });
+    }
+    if let Some(reason) = busy(id) {
+        return Err(ModuleError::Busy {
+            module: name,
+            reason,
+        });
+    }
+    finish_unload(id, true)
+}
+
+/// Why `id` cannot be unloaded now, if it cannot.
+fn busy(id: ModuleId) -> Option<String> {
+    let me = std::thread::current().id();
+    let mut broadcasting = 0;
+    track::with_records(id.0, |record| {
+        // SAFETY: on the list's own thread, and the list is where it was recorded (module docs).
+        if record.thread == me && unsafe { record.busy() } {
+            broadcasting += 1;
+        }
+    });
+    (broadcasting > 0)
+        .then(|| format!("{broadcasting} delegate(s) it subscribed to are broadcasting"))
+}
+
+/// Shut-down and `on_module_unloaded` (for a module that started), removal of every
+/// subscription, unmapping.
+fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError> {
+    let entry = MODULES.with_borrow(|modules| modules.iter().find(|m| m.id == id).map(|m| m.entry));
+    let Some(entry) = entry else {
+        return Err(ModuleError::NotLoaded { id });
+    };
+    let failed = if started {
+        // SAFETY: the record of a loaded module.
+        run_entry_point(unsafe { (*entry).shut_down }).err()
+    } else {
+        None
+    };
+    let left_on_other_threads = remove_subscriptions(id);
+    // Tasks it queued for the game thread would run its code after the unmapping.
+    let dropped = main_thread::drop_queued(|task| track::belongs_to(id.0, track::code_of(task)));
+    let loaded = MODULES.with_borrow_mut(|modules| {
+        let index = modules.iter().position(|m| m.id == id)?;
+        Some(modules.remove(index))
+    });
+    let Some(loaded) = loaded else {
+        // Its shut-down unloaded it (through a path that checks nothing): done already.
+        return Err(ModuleError::NotLoaded { id });
+    };
+    track::remove_range(id.0);
+    if dropped > 0 {
+        tracing::warn!(
+            module = loaded.info.name(),
+            "lumina: game module `{}` was unloaded with {dropped} task(s) it queued with \
+             `main_thread::enqueue` still waiting; they were dropped unrun",
+            loaded.info.name()
+        );
+    }
+    if started {
+        CoreDelegates::get().on_module_unloaded().broadcast();
+    }
+    if left_on_other_threads > 0 {
+        tracing::warn!(
+            module = loaded.info.name(),
+            "lumina: game module `{}` has {left_on_other_threads} subscription(s) on delegates \
+             of other threads, which the game thread cannot remove; its library stays mapped",
+            loaded.info.name()
+        );
+        std::mem::forget(loaded.library);
+    } else {
+        unmap(loaded.library, &loaded.mapped, loaded.info.name());
+    }
+    match failed {
+        Some(message) => Err(ModuleError::ShutDownFailed {
+            module: loaded.info.name().to_owned(),
+            message,
+        }),
+        None => Ok(loaded.info),
+    }
+}
+
+/// Unmaps a library, unless it registered reflected types: the registry (`inventory`) cannot
+/// forget them, so such a library stays mapped (and says so). Where its address range is unknown
+/// (no `/proc/self/maps`), nothing could be attributed to it: it stays mapped too.
+fn unmap(library: libloading::Library, mapped: &Path, name: &str) {
+    let ranges = mapped_ranges(mapped);
+    if ranges.is_empty() {
+        tracing::warn!(
+            module = name,
+            "lumina: the address range of game module `{name}` is unknown on this platform, so \
+             its subscriptions could not be found; its library stays mapped"
+        );
+        std::mem::forget(library);
+        return;
+    }
+    let inside = |address: usize| {
+        ranges
+            .iter()
+            .any(|&(start, end)| address >= start && address < end)
+    };
+    let payloads = inventory::iter::<RegisteredPayload>
+        .into_iter()
+        .any(|registered| inside(std::ptr::from_ref(registered).addr()));
+    let components = inventory::iter::<RegisteredComponent>
+        .into_iter()
+        .any(|registered| inside(std::ptr::from_ref(registered).addr()));
+    if payloads || components {
+        tracing::warn!(
+            module = name,
+            "lumina: game module `{name}` registered reflected types (`#[script_delegate]`, \
+             `ScriptComponent`), which the reflection registry cannot forget; its library stays \
+             mapped"
+        );
+        std::mem::forget(library);
+    } else {
+        drop(library);
+        let _ = std::fs::remove_file(mapped);
+    }
+}
+
+/// Removes every recorded subscription of `id` on this thread, dropping the callables; again
+/// while those drops (user code, M13) subscribe more. Returns how many are left on other
+/// threads.
+fn remove_subscriptions(id: ModuleId) -> usize {
+    let me = std::thread::current().id();
+    let mut elsewhere = Vec::new();
+    loop {
+        let records = track::take_records(id.0);
+        if records.is_empty() {
+            break;
+        }
+        for record in records {
+            if record.thread == me {
+                // SAFETY: on the list's own thread; the list is where it was recorded (module
+                // docs) and alive (a dropped list forgets its records).
+                unsafe { record.remove() };
+            } else {
+                elsewhere.push(record);
+            }
+        }
+    }
+    elsewhere.len()
+}
+
+/// Hot reload (MB5): unloads `id` and loads the file at its path again (a fresh copy of it, so
+/// the new version is mapped even where the loader would keep the old one). Returns the new id.
+///
+/// # Errors
+///
+/// Those of [`unload`] (then the old version stays loaded when it was `Busy`) and of [`load`].
+///
+/// # Panics
+///
+/// Off the game thread (T1).
+#[track_caller]
+pub fn reload(id: ModuleId) -> Result<ModuleId, ModuleError> {
+    main_thread::assert_game_thread("`module::reload`");
+    let path = MODULES
+        .with_borrow(|modules| {
+            modules
+                .iter()
+                .find(|m| m.id == id)
+                .and_then(|m| m.info.path().map(Path::to_owned))
+        })
+        .ok_or(ModuleError::NotLoaded { id })?;
+    unload(id)?;
+    load(path)
+}
+
+/// Whether the file `id` was loaded from changed since (a rebuild): what a hot-reload loop
+/// polls. `false` for an id that is not loaded.
+pub fn source_changed(id: ModuleId) -> bool {
+    MODULES.with_borrow(|modules| {
+        modules.iter().find(|m| m.id == id).is_some_and(|m| {
+            let now = m.info.path().and_then(|path| {
+                std::fs::metadata(path)
+                    .and_then(|meta| meta.modified())
+                    .ok()
+            });
+            now != m.modified
+        })
+    })
+}
+
+/// The modules loaded on this (the game) thread, in load order.
+pub fn loaded() -> Vec<(ModuleId, ModuleInfo)> {
+    MODULES.with_borrow(|modules| modules.iter().map(|m| (m.id, m.info.clone())).collect())
+}
+
+/// How many subscriptions are recorded for the loaded module `id` (0 for an id that is not
+/// loaded): what unloading it will remove. One the module removed itself still counts until the
+/// unload (or until its delegate is dropped).
+pub fn subscription_count(id: ModuleId) -> usize {
+    track::count(id.0)
+}
+
+/// The path of the copy of `id`'s library that is mapped, while it is loaded.
+pub fn mapped_path(id: ModuleId) -> Option<PathBuf> {
+    MODULES.with_borrow(|modules| {
+        modules
+            .iter()
+            .find(|m| m.id == id)
+            .map(|m| m.mapped.clone())
+    })
+}

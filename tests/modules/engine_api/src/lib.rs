@@ -1,0 +1,40 @@
+//! The fixture engine's API for game modules, beyond the core delegates: a tick delegate, a
+//! script delegate and an event processor, all owned by the engine on the game thread. A Rust
+//! `dylib`, so that the engine and its modules share it like they share the runtime.
+
+use lumina::{EventProcessor, MulticastDelegate, ScriptDelegate, script_delegate};
+use std::cell::OnceCell;
+
+/// What the engine's physics reports.
+#[script_delegate]
+pub struct Hit {
+    /// Damage dealt.
+    pub damage: f32,
+}
+
+/// The engine's objects, created on first use on the game thread and never moved.
+pub struct Engine {
+    /// Fired every frame with the frame number.
+    pub on_tick: MulticastDelegate<dyn Fn(u32)>,
+    /// Fired when something is hit.
+    pub on_hit: ScriptDelegate<Hit>,
+    /// The input chain.
+    pub input: EventProcessor,
+}
+
+thread_local! {
+    static ENGINE: OnceCell<&'static Engine> = const { OnceCell::new() };
+}
+
+/// The engine's objects (game thread).
+pub fn engine() -> &'static Engine {
+    ENGINE.with(|engine| {
+        *engine.get_or_init(|| {
+            Box::leak(Box::new(Engine {
+                on_tick: MulticastDelegate::new(),
+                on_hit: ScriptDelegate::new(),
+                input: EventProcessor::new(),
+            }))
+        })
+    })
+}

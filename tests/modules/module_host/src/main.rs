@@ -1,0 +1,215 @@
+//! The fixture engine of tests/modules.rs. `module_host <scenario> <dir>`, where `dir` holds the
+//! built libraries (`v1.so`, `v2.so`, `own.so`, `mismatch.so`, `plain.so`, `failing.so`,
+//! `reflecting.so`). Prints a
+//! trace.
+
+use engine_api::{Hit, engine};
+use lumina::core_delegates::{SettingsClass, WorldId};
+use lumina::event::AppTickEvent;
+use lumina::module::{self, EntryReport, ModuleEntry, ModuleError, ModuleId};
+use lumina::{CoreDelegates, DelegateHandle, main_thread};
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+
+static AUDIO: SettingsClass = SettingsClass::new("AudioSettings", "Engine");
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let scenario = args.next().expect("usage: module_host <scenario> <dir>");
+    let dir = PathBuf::from(args.next().expect("usage: module_host <scenario> <dir>"));
+    main_thread::designate_game_thread();
+    match scenario.as_str() {
+        "cycle" => cycle(&dir),
+        "errors" => errors(&dir),
+        "own-copy-touch" => own_copy_touch(&dir),
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+/// One frame: every delegate the module subscribes to fires.
+fn frame(number: u32) {
+    println!("engine: frame {number}");
+    let core = CoreDelegates::get();
+    engine().on_tick.broadcast(number);
+    engine().on_hit.broadcast(&Hit {
+        damage: number as f32 + 0.5,
+    });
+    let _ = engine().input.dispatch(AppTickEvent::new(number as f32));
+    core.on_settings_saved().broadcast(&AUDIO);
+    core.on_world_travelled()
+        .broadcast(WorldId::new_unique(), WorldId::new_unique());
+    println!("engine: queue ran {} task(s)", main_thread::process_queue());
+}
+
+/// Whether `path` is mapped in this process.
+fn mapped(path: &Path) -> bool {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    maps.contains(&*path.to_string_lossy())
+}
+
+fn counts() {
+    let core = CoreDelegates::get();
+    println!(
+        "engine: subscribers: on_tick {}, on_hit {}, input {}, on_settings_saved {}, \
+         on_world_travelled {}, on_pre_engine_shutdown {}",
+        engine().on_tick.len(),
+        engine().on_hit.len(),
+        engine().input.len(),
+        core.on_settings_saved().len(),
+        core.on_world_travelled().len(),
+        core.on_pre_engine_shutdown().len(),
+    );
+}
+
+/// A rebuild: the new file replaces the old one at the module's path.
+fn rebuild(from: &Path, to: &Path) {
+    std::fs::remove_file(to).unwrap();
+    std::fs::copy(from, to).unwrap();
+}
+
+fn cycle(dir: &Path) {
+    let core = CoreDelegates::get();
+    let _ = core
+        .on_module_loaded()
+        .add_lambda(|info| println!("engine: on_module_loaded {}", info.name()));
+    let _ = core
+        .on_module_unloaded()
+        .add_lambda(|| println!("engine: on_module_unloaded"));
+    let _ = engine()
+        .on_tick
+        .add_lambda(|number| println!("engine: tick {number}"));
+    let path = dir.join("libgame_module.so");
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(dir.join("v1.so"), &path).unwrap();
+
+    let before = DelegateHandle::new_unique();
+    let v1 = module::load(&path).unwrap();
+    let after = DelegateHandle::new_unique();
+    println!(
+        "engine: loaded {v1}; engine handles around the load: {} and {}",
+        before.id(),
+        after.id()
+    );
+    println!(
+        "engine: {} subscriptions attributed to the module",
+        module::subscription_count(v1)
+    );
+    counts();
+    frame(1);
+
+    rebuild(&dir.join("v2.so"), &path);
+    println!("engine: source changed: {}", module::source_changed(v1));
+    let v1_mapped = module::mapped_path(v1).unwrap();
+    let v2 = module::reload(v1).unwrap();
+    println!(
+        "engine: reloaded as {v2}; v1 still mapped: {}",
+        mapped(&v1_mapped)
+    );
+    counts();
+    frame(2);
+
+    let v2_mapped = module::mapped_path(v2).unwrap();
+    let info = module::unload(v2).unwrap();
+    println!(
+        "engine: unloaded {}; v2 still mapped: {}",
+        info.name(),
+        mapped(&v2_mapped)
+    );
+    counts();
+    frame(3);
+    println!("engine: unload again: {}", module::unload(v2).unwrap_err());
+    core.on_pre_engine_shutdown().broadcast_and_clear();
+    println!("engine: done");
+}
+
+fn show(what: &str, result: Result<ModuleId, ModuleError>) -> Option<ModuleId> {
+    match result {
+        Ok(id) => {
+            println!("{what}: loaded {id}");
+            Some(id)
+        }
+        Err(error) => {
+            let variant = format!("{error:?}");
+            let variant = variant.split([' ', '{']).next().unwrap().to_owned();
+            println!("{what}: {variant}: {error}");
+            None
+        }
+    }
+}
+
+fn errors(dir: &Path) {
+    let text = dir.join("not_a_library.txt");
+    std::fs::write(&text, "just text").unwrap();
+    show("missing", module::load(dir.join("missing.so")));
+    show("text", module::load(&text));
+    show("plain", module::load(dir.join("plain.so")));
+    show("mismatch", module::load(dir.join("mismatch.so")));
+    show("own", module::load(dir.join("own.so")));
+    show("failing", module::load(dir.join("failing.so")));
+    println!(
+        "failing: on_tick subscribers left: {}, loaded modules: {}",
+        engine().on_tick.len(),
+        module::loaded().len()
+    );
+    let id = show("v1", module::load(dir.join("v1.so"))).unwrap();
+    show("v1 again", module::load(dir.join("v1.so")));
+    // Unloading while a delegate the module subscribed to broadcasts: refused (MB4).
+    let busy = engine()
+        .on_tick
+        .add_lambda(move |_| match module::unload(id) {
+            Ok(_) => println!("busy: unloaded during a broadcast"),
+            Err(error) => println!("busy: {error}"),
+        });
+    engine().on_tick.broadcast(7);
+    assert!(engine().on_tick.remove(busy));
+    match module::unload(id) {
+        Ok(info) => println!("unload: {}", info.name()),
+        Err(error) => println!("unload: {error}"),
+    }
+    match module::unload(id) {
+        Ok(info) => println!("unload again: {}", info.name()),
+        Err(error) => println!("unload again: {error}"),
+    }
+    // A module whose reflected types the registry cannot forget stays mapped.
+    let reflecting = show("reflecting", module::load(dir.join("reflecting.so"))).unwrap();
+    let reflecting_mapped = module::mapped_path(reflecting).unwrap();
+    let _ = module::unload(reflecting).unwrap();
+    println!(
+        "reflecting: unloaded; still mapped: {}; registry still has ModuleScore: {}",
+        mapped(&reflecting_mapped),
+        lumina::reflect::find_payload("ModuleScore").is_some()
+    );
+    // The task the module queued at start-up was never run: unloading dropped it.
+    println!("engine: queue ran {} task(s)", main_thread::process_queue());
+    counts();
+    println!("engine: done");
+}
+
+/// Calls the start-up of the module with its own runtime directly, bypassing the loader's
+/// check: its first touch of engine state must name the cause (MB2).
+fn own_copy_touch(dir: &Path) {
+    unsafe extern "C" fn write(sink: *mut c_void, message: *const u8, len: usize) {
+        // SAFETY: the String below; `len` readable bytes.
+        unsafe {
+            let sink = &mut *sink.cast::<String>();
+            sink.push_str(&String::from_utf8_lossy(std::slice::from_raw_parts(
+                message, len,
+            )));
+        }
+    }
+    // SAFETY: a game-module fixture built by the test.
+    let library = unsafe { libloading::Library::new(dir.join("own.so")) }.unwrap();
+    // SAFETY: exported by `game_module!` with this signature.
+    let entry =
+        unsafe { library.get::<extern "C" fn() -> *const ModuleEntry>(b"lumina_game_module_v1") }
+            .unwrap()();
+    let mut message = String::new();
+    let report = EntryReport {
+        sink: (&raw mut message).cast(),
+        write,
+    };
+    // SAFETY: the record of the loaded library; `report` lives for the call.
+    let ran = unsafe { ((*entry).start_up)(&report) };
+    println!("own copy: start-up ran to the end: {ran}");
+    println!("own copy: {message}");
+}
