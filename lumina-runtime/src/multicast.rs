@@ -70,19 +70,13 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
 
     /// Adds an already shared callable; the building block of every `add_*` method.
     pub fn add_shared(&self, callable: Rc<F>) -> DelegateHandle {
-        let code = crate::module::track::code_of(&*callable); // module hook (MB4)
-        let handle = self.list.add(callable);
-        crate::module::track::track(&self.list, handle, code); // module hook (MB4)
-        handle
+        self.add_shared_with_priority(0, callable)
     }
 
     /// Adds a callable bound to `owner`, held weakly: it never runs after `owner` is dropped, stops
     /// counting in [`len`](Self::len), and is pruned (M9). The building block of `add_member`.
     pub fn add_shared_member<T: Any>(&self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
-        let code = crate::module::track::code_of(&*callable); // module hook (MB4)
-        let handle = self.list.add_owned(owner, callable);
-        crate::module::track::track(&self.list, handle, code); // module hook (MB4)
-        handle
+        self.add_shared_member_with_priority(0, owner, callable)
     }
 
     /// Removes the subscription of `handle`; `false` (and no change) for an invalid, foreign or
@@ -128,7 +122,10 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// is priority 0. Added during a broadcast, it does not run in that broadcast, wherever it
     /// lands (M2).
     pub fn add_shared_with_priority(&self, priority: i32, callable: Rc<F>) -> DelegateHandle {
-        self.list.insert(priority, None, callable)
+        let code = crate::module::track::code_of(&*callable); // module hook (MB4)
+        let handle = self.list.insert(priority, None, callable);
+        crate::module::track::track(&self.list, handle, code); // module hook (MB4)
+        handle
     }
 
     /// [`add_shared_member`](Self::add_shared_member) with a priority, ordered like
@@ -139,8 +136,11 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         owner: &Rc<T>,
         callable: Rc<F>,
     ) -> DelegateHandle {
+        let code = crate::module::track::code_of(&*callable); // module hook (MB4)
         let owner: std::rc::Weak<dyn Any> = Rc::downgrade(owner) as std::rc::Weak<dyn Any>;
-        self.list.insert(priority, Some(owner), callable)
+        let handle = self.list.insert(priority, Some(owner), callable);
+        crate::module::track::track(&self.list, handle, code); // module hook (MB4)
+        handle
     }
 
     /// A bind-only view of this delegate, to hand out to code that may subscribe and unsubscribe
