@@ -145,6 +145,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
 
     /// A bind-only view of this delegate, to hand out to code that may subscribe and unsubscribe
     /// but must not broadcast or clear (B2). See [`Registration`].
+    #[must_use]
     pub fn registration(&self) -> Registration<'_, F> {
         Registration::new(self)
     }
