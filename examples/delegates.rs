@@ -3,6 +3,7 @@
 //! Run with `cargo run --example delegates`. Its macro expansion is in
 //! `examples/expanded/delegates.rs`.
 
+use lumina::main_thread::{self, QueuedSender};
 use lumina::{declare_delegate, declare_multicast_delegate};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -33,6 +34,10 @@ declare_multicast_delegate!(
 declare_multicast_delegate!(
     /// Asks every subscriber whether the file at `path` may be saved.
     pub SaveQuery(path: &str) -> bool
+);
+declare_multicast_delegate!(
+    /// Fired after an asset was imported; reported by the importer threads.
+    pub AssetImported(path: String, bytes: usize)
 );
 declare_delegate!(
     /// Decides whether the editor may quit.
@@ -65,6 +70,16 @@ struct Editor {
     on_project_loaded: ProjectLoaded,
     on_window_resize: WindowResize,
     on_save_query: SaveQuery,
+    /// Private: plugins subscribe through `on_asset_imported()`, only the editor broadcasts.
+    on_asset_imported: AssetImported,
+}
+
+impl Editor {
+    /// The bind-only view plugins get: they subscribe and unsubscribe, but cannot broadcast or
+    /// clear.
+    fn on_asset_imported(&self) -> AssetImportedRegistration<'_> {
+        self.on_asset_imported.registration()
+    }
 }
 
 fn main() {
@@ -159,7 +174,37 @@ fn main() {
         println!("  {path}: answers {answers:?} -> {verdict}");
     }
 
-    println!("6. Single-cast delegates: execute when bound, execute_if_bound when unsure.");
+    println!("6. Plugins bind through a view; priorities order them, higher first.");
+    main_thread::designate_game_thread();
+    let thumbnails = editor
+        .on_asset_imported()
+        .add_lambda(|path, bytes| println!("  [thumbnails] render {path} ({bytes} bytes)"));
+    let _index = editor
+        .on_asset_imported()
+        .add_lambda_with_priority(10, |path, _| println!("  [index] register {path} first"));
+    let _stats = editor
+        .on_asset_imported()
+        .add_static_with_priority(-1, |_, bytes| println!("  [stats] +{bytes} bytes, last"));
+    // `editor.on_asset_imported().broadcast(..)` does not compile: only the editor fires it.
+
+    println!("7. An importer thread reports through a queued sender; it runs on the game thread.");
+    let sender = QueuedSender::new(&editor, |editor: &Editor| &editor.on_asset_imported);
+    let importer = sender.clone();
+    std::thread::spawn(move || {
+        for name in ["rock.png", "tree.png"] {
+            importer.send(format!("/game/{name}"), name.len() * 1024);
+        }
+    })
+    .join()
+    .expect("the importer finished");
+    println!("  importer done; nothing ran on its thread");
+    main_thread::process_queue();
+    editor.on_asset_imported().remove(thumbnails);
+    sender.send("/game/sky.png".to_owned(), 4096);
+    println!("  the thumbnails plugin unsubscribed; one more import:");
+    main_thread::process_queue();
+
+    println!("8. Single-cast delegates: execute when bound, execute_if_bound when unsure.");
     let mut status = StatusLine::default();
     println!(
         "  status line bound? {} -> {:?}",

@@ -118,12 +118,57 @@ pub use lumina_runtime::__private;
 /// on_score.broadcast(10);
 /// ```
 ///
-/// The generated type has `new` (a `const fn`), `add_lambda`, `add_static`, `add_member`,
-/// `remove`, `remove_all`, `is_bound_to`, `clear`, `broadcast`, `broadcast_and_clear`,
-/// `broadcast_collect` (with a return type), `is_bound`, `len`, `is_empty`, and implements
-/// `Default` and `Debug`. An owned parameter type must be `Clone` (it is cloned for every
-/// subscriber but the last); a type that is not is a compile error at that parameter. The
-/// type is neither `Send` nor `Sync`.
+/// Subscriptions may carry a priority (B3): higher priorities run first, equal ones in the order
+/// added, and the plain `add_*` methods are priority 0. The owner of a delegate can keep it
+/// private and hand out its `registration()`, a bind-only view named `<Name>Registration` that
+/// subscribes and unsubscribes but cannot broadcast or clear (B2):
+///
+/// ```
+/// use lumina::declare_multicast_delegate;
+/// use std::cell::RefCell;
+/// use std::rc::Rc;
+///
+/// declare_multicast_delegate!(pub Died(cause: &str));
+///
+/// #[derive(Default)]
+/// pub struct Player {
+///     on_died: Died, // private: only the player broadcasts
+/// }
+///
+/// impl Player {
+///     pub fn on_died(&self) -> DiedRegistration<'_> {
+///         self.on_died.registration()
+///     }
+///
+///     pub fn die(&self, cause: &str) {
+///         self.on_died.broadcast(cause);
+///     }
+/// }
+///
+/// let player = Player::default();
+/// let log = Rc::new(RefCell::new(Vec::new()));
+/// let (hud, save) = (Rc::clone(&log), Rc::clone(&log));
+/// let _hud = player.on_died().add_lambda(move |cause| hud.borrow_mut().push(format!("hud: {cause}")));
+/// // Saving must happen before anything else reacts.
+/// let _save = player
+///     .on_died()
+///     .add_lambda_with_priority(10, move |_| save.borrow_mut().push("save".to_owned()));
+/// player.die("lava");
+/// assert_eq!(*log.borrow(), ["save", "hud: lava"]);
+/// // player.on_died().broadcast("cheat"); // error: no method named `broadcast` found
+/// ```
+///
+/// A delegate whose parameter types are all owned (no reference or lifetime in them) can also be
+/// broadcast from other threads through a
+/// [`QueuedSender`] (B4), which runs the broadcast on
+/// the game thread.
+///
+/// The generated type has `new` (a `const fn`), `add_lambda`, `add_static`, `add_member`, their
+/// `add_*_with_priority` forms, `registration`, `remove`, `remove_all`, `is_bound_to`, `clear`,
+/// `broadcast`, `broadcast_and_clear`, `broadcast_collect` (with a return type), `is_bound`,
+/// `len`, `is_empty`, and implements `Default` and `Debug`. An owned parameter type must be
+/// `Clone` (it is cloned for every subscriber but the last); a type that is not is a compile
+/// error at that parameter. The type is neither `Send` nor `Sync`.
 pub use lumina_macros::declare_multicast_delegate;
 
 /// Declares a named single-cast delegate type: one callable or nothing (rules S1-S3 of the

@@ -36,6 +36,19 @@ fn expanded_delegates_types_work_without_the_macros() {
     let _b = on_save.add_static(|path| path.starts_with('/'));
     assert_eq!(on_save.broadcast_collect("level.map"), [true, false]);
 
+    // B2, B3, B4 in the expansion: the view, priorities, and the queued-broadcast impl.
+    let on_imported = delegates::AssetImported::new();
+    let order = Rc::new(std::cell::RefCell::new(Vec::new()));
+    let (late, early) = (Rc::clone(&order), Rc::clone(&order));
+    let view = on_imported.registration();
+    let _late = view.add_lambda(move |path, _| late.borrow_mut().push(path));
+    let _early = view.add_lambda_with_priority(1, move |_, bytes| {
+        early.borrow_mut().push(bytes.to_string());
+    });
+    lumina::main_thread::QueuedBroadcast::broadcast_args(&on_imported, ("a.png".to_owned(), 3));
+    assert_eq!(*order.borrow(), ["3", "a.png"]);
+    assert_eq!(view.len(), 2);
+
     let can_quit = CanQuit::create_lambda(|| true);
     assert!(can_quit.execute());
     assert_eq!(StatusLine::new().execute_if_bound("unbound"), None);

@@ -6,6 +6,7 @@
 //!
 //! Run with `cargo run --example delegates`. Its macro expansion is in
 //! `examples/expanded/delegates.rs`.
+use lumina::main_thread::{self, QueuedSender};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 /// A window of the editor.
@@ -27,7 +28,8 @@ pub struct UVec2 {
 ///
 /// Any number of subscribers, called in the order they were added. Subscribe with
 /// `add_lambda`, `add_static` or `add_member` (each returns a `DelegateHandle` for
-/// `remove`), and call them all with `broadcast`.
+/// `remove`), and call them all with `broadcast`. The `add_*_with_priority` forms order
+/// subscribers, higher first; `registration()` hands out a bind-only view.
 #[derive(Default, Debug)]
 pub struct ProjectLoaded(::lumina::__private::MulticastDelegate<dyn ::core::ops::Fn()>);
 #[allow(dead_code)]
@@ -67,6 +69,47 @@ impl ProjectLoaded {
                     method(&::lumina::__private::upgrade_owner(&weak))
                 }),
             )
+    }
+    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
+    /// added; `add_lambda` is priority 0. The returned handle removes it.
+    pub fn add_lambda_with_priority(
+        &self,
+        priority: i32,
+        f: impl ::core::ops::Fn() + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+    }
+    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    pub fn add_static_with_priority(
+        &self,
+        priority: i32,
+        f: fn(),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+    }
+    /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
+    /// like `add_lambda_with_priority`.
+    pub fn add_member_with_priority<T: ::core::any::Any>(
+        &self,
+        priority: i32,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member_with_priority(
+                priority,
+                owner,
+                ::lumina::__private::Rc::new(move || {
+                    method(&::lumina::__private::upgrade_owner(&weak))
+                }),
+            )
+    }
+    /// A bind-only view of this delegate: it subscribes and unsubscribes, but cannot
+    /// broadcast or clear. Hand it out instead of the delegate, so only its owner fires it.
+    #[must_use]
+    pub fn registration(&self) -> ProjectLoadedRegistration<'_> {
+        ProjectLoadedRegistration(self)
     }
     /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
     /// foreign or already removed handle. During a broadcast, a removed subscriber not
@@ -133,13 +176,101 @@ impl ProjectLoaded {
         self.clear();
     }
 }
+/// A bind-only view of `ProjectLoaded`, made by `ProjectLoaded::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `ProjectLoaded` fires it.
+#[derive(Clone, Copy, Debug)]
+#[allow(dead_code)]
+pub struct ProjectLoadedRegistration<'a>(&'a ProjectLoaded);
+#[allow(dead_code)]
+impl ProjectLoadedRegistration<'_> {
+    /// Adds a closure; the returned handle removes it.
+    pub fn add_lambda(
+        &self,
+        f: impl ::core::ops::Fn() + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda(f)
+    }
+    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
+    /// added; `add_lambda` is priority 0.
+    pub fn add_lambda_with_priority(
+        &self,
+        priority: i32,
+        f: impl ::core::ops::Fn() + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda_with_priority(priority, f)
+    }
+    /// Adds a plain function; the returned handle removes it.
+    pub fn add_static(&self, f: fn()) -> ::lumina::__private::DelegateHandle {
+        self.0.add_static(f)
+    }
+    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    pub fn add_static_with_priority(
+        &self,
+        priority: i32,
+        f: fn(),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_static_with_priority(priority, f)
+    }
+    /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
+    pub fn add_member<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member(owner, method)
+    }
+    /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
+    pub fn add_member_with_priority<T: ::core::any::Any>(
+        &self,
+        priority: i32,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member_with_priority(priority, owner, method)
+    }
+    /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
+    /// foreign or already removed handle.
+    pub fn remove(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.remove(handle)
+    }
+    /// Removes every member binding of `owner`; returns how many were removed.
+    pub fn remove_all<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> usize {
+        self.0.remove_all(owner)
+    }
+    /// Whether a live member binding of `owner` exists.
+    #[must_use]
+    pub fn is_bound_to<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> bool {
+        self.0.is_bound_to(owner)
+    }
+    /// Whether a live subscriber exists.
+    #[must_use]
+    pub fn is_bound(&self) -> bool {
+        self.0.is_bound()
+    }
+    /// How many live subscribers there are.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// `true` when no live subscriber exists.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+impl ::lumina::__private::QueuedBroadcast for ProjectLoaded {
+    type Args = ();
+    fn broadcast_args(&self, (): Self::Args) {
+        self.broadcast();
+    }
+}
 /// Fired after a window changed size.
 ///
 /// A multicast delegate `fn(window: &Window, size: UVec2)`, declared with `declare_multicast_delegate!`.
 ///
 /// Any number of subscribers, called in the order they were added. Subscribe with
 /// `add_lambda`, `add_static` or `add_member` (each returns a `DelegateHandle` for
-/// `remove`), and call them all with `broadcast`.
+/// `remove`), and call them all with `broadcast`. The `add_*_with_priority` forms order
+/// subscribers, higher first; `registration()` hands out a bind-only view.
 #[derive(Default, Debug)]
 pub struct WindowResize(
     ::lumina::__private::MulticastDelegate<dyn ::core::ops::Fn(&Window, UVec2)>,
@@ -184,6 +315,47 @@ impl WindowResize {
                     method(&::lumina::__private::upgrade_owner(&weak), window, size)
                 }),
             )
+    }
+    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
+    /// added; `add_lambda` is priority 0. The returned handle removes it.
+    pub fn add_lambda_with_priority(
+        &self,
+        priority: i32,
+        f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+    }
+    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    pub fn add_static_with_priority(
+        &self,
+        priority: i32,
+        f: fn(&Window, UVec2),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+    }
+    /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
+    /// like `add_lambda_with_priority`.
+    pub fn add_member_with_priority<T: ::core::any::Any>(
+        &self,
+        priority: i32,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, &Window, UVec2) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member_with_priority(
+                priority,
+                owner,
+                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
+                    method(&::lumina::__private::upgrade_owner(&weak), window, size)
+                }),
+            )
+    }
+    /// A bind-only view of this delegate: it subscribes and unsubscribes, but cannot
+    /// broadcast or clear. Hand it out instead of the delegate, so only its owner fires it.
+    #[must_use]
+    pub fn registration(&self) -> WindowResizeRegistration<'_> {
+        WindowResizeRegistration(self)
     }
     /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
     /// foreign or already removed handle. During a broadcast, a removed subscriber not
@@ -250,13 +422,98 @@ impl WindowResize {
         self.clear();
     }
 }
+/// A bind-only view of `WindowResize`, made by `WindowResize::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `WindowResize` fires it.
+#[derive(Clone, Copy, Debug)]
+#[allow(dead_code)]
+pub struct WindowResizeRegistration<'a>(&'a WindowResize);
+#[allow(dead_code)]
+impl WindowResizeRegistration<'_> {
+    /// Adds a closure; the returned handle removes it.
+    pub fn add_lambda(
+        &self,
+        f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda(f)
+    }
+    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
+    /// added; `add_lambda` is priority 0.
+    pub fn add_lambda_with_priority(
+        &self,
+        priority: i32,
+        f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda_with_priority(priority, f)
+    }
+    /// Adds a plain function; the returned handle removes it.
+    pub fn add_static(
+        &self,
+        f: fn(&Window, UVec2),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_static(f)
+    }
+    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    pub fn add_static_with_priority(
+        &self,
+        priority: i32,
+        f: fn(&Window, UVec2),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_static_with_priority(priority, f)
+    }
+    /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
+    pub fn add_member<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, &Window, UVec2) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member(owner, method)
+    }
+    /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
+    pub fn add_member_with_priority<T: ::core::any::Any>(
+        &self,
+        priority: i32,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, &Window, UVec2) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member_with_priority(priority, owner, method)
+    }
+    /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
+    /// foreign or already removed handle.
+    pub fn remove(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.remove(handle)
+    }
+    /// Removes every member binding of `owner`; returns how many were removed.
+    pub fn remove_all<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> usize {
+        self.0.remove_all(owner)
+    }
+    /// Whether a live member binding of `owner` exists.
+    #[must_use]
+    pub fn is_bound_to<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> bool {
+        self.0.is_bound_to(owner)
+    }
+    /// Whether a live subscriber exists.
+    #[must_use]
+    pub fn is_bound(&self) -> bool {
+        self.0.is_bound()
+    }
+    /// How many live subscribers there are.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// `true` when no live subscriber exists.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 /// Asks every subscriber whether the file at `path` may be saved.
 ///
 /// A multicast delegate `fn(path: &str) -> bool`, declared with `declare_multicast_delegate!`.
 ///
 /// Any number of subscribers, called in the order they were added. Subscribe with
 /// `add_lambda`, `add_static` or `add_member` (each returns a `DelegateHandle` for
-/// `remove`), and call them all with `broadcast`.
+/// `remove`), and call them all with `broadcast`. The `add_*_with_priority` forms order
+/// subscribers, higher first; `registration()` hands out a bind-only view.
 #[derive(Default, Debug)]
 pub struct SaveQuery(
     ::lumina::__private::MulticastDelegate<dyn ::core::ops::Fn(&str) -> bool>,
@@ -301,6 +558,47 @@ impl SaveQuery {
                     method(&::lumina::__private::upgrade_owner(&weak), path)
                 }),
             )
+    }
+    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
+    /// added; `add_lambda` is priority 0. The returned handle removes it.
+    pub fn add_lambda_with_priority(
+        &self,
+        priority: i32,
+        f: impl ::core::ops::Fn(&str) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+    }
+    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    pub fn add_static_with_priority(
+        &self,
+        priority: i32,
+        f: fn(&str) -> bool,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+    }
+    /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
+    /// like `add_lambda_with_priority`.
+    pub fn add_member_with_priority<T: ::core::any::Any>(
+        &self,
+        priority: i32,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, &str) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member_with_priority(
+                priority,
+                owner,
+                ::lumina::__private::Rc::new(move |path: &str| {
+                    method(&::lumina::__private::upgrade_owner(&weak), path)
+                }),
+            )
+    }
+    /// A bind-only view of this delegate: it subscribes and unsubscribes, but cannot
+    /// broadcast or clear. Hand it out instead of the delegate, so only its owner fires it.
+    #[must_use]
+    pub fn registration(&self) -> SaveQueryRegistration<'_> {
+        SaveQueryRegistration(self)
     }
     /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
     /// foreign or already removed handle. During a broadcast, a removed subscriber not
@@ -378,6 +676,327 @@ impl SaveQuery {
             },
         );
         results
+    }
+}
+/// A bind-only view of `SaveQuery`, made by `SaveQuery::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `SaveQuery` fires it.
+#[derive(Clone, Copy, Debug)]
+#[allow(dead_code)]
+pub struct SaveQueryRegistration<'a>(&'a SaveQuery);
+#[allow(dead_code)]
+impl SaveQueryRegistration<'_> {
+    /// Adds a closure; the returned handle removes it.
+    pub fn add_lambda(
+        &self,
+        f: impl ::core::ops::Fn(&str) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda(f)
+    }
+    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
+    /// added; `add_lambda` is priority 0.
+    pub fn add_lambda_with_priority(
+        &self,
+        priority: i32,
+        f: impl ::core::ops::Fn(&str) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda_with_priority(priority, f)
+    }
+    /// Adds a plain function; the returned handle removes it.
+    pub fn add_static(
+        &self,
+        f: fn(&str) -> bool,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_static(f)
+    }
+    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    pub fn add_static_with_priority(
+        &self,
+        priority: i32,
+        f: fn(&str) -> bool,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_static_with_priority(priority, f)
+    }
+    /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
+    pub fn add_member<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, &str) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member(owner, method)
+    }
+    /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
+    pub fn add_member_with_priority<T: ::core::any::Any>(
+        &self,
+        priority: i32,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, &str) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member_with_priority(priority, owner, method)
+    }
+    /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
+    /// foreign or already removed handle.
+    pub fn remove(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.remove(handle)
+    }
+    /// Removes every member binding of `owner`; returns how many were removed.
+    pub fn remove_all<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> usize {
+        self.0.remove_all(owner)
+    }
+    /// Whether a live member binding of `owner` exists.
+    #[must_use]
+    pub fn is_bound_to<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> bool {
+        self.0.is_bound_to(owner)
+    }
+    /// Whether a live subscriber exists.
+    #[must_use]
+    pub fn is_bound(&self) -> bool {
+        self.0.is_bound()
+    }
+    /// How many live subscribers there are.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// `true` when no live subscriber exists.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+/// Fired after an asset was imported; reported by the importer threads.
+///
+/// A multicast delegate `fn(path: String, bytes: usize)`, declared with `declare_multicast_delegate!`.
+///
+/// Any number of subscribers, called in the order they were added. Subscribe with
+/// `add_lambda`, `add_static` or `add_member` (each returns a `DelegateHandle` for
+/// `remove`), and call them all with `broadcast`. The `add_*_with_priority` forms order
+/// subscribers, higher first; `registration()` hands out a bind-only view.
+#[derive(Default, Debug)]
+pub struct AssetImported(
+    ::lumina::__private::MulticastDelegate<dyn ::core::ops::Fn(String, usize)>,
+);
+#[allow(dead_code)]
+impl AssetImported {
+    /// An empty delegate. Allocates nothing.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self(::lumina::__private::MulticastDelegate::new())
+    }
+    /// Adds a closure; the returned handle removes it.
+    pub fn add_lambda(
+        &self,
+        f: impl ::core::ops::Fn(String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared(::lumina::__private::Rc::new(f))
+    }
+    /// Adds a plain function; the returned handle removes it.
+    pub fn add_static(
+        &self,
+        f: fn(String, usize),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared(::lumina::__private::Rc::new(f))
+    }
+    /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again,
+    /// stops counting in `len`, and is pruned. The returned handle removes it, and so
+    /// does `remove_all(&owner)`.
+    pub fn add_member<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member(
+                owner,
+                ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
+                    method(&::lumina::__private::upgrade_owner(&weak), path, bytes)
+                }),
+            )
+    }
+    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
+    /// added; `add_lambda` is priority 0. The returned handle removes it.
+    pub fn add_lambda_with_priority(
+        &self,
+        priority: i32,
+        f: impl ::core::ops::Fn(String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+    }
+    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    pub fn add_static_with_priority(
+        &self,
+        priority: i32,
+        f: fn(String, usize),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+    }
+    /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
+    /// like `add_lambda_with_priority`.
+    pub fn add_member_with_priority<T: ::core::any::Any>(
+        &self,
+        priority: i32,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member_with_priority(
+                priority,
+                owner,
+                ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
+                    method(&::lumina::__private::upgrade_owner(&weak), path, bytes)
+                }),
+            )
+    }
+    /// A bind-only view of this delegate: it subscribes and unsubscribes, but cannot
+    /// broadcast or clear. Hand it out instead of the delegate, so only its owner fires it.
+    #[must_use]
+    pub fn registration(&self) -> AssetImportedRegistration<'_> {
+        AssetImportedRegistration(self)
+    }
+    /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
+    /// foreign or already removed handle. During a broadcast, a removed subscriber not
+    /// yet reached does not run.
+    pub fn remove(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.remove(handle)
+    }
+    /// Removes every member binding of `owner`; returns how many were removed.
+    pub fn remove_all<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> usize {
+        self.0.remove_all(owner)
+    }
+    /// Whether a live member binding of `owner` exists.
+    #[must_use]
+    pub fn is_bound_to<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> bool {
+        self.0.is_bound_to(owner)
+    }
+    /// Removes every subscriber. During a broadcast nothing further runs in it.
+    pub fn clear(&self) {
+        self.0.clear();
+    }
+    /// Whether a live subscriber exists.
+    #[must_use]
+    pub fn is_bound(&self) -> bool {
+        self.0.is_bound()
+    }
+    /// How many live subscribers there are.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// `true` when no live subscriber exists.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Calls every subscriber present when the broadcast starts, in the order they were
+    /// added, discarding results. References are passed through; an owned argument is
+    /// cloned for every subscriber but the last, which gets the original.
+    pub fn broadcast(&self, path: String, bytes: usize) {
+        ::lumina::__private::broadcast_with(
+            &self.0,
+            (
+                ::lumina::__private::owned_arg::<String>(path),
+                ::lumina::__private::owned_arg::<usize>(bytes),
+            ),
+            |f, (path, bytes)| {
+                f(path.value, bytes.value);
+            },
+        );
+    }
+    /// `broadcast`, then `clear`: for one-shot signals. Subscribers added during the
+    /// broadcast are cleared too.
+    pub fn broadcast_and_clear(&self, path: String, bytes: usize) {
+        self.broadcast(path, bytes);
+        self.clear();
+    }
+}
+/// A bind-only view of `AssetImported`, made by `AssetImported::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `AssetImported` fires it.
+#[derive(Clone, Copy, Debug)]
+#[allow(dead_code)]
+pub struct AssetImportedRegistration<'a>(&'a AssetImported);
+#[allow(dead_code)]
+impl AssetImportedRegistration<'_> {
+    /// Adds a closure; the returned handle removes it.
+    pub fn add_lambda(
+        &self,
+        f: impl ::core::ops::Fn(String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda(f)
+    }
+    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
+    /// added; `add_lambda` is priority 0.
+    pub fn add_lambda_with_priority(
+        &self,
+        priority: i32,
+        f: impl ::core::ops::Fn(String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda_with_priority(priority, f)
+    }
+    /// Adds a plain function; the returned handle removes it.
+    pub fn add_static(
+        &self,
+        f: fn(String, usize),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_static(f)
+    }
+    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    pub fn add_static_with_priority(
+        &self,
+        priority: i32,
+        f: fn(String, usize),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_static_with_priority(priority, f)
+    }
+    /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
+    pub fn add_member<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member(owner, method)
+    }
+    /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
+    pub fn add_member_with_priority<T: ::core::any::Any>(
+        &self,
+        priority: i32,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member_with_priority(priority, owner, method)
+    }
+    /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
+    /// foreign or already removed handle.
+    pub fn remove(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.remove(handle)
+    }
+    /// Removes every member binding of `owner`; returns how many were removed.
+    pub fn remove_all<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> usize {
+        self.0.remove_all(owner)
+    }
+    /// Whether a live member binding of `owner` exists.
+    #[must_use]
+    pub fn is_bound_to<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> bool {
+        self.0.is_bound_to(owner)
+    }
+    /// Whether a live subscriber exists.
+    #[must_use]
+    pub fn is_bound(&self) -> bool {
+        self.0.is_bound()
+    }
+    /// How many live subscribers there are.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// `true` when no live subscriber exists.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+impl ::lumina::__private::QueuedBroadcast for AssetImported {
+    type Args = (String, usize);
+    fn broadcast_args(&self, (path, bytes): Self::Args) {
+        self.broadcast(path, bytes);
     }
 }
 /// Decides whether the editor may quit.
@@ -545,6 +1164,15 @@ struct Editor {
     on_project_loaded: ProjectLoaded,
     on_window_resize: WindowResize,
     on_save_query: SaveQuery,
+    /// Private: plugins subscribe through `on_asset_imported()`, only the editor broadcasts.
+    on_asset_imported: AssetImported,
+}
+impl Editor {
+    /// The bind-only view plugins get: they subscribe and unsubscribe, but cannot broadcast or
+    /// clear.
+    fn on_asset_imported(&self) -> AssetImportedRegistration<'_> {
+        self.on_asset_imported.registration()
+    }
 }
 fn main() {
     let editor = Rc::new(Editor::default());
@@ -627,8 +1255,45 @@ fn main() {
         let verdict = if answers.iter().all(|&ok| ok) { "save" } else { "refuse" };
         println!("  {path}: answers {answers:?} -> {verdict}");
     }
+    println!("6. Plugins bind through a view; priorities order them, higher first.");
+    main_thread::designate_game_thread();
+    let thumbnails = editor
+        .on_asset_imported()
+        .add_lambda(|path, bytes| {
+            println!("  [thumbnails] render {path} ({bytes} bytes)")
+        });
+    let _index = editor
+        .on_asset_imported()
+        .add_lambda_with_priority(
+            10,
+            |path, _| println!("  [index] register {path} first"),
+        );
+    let _stats = editor
+        .on_asset_imported()
+        .add_static_with_priority(
+            -1,
+            |_, bytes| println!("  [stats] +{bytes} bytes, last"),
+        );
     println!(
-        "6. Single-cast delegates: execute when bound, execute_if_bound when unsure."
+        "7. An importer thread reports through a queued sender; it runs on the game thread."
+    );
+    let sender = QueuedSender::new(&editor, |editor: &Editor| &editor.on_asset_imported);
+    let importer = sender.clone();
+    std::thread::spawn(move || {
+            for name in ["rock.png", "tree.png"] {
+                importer.send(format!("/game/{name}"), name.len() * 1024);
+            }
+        })
+        .join()
+        .expect("the importer finished");
+    println!("  importer done; nothing ran on its thread");
+    main_thread::process_queue();
+    editor.on_asset_imported().remove(thumbnails);
+    sender.send("/game/sky.png".to_owned(), 4096);
+    println!("  the thumbnails plugin unsubscribed; one more import:");
+    main_thread::process_queue();
+    println!(
+        "8. Single-cast delegates: execute when bound, execute_if_bound when unsure."
     );
     let mut status = StatusLine::default();
     println!(

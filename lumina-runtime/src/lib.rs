@@ -53,7 +53,8 @@ pub use core_delegates::CoreDelegates;
 pub use delegate::Delegate;
 pub use event::{Event, EventProcessor, EventType};
 pub use handle::DelegateHandle;
-pub use multicast::MulticastDelegate;
+pub use main_thread::QueuedSender;
+pub use multicast::{MulticastDelegate, Registration};
 pub use reflect::{ScriptComponent, ScriptPayload};
 pub use scoped::ScopedSubscription;
 pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
@@ -70,6 +71,8 @@ pub mod __private {
     pub use crate::event::{EventClass, EventType};
     #[doc(hidden)]
     pub use crate::handle::DelegateHandle;
+    #[doc(hidden)]
+    pub use crate::main_thread::QueuedBroadcast;
     #[doc(hidden)]
     pub use crate::multicast::MulticastDelegate;
     #[doc(hidden)]
@@ -122,14 +125,14 @@ pub mod __private {
     )]
     pub trait CloneArg {
         /// Clones the argument for one subscriber.
-        fn clone_arg(&self) -> Self;
+        fn clone_for_subscriber(&self) -> Self;
     }
 
     #[doc(hidden)]
     #[diagnostic::do_not_recommend]
     impl<T: Clone> CloneArg for T {
         #[inline]
-        fn clone_arg(&self) -> Self {
+        fn clone_for_subscriber(&self) -> Self {
             self.clone()
         }
     }
@@ -162,7 +165,7 @@ pub mod __private {
     pub fn owned_arg<T: CloneArg>(value: T) -> OwnedArg<T> {
         OwnedArg {
             value,
-            clone: T::clone_arg,
+            clone: T::clone_for_subscriber,
         }
     }
 

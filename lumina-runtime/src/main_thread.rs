@@ -53,6 +53,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, ThreadId};
 
+mod queued;
+pub use queued::{QueuedBroadcast, QueuedSender, queued_targets};
+
 /// A unit of work for the game thread.
 type Task = Box<dyn FnOnce() + Send + 'static>;
 

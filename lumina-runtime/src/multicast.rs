@@ -11,6 +11,9 @@ use std::rc::Rc;
 use crate::handle::DelegateHandle;
 use crate::invocation::InvocationList;
 
+mod registration;
+pub use registration::Registration;
+
 /// A multicast delegate: any number of subscribers, called in the order they were added.
 ///
 /// `F` is the signature as a trait object, `dyn Fn(Args..) -> R`. With owned argument types the
@@ -70,20 +73,14 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// Adds an already shared callable; the building block of every `add_*` method.
     #[track_caller]
     pub fn add_shared(&self, callable: Rc<F>) -> DelegateHandle {
-        let code = crate::module::track::code_of(&*callable); // module hook (MB4)
-        let handle = self.list.add(callable);
-        crate::module::track::track(&self.list, handle, code); // module hook (MB4)
-        handle
+        self.add_shared_with_priority(0, callable)
     }
 
     /// Adds a callable bound to `owner`, held weakly: it never runs after `owner` is dropped, stops
     /// counting in [`len`](Self::len), and is pruned (M9). The building block of `add_member`.
     #[track_caller]
     pub fn add_shared_member<T: Any>(&self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
-        let code = crate::module::track::code_of(&*callable); // module hook (MB4)
-        let handle = self.list.add_owned(owner, callable);
-        crate::module::track::track(&self.list, handle, code); // module hook (MB4)
-        handle
+        self.add_shared_member_with_priority(0, owner, callable)
     }
 
     /// Removes the subscription of `handle`; `false` (and no change) for an invalid, foreign or
@@ -130,7 +127,32 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// lands (M2).
     #[track_caller]
     pub fn add_shared_with_priority(&self, priority: i32, callable: Rc<F>) -> DelegateHandle {
-        self.list.insert(priority, None, callable)
+        let code = crate::module::track::code_of(&*callable); // module hook (MB4)
+        let handle = self.list.insert(priority, None, callable);
+        crate::module::track::track(&self.list, handle, code); // module hook (MB4)
+        handle
+    }
+
+    /// [`add_shared_member`](Self::add_shared_member) with a priority, ordered like
+    /// [`add_shared_with_priority`](Self::add_shared_with_priority) (B3).
+    pub fn add_shared_member_with_priority<T: Any>(
+        &self,
+        priority: i32,
+        owner: &Rc<T>,
+        callable: Rc<F>,
+    ) -> DelegateHandle {
+        let code = crate::module::track::code_of(&*callable); // module hook (MB4)
+        let owner: std::rc::Weak<dyn Any> = Rc::downgrade(owner) as std::rc::Weak<dyn Any>;
+        let handle = self.list.insert(priority, Some(owner), callable);
+        crate::module::track::track(&self.list, handle, code); // module hook (MB4)
+        handle
+    }
+
+    /// A bind-only view of this delegate, to hand out to code that may subscribe and unsubscribe
+    /// but must not broadcast or clear (B2). See [`Registration`].
+    #[must_use]
+    pub fn registration(&self) -> Registration<'_, F> {
+        Registration::new(self)
     }
 
     /// Turns `handle` (a subscription of this delegate) into a guard that unsubscribes when it is
@@ -189,8 +211,40 @@ macro_rules! impl_multicast_arity {
                 owner: &Rc<T>,
                 method: impl Fn(&T, $($Arg),*) -> R + 'static,
             ) -> DelegateHandle {
+                self.add_member_with_priority(0, owner, method)
+            }
+
+            /// [`add_lambda`](Self::add_lambda) at `priority`: higher priorities run first, equal
+            /// ones in the order added; `add_lambda` is priority 0 (B3).
+            pub fn add_lambda_with_priority(
+                &self,
+                priority: i32,
+                f: impl Fn($($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                self.add_shared_with_priority(priority, Rc::new(f))
+            }
+
+            /// [`add_static`](Self::add_static) at `priority`, ordered like
+            /// [`add_lambda_with_priority`](Self::add_lambda_with_priority) (B3).
+            pub fn add_static_with_priority(
+                &self,
+                priority: i32,
+                f: fn($($Arg),*) -> R,
+            ) -> DelegateHandle {
+                self.add_shared_with_priority(priority, Rc::new(f))
+            }
+
+            /// [`add_member`](Self::add_member) at `priority`, ordered like
+            /// [`add_lambda_with_priority`](Self::add_lambda_with_priority) (B3).
+            pub fn add_member_with_priority<T: Any>(
+                &self,
+                priority: i32,
+                owner: &Rc<T>,
+                method: impl Fn(&T, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
                 let weak = Rc::downgrade(owner);
-                self.add_shared_member(
+                self.add_shared_member_with_priority(
+                    priority,
                     owner,
                     Rc::new(move |$($arg: $Arg),*| method(&crate::__private::upgrade_owner(&weak), $($arg),*)),
                 )

@@ -6,7 +6,7 @@
 //! parameter the user names `owner` or `results` cannot collide with them.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{ToTokens, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, Type};
 
@@ -206,6 +206,16 @@ fn cfg_attrs(decl: &DelegateDecl) -> TokenStream {
     quote!(#(#cfgs)*)
 }
 
+/// The user's `#[cfg(..)]` and `#[allow(..)]` attributes, for the other types the declaration
+/// writes (an `allow(non_camel_case_types)` covers `<name>Registration` too).
+fn cfg_and_allow_attrs(decl: &DelegateDecl) -> TokenStream {
+    let attrs = decl
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("cfg") || attr.path().is_ident("allow"));
+    quote!(#(#attrs)*)
+}
+
 fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let name = &decl.name;
     let vis = &decl.vis;
@@ -232,13 +242,19 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             "",
             "Any number of subscribers, called in the order they were added. Subscribe with",
             "`add_lambda`, `add_static` or `add_member` (each returns a `DelegateHandle` for",
-            "`remove`), and call them all with `broadcast`.",
+            "`remove`), and call them all with `broadcast`. The `add_*_with_priority` forms order",
+            "subscribers, higher first; `registration()` hands out a bind-only view.",
         ],
     );
     let cfgs = cfg_attrs(decl);
     let (generic_params, generic_args) = fallback_generics(decl);
     let handle = quote!(::lumina::__private::DelegateHandle);
     let output_arrow = decl.output.as_ref().map(|output| quote!(-> #output));
+    let priority = local("priority");
+    let registration = registration_name(decl);
+    let fallback = &decl.fallback_generics;
+    let registration_type = expand_registration(decl, &common);
+    let queued = expand_queued(decl, args);
     let passed: Vec<TokenStream> = args.iter().map(Arg::pass).collect();
 
     // Owned arguments travel in a tuple that `broadcast_with` clones for every subscriber but
@@ -317,6 +333,44 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 self.0.add_shared_member(#owner, #member_callable)
             }
 
+            /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
+            /// added; `add_lambda` is priority 0. The returned handle removes it.
+            pub fn add_lambda_with_priority(
+                &self,
+                #priority: i32,
+                #f: impl #signature + 'static,
+            ) -> #handle {
+                self.0.add_shared_with_priority(#priority, #rc::new(#f))
+            }
+
+            /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+            pub fn add_static_with_priority(
+                &self,
+                #priority: i32,
+                #f: fn(#(#types),*) #output_arrow,
+            ) -> #handle {
+                self.0.add_shared_with_priority(#priority, #rc::new(#f))
+            }
+
+            /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
+            /// like `add_lambda_with_priority`.
+            pub fn add_member_with_priority<T: ::core::any::Any>(
+                &self,
+                #priority: i32,
+                #owner: &#rc<T>,
+                #method: impl #member_signature + 'static,
+            ) -> #handle {
+                #downgrade
+                self.0.add_shared_member_with_priority(#priority, #owner, #member_callable)
+            }
+
+            /// A bind-only view of this delegate: it subscribes and unsubscribes, but cannot
+            /// broadcast or clear. Hand it out instead of the delegate, so only its owner fires it.
+            #[must_use]
+            pub fn registration(&self) -> #registration<'_, #(#fallback),*> {
+                #registration(self)
+            }
+
             /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
             /// foreign or already removed handle. During a broadcast, a removed subscriber not
             /// yet reached does not run.
@@ -385,7 +439,177 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
 
             #collect
         }
+
+        #registration_type
+        #queued
     }
+}
+
+/// The bind-only view `<Name>Registration<'a>` of a declared multicast delegate (B2): the
+/// subscribe and unsubscribe methods of `Name`, forwarded, and nothing that broadcasts or clears.
+fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream {
+    let name = &decl.name;
+    let vis = &decl.vis;
+    let registration = registration_name(decl);
+    let cfgs = cfg_attrs(decl);
+    let Common {
+        signature,
+        member_signature,
+        types,
+        rc,
+        f,
+        owner,
+        method,
+        ..
+    } = common;
+    let priority = local("priority");
+    let handle = quote!(::lumina::__private::DelegateHandle);
+    let output_arrow = decl.output.as_ref().map(|output| quote!(-> #output));
+    let doc = format!(
+        " A bind-only view of `{name}`, made by `{name}::registration`: it subscribes and \
+         unsubscribes, but cannot broadcast or clear, so only the owner of the `{name}` fires it."
+    );
+    let struct_attrs = cfg_and_allow_attrs(decl);
+    // After errors, the fallback's type parameters (see `fallback_generics`).
+    let fallback = &decl.fallback_generics;
+    let (_, generic_args) = fallback_generics(decl);
+    quote! {
+        #struct_attrs
+        #[doc = #doc]
+        #[derive(Clone, Copy, Debug)]
+        #[allow(dead_code)]
+        #vis struct #registration<'a, #(#fallback: ::core::clone::Clone + 'static),*>(
+            &'a #name #generic_args
+        );
+
+        #cfgs
+        #[allow(dead_code)]
+        impl<#(#fallback: ::core::clone::Clone + 'static),*> #registration<'_, #(#fallback),*> {
+            /// Adds a closure; the returned handle removes it.
+            pub fn add_lambda(&self, #f: impl #signature + 'static) -> #handle {
+                self.0.add_lambda(#f)
+            }
+
+            /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
+            /// added; `add_lambda` is priority 0.
+            pub fn add_lambda_with_priority(
+                &self,
+                #priority: i32,
+                #f: impl #signature + 'static,
+            ) -> #handle {
+                self.0.add_lambda_with_priority(#priority, #f)
+            }
+
+            /// Adds a plain function; the returned handle removes it.
+            pub fn add_static(&self, #f: fn(#(#types),*) #output_arrow) -> #handle {
+                self.0.add_static(#f)
+            }
+
+            /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+            pub fn add_static_with_priority(
+                &self,
+                #priority: i32,
+                #f: fn(#(#types),*) #output_arrow,
+            ) -> #handle {
+                self.0.add_static_with_priority(#priority, #f)
+            }
+
+            /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
+            pub fn add_member<T: ::core::any::Any>(
+                &self,
+                #owner: &#rc<T>,
+                #method: impl #member_signature + 'static,
+            ) -> #handle {
+                self.0.add_member(#owner, #method)
+            }
+
+            /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
+            pub fn add_member_with_priority<T: ::core::any::Any>(
+                &self,
+                #priority: i32,
+                #owner: &#rc<T>,
+                #method: impl #member_signature + 'static,
+            ) -> #handle {
+                self.0.add_member_with_priority(#priority, #owner, #method)
+            }
+
+            /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
+            /// foreign or already removed handle.
+            pub fn remove(&self, handle: #handle) -> bool {
+                self.0.remove(handle)
+            }
+
+            /// Removes every member binding of `owner`; returns how many were removed.
+            pub fn remove_all<T: ?Sized>(&self, #owner: &#rc<T>) -> usize {
+                self.0.remove_all(#owner)
+            }
+
+            /// Whether a live member binding of `owner` exists.
+            #[must_use]
+            pub fn is_bound_to<T: ?Sized>(&self, #owner: &#rc<T>) -> bool {
+                self.0.is_bound_to(#owner)
+            }
+
+            /// Whether a live subscriber exists.
+            #[must_use]
+            pub fn is_bound(&self) -> bool {
+                self.0.is_bound()
+            }
+
+            /// How many live subscribers there are.
+            #[must_use]
+            pub fn len(&self) -> usize {
+                self.0.len()
+            }
+
+            /// `true` when no live subscriber exists.
+            #[must_use]
+            pub fn is_empty(&self) -> bool {
+                self.0.is_empty()
+            }
+        }
+    }
+}
+
+/// `Name` + `Registration`, at the name's span.
+fn registration_name(decl: &DelegateDecl) -> Ident {
+    format_ident!("{}Registration", decl.name, span = decl.name.span())
+}
+
+/// `QueuedBroadcast` for a declared multicast delegate whose parameter types are all owned, with
+/// no reference or lifetime anywhere in them, so a `QueuedSender` can carry its arguments to the
+/// game thread (B4). Nothing for the others: a sender for them is an error naming the trait.
+fn expand_queued(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
+    if !args
+        .iter()
+        .all(|arg| is_plain_owned(arg.ty.to_token_stream()))
+    {
+        return TokenStream::new();
+    }
+    let name = &decl.name;
+    let cfgs = cfg_attrs(decl);
+    let names: Vec<&Ident> = args.iter().map(|arg| &arg.name).collect();
+    let types: Vec<&Type> = args.iter().map(|arg| &arg.ty).collect();
+    let (generic_params, generic_args) = fallback_generics(decl);
+    quote! {
+        #cfgs
+        impl #generic_params ::lumina::__private::QueuedBroadcast for #name #generic_args {
+            type Args = (#(#types,)*);
+
+            fn broadcast_args(&self, (#(#names,)*): Self::Args) {
+                self.broadcast(#(#names),*);
+            }
+        }
+    }
+}
+
+/// Whether a type's tokens hold no `&` and no lifetime.
+fn is_plain_owned(tokens: TokenStream) -> bool {
+    tokens.into_iter().all(|tree| match tree {
+        proc_macro2::TokenTree::Punct(punct) => !matches!(punct.as_char(), '&' | '\''),
+        proc_macro2::TokenTree::Group(group) => is_plain_owned(group.stream()),
+        _ => true,
+    })
 }
 
 fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {

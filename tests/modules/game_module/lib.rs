@@ -67,9 +67,10 @@ fn start_up() {
         let _ = (&capture, &keep);
         println!("{}: tick {frame}", tag());
     });
+    // A prioritized subscription (B3) is the module's like any other (MB4).
     let _ = engine()
         .on_tick
-        .add_static(|frame| println!("{}: static tick {frame}", tag()));
+        .add_static_with_priority(-1, |frame| println!("{}: static tick {frame}", tag()));
     let _ = core.on_settings_saved().add_static(saved);
     let _ = core.on_world_travelled().add_member(&game, Game::travelled);
     let _ = engine()

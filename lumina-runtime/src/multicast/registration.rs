@@ -1,0 +1,199 @@
+//! [`Registration`]: the bind-only view of a [`MulticastDelegate`] (rule B2).
+
+use std::any::Any;
+use std::fmt;
+use std::rc::Rc;
+
+use super::MulticastDelegate;
+use crate::handle::DelegateHandle;
+
+/// A bind-only view of a [`MulticastDelegate`]: it subscribes and unsubscribes, but cannot
+/// broadcast or clear, so only the delegate's owner fires it (B2; UE 5.5's
+/// `TMulticastDelegateRegistration`).
+///
+/// The owner keeps the delegate private and hands out
+/// [`registration()`](MulticastDelegate::registration); the view borrows the delegate and has no
+/// way back to it. It is `Copy`. Delegates declared with
+/// [`declare_multicast_delegate!`](lumina_macros::declare_multicast_delegate) get their own
+/// view type, `<Name>Registration`, with the same methods in the declared signature.
+///
+/// ```
+/// use lumina::multicast::Registration;
+/// use lumina::MulticastDelegate;
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+///
+/// #[derive(Default)]
+/// pub struct Player {
+///     health: Cell<u32>,
+///     on_health_changed: MulticastDelegate<dyn Fn(u32)>,
+/// }
+///
+/// impl Player {
+///     /// Anyone may listen...
+///     pub fn on_health_changed(&self) -> Registration<'_, dyn Fn(u32)> {
+///         self.on_health_changed.registration()
+///     }
+///
+///     /// ...but only the player says when its health changed.
+///     pub fn take_damage(&self, amount: u32) {
+///         self.health.set(self.health.get().saturating_sub(amount));
+///         self.on_health_changed.broadcast(self.health.get());
+///     }
+/// }
+///
+/// let player = Player::default();
+/// player.health.set(100);
+/// let seen = Rc::new(Cell::new(0));
+/// let sink = Rc::clone(&seen);
+/// let handle = player.on_health_changed().add_lambda(move |health| sink.set(health));
+/// player.take_damage(30);
+/// assert_eq!(seen.get(), 70);
+/// assert!(player.on_health_changed().remove(handle));
+/// assert!(!player.on_health_changed().is_bound());
+/// // player.on_health_changed().broadcast(0); // error: no method named `broadcast`
+/// ```
+pub struct Registration<'a, F: ?Sized + 'static> {
+    delegate: &'a MulticastDelegate<F>,
+}
+
+impl<F: ?Sized + 'static> Clone for Registration<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<F: ?Sized + 'static> Copy for Registration<'_, F> {}
+
+impl<F: ?Sized + 'static> fmt::Debug for Registration<'_, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registration")
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl<'a, F: ?Sized + 'static> Registration<'a, F> {
+    /// The view of `delegate`; [`MulticastDelegate::registration`] is the public way to make one.
+    pub(super) fn new(delegate: &'a MulticastDelegate<F>) -> Self {
+        Registration { delegate }
+    }
+
+    /// [`MulticastDelegate::add_shared`].
+    pub fn add_shared(&self, callable: Rc<F>) -> DelegateHandle {
+        self.delegate.add_shared(callable)
+    }
+
+    /// [`MulticastDelegate::add_shared_with_priority`].
+    pub fn add_shared_with_priority(&self, priority: i32, callable: Rc<F>) -> DelegateHandle {
+        self.delegate.add_shared_with_priority(priority, callable)
+    }
+
+    /// [`MulticastDelegate::add_shared_member`].
+    pub fn add_shared_member<T: Any>(&self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
+        self.delegate.add_shared_member(owner, callable)
+    }
+
+    /// [`MulticastDelegate::add_shared_member_with_priority`].
+    pub fn add_shared_member_with_priority<T: Any>(
+        &self,
+        priority: i32,
+        owner: &Rc<T>,
+        callable: Rc<F>,
+    ) -> DelegateHandle {
+        self.delegate
+            .add_shared_member_with_priority(priority, owner, callable)
+    }
+
+    /// [`MulticastDelegate::remove`].
+    pub fn remove(&self, handle: DelegateHandle) -> bool {
+        self.delegate.remove(handle)
+    }
+
+    /// [`MulticastDelegate::remove_all`].
+    pub fn remove_all<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
+        self.delegate.remove_all(owner)
+    }
+
+    /// [`MulticastDelegate::is_bound_to`].
+    pub fn is_bound_to<T: ?Sized>(&self, owner: &Rc<T>) -> bool {
+        self.delegate.is_bound_to(owner)
+    }
+
+    /// [`MulticastDelegate::is_bound`].
+    pub fn is_bound(&self) -> bool {
+        self.delegate.is_bound()
+    }
+
+    /// [`MulticastDelegate::len`].
+    pub fn len(&self) -> usize {
+        self.delegate.len()
+    }
+
+    /// [`MulticastDelegate::is_empty`].
+    pub fn is_empty(&self) -> bool {
+        self.delegate.is_empty()
+    }
+}
+
+/// The typed subscribe methods of a view of `MulticastDelegate<dyn Fn(A..) -> R>`.
+macro_rules! impl_registration_arity {
+    ($($Arg:ident),*) => {
+        impl<$($Arg: Clone + 'static,)* R: 'static> Registration<'_, dyn Fn($($Arg),*) -> R> {
+            /// [`MulticastDelegate::add_lambda`].
+            pub fn add_lambda(&self, f: impl Fn($($Arg),*) -> R + 'static) -> DelegateHandle {
+                self.delegate.add_lambda(f)
+            }
+
+            /// [`MulticastDelegate::add_lambda_with_priority`].
+            pub fn add_lambda_with_priority(
+                &self,
+                priority: i32,
+                f: impl Fn($($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                self.delegate.add_lambda_with_priority(priority, f)
+            }
+
+            /// [`MulticastDelegate::add_static`].
+            pub fn add_static(&self, f: fn($($Arg),*) -> R) -> DelegateHandle {
+                self.delegate.add_static(f)
+            }
+
+            /// [`MulticastDelegate::add_static_with_priority`].
+            pub fn add_static_with_priority(
+                &self,
+                priority: i32,
+                f: fn($($Arg),*) -> R,
+            ) -> DelegateHandle {
+                self.delegate.add_static_with_priority(priority, f)
+            }
+
+            /// [`MulticastDelegate::add_member`].
+            pub fn add_member<T: Any>(
+                &self,
+                owner: &Rc<T>,
+                method: impl Fn(&T, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                self.delegate.add_member(owner, method)
+            }
+
+            /// [`MulticastDelegate::add_member_with_priority`].
+            pub fn add_member_with_priority<T: Any>(
+                &self,
+                priority: i32,
+                owner: &Rc<T>,
+                method: impl Fn(&T, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                self.delegate.add_member_with_priority(priority, owner, method)
+            }
+        }
+    };
+}
+
+impl_registration_arity!();
+impl_registration_arity!(A);
+impl_registration_arity!(A, B);
+impl_registration_arity!(A, B, C);
+impl_registration_arity!(A, B, C, D);
+impl_registration_arity!(A, B, C, D, E);
+impl_registration_arity!(A, B, C, D, E, G);
