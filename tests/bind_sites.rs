@@ -66,7 +66,13 @@ fn b5_every_add_records_where_it_was_made_generic_and_declared() {
     let declared = OnHit::new();
     let line = line!() + 1;
     let _ = declared.add_lambda(|_| {});
-    assert_eq!(sites(&declared.subscriptions()), [here(line)]);
+    let view = declared.registration();
+    let _ = view.add_lambda_with_priority(5, |_| {});
+    // In dispatch order: the priority-5 subscription (made through the view) runs first.
+    assert_eq!(
+        sites(&declared.subscriptions()),
+        [here(line + 2), here(line)]
+    );
 }
 
 #[test]

@@ -72,6 +72,7 @@ impl ProjectLoaded {
     }
     /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
     /// added; `add_lambda` is priority 0. The returned handle removes it.
+    #[track_caller]
     pub fn add_lambda_with_priority(
         &self,
         priority: i32,
@@ -80,6 +81,7 @@ impl ProjectLoaded {
         self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    #[track_caller]
     pub fn add_static_with_priority(
         &self,
         priority: i32,
@@ -89,6 +91,7 @@ impl ProjectLoaded {
     }
     /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
     /// like `add_lambda_with_priority`.
+    #[track_caller]
     pub fn add_member_with_priority<T: ::core::any::Any>(
         &self,
         priority: i32,
@@ -183,6 +186,7 @@ pub struct ProjectLoadedRegistration<'a>(&'a ProjectLoaded);
 #[allow(dead_code)]
 impl ProjectLoadedRegistration<'_> {
     /// Adds a closure; the returned handle removes it.
+    #[track_caller]
     pub fn add_lambda(
         &self,
         f: impl ::core::ops::Fn() + 'static,
@@ -191,6 +195,7 @@ impl ProjectLoadedRegistration<'_> {
     }
     /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
     /// added; `add_lambda` is priority 0.
+    #[track_caller]
     pub fn add_lambda_with_priority(
         &self,
         priority: i32,
@@ -199,10 +204,12 @@ impl ProjectLoadedRegistration<'_> {
         self.0.add_lambda_with_priority(priority, f)
     }
     /// Adds a plain function; the returned handle removes it.
+    #[track_caller]
     pub fn add_static(&self, f: fn()) -> ::lumina::__private::DelegateHandle {
         self.0.add_static(f)
     }
     /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    #[track_caller]
     pub fn add_static_with_priority(
         &self,
         priority: i32,
@@ -211,6 +218,7 @@ impl ProjectLoadedRegistration<'_> {
         self.0.add_static_with_priority(priority, f)
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
+    #[track_caller]
     pub fn add_member<T: ::core::any::Any>(
         &self,
         owner: &::lumina::__private::Rc<T>,
@@ -219,6 +227,7 @@ impl ProjectLoadedRegistration<'_> {
         self.0.add_member(owner, method)
     }
     /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
+    #[track_caller]
     pub fn add_member_with_priority<T: ::core::any::Any>(
         &self,
         priority: i32,
@@ -318,6 +327,7 @@ impl WindowResize {
     }
     /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
     /// added; `add_lambda` is priority 0. The returned handle removes it.
+    #[track_caller]
     pub fn add_lambda_with_priority(
         &self,
         priority: i32,
@@ -326,6 +336,7 @@ impl WindowResize {
         self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    #[track_caller]
     pub fn add_static_with_priority(
         &self,
         priority: i32,
@@ -335,6 +346,7 @@ impl WindowResize {
     }
     /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
     /// like `add_lambda_with_priority`.
+    #[track_caller]
     pub fn add_member_with_priority<T: ::core::any::Any>(
         &self,
         priority: i32,
@@ -429,6 +441,7 @@ pub struct WindowResizeRegistration<'a>(&'a WindowResize);
 #[allow(dead_code)]
 impl WindowResizeRegistration<'_> {
     /// Adds a closure; the returned handle removes it.
+    #[track_caller]
     pub fn add_lambda(
         &self,
         f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
@@ -437,6 +450,7 @@ impl WindowResizeRegistration<'_> {
     }
     /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
     /// added; `add_lambda` is priority 0.
+    #[track_caller]
     pub fn add_lambda_with_priority(
         &self,
         priority: i32,
@@ -445,6 +459,7 @@ impl WindowResizeRegistration<'_> {
         self.0.add_lambda_with_priority(priority, f)
     }
     /// Adds a plain function; the returned handle removes it.
+    #[track_caller]
     pub fn add_static(
         &self,
         f: fn(&Window, UVec2),
@@ -452,6 +467,7 @@ impl WindowResizeRegistration<'_> {
         self.0.add_static(f)
     }
     /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    #[track_caller]
     pub fn add_static_with_priority(
         &self,
         priority: i32,
@@ -460,6 +476,7 @@ impl WindowResizeRegistration<'_> {
         self.0.add_static_with_priority(priority, f)
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
+    #[track_caller]
     pub fn add_member<T: ::core::any::Any>(
         &self,
         owner: &::lumina::__private::Rc<T>,
@@ -468,6 +485,7 @@ impl WindowResizeRegistration<'_> {
         self.0.add_member(owner, method)
     }
     /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
+    #[track_caller]
     pub fn add_member_with_priority<T: ::core::any::Any>(
         &self,
         priority: i32,
@@ -561,6 +579,7 @@ impl SaveQuery {
     }
     /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
     /// added; `add_lambda` is priority 0. The returned handle removes it.
+    #[track_caller]
     pub fn add_lambda_with_priority(
         &self,
         priority: i32,
@@ -569,6 +588,7 @@ impl SaveQuery {
         self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    #[track_caller]
     pub fn add_static_with_priority(
         &self,
         priority: i32,
@@ -578,6 +598,7 @@ impl SaveQuery {
     }
     /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
     /// like `add_lambda_with_priority`.
+    #[track_caller]
     pub fn add_member_with_priority<T: ::core::any::Any>(
         &self,
         priority: i32,
@@ -685,6 +706,7 @@ pub struct SaveQueryRegistration<'a>(&'a SaveQuery);
 #[allow(dead_code)]
 impl SaveQueryRegistration<'_> {
     /// Adds a closure; the returned handle removes it.
+    #[track_caller]
     pub fn add_lambda(
         &self,
         f: impl ::core::ops::Fn(&str) -> bool + 'static,
@@ -693,6 +715,7 @@ impl SaveQueryRegistration<'_> {
     }
     /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
     /// added; `add_lambda` is priority 0.
+    #[track_caller]
     pub fn add_lambda_with_priority(
         &self,
         priority: i32,
@@ -701,6 +724,7 @@ impl SaveQueryRegistration<'_> {
         self.0.add_lambda_with_priority(priority, f)
     }
     /// Adds a plain function; the returned handle removes it.
+    #[track_caller]
     pub fn add_static(
         &self,
         f: fn(&str) -> bool,
@@ -708,6 +732,7 @@ impl SaveQueryRegistration<'_> {
         self.0.add_static(f)
     }
     /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    #[track_caller]
     pub fn add_static_with_priority(
         &self,
         priority: i32,
@@ -716,6 +741,7 @@ impl SaveQueryRegistration<'_> {
         self.0.add_static_with_priority(priority, f)
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
+    #[track_caller]
     pub fn add_member<T: ::core::any::Any>(
         &self,
         owner: &::lumina::__private::Rc<T>,
@@ -724,6 +750,7 @@ impl SaveQueryRegistration<'_> {
         self.0.add_member(owner, method)
     }
     /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
+    #[track_caller]
     pub fn add_member_with_priority<T: ::core::any::Any>(
         &self,
         priority: i32,
@@ -782,6 +809,7 @@ impl AssetImported {
         Self(::lumina::__private::MulticastDelegate::new())
     }
     /// Adds a closure; the returned handle removes it.
+    #[track_caller]
     pub fn add_lambda(
         &self,
         f: impl ::core::ops::Fn(String, usize) + 'static,
@@ -789,6 +817,7 @@ impl AssetImported {
         self.0.add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function; the returned handle removes it.
+    #[track_caller]
     pub fn add_static(
         &self,
         f: fn(String, usize),
@@ -798,6 +827,7 @@ impl AssetImported {
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again,
     /// stops counting in `len`, and is pruned. The returned handle removes it, and so
     /// does `remove_all(&owner)`.
+    #[track_caller]
     pub fn add_member<T: ::core::any::Any>(
         &self,
         owner: &::lumina::__private::Rc<T>,
@@ -814,6 +844,7 @@ impl AssetImported {
     }
     /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
     /// added; `add_lambda` is priority 0. The returned handle removes it.
+    #[track_caller]
     pub fn add_lambda_with_priority(
         &self,
         priority: i32,
@@ -822,6 +853,7 @@ impl AssetImported {
         self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    #[track_caller]
     pub fn add_static_with_priority(
         &self,
         priority: i32,
@@ -831,6 +863,7 @@ impl AssetImported {
     }
     /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
     /// like `add_lambda_with_priority`.
+    #[track_caller]
     pub fn add_member_with_priority<T: ::core::any::Any>(
         &self,
         priority: i32,
@@ -862,6 +895,18 @@ impl AssetImported {
     /// Removes every member binding of `owner`; returns how many were removed.
     pub fn remove_all<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> usize {
         self.0.remove_all(owner)
+    }
+    /// Every subscription present, in the order they run, with where it was made and
+    /// whether its owner lives (B5).
+    pub fn subscriptions(&self) -> ::std::vec::Vec<::lumina::__private::Subscription> {
+        self.0.subscriptions()
+    }
+    /// Turns `handle` into a guard that unsubscribes when it is dropped (B1).
+    pub fn scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedSubscription {
+        self.0.scoped(handle)
     }
     /// Whether a live member binding of `owner` exists.
     #[must_use]
@@ -916,6 +961,7 @@ pub struct AssetImportedRegistration<'a>(&'a AssetImported);
 #[allow(dead_code)]
 impl AssetImportedRegistration<'_> {
     /// Adds a closure; the returned handle removes it.
+    #[track_caller]
     pub fn add_lambda(
         &self,
         f: impl ::core::ops::Fn(String, usize) + 'static,
@@ -924,6 +970,7 @@ impl AssetImportedRegistration<'_> {
     }
     /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
     /// added; `add_lambda` is priority 0.
+    #[track_caller]
     pub fn add_lambda_with_priority(
         &self,
         priority: i32,
@@ -932,6 +979,7 @@ impl AssetImportedRegistration<'_> {
         self.0.add_lambda_with_priority(priority, f)
     }
     /// Adds a plain function; the returned handle removes it.
+    #[track_caller]
     pub fn add_static(
         &self,
         f: fn(String, usize),
@@ -939,6 +987,7 @@ impl AssetImportedRegistration<'_> {
         self.0.add_static(f)
     }
     /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+    #[track_caller]
     pub fn add_static_with_priority(
         &self,
         priority: i32,
@@ -947,6 +996,7 @@ impl AssetImportedRegistration<'_> {
         self.0.add_static_with_priority(priority, f)
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
+    #[track_caller]
     pub fn add_member<T: ::core::any::Any>(
         &self,
         owner: &::lumina::__private::Rc<T>,
@@ -955,6 +1005,7 @@ impl AssetImportedRegistration<'_> {
         self.0.add_member(owner, method)
     }
     /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
+    #[track_caller]
     pub fn add_member_with_priority<T: ::core::any::Any>(
         &self,
         priority: i32,

@@ -135,6 +135,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
 
     /// [`add_shared_member`](Self::add_shared_member) with a priority, ordered like
     /// [`add_shared_with_priority`](Self::add_shared_with_priority) (B3).
+    #[track_caller]
     pub fn add_shared_member_with_priority<T: Any>(
         &self,
         priority: i32,
@@ -216,6 +217,7 @@ macro_rules! impl_multicast_arity {
 
             /// [`add_lambda`](Self::add_lambda) at `priority`: higher priorities run first, equal
             /// ones in the order added; `add_lambda` is priority 0 (B3).
+            #[track_caller]
             pub fn add_lambda_with_priority(
                 &self,
                 priority: i32,
@@ -226,6 +228,7 @@ macro_rules! impl_multicast_arity {
 
             /// [`add_static`](Self::add_static) at `priority`, ordered like
             /// [`add_lambda_with_priority`](Self::add_lambda_with_priority) (B3).
+            #[track_caller]
             pub fn add_static_with_priority(
                 &self,
                 priority: i32,
@@ -236,6 +239,7 @@ macro_rules! impl_multicast_arity {
 
             /// [`add_member`](Self::add_member) at `priority`, ordered like
             /// [`add_lambda_with_priority`](Self::add_lambda_with_priority) (B3).
+            #[track_caller]
             pub fn add_member_with_priority<T: Any>(
                 &self,
                 priority: i32,

@@ -335,6 +335,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
 
             /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
             /// added; `add_lambda` is priority 0. The returned handle removes it.
+            #[track_caller]
             pub fn add_lambda_with_priority(
                 &self,
                 #priority: i32,
@@ -344,6 +345,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             }
 
             /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+            #[track_caller]
             pub fn add_static_with_priority(
                 &self,
                 #priority: i32,
@@ -354,6 +356,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
 
             /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
             /// like `add_lambda_with_priority`.
+            #[track_caller]
             pub fn add_member_with_priority<T: ::core::any::Any>(
                 &self,
                 #priority: i32,
@@ -486,12 +489,14 @@ fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream 
         #[allow(dead_code)]
         impl<#(#fallback: ::core::clone::Clone + 'static),*> #registration<'_, #(#fallback),*> {
             /// Adds a closure; the returned handle removes it.
+            #[track_caller]
             pub fn add_lambda(&self, #f: impl #signature + 'static) -> #handle {
                 self.0.add_lambda(#f)
             }
 
             /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
             /// added; `add_lambda` is priority 0.
+            #[track_caller]
             pub fn add_lambda_with_priority(
                 &self,
                 #priority: i32,
@@ -501,11 +506,13 @@ fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream 
             }
 
             /// Adds a plain function; the returned handle removes it.
+            #[track_caller]
             pub fn add_static(&self, #f: fn(#(#types),*) #output_arrow) -> #handle {
                 self.0.add_static(#f)
             }
 
             /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
+            #[track_caller]
             pub fn add_static_with_priority(
                 &self,
                 #priority: i32,
@@ -515,6 +522,7 @@ fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream 
             }
 
             /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
+            #[track_caller]
             pub fn add_member<T: ::core::any::Any>(
                 &self,
                 #owner: &#rc<T>,
@@ -524,6 +532,7 @@ fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream 
             }
 
             /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
+            #[track_caller]
             pub fn add_member_with_priority<T: ::core::any::Any>(
                 &self,
                 #priority: i32,

@@ -80,21 +80,25 @@ impl<'a, F: ?Sized + 'static> Registration<'a, F> {
     }
 
     /// [`MulticastDelegate::add_shared`].
+    #[track_caller]
     pub fn add_shared(&self, callable: Rc<F>) -> DelegateHandle {
         self.delegate.add_shared(callable)
     }
 
     /// [`MulticastDelegate::add_shared_with_priority`].
+    #[track_caller]
     pub fn add_shared_with_priority(&self, priority: i32, callable: Rc<F>) -> DelegateHandle {
         self.delegate.add_shared_with_priority(priority, callable)
     }
 
     /// [`MulticastDelegate::add_shared_member`].
+    #[track_caller]
     pub fn add_shared_member<T: Any>(&self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
         self.delegate.add_shared_member(owner, callable)
     }
 
     /// [`MulticastDelegate::add_shared_member_with_priority`].
+    #[track_caller]
     pub fn add_shared_member_with_priority<T: Any>(
         &self,
         priority: i32,
@@ -141,11 +145,13 @@ macro_rules! impl_registration_arity {
     ($($Arg:ident),*) => {
         impl<$($Arg: Clone + 'static,)* R: 'static> Registration<'_, dyn Fn($($Arg),*) -> R> {
             /// [`MulticastDelegate::add_lambda`].
+            #[track_caller]
             pub fn add_lambda(&self, f: impl Fn($($Arg),*) -> R + 'static) -> DelegateHandle {
                 self.delegate.add_lambda(f)
             }
 
             /// [`MulticastDelegate::add_lambda_with_priority`].
+            #[track_caller]
             pub fn add_lambda_with_priority(
                 &self,
                 priority: i32,
@@ -155,11 +161,13 @@ macro_rules! impl_registration_arity {
             }
 
             /// [`MulticastDelegate::add_static`].
+            #[track_caller]
             pub fn add_static(&self, f: fn($($Arg),*) -> R) -> DelegateHandle {
                 self.delegate.add_static(f)
             }
 
             /// [`MulticastDelegate::add_static_with_priority`].
+            #[track_caller]
             pub fn add_static_with_priority(
                 &self,
                 priority: i32,
@@ -169,6 +177,7 @@ macro_rules! impl_registration_arity {
             }
 
             /// [`MulticastDelegate::add_member`].
+            #[track_caller]
             pub fn add_member<T: Any>(
                 &self,
                 owner: &Rc<T>,
@@ -178,6 +187,7 @@ macro_rules! impl_registration_arity {
             }
 
             /// [`MulticastDelegate::add_member_with_priority`].
+            #[track_caller]
             pub fn add_member_with_priority<T: Any>(
                 &self,
                 priority: i32,
