@@ -24,9 +24,8 @@ impl Drops {
         if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
             match self.panic {
                 None => self.panic = Some(payload),
-                // Only one panic can propagate; the payload of a later one is leaked rather than
-                // dropped, since its own `Drop` could panic again.
-                Some(_) => std::mem::forget(payload),
+                // Only one panic can propagate: a later one's payload is dropped here.
+                Some(_) => drop_payload(payload),
             }
         }
     }
@@ -47,10 +46,18 @@ impl Drops {
                 "lumina: a Drop panicked while the thread was already unwinding from another \
                  panic; this second panic is dropped so the process does not abort"
             );
-            std::mem::forget(payload);
+            drop_payload(payload);
         } else {
             panic::resume_unwind(payload);
         }
+    }
+}
+
+/// Drops a panic's payload that will not propagate. Its own `Drop` could panic again: that is
+/// caught too, and only then (a payload whose drop panics, twice) is anything leaked.
+fn drop_payload(payload: Box<dyn Any + Send>) {
+    if let Err(again) = panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(again);
     }
 }
 
