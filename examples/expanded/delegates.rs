@@ -75,6 +75,13 @@ impl ProjectLoaded {
     pub fn remove_all<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> usize {
         self.0.remove_all(owner)
     }
+    /// Turns `handle` into a guard that unsubscribes when it is dropped (B1).
+    pub fn scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedSubscription {
+        self.0.scoped(handle)
+    }
     /// Whether a live member binding of `owner` exists.
     #[must_use]
     pub fn is_bound_to<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> bool {
@@ -177,6 +184,13 @@ impl WindowResize {
     pub fn remove_all<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> usize {
         self.0.remove_all(owner)
     }
+    /// Turns `handle` into a guard that unsubscribes when it is dropped (B1).
+    pub fn scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedSubscription {
+        self.0.scoped(handle)
+    }
     /// Whether a live member binding of `owner` exists.
     #[must_use]
     pub fn is_bound_to<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> bool {
@@ -278,6 +292,13 @@ impl SaveQuery {
     /// Removes every member binding of `owner`; returns how many were removed.
     pub fn remove_all<T: ?Sized>(&self, owner: &::lumina::__private::Rc<T>) -> usize {
         self.0.remove_all(owner)
+    }
+    /// Turns `handle` into a guard that unsubscribes when it is dropped (B1).
+    pub fn scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedSubscription {
+        self.0.scoped(handle)
     }
     /// Whether a live member binding of `owner` exists.
     #[must_use]

@@ -43,6 +43,7 @@ pub mod multicast;
 #[cfg(any(feature = "winit", feature = "gilrs"))]
 pub mod platform;
 pub mod reflect;
+pub mod scoped;
 pub mod script_delegate;
 pub mod script_generation;
 mod thread_bound;
@@ -53,6 +54,7 @@ pub use event::{Event, EventProcessor, EventType};
 pub use handle::DelegateHandle;
 pub use multicast::MulticastDelegate;
 pub use reflect::{ScriptComponent, ScriptPayload};
+pub use scoped::ScopedSubscription;
 pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
 
 /// Not public API; used by expansions of lumina's macros, which name everything through
@@ -73,6 +75,8 @@ pub mod __private {
         PropertyFlags, PropertyInfo, RegisteredComponent, RegisteredPayload, ScriptComponent,
         ScriptPayload,
     };
+    #[doc(hidden)]
+    pub use crate::scoped::ScopedSubscription;
     #[doc(hidden)]
     pub use crate::thread_bound::GameThreadOnly;
     #[doc(hidden)]

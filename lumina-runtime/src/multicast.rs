@@ -128,6 +128,12 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         self.list.insert(priority, None, callable)
     }
 
+    /// Turns `handle` (a subscription of this delegate) into a guard that unsubscribes when it is
+    /// dropped (B1); see [`ScopedSubscription`](crate::ScopedSubscription).
+    pub fn scoped(&self, handle: DelegateHandle) -> crate::ScopedSubscription {
+        crate::ScopedSubscription::new(handle, self.list.weak_remover())
+    }
+
     /// Whether a broadcast of this delegate is running (on this thread's stack).
     pub fn is_broadcasting(&self) -> bool {
         self.list.is_broadcasting()

@@ -572,6 +572,22 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
             && self.base.list.remove(handle)
     }
 
+    /// Turns `handle` (a native listener of this delegate) into a guard that removes it when it
+    /// is dropped (B1); see [`ScopedSubscription`](crate::ScopedSubscription). A managed binding's
+    /// id is not a native handle: such a guard removes nothing.
+    pub fn scoped(&self, handle: DelegateHandle) -> crate::ScopedSubscription {
+        let native = self
+            .base
+            .list
+            .subscriber_matches(handle, Listener::is_native);
+        let handle = if native {
+            handle
+        } else {
+            DelegateHandle::default()
+        };
+        crate::ScopedSubscription::new(handle, self.base.list.weak_remover())
+    }
+
     /// Removes every native member binding of `owner`; returns how many (M9).
     pub fn remove_all<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
         self.base.list.remove_owner(owner)

@@ -326,6 +326,11 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 self.0.remove_all(#owner)
             }
 
+            /// Turns `handle` into a guard that unsubscribes when it is dropped (B1).
+            pub fn scoped(&self, handle: #handle) -> ::lumina::__private::ScopedSubscription {
+                self.0.scoped(handle)
+            }
+
             /// Whether a live member binding of `owner` exists.
             #[must_use]
             pub fn is_bound_to<T: ?Sized>(&self, #owner: &#rc<T>) -> bool {

@@ -6,6 +6,7 @@ use std::fmt;
 use std::rc::{Rc, Weak};
 
 use super::class::{Envelope, Event, EventClass};
+use crate::handle::DelegateHandle;
 use crate::invocation::InvocationList;
 
 /// Receives events from an [`EventProcessor`] (`IEventHandler` of the original).
@@ -138,15 +139,59 @@ impl EventProcessor {
         handler: &Rc<dyn EventHandler>,
         priority: impl Into<i32>,
     ) -> bool {
+        self.register_handle(handler, priority.into()).is_some()
+    }
+
+    /// Registers `handler`; its handle, or `None` if it is registered already.
+    fn register_handle(
+        &self,
+        handler: &Rc<dyn EventHandler>,
+        priority: i32,
+    ) -> Option<DelegateHandle> {
         if self.handlers.is_bound_to(handler) {
-            return false;
+            return None;
         }
         let weak = Rc::downgrade(handler);
         let owner: Weak<dyn Any> = weak.clone();
         let code = crate::module::track::code_of(&**handler); // module hook (MB4)
-        let handle = self.handlers.insert(priority.into(), Some(owner), weak);
+        let handle = self.handlers.insert(priority, Some(owner), weak);
         crate::module::track::track(&self.handlers, handle, code); // module hook (MB4)
-        true
+        Some(handle)
+    }
+
+    /// Registers `handler` like [`register_event_handler`](Self::register_event_handler) and
+    /// returns a guard that unregisters it when dropped (B1); `None` (nothing registered) if it
+    /// is registered already.
+    ///
+    /// ```
+    /// use lumina::event::{Event, EventHandler, EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
+    /// use std::rc::Rc;
+    ///
+    /// struct Consumer;
+    /// impl EventHandler for Consumer {
+    ///     fn on_event(&self, _: &mut dyn Event) -> bool {
+    ///         true
+    ///     }
+    /// }
+    ///
+    /// let processor = EventProcessor::new();
+    /// let handler = Rc::new(Consumer);
+    /// let guard = processor.register_scoped(&handler, InputLayer::Viewport).expect("new");
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// drop(guard);
+    /// assert!(!processor.is_registered(&handler));
+    /// ```
+    pub fn register_scoped<H: EventHandler>(
+        &self,
+        handler: &Rc<H>,
+        priority: impl Into<i32>,
+    ) -> Option<crate::ScopedSubscription> {
+        let handler: Rc<dyn EventHandler> = Rc::<H>::clone(handler);
+        let handle = self.register_handle(&handler, priority.into())?;
+        Some(crate::ScopedSubscription::new(
+            handle,
+            self.handlers.weak_remover(),
+        ))
     }
 
     /// Unregisters `handler`; `false` if it was not registered. During a dispatch, a handler

@@ -264,6 +264,29 @@ impl<C: Subscriber> InvocationList<C> {
     }
 }
 
+/// Removal by handle through a type-erased weak reference to a list's block: what a scoped
+/// subscription holds (B1), whatever the list's subscriber type.
+pub(crate) trait RemoveByHandle {
+    /// [`InvocationList::remove`] on the list this block belongs to.
+    fn remove_handle(&self, handle: DelegateHandle) -> bool;
+}
+
+impl<C: Subscriber> RemoveByHandle for Block<C> {
+    fn remove_handle(&self, handle: DelegateHandle) -> bool {
+        handle.is_valid() && self.remove(handle.id())
+    }
+}
+
+impl<C: Subscriber + 'static> InvocationList<C> {
+    /// A weak reference that removes by handle from this list while it lives: `None` before the
+    /// first add.
+    pub(crate) fn weak_remover(&self) -> Option<Weak<dyn RemoveByHandle>> {
+        let block = self.block.get()?;
+        let weak: Weak<dyn RemoveByHandle> = Rc::downgrade(block) as Weak<dyn RemoveByHandle>;
+        Some(weak)
+    }
+}
+
 /// Whether `owner` (a weak owner) is the object at `target`.
 fn is_owner(owner: Option<&Weak<dyn Any>>, target: *const ()) -> bool {
     owner.is_some_and(|weak| Weak::as_ptr(weak).cast::<()>() == target)
@@ -294,6 +317,8 @@ impl<C: Subscriber> Block<C> {
     }
 
     /// Whether the owner of the owned main-list `entry` is alive.
+    #[cold]
+    #[inline(never)]
     pub(super) fn owner_alive(&self, entry: &Entry<C>) -> bool {
         let owners = self.owners.borrow();
         owners

@@ -60,8 +60,11 @@ impl Drops {
 pub(super) struct Guarded<T>(pub(super) Option<T>);
 
 impl<T> Drop for Guarded<T> {
+    #[inline]
     fn drop(&mut self) {
-        Drops::drop_one(self.0.take());
+        if let Some(value) = self.0.take() {
+            Drops::drop_one(value);
+        }
     }
 }
 

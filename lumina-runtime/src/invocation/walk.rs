@@ -142,7 +142,7 @@ impl<C: Subscriber> InvocationList<C> {
         };
         for entry in locked.entries {
             // Removed or running in an enclosing loop: the slow path (owners: `upgrade` checks).
-            if entry.state() & !OWNED != 0 && !live_or_prune_slow(block, entry) {
+            if entry.state() & !OWNED != 0 && !live_slow(block, entry) {
                 continue;
             }
             // SAFETY: `locked` is held and the entry is live (checked above, no user code ran
@@ -200,11 +200,7 @@ impl<C: Subscriber> Block<C> {
             return self.walk_merging(args, visit);
         };
         let entries = locked.entries;
-        // A clone made for a subscriber removed during that clone waits here for the next one.
-        // Declared before the scope, so a leftover is dropped (user code) once `running` names
-        // no entry of this loop any more.
-        let mut spare = Guarded(None);
-        let _scope = LoopScope::new(self, entries);
+        let scope = LoopScope::new(self, entries);
         // The last live subscriber, found once: later ones cannot appear (M2); if it is removed
         // before it runs, no call is told it is the last (M11 then clones for fewer than N).
         let (before, last, after) = match entries.split_last() {
@@ -217,17 +213,76 @@ impl<C: Subscriber> Block<C> {
                 }
             },
         };
+        for (index, entry) in before.iter().enumerate() {
+            if entry.state() != 0 && !live_slow(self, entry) {
+                continue;
+            }
+            // The argument's clone is user code (M13): this entry is checked again after it, as
+            // the clone may have removed it or dropped its owner (M3, M9). (`running` is 0 here:
+            // the previous call is over.)
+            let cloned = args.clone();
+            if entry.state() != 0 && !live_slow(self, entry) {
+                // Rare: the clone waits for the next subscriber.
+                return self.walk_with_spare(
+                    scope,
+                    &before[index + 1..],
+                    last,
+                    after,
+                    args,
+                    cloned,
+                    visit,
+                );
+            }
+            if call_live(self, entry, |current| visit(current, cloned)) {
+                return true;
+            }
+        }
+        self.walk_last(scope, last, after, args, visit)
+    }
+
+    /// The end of [`walk`](Self::walk): the last live subscriber gets the original argument,
+    /// then the entries after it are passed (those whose owner died are pruned).
+    #[inline(always)]
+    fn walk_last<A>(
+        &self,
+        scope: LoopScope<'_, C>,
+        last: &Entry<C>,
+        after: &[Entry<C>],
+        args: A,
+        mut visit: impl FnMut(&C, A) -> bool,
+    ) -> bool {
+        if visit_entry(self, last, |current| visit(current, args)) {
+            return true;
+        }
+        prune_passed(self, after);
+        drop(scope);
+        false
+    }
+
+    /// The rest of [`walk`](Self::walk) once a clone was made for a subscriber removed during
+    /// that clone: it is kept for the next subscriber (M11: no extra clone), and dropped (user
+    /// code) after the loop's scope has ended if no subscriber is left for it.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn walk_with_spare<A: Clone>(
+        &self,
+        scope: LoopScope<'_, C>,
+        before: &[Entry<C>],
+        last: &Entry<C>,
+        after: &[Entry<C>],
+        args: A,
+        spare: A,
+        mut visit: impl FnMut(&C, A) -> bool,
+    ) -> bool {
+        let mut spare = Guarded(Some(spare));
+        let scope = scope;
         for entry in before {
             if visit_cloned(self, entry, &args, &mut spare.0, &mut visit) {
                 return true;
             }
         }
-        if visit_entry(self, last, |current| visit(current, args)) {
-            return true;
-        }
-        // Entries after the last live one are passed too: those whose owner died are pruned.
-        prune_passed(self, after);
-        false
+        self.walk_last(scope, last, after, args, visit)
     }
 
     /// [`walk`](Self::walk) while subscribers added during an enclosing broadcast wait (rare: a
@@ -297,9 +352,6 @@ fn visit_cloned<C: Subscriber, A: Clone>(
     let args = match spare.take() {
         Some(args) => args,
         None => {
-            // The previous call is over: a removal in the clone's code must not take its entry
-            // for running.
-            block.running.set(0);
             let cloned = args.clone();
             if entry.state() != 0 && !live_slow(block, entry) {
                 *spare = Some(cloned);
@@ -360,6 +412,9 @@ fn call_live<C: Subscriber>(
     let unwinding = AfterCall { block, entry };
     let stop = visit(callable);
     std::mem::forget(unwinding);
+    // The call is over: user code that runs before the next call (an argument's clone, a
+    // prune's drop) must not take this entry for running.
+    block.running.set(0);
     if entry.is_removed() {
         drop_removed_after_call(block, entry);
     }
@@ -392,23 +447,12 @@ fn drop_removed_after_call<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) {
     Drops::drop_one(block.take_unless_running(entry));
 }
 
-/// The dispatch loop's path for entries that are removed or run in an enclosing loop. Unlike
-/// [`live_slow`] it leaves `running` alone: the dispatch loop records no entry (handlers run on
-/// strong references), so `running` may be an enclosing loop's record.
-#[cold]
-#[inline(never)]
-fn live_or_prune_slow<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
-    block.live_or_prune(entry)
-}
-
-/// The broadcast loop's path for entries that are removed, have an owner, or run in an enclosing
-/// loop (pruning a dead owner's entry).
+/// The loops' path for entries that are removed, have an owner, or run in an enclosing loop
+/// (pruning a dead owner's entry). `running` names no entry of this loop here (it is reset after
+/// each call), so a prune's drop cannot take the previous entry for running.
 #[cold]
 #[inline(never)]
 fn live_slow<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
-    // The previous call is over: pruning (which drops a callable, user code) must not take it
-    // for running.
-    block.running.set(0);
     block.live_or_prune(entry)
 }
 

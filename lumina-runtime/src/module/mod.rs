@@ -26,10 +26,10 @@
 //! What an unload cannot take back, it does not unmap: a module that registered reflected types
 //! (`#[script_delegate]` payloads, components: the registry cannot forget them), or whose
 //! subscriptions live on delegates of another thread, stays mapped, with a `tracing` warning.
-//! Callables a module hands the engine outside of delegates (a single-cast
-//! [`Delegate`](crate::Delegate) the engine stores, a raw
-//! [`InvocationList`](crate::invocation::InvocationList) entry) are the engine's to drop before
-//! the unload, and a module's own threads must be joined by its shut-down.
+//! Callables a module hands the engine outside of multicast delegates, script delegates and
+//! the processor (a single-cast [`Delegate`](crate::Delegate) the engine stores) are the
+//! engine's to drop before the unload, and a module's own threads must be joined by its
+//! shut-down.
 //!
 //! Engine and modules must share one runtime: build both with the `dynamic_linking` feature of
 //! `lumina` (see the README's "Game modules" section for the commands). A module that carries its
