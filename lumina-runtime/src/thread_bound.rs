@@ -68,3 +68,13 @@ unsafe impl Sync for ScriptDelegateBase where for<'a> ScriptDelegateBase: GameTh
 unsafe impl Send for EventProcessor where for<'a> EventProcessor: GameThreadOnly {}
 // SAFETY: vacuous, as above.
 unsafe impl Sync for EventProcessor where for<'a> EventProcessor: GameThreadOnly {}
+// SAFETY: vacuous, as above (a scoped subscription belongs to its delegate's thread, B1).
+unsafe impl Send for crate::scoped::ScopedSubscription where
+    for<'a> crate::scoped::ScopedSubscription: GameThreadOnly
+{
+}
+// SAFETY: vacuous, as above.
+unsafe impl Sync for crate::scoped::ScopedSubscription where
+    for<'a> crate::scoped::ScopedSubscription: GameThreadOnly
+{
+}
