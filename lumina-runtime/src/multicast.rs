@@ -11,7 +11,9 @@ use std::rc::Rc;
 use crate::handle::DelegateHandle;
 use crate::invocation::InvocationList;
 
+mod by_reference;
 mod registration;
+pub use by_reference::ByReference;
 pub use registration::Registration;
 
 /// A multicast delegate: any number of subscribers, called in the order they were added.
