@@ -129,10 +129,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// lands (M2).
     #[track_caller]
     pub fn add_shared_with_priority(&self, priority: i32, callable: Rc<F>) -> DelegateHandle {
-        let code = crate::module::track::code_of(&*callable); // module hook (MB4)
-        let handle = self.list.insert(priority, None, callable);
-        crate::module::track::track(&self.list, handle, code); // module hook (MB4)
-        handle
+        self.list.insert(priority, None, callable)
     }
 
     /// [`add_shared_member`](Self::add_shared_member) with a priority, ordered like
@@ -144,11 +141,8 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         owner: &Rc<T>,
         callable: Rc<F>,
     ) -> DelegateHandle {
-        let code = crate::module::track::code_of(&*callable); // module hook (MB4)
         let owner: std::rc::Weak<dyn Any> = Rc::downgrade(owner) as std::rc::Weak<dyn Any>;
-        let handle = self.list.insert(priority, Some(owner), callable);
-        crate::module::track::track(&self.list, handle, code); // module hook (MB4)
-        handle
+        self.list.insert(priority, Some(owner), callable)
     }
 
     /// A bind-only view of this delegate, to hand out to code that may subscribe and unsubscribe

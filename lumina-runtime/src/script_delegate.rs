@@ -145,7 +145,15 @@ enum Listener {
 
 // SAFETY: cloning a listener clones an `Rc` or copies a function pointer and a context: no
 // user code runs.
-unsafe impl crate::invocation::Subscriber for Listener {}
+unsafe impl crate::invocation::Subscriber for Listener {
+    fn code(&self) -> Option<crate::module::track::Code> {
+        match self {
+            Listener::Native(callable) => crate::module::track::code_of(&**callable),
+            // The host's thunk: no code of a game module.
+            Listener::Managed(..) => None,
+        }
+    }
+}
 
 impl Listener {
     fn is_native(&self) -> bool {
@@ -572,11 +580,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// Adds a closure; the returned handle removes it.
     #[track_caller]
     pub fn add_lambda(&self, f: impl Fn(&P) + 'static) -> DelegateHandle {
-        let listener = native(f);
-        let code = crate::module::track::code_of(&*listener); // module hook (MB4)
-        let handle = self.base.list.add(Listener::Native(listener));
-        crate::module::track::track(&self.base.list, handle, code); // module hook (MB4)
-        handle
+        self.base.list.add(Listener::Native(native(f)))
     }
 
     /// Adds a plain function.
@@ -596,10 +600,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         let listener = native(move |payload: &P| {
             method(&crate::__private::upgrade_owner(&weak), payload);
         });
-        let code = crate::module::track::code_of(&*listener); // module hook (MB4)
-        let handle = self.base.list.add_owned(owner, Listener::Native(listener));
-        crate::module::track::track(&self.base.list, handle, code); // module hook (MB4)
-        handle
+        self.base.list.add_owned(owner, Listener::Native(listener))
     }
 
     /// Removes the native listener of `handle`; `false` (no change) for an invalid, foreign or

@@ -157,10 +157,7 @@ impl EventProcessor {
         }
         let weak = Rc::downgrade(handler);
         let owner: Weak<dyn Any> = weak.clone();
-        let code = crate::module::track::code_of(&**handler); // module hook (MB4)
-        let handle = self.handlers.insert(priority, Some(owner), weak);
-        crate::module::track::track(&self.handlers, handle, code); // module hook (MB4)
-        Some(handle)
+        Some(self.handlers.insert(priority, Some(owner), weak))
     }
 
     /// Registers `handler` like [`register_event_handler`](Self::register_event_handler) and

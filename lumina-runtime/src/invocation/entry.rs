@@ -30,12 +30,29 @@ const ID_SHIFT: u32 = SITE_SHIFT + crate::bind_site::SITE_BITS;
 ///
 /// `Clone::clone` must never remove an entry of, or clear, an invocation list: the slot it
 /// clones from is borrowed meanwhile (see `Entry::clone_callable`).
-pub(crate) unsafe trait Subscriber: Clone {}
+pub(crate) unsafe trait Subscriber: Clone {
+    /// Where the subscriber's code is (its vtable, or its one word), so that a game module's
+    /// subscriptions can be found when it unloads (MB4); `None` at once while no module is
+    /// loaded, and for subscribers that are no code of a module (managed bindings).
+    fn code(&self) -> Option<crate::module::track::Code> {
+        None
+    }
+}
 
 // SAFETY: cloning an `Rc` or `Weak` only changes a count: no user code runs.
-unsafe impl<T: ?Sized> Subscriber for std::rc::Rc<T> {}
+unsafe impl<T: ?Sized> Subscriber for std::rc::Rc<T> {
+    fn code(&self) -> Option<crate::module::track::Code> {
+        crate::module::track::code_of(&**self)
+    }
+}
 // SAFETY: as above.
-unsafe impl<T: ?Sized> Subscriber for std::rc::Weak<T> {}
+unsafe impl<T: ?Sized> Subscriber for std::rc::Weak<T> {
+    fn code(&self) -> Option<crate::module::track::Code> {
+        // The object is alive while it is being subscribed (its subscriber holds it), so this
+        // upgrade is not its last strong reference: dropping it runs no user code.
+        self.upgrade().and_then(|object| object.code())
+    }
+}
 
 /// One subscriber of the main list.
 ///

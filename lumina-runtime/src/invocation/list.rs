@@ -470,6 +470,9 @@ impl<C: Subscriber> Block<C> {
         callable: C,
     ) -> DelegateHandle {
         let handle = DelegateHandle::new_unique();
+        // Module hook (MB4): a subscription whose code lies in a loaded game module's library is
+        // recorded, so unloading the module removes it. One atomic load while none is loaded.
+        let code = callable.code();
         let entry = Entry::new(handle.id(), owner.is_some(), site, callable);
         if self.is_broadcasting() {
             // The main list keeps its shape while broadcasts walk it (M2).
@@ -495,6 +498,7 @@ impl<C: Subscriber> Block<C> {
                 },
             );
         }
+        crate::module::track::track(self, handle, code);
         handle
     }
 

@@ -7,12 +7,12 @@
 //! unloading the module removes every recorded subscription through the list's own `remove`, so
 //! each callable is dropped before the library is unmapped.
 //!
-//! # Hooks in the delegate code
+//! # Hooks in the invocation list
 //!
-//! The mechanisms that take subscribers call [`code_of`] before and [`track`] after adding one
-//! (`MulticastDelegate::add_shared`/`add_shared_member`, `ScriptDelegate::add_lambda`/
-//! `add_member`, `EventProcessor::register_shared`), and the drop of a list's block calls
-//! [`forget`] with the ids of its subscribers, so a dropped list is never touched again.
+//! The one invocation list behind every mechanism (multicast and script delegates, the event
+//! processor) asks each subscriber it adds for its code (`Subscriber::code`, which calls
+//! [`code_of`]) and calls [`track`] with it, and the drop of a list's block calls [`forget`] with
+//! the ids of its subscribers, so a dropped list is never touched again.
 //!
 //! # What a record points at
 //!
@@ -28,7 +28,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
 
 use crate::handle::DelegateHandle;
-use crate::invocation::{Block, InvocationList, Subscriber};
+use crate::invocation::{Block, Subscriber};
 
 /// How many module libraries are mapped: 0 makes every check one load.
 static LOADED: AtomicUsize = AtomicUsize::new(0);
@@ -138,16 +138,8 @@ pub(crate) fn belongs_to(module: u64, code: Option<Code>) -> bool {
 }
 
 /// Records the subscription `handle` of `list` when `code` lies in a loaded module.
-pub(crate) fn track<C: Subscriber>(
-    list: &InvocationList<C>,
-    handle: DelegateHandle,
-    code: Option<Code>,
-) {
+pub(crate) fn track<C: Subscriber>(block: &Block<C>, handle: DelegateHandle, code: Option<Code>) {
     let Some(Code(words)) = code else {
-        return;
-    };
-    // An add made the block: the record points at it (it stays put while the delegate moves).
-    let Some(block) = list.block() else {
         return;
     };
     let mut state = state();
