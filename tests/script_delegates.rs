@@ -642,3 +642,53 @@ fn m13_m4_a_managed_thunk_that_clears_keeps_its_context_until_its_call_returns()
     );
     assert!(!on_hit.is_bound());
 }
+
+#[test]
+fn m13_the_release_hook_at_the_end_of_a_broadcast_may_re_enter_the_delegate() {
+    // The deferred release runs the host's hook (user code) once the outermost broadcast ends:
+    // the hook may bind again to the delegate it was called for, and that binding stays.
+    thread_local!(static TARGET: Cell<*const ScriptDelegateBase> = const { Cell::new(std::ptr::null()) });
+    extern "C" fn rebinding_hook(
+        delegate: *const ScriptDelegateBase,
+        _: *const ManagedBinding,
+        count: usize,
+        _: ReleaseReason,
+    ) {
+        log(format!("released {count}"));
+        if TARGET.with(Cell::get) == delegate {
+            // SAFETY: the test's delegate is alive for the whole broadcast and this hook.
+            let base = unsafe { &*delegate };
+            log(format!(
+                "rebound {}",
+                base.bind_managed(Some(recording_thunk), context()) != 0
+            ));
+        }
+    }
+    let _turn = HOOK_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let previous = set_destroyed_hook(Some(rebinding_hook));
+    let on_hit = Rc::new(ScriptDelegate::<Hit>::new());
+    TARGET.with(|t| t.set(on_hit.as_base_ptr()));
+    let inner = Rc::clone(&on_hit);
+    let clearing = context_with(Some(Rc::new(move || inner.clear())));
+    let _ = on_hit.bind_managed(Some(recording_thunk), clearing);
+    on_hit.broadcast(&hit());
+    assert_eq!(
+        take_log(),
+        [
+            managed(clearing),
+            "released 1".to_string(),
+            "rebound true".to_string()
+        ]
+    );
+    assert_eq!(
+        on_hit.managed_len(),
+        1,
+        "the binding made by the hook stays"
+    );
+    // Outside a broadcast the hook runs at once; without a target it only logs.
+    TARGET.with(|t| t.set(std::ptr::null()));
+    on_hit.clear();
+    set_destroyed_hook(previous);
+    assert_eq!(take_log(), ["released 1"]);
+    assert!(!on_hit.is_bound());
+}
