@@ -1,8 +1,8 @@
-//! Game modules (rules MB1-MB5): builds the fixture engine and game modules of `tests/modules/`
-//! with the shared runtime (the README's commands), runs the engine through its scenarios and
-//! checks the whole trace. The load/unload cycle also runs under valgrind's memcheck, which must
-//! report no error (no read of unmapped or freed memory); valgrind is required, never skipped
-//! (`.ci/run` installs it).
+//! Game modules (rules MB1-MB5, R5): builds the fixture engine and game modules of
+//! `tests/modules/` with the shared runtime (the README's commands), runs the engine through its
+//! scenarios and checks the whole trace. The load/unload cycle and the re-entry scenario also run
+//! under valgrind's memcheck, which must report no error (no read of unmapped or freed memory);
+//! valgrind is required, never skipped (`.ci/run` installs it).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -71,6 +71,7 @@ fn libraries(test: &str) -> PathBuf {
         ("libplain_library.so", "plain.so"),
         ("libfailing_module.so", "failing.so"),
         ("libreflecting_module.so", "reflecting.so"),
+        ("libreentrant_module.so", "reentrant.so"),
     ] {
         std::fs::copy(built.join(from), dir.join(to)).unwrap();
     }
@@ -310,7 +311,8 @@ fn mb4_unload_removes_every_subscription_before_unmapping() {
     // During a broadcast: refused, and works after it; unloading twice: an error.
     let dir = libraries("mb4-errors");
     let (errors, _) = run(engine("errors", &dir, None));
-    assert!(errors.contains("busy: game module `game_module_v1` cannot be unloaded now: 2 delegate(s) it subscribed to are broadcasting; retry after it returns"), "{errors}");
+    // One delegate holds two of the module's subscriptions: one delegate is named, not two.
+    assert!(errors.contains("busy: game module `game_module_v1` cannot be unloaded now: a delegate it subscribed to is broadcasting (the caller may be one of its subscribers); retry after the broadcast returns"), "{errors}");
     assert!(!errors.contains("unloaded during a broadcast"), "{errors}");
     // Reflected types cannot be unregistered: that library stays mapped, and the registry works.
     assert!(
@@ -383,5 +385,318 @@ fn mb5_hot_reload_runs_only_the_new_version() {
             .filter(|line| line.starts_with("v2:"))
             .count(),
         8
+    );
+}
+
+// ---- R5: code stays mapped while it can run (the `reentrant_module` fixture) ----
+
+/// Every point where the module's code runs, with both operations: the scenario of R5/R6.
+const EVERY_POINT: &[&str] = &[
+    "start-up-unload",
+    "start-up-reload",
+    "shut-down-unload",
+    "shut-down-reload",
+    "subscriber-unload",
+    "subscriber-reload",
+    "task-unload",
+    "task-reload",
+    "drop-unload",
+    "drop-reload",
+    "queued-drop-unload",
+    "queued-drop-reload",
+    "removed-drop-unload",
+    "removed-drop-reload",
+    "queued-behind",
+    "engine-callback",
+];
+
+fn reentry(test: &str, plans: &[&str], under: Option<&[&str]>) -> (String, String) {
+    let dir = libraries(test);
+    let mut command = engine("reentry", &dir, under);
+    command.args(plans);
+    run(command)
+}
+
+/// The lines of one plan's part of the trace.
+fn plan_lines<'a>(trace: &'a str, plan: &str) -> Vec<&'a str> {
+    let start = format!("engine: plan {plan}");
+    trace
+        .lines()
+        .skip_while(|line| *line != start)
+        .skip(1)
+        .take_while(|line| !line.starts_with("engine: plan ") && *line != "engine: done")
+        .collect()
+}
+
+/// After each plan nothing of the module is left: not loaded, not mapped, no subscription.
+fn assert_gone(trace: &str, plan: &str) {
+    assert!(
+        trace.contains(&format!(
+            "engine: after {plan}: loaded 0, copies mapped 0, on_tick 0"
+        )),
+        "{plan}:\n{trace}"
+    );
+}
+
+const BEING_UNLOADED: &str = "cannot be unloaded now: it is being unloaded already (this call \
+                              came from code its unload runs: its shut-down, or the `Drop` of one \
+                              of its callables or captures)";
+
+#[test]
+fn r5_u1_unload_reentered_from_a_drop_its_unload_runs_is_refused() {
+    let plans = ["drop-unload", "drop-reload", "queued-drop-unload"];
+    let (trace, _) = reentry("r5-u1", &plans, None);
+    for plan in plans {
+        let lines = plan_lines(&trace, plan);
+        // The shut-down runs once; the Drop's unload is refused and the Drop returns into
+        // mapped code; then the outer unload finishes.
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("module: shut-down"))
+                .count(),
+            1,
+            "{plan}: {lines:#?}"
+        );
+        let (point, operation) = plan.rsplit_once('-').unwrap();
+        let refused = lines
+            .iter()
+            .position(|l| {
+                l.starts_with(&format!("module: {operation} of module#"))
+                    && l.contains(&format!(
+                        "from its {point}: game module `reentrant_module` {BEING_UNLOADED}"
+                    ))
+            })
+            .unwrap_or_else(|| panic!("{plan}: no refusal in {lines:#?}"));
+        assert_eq!(
+            lines[refused + 1],
+            format!("module: back in its {point} after the {operation}")
+        );
+        assert!(
+            lines[refused + 2..].iter().any(|l| l
+                .starts_with("engine: unload reentrant_module (module#")
+                && l.contains("Ok(")),
+            "{plan}: {lines:#?}"
+        );
+        assert_gone(&trace, plan);
+    }
+}
+
+#[test]
+fn r5_mb4_unload_from_its_shut_down_or_start_up_is_refused_and_says_why() {
+    let plans = [
+        "shut-down-unload",
+        "shut-down-reload",
+        "start-up-unload",
+        "start-up-reload",
+    ];
+    let (trace, _) = reentry("r5-entry", &plans, None);
+    for plan in &plans[..2] {
+        let lines = plan_lines(&trace, plan);
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("module: shut-down"))
+                .count(),
+            1,
+            "{plan}: {lines:#?}"
+        );
+        assert!(
+            lines.iter().any(|l| l.contains(&format!(
+                "from its shut-down: game module `reentrant_module` {BEING_UNLOADED}"
+            ))),
+            "{plan}: {lines:#?}"
+        );
+        assert_gone(&trace, plan);
+    }
+    for plan in &plans[2..] {
+        let lines = plan_lines(&trace, plan);
+        assert!(
+            lines.iter().any(|l| l.contains(
+                "from its start-up: game module `reentrant_module` cannot be unloaded now: this \
+                 call came from its own start-up, which must return first; queue the unload with \
+                 `main_thread::enqueue` to run it at the next frame"
+            )),
+            "{plan}: {lines:#?}"
+        );
+        // The load itself succeeds; the engine's unload later works.
+        assert!(
+            lines.iter().any(|l| l.starts_with("engine: load: Ok(")),
+            "{lines:#?}"
+        );
+        assert_gone(&trace, plan);
+    }
+}
+
+#[test]
+fn r5_u2_unload_from_its_own_queued_task_is_deferred_until_the_task_returned() {
+    let plans = ["task-unload", "task-reload", "queued-behind"];
+    let (trace, _) = reentry("r5-u2", &plans, None);
+
+    let lines = plan_lines(&trace, "task-unload");
+    let at = |wanted: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(wanted))
+            .unwrap_or_else(|| panic!("no {wanted:?} in {lines:#?}"))
+    };
+    // Accepted at once, run when the task returned, before the drain's next task (the
+    // module's second task, dropped unrun).
+    let asked = at("module: unload of module#");
+    assert!(
+        lines[asked].ends_with("from its task: Ok(reentrant_module)"),
+        "{lines:#?}"
+    );
+    let back = at("module: back in its task after the unload");
+    let shut_down = at("module: shut-down of module#");
+    let drained = at("engine: queue ran 1 task(s)");
+    assert!(
+        asked < back && back < shut_down && shut_down < drained,
+        "{lines:#?}"
+    );
+    assert!(!trace.contains("module: second task runs"), "{trace}");
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.starts_with("engine: unload reentrant_module")),
+        "already unloaded: {lines:#?}"
+    );
+    assert_gone(&trace, "task-unload");
+
+    // A reload from the task: the new id at once, the new version started once the task
+    // returned.
+    let lines = plan_lines(&trace, "task-reload");
+    let asked = lines
+        .iter()
+        .position(|l| {
+            l.starts_with("module: reload of module#") && l.contains("from its task: Ok(module#")
+        })
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    let new_id = lines[asked]
+        .rsplit_once("Ok(")
+        .unwrap()
+        .1
+        .trim_end_matches(')');
+    assert_eq!(
+        lines[asked + 1],
+        "module: back in its task after the reload"
+    );
+    assert!(
+        lines[asked + 2].starts_with("module: shut-down of module#"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(&&*format!("module: start-up of {new_id}")),
+        "{new_id}: {lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("engine: unload reentrant_module ({new_id}): Ok("))),
+        "{lines:#?}"
+    );
+    assert_gone(&trace, "task-reload");
+
+    // The engine's task unloads the module while the module's task waits in the same drain:
+    // that task is dropped unrun.
+    assert!(!trace.contains("must not"), "{trace}");
+    assert_gone(&trace, "queued-behind");
+}
+
+#[test]
+fn r5_mb4_unload_from_its_subscriber_or_a_drop_the_engine_runs_is_refused() {
+    let plans = [
+        "subscriber-unload",
+        "subscriber-reload",
+        "removed-drop-unload",
+        "removed-drop-reload",
+    ];
+    let (trace, _) = reentry("r5-subscriber", &plans, None);
+    for plan in &plans[..2] {
+        let lines = plan_lines(&trace, plan);
+        // Four of its subscriptions on one delegate: one delegate is broadcasting.
+        assert!(
+            lines.iter().any(|l| l.contains(
+                "from its subscriber: game module `reentrant_module` cannot be unloaded now: a \
+                 delegate it subscribed to is broadcasting (the caller may be one of its \
+                 subscribers)"
+            )),
+            "{plan}: {lines:#?}"
+        );
+        assert_gone(&trace, plan);
+    }
+    for plan in &plans[2..] {
+        let lines = plan_lines(&trace, plan);
+        assert!(
+            lines.iter().any(|l| l.contains(
+                "from its removed-drop: game module `reentrant_module` cannot be unloaded now: \
+                 its code is running: this call came, directly or through the engine's, from a \
+                 function of its library"
+            )),
+            "{plan}: {lines:#?}"
+        );
+        assert_gone(&trace, plan);
+    }
+}
+
+#[test]
+fn r5_d4_a_bind_site_in_an_unloaded_module_stays_readable() {
+    let (trace, _) = reentry("r5-d4", &["engine-callback"], None);
+    let lines = plan_lines(&trace, "engine-callback");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("engine: unload: Ok(") && l.ends_with("copies mapped 0")),
+        "{lines:#?}"
+    );
+    // The engine's callable outlives the module and runs; its bind site, in the module's
+    // unmapped code, is still readable through a listing, a kept `Subscription` and `Debug`.
+    assert!(
+        lines.contains(&"engine_api: engine callback, frame 9"),
+        "{lines:#?}"
+    );
+    let site = "reentrant_module/src/lib.rs:";
+    for prefix in [
+        "engine: listed after the unload: ",
+        "engine: kept from before the unload: ",
+    ] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("{prefix}{site}"))),
+            "{prefix}: {lines:#?}"
+        );
+    }
+    assert!(
+        lines.iter().any(|l| l.starts_with("engine: debug after the unload: MulticastDelegate { len: 1, subscriptions: [DelegateHandle(") && l.contains(&format!(" at {site}"))),
+        "{lines:#?}"
+    );
+}
+
+/// R6 for modules: unload and reload re-entered from every point where the module's code runs,
+/// in one process, under valgrind's memcheck: no read of unmapped or freed memory, nothing of
+/// the module left after each plan.
+#[test]
+fn r5_mb4_reentry_from_every_point_runs_clean_under_memcheck() {
+    let (trace, report) = reentry(
+        "r5-memcheck",
+        EVERY_POINT,
+        Some(&[
+            "valgrind",
+            "--tool=memcheck",
+            "--error-exitcode=9",
+            "--leak-check=no",
+        ]),
+    );
+    for plan in EVERY_POINT
+        .iter()
+        .filter(|plan| **plan != "engine-callback")
+    {
+        assert_gone(&trace, plan);
+    }
+    assert!(trace.ends_with("engine: done\n"), "{trace}");
+    assert!(
+        report.contains("ERROR SUMMARY: 0 errors from 0 contexts"),
+        "memcheck reported errors:\n{report}"
     );
 }

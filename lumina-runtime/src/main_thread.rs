@@ -83,6 +83,10 @@ thread_local! {
     /// The buffer of the previous drain, swapped back in by the next one so that steady-state
     /// frames do not reallocate the queue.
     static SPARE: RefCell<VecDeque<Task>> = const { RefCell::new(VecDeque::new()) };
+    /// The tasks the running [`process_queue`] took and has not run yet: a thread-local, not a
+    /// local of the drain, so that unloading a game module from one of them also drops the
+    /// module's tasks still waiting in this batch (MB4, R5).
+    static BATCH: RefCell<VecDeque<Task>> = const { RefCell::new(VecDeque::new()) };
 }
 
 #[derive(Clone)]
@@ -400,6 +404,19 @@ pub(crate) fn drop_queued(mut doomed: impl FnMut(&(dyn FnOnce() + Send)) -> bool
         }
         *queue = kept;
     }
+    // The rest of a running drain's batch (this is the game thread).
+    let _ = BATCH.try_with(|batch| {
+        let mut batch = batch.borrow_mut();
+        let mut kept = VecDeque::with_capacity(batch.len());
+        for task in batch.drain(..) {
+            if doomed(&*task) {
+                taken.push(task);
+            } else {
+                kept.push_back(task);
+            }
+        }
+        *batch = kept;
+    });
     taken.len()
 }
 // ---- end of module hook
@@ -448,32 +465,36 @@ pub fn process_queue() -> usize {
     }
     let mut batch = SPARE.with(|spare| spare.take());
     std::mem::swap(&mut *lock(&QUEUE), &mut batch);
-    let mut drain = Drain { batch, ran: 0 };
+    BATCH.with(|taken| *taken.borrow_mut() = batch);
+    let mut drain = Drain { ran: 0 };
     DRAINING.with(|draining| draining.set(true));
-    while let Some(task) = drain.batch.pop_front() {
+    while let Some(task) = BATCH.with(|batch| batch.borrow_mut().pop_front()) {
+        // A game module's task is the module's code running (R5): unloading the module from it
+        // is deferred until it returned, when the frame is dropped.
+        let frame = crate::module::track::enter_task(&*task);
         task();
+        drop(frame);
         drain.ran += 1;
     }
     drain.ran
 }
 
-/// One running [`process_queue`]: the tasks it took. Dropping it, also when a task panics, puts
-/// the tasks not yet run back at the front of the queue (Q3) and recycles the buffer.
+/// One running [`process_queue`]. Dropping it, also when a task panics, puts the tasks of the
+/// batch not yet run back at the front of the queue (Q3) and recycles the buffer.
 struct Drain {
-    batch: VecDeque<Task>,
     ran: usize,
 }
 
 impl Drop for Drain {
     fn drop(&mut self) {
         DRAINING.with(|draining| draining.set(false));
-        if !self.batch.is_empty() {
+        let mut batch = BATCH.with(|batch| std::mem::take(&mut *batch.borrow_mut()));
+        if !batch.is_empty() {
             let mut queue = lock(&QUEUE);
             // Older tasks first, then everything enqueued while the drain ran.
-            self.batch.append(&mut queue);
-            std::mem::swap(&mut *queue, &mut self.batch);
+            batch.append(&mut queue);
+            std::mem::swap(&mut *queue, &mut batch);
         }
-        let buffer = std::mem::take(&mut self.batch);
-        SPARE.with(|spare| *spare.borrow_mut() = buffer);
+        SPARE.with(|spare| *spare.borrow_mut() = batch);
     }
 }

@@ -422,7 +422,7 @@ impl ScriptDelegateBase {
     fn release_at(
         &self,
         bindings: &[ManagedBinding],
-        sites: &[Option<&'static std::panic::Location<'static>>],
+        sites: &[Option<crate::bind_site::BindSite>],
         reason: ReleaseReason,
     ) {
         crate::script_generation::forget(bindings); // script generation hook (SD8)

@@ -228,3 +228,31 @@ macro_rules! game_module {
         };
     };
 }
+
+/// The [`ModuleId`](crate::module::ModuleId) of the game module whose code calls it, or `None`
+/// when the caller is not a loaded game module's code (the engine's). A module may call it from
+/// anywhere: its start-up and shut-down, its subscribers, its queued tasks, its threads, as long
+/// as it is loaded (while its unload runs too).
+///
+/// It expands to the address of a function defined at the call site, so it names the library the
+/// calling code was compiled into ([`module::containing`](crate::module::containing)).
+///
+/// ```
+/// use lumina::module::ModuleId;
+///
+/// fn start_up() {
+///     let me: Option<ModuleId> = lumina::this_module!();
+///     println!("started as {me:?}");
+/// }
+/// # fn shut_down() {}
+/// lumina::game_module!(start_up, shut_down);
+/// // Here, in a program that is not a loaded module, there is none.
+/// assert_eq!(lumina::this_module!(), None);
+/// ```
+#[macro_export]
+macro_rules! this_module {
+    () => {{
+        fn __lumina_this_module() {}
+        $crate::module::containing(__lumina_this_module as fn() as usize)
+    }};
+}

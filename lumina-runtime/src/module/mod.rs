@@ -58,6 +58,7 @@
 
 mod entry;
 pub(crate) mod runtime_copy;
+mod stack;
 pub(crate) mod track;
 
 pub use entry::{BuildInfo, ENTRY_SYMBOL, EntryPoint, EntryReport, ModuleEntry, RawStr, run_entry};
@@ -78,6 +79,12 @@ use crate::reflect::{RegisteredComponent, RegisteredPayload};
 /// [`ModuleError::NotLoaded`], not a compile error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ModuleId(u64);
+
+impl ModuleId {
+    fn fresh() -> ModuleId {
+        ModuleId(NEXT_MODULE.fetch_add(1, Ordering::Relaxed))
+    }
+}
 
 impl fmt::Display for ModuleId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -165,8 +172,10 @@ pub enum ModuleError {
         /// The id given.
         id: ModuleId,
     },
-    /// Not now: a delegate the module subscribed to is broadcasting, or a module's start-up or
-    /// shut-down is running. Retry once it returned (at the next frame, say).
+    /// Not now, and nothing changed: a delegate the module subscribed to is broadcasting, a
+    /// module's start-up or shut-down is running, the call came from the module's own start-up,
+    /// or the module is leaving already (the call came from code its unload runs, or its unload
+    /// is deferred until its queued task returns, R5). `reason` says which, and what to do.
     Busy {
         /// The module's name.
         module: String,
@@ -250,11 +259,9 @@ impl fmt::Display for ModuleError {
                 "no game module is loaded as {id}: it was unloaded already (or reloaded, which \
                  gives a new id)"
             ),
-            ModuleError::Busy { module, reason } => write!(
-                f,
-                "game module `{module}` cannot be unloaded now: {reason}; retry after it \
-                 returns (at the next frame, say)"
-            ),
+            ModuleError::Busy { module, reason } => {
+                write!(f, "game module `{module}` cannot be unloaded now: {reason}")
+            }
         }
     }
 }
@@ -271,6 +278,17 @@ struct Loaded {
     modified: Option<SystemTime>,
     entry: *const ModuleEntry,
     library: libloading::Library,
+    /// Set before any of its code runs for an unload (R5): a re-entrant unload is refused.
+    leaving: Option<Leaving>,
+}
+
+/// Why a module counts as leaving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Leaving {
+    /// Its unload is running (its shut-down, the drops of its callables).
+    Unloading,
+    /// Its unload was asked for by its own queued task and runs when that task returns.
+    Deferred,
 }
 
 thread_local! {
@@ -301,11 +319,17 @@ static NEXT_COPY: AtomicU64 = AtomicU64::new(1);
 #[track_caller]
 pub fn load(path: impl AsRef<Path>) -> Result<ModuleId, ModuleError> {
     main_thread::assert_game_thread("`module::load`");
-    let path = path.as_ref();
+    load_as(path.as_ref(), None)
+}
+
+/// [`load`], under a given id (a deferred reload's) or a fresh one.
+fn load_as(path: &Path, id: Option<ModuleId>) -> Result<ModuleId, ModuleError> {
     if IN_ENTRY.get() {
         return Err(ModuleError::Busy {
             module: path.display().to_string(),
-            reason: "a module's start-up or shut-down is running".to_owned(),
+            reason: "a module's start-up or shut-down is running; retry after it returns (at \
+                     the next frame, say)"
+                .to_owned(),
         });
     }
     if !path.is_file() {
@@ -315,7 +339,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<ModuleId, ModuleError> {
     }
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
     let mapped = fresh_copy(path)?;
-    let result = map_and_start(path, &mapped, modified);
+    let result = map_and_start(path, &mapped, modified, id);
     if result.is_err() {
         let _ = std::fs::remove_file(&mapped);
     }
@@ -348,6 +372,7 @@ fn map_and_start(
     path: &Path,
     mapped: &Path,
     modified: Option<SystemTime>,
+    id: Option<ModuleId>,
 ) -> Result<ModuleId, ModuleError> {
     // SAFETY: loading a library runs its initializers. A game module's are Rust's (none, or
     // those of `inventory`); a library that is not a game module is the user's choice of path,
@@ -358,7 +383,7 @@ fn map_and_start(
             reason: loader_reason(&error, mapped, path),
         })?;
     match check_record(&library, path) {
-        Ok((entry, name)) => start(library, entry, name, path, mapped, modified),
+        Ok((entry, name)) => start(library, entry, name, path, mapped, modified, id),
         Err(error) => {
             unmap(library, mapped, &path.display().to_string());
             Err(error)
@@ -435,10 +460,11 @@ fn start(
     path: &Path,
     mapped: &Path,
     modified: Option<SystemTime>,
+    id: Option<ModuleId>,
 ) -> Result<ModuleId, ModuleError> {
     // SAFETY: a checked record in the mapped library.
     let record = unsafe { &*entry };
-    let id = ModuleId(NEXT_MODULE.fetch_add(1, Ordering::Relaxed));
+    let id = id.unwrap_or_else(ModuleId::fresh);
     for (start, end) in mapped_ranges(mapped) {
         track::add_range(id.0, start, end);
     }
@@ -451,9 +477,10 @@ fn start(
             modified,
             entry,
             library,
+            leaving: None,
         });
     });
-    if let Err(message) = run_entry_point(record.start_up) {
+    if let Err(message) = run_entry_point(id, track::Running::StartUp, record.start_up) {
         // Its subscriptions go, its library is unmapped (it never counted as loaded: no
         // `on_module_unloaded`); the start-up's panic is the error.
         let _ = finish_unload(id, false);
@@ -491,8 +518,9 @@ fn mapped_ranges(mapped: &Path) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Runs an entry point of a loaded module; `Err` carries its panic message.
-fn run_entry_point(entry: EntryPoint) -> Result<(), String> {
+/// Runs an entry point of the loaded module `id`, as its code running on this thread (R5);
+/// `Err` carries its panic message.
+fn run_entry_point(id: ModuleId, what: track::Running, entry: EntryPoint) -> Result<(), String> {
     unsafe extern "C" fn write(sink: *mut c_void, message: *const u8, len: usize) {
         // SAFETY: `sink` is the `String` below; `message` is `len` readable bytes (the
         // `EntryReport` contract).
@@ -515,8 +543,10 @@ fn run_entry_point(entry: EntryPoint) -> Result<(), String> {
     };
     IN_ENTRY.set(true);
     let entered = Entered;
+    let frame = track::enter(id.0, what);
     // SAFETY: `entry` is an entry point of a loaded module's record; `report` lives for the call.
     let ran = unsafe { entry(&report) };
+    drop(frame);
     drop(entered);
     if ran { Ok(()) } else { Err(message) }
 }
@@ -524,12 +554,23 @@ fn run_entry_point(entry: EntryPoint) -> Result<(), String> {
 /// Unloads a module (MB4): runs its shut-down, removes every subscription it made, fires
 /// `on_module_unloaded`, then unmaps its library. Returns what it was.
 ///
+/// Called from the module's own code (R5), the unload never unmaps code that is still running:
+///
+/// - from one of the module's tasks queued with [`main_thread::enqueue`], it is *deferred*: it
+///   returns `Ok` at once, the module counts as leaving, and the unload runs as soon as that
+///   task has returned, before [`main_thread::process_queue`] runs the next task (a shut-down
+///   panic is then logged with `tracing`, not returned);
+/// - from its start-up, its shut-down, a `Drop` its unload runs, or while a delegate it
+///   subscribed to broadcasts (one of its subscribers may be the caller), it is *refused*
+///   ([`ModuleError::Busy`], saying which).
+///
 /// # Errors
 ///
 /// [`ModuleError::NotLoaded`] for an id that is not loaded (unloading twice);
-/// [`ModuleError::Busy`] while a delegate the module subscribed to broadcasts or a module's
-/// entry point runs (nothing happened: retry later); [`ModuleError::ShutDownFailed`] when its
-/// shut-down panicked (the module is unloaded all the same).
+/// [`ModuleError::Busy`] while a delegate the module subscribed to broadcasts, a module's
+/// entry point runs, or the module is leaving already (nothing happened: retry later);
+/// [`ModuleError::ShutDownFailed`] when its shut-down panicked (the module is unloaded all the
+/// same).
 ///
 /// # Panics
 ///
@@ -537,53 +578,150 @@ fn run_entry_point(entry: EntryPoint) -> Result<(), String> {
 #[track_caller]
 pub fn unload(id: ModuleId) -> Result<ModuleInfo, ModuleError> {
     main_thread::assert_game_thread("`module::unload`");
-    let Some(name) = MODULES.with_borrow(|modules| {
+    match prepare_unload(id)? {
+        When::Now => finish_unload(id, true),
+        When::Deferred(info) => {
+            track::defer(id.0, Box::new(move || deferred(id, None)));
+            Ok(info)
+        }
+    }
+}
+
+/// When an unload that may go ahead runs.
+enum When {
+    /// Now.
+    Now,
+    /// When the module's running task returned (the module is marked leaving).
+    Deferred(ModuleInfo),
+}
+
+/// The checks of [`unload`] and [`reload`] (R5, MB4): refused, now, or deferred.
+fn prepare_unload(id: ModuleId) -> Result<When, ModuleError> {
+    let Some((name, leaving)) = MODULES.with_borrow(|modules| {
         modules
             .iter()
             .find(|m| m.id == id)
-            .map(|m| m.info.name().to_owned())
+            .map(|m| (m.info.name().to_owned(), m.leaving))
     }) else {
         return Err(ModuleError::NotLoaded { id });
     };
-    if IN_ENTRY.get() {
-        return Err(ModuleError::Busy {
-            module: name,
-            reason: "a module's start-up or shut-down is running".to_owned(),
-        });
-    }
-    if let Some(reason) = busy(id) {
-        return Err(ModuleError::Busy {
-            module: name,
+    let busy = |reason: String| {
+        Err(ModuleError::Busy {
+            module: name.clone(),
             reason,
-        });
+        })
+    };
+    match leaving {
+        Some(Leaving::Unloading) => {
+            return busy(
+                "it is being unloaded already (this call came from code its unload runs: its \
+                 shut-down, or the `Drop` of one of its callables or captures)"
+                    .to_owned(),
+            );
+        }
+        Some(Leaving::Deferred) => {
+            return busy(
+                "its unload is under way already (deferred until its queued task that asked \
+                 for it returns)"
+                    .to_owned(),
+            );
+        }
+        None => {}
     }
-    finish_unload(id, true)
+    let running = track::running(id.0);
+    if running == Some(track::Running::StartUp) {
+        return busy(
+            "this call came from its own start-up, which must return first; queue the unload \
+             with `main_thread::enqueue` to run it at the next frame"
+                .to_owned(),
+        );
+    }
+    if IN_ENTRY.get() {
+        return busy(
+            "a module's start-up or shut-down is running; retry after it returns (at the next \
+             frame, say)"
+                .to_owned(),
+        );
+    }
+    let broadcasting = track::busy_lists(id.0);
+    if broadcasting > 0 {
+        let delegates = if broadcasting == 1 {
+            "a delegate it subscribed to is broadcasting".to_owned()
+        } else {
+            format!("{broadcasting} delegates it subscribed to are broadcasting")
+        };
+        return busy(format!(
+            "{delegates} (the caller may be one of its subscribers); retry after the broadcast \
+             returns, e.g. from a task queued with `main_thread::enqueue`"
+        ));
+    }
+    if running == Some(track::Running::Task) {
+        let info = MODULES.with_borrow_mut(|modules| {
+            let module = modules.iter_mut().find(|m| m.id == id)?;
+            module.leaving = Some(Leaving::Deferred);
+            Some(module.info.clone())
+        });
+        return Ok(info.map_or(When::Now, When::Deferred));
+    }
+    if stack::returns_into(&track::ranges_of(id.0)) {
+        return busy(ON_THE_STACK.to_owned());
+    }
+    Ok(When::Now)
 }
 
-/// Why `id` cannot be unloaded now, if it cannot.
-fn busy(id: ModuleId) -> Option<String> {
-    let me = std::thread::current().id();
-    let mut broadcasting = 0;
-    track::with_records(id.0, |record| {
-        // SAFETY: on the list's own thread, and the list is where it was recorded (module docs).
-        if record.thread == me && unsafe { record.busy() } {
-            broadcasting += 1;
+/// Why an unload is refused while the module's code waits on the stack for the caller.
+const ON_THE_STACK: &str = "its code is running: this call came, directly or through the \
+                            engine's, from a function of its library (the `Drop` of one of its \
+                            captures that the engine dropped, say); retry after that code \
+                            returned, e.g. from a task queued with `main_thread::enqueue`";
+
+/// A deferred unload (and load, for a reload), run when the module's task returned; the errors
+/// nobody can receive any more are logged.
+fn deferred(id: ModuleId, reload: Option<(PathBuf, ModuleId)>) {
+    if std::thread::panicking() || stack::returns_into(&track::ranges_of(id.0)) {
+        // The task panicked (its unload runs at the next drain, not inside the unwinding), or
+        // more of the module's code waits on the stack (its task ran inside a call of its code):
+        // at the next drain, when that code has returned.
+        main_thread::enqueue(move || deferred(id, reload));
+        return;
+    }
+    if let Err(error) = finish_unload(id, true) {
+        tracing::error!(
+            module = %id,
+            "lumina: the deferred unload of {id}, asked for by its own queued task: {error}"
+        );
+        if !matches!(error, ModuleError::ShutDownFailed { .. }) {
+            return;
         }
-    });
-    (broadcasting > 0)
-        .then(|| format!("{broadcasting} delegate(s) it subscribed to are broadcasting"))
+    }
+    if let Some((path, new)) = reload
+        && let Err(error) = load_as(&path, Some(new))
+    {
+        tracing::error!(
+            module = %new,
+            "lumina: the deferred reload of {id} as {new}, asked for by its own queued task, \
+             could not load {}: {error}",
+            path.display()
+        );
+    }
 }
 
 /// Shut-down and `on_module_unloaded` (for a module that started), removal of every
 /// subscription, unmapping.
 fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError> {
-    let entry = MODULES.with_borrow(|modules| modules.iter().find(|m| m.id == id).map(|m| m.entry));
+    // Leaving before any of its code runs (R5): an unload re-entered from its shut-down or from
+    // a `Drop` below is refused.
+    let entry = MODULES.with_borrow_mut(|modules| {
+        let module = modules.iter_mut().find(|m| m.id == id)?;
+        module.leaving = Some(Leaving::Unloading);
+        Some(module.entry)
+    });
     let Some(entry) = entry else {
         return Err(ModuleError::NotLoaded { id });
     };
     let failed = if started {
         // SAFETY: the record of a loaded module.
-        run_entry_point(unsafe { (*entry).shut_down }).err()
+        run_entry_point(id, track::Running::ShutDown, unsafe { (*entry).shut_down }).err()
     } else {
         None
     };
@@ -595,7 +733,7 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         Some(modules.remove(index))
     });
     let Some(loaded) = loaded else {
-        // Its shut-down unloaded it (through a path that checks nothing): done already.
+        // Unreachable: only this function removes a module, and it is refused while leaving.
         return Err(ModuleError::NotLoaded { id });
     };
     track::remove_range(id.0);
@@ -664,6 +802,8 @@ fn unmap(library: libloading::Library, mapped: &Path, name: &str) {
         );
         std::mem::forget(library);
     } else {
+        // Location addresses cached for bind sites may be reused by the next library (R5).
+        crate::bind_site::library_unmapped();
         drop(library);
         let _ = std::fs::remove_file(mapped);
     }
@@ -696,6 +836,11 @@ fn remove_subscriptions(id: ModuleId) -> usize {
 /// Hot reload (MB5): unloads `id` and loads the file at its path again (a fresh copy of it, so
 /// the new version is mapped even where the loader would keep the old one). Returns the new id.
 ///
+/// From the module's own queued task the reload is deferred like [`unload`] (R5): it returns the
+/// id the new version will have, and unloads and loads once the task returned; if the load then
+/// fails, the error is logged with `tracing` and the id never becomes loaded. From its start-up,
+/// its shut-down or a `Drop` its unload runs, it is refused like [`unload`].
+///
 /// # Errors
 ///
 /// Those of [`unload`] (then the old version stays loaded when it was `Busy`) and of [`load`].
@@ -714,8 +859,17 @@ pub fn reload(id: ModuleId) -> Result<ModuleId, ModuleError> {
                 .and_then(|m| m.info.path().map(Path::to_owned))
         })
         .ok_or(ModuleError::NotLoaded { id })?;
-    unload(id)?;
-    load(path)
+    match prepare_unload(id)? {
+        When::Now => {
+            finish_unload(id, true)?;
+            load(path)
+        }
+        When::Deferred(_) => {
+            let new = ModuleId::fresh();
+            track::defer(id.0, Box::new(move || deferred(id, Some((path, new)))));
+            Ok(new)
+        }
+    }
 }
 
 /// Whether the file `id` was loaded from changed since (a rebuild): what a hot-reload loop
@@ -736,6 +890,13 @@ pub fn source_changed(id: ModuleId) -> bool {
 /// The modules loaded on this (the game) thread, in load order.
 pub fn loaded() -> Vec<(ModuleId, ModuleInfo)> {
     MODULES.with_borrow(|modules| modules.iter().map(|m| (m.id, m.info.clone())).collect())
+}
+
+/// The loaded module whose library holds `address` (of its code or static data), if one does:
+/// what [`this_module!`](crate::this_module) asks with the address of a function of the caller's
+/// library. `None` for the engine's own addresses.
+pub fn containing(address: usize) -> Option<ModuleId> {
+    track::module_at(address).map(ModuleId)
 }
 
 /// How many subscriptions are recorded for the loaded module `id` (0 for an id that is not

@@ -22,6 +22,7 @@
 //! the list; a module whose subscriptions live on another thread is unloaded without unmapping its
 //! library.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -256,4 +257,136 @@ pub(crate) fn count(module: u64) -> usize {
     let mut count = 0;
     with_records(module, |_| count += 1);
     count
+}
+
+/// The module whose library holds `address`, if a loaded one does.
+pub(crate) fn module_at(address: usize) -> Option<u64> {
+    if LOADED.load(Ordering::Acquire) == 0 {
+        return None;
+    }
+    state()
+        .ranges
+        .iter()
+        .find(|&&(_, start, end)| address >= start && address < end)
+        .map(|&(module, ..)| module)
+}
+
+/// How many distinct lists (delegates, processors) of this thread hold subscriptions of `module`
+/// and are broadcasting.
+pub(crate) fn busy_lists(module: u64) -> usize {
+    let me = std::thread::current().id();
+    let mut busy: Vec<*const ()> = Vec::new();
+    with_records(module, |record| {
+        // SAFETY: on the list's own thread, and the list is where it was recorded (module docs).
+        if record.thread == me && !busy.contains(&record.list) && unsafe { record.busy() } {
+            busy.push(record.list);
+        }
+    });
+    busy.len()
+}
+
+// ---- Which module's code is running on this thread (rule R5) ----
+
+/// What code of a module is on this thread's stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Running {
+    /// Its start-up.
+    StartUp,
+    /// Its shut-down.
+    ShutDown,
+    /// A task it queued with `main_thread::enqueue`.
+    Task,
+}
+
+/// An action deferred until a module's code has left this thread's stack.
+type Deferred = Box<dyn FnOnce()>;
+
+thread_local! {
+    /// The frames of module code on this thread's stack, innermost last.
+    static RUNNING: RefCell<Vec<(u64, Running)>> = const { RefCell::new(Vec::new()) };
+    /// Actions waiting for a module's last frame to return (a deferred unload).
+    static DEFERRED: RefCell<Vec<(u64, Deferred)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// One frame of module code on the stack; dropping it (when the code returned or unwound) runs
+/// what was deferred until that module's last frame left.
+pub(crate) struct Frame {
+    module: u64,
+}
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        let last = RUNNING.with_borrow_mut(|running| {
+            if let Some(index) = running.iter().rposition(|&(m, _)| m == self.module) {
+                running.remove(index);
+            }
+            !running.iter().any(|&(m, _)| m == self.module)
+        });
+        if !last {
+            return;
+        }
+        let due: Vec<Deferred> = DEFERRED.with_borrow_mut(|deferred| {
+            let mut due = Vec::new();
+            let mut index = 0;
+            while index < deferred.len() {
+                if deferred[index].0 == self.module {
+                    due.push(deferred.remove(index).1);
+                } else {
+                    index += 1;
+                }
+            }
+            due
+        });
+        for action in due {
+            action();
+        }
+    }
+}
+
+/// Marks `module`'s code as running until the frame is dropped.
+pub(crate) fn enter(module: u64, what: Running) -> Frame {
+    RUNNING.with_borrow_mut(|running| running.push((module, what)));
+    Frame { module }
+}
+
+/// A frame for a queued task whose code is a loaded module's (`None`, after one atomic load,
+/// while no module is loaded or when the task is the engine's).
+#[inline]
+pub(crate) fn enter_task<T: ?Sized>(task: &T) -> Option<Frame> {
+    let code = code_of(task)?;
+    let Code(words) = code;
+    let module = words.iter().find_map(|&word| module_at(word))?;
+    Some(enter(module, Running::Task))
+}
+
+/// The outermost kind of `module`'s code running on this thread, start-up first: what decides
+/// whether an unload from there is refused or deferred.
+pub(crate) fn running(module: u64) -> Option<Running> {
+    RUNNING.with_borrow(|running| {
+        let kinds = || {
+            running
+                .iter()
+                .filter(move |&&(m, _)| m == module)
+                .map(|&(_, what)| what)
+        };
+        [Running::StartUp, Running::ShutDown, Running::Task]
+            .into_iter()
+            .find(|&wanted| kinds().any(|what| what == wanted))
+    })
+}
+
+/// Runs `action` once `module`'s code has left this thread's stack (it is on it: see
+/// [`running`]).
+pub(crate) fn defer(module: u64, action: Deferred) {
+    DEFERRED.with_borrow_mut(|deferred| deferred.push((module, action)));
+}
+
+/// The address ranges of `module`'s library.
+pub(crate) fn ranges_of(module: u64) -> Vec<(usize, usize)> {
+    state()
+        .ranges
+        .iter()
+        .filter(|&&(owner, ..)| owner == module)
+        .map(|&(_, start, end)| (start, end))
+        .collect()
 }

@@ -38,3 +38,24 @@ pub fn engine() -> &'static Engine {
         })
     })
 }
+
+thread_local! {
+    static PLAN: std::cell::Cell<&'static str> = const { std::cell::Cell::new("") };
+}
+
+/// What the `reentrant_module` fixture does, and from where: `"<point>-<operation>"` (see that
+/// module), set by the engine before it loads the module.
+pub fn set_plan(plan: &'static str) {
+    PLAN.set(plan);
+}
+
+/// The plan the engine set (game thread).
+pub fn plan() -> &'static str {
+    PLAN.get()
+}
+
+/// A tick callback whose code is the engine's (this library's), for a module to subscribe: the
+/// subscription outlives the module's unload, its bind site lies in the module (R5).
+pub fn engine_callback() -> std::rc::Rc<dyn Fn(u32)> {
+    std::rc::Rc::new(|frame| println!("engine_api: engine callback, frame {frame}"))
+}

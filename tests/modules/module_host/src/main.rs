@@ -1,7 +1,7 @@
 //! The fixture engine of tests/modules.rs. `module_host <scenario> <dir>`, where `dir` holds the
 //! built libraries (`v1.so`, `v2.so`, `own.so`, `mismatch.so`, `plain.so`, `failing.so`,
-//! `reflecting.so`). Prints a
-//! trace.
+//! `reflecting.so`, `reentrant.so`). Prints a trace. `module_host reentry <dir> <plan>...` runs
+//! the `reentrant_module` fixture through each plan (R5).
 
 use engine_api::{Hit, engine};
 use lumina::core_delegates::{SettingsClass, WorldId};
@@ -17,11 +17,13 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let scenario = args.next().expect("usage: module_host <scenario> <dir>");
     let dir = PathBuf::from(args.next().expect("usage: module_host <scenario> <dir>"));
+    let plans: Vec<&'static str> = args.map(|plan| &*plan.leak()).collect();
     main_thread::designate_game_thread();
     match scenario.as_str() {
         "cycle" => cycle(&dir),
         "errors" => errors(&dir),
         "own-copy-touch" => own_copy_touch(&dir),
+        "reentry" => reentry(&dir, &plans),
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -212,4 +214,105 @@ fn own_copy_touch(dir: &Path) {
     let ran = unsafe { ((*entry).start_up)(&report) };
     println!("own copy: start-up ran to the end: {ran}");
     println!("own copy: {message}");
+}
+
+/// How many copies of the reentrant module are mapped in this process.
+fn reentrant_copies_mapped() -> usize {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let mut copies: Vec<&str> = maps
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .filter(|path| path.contains("lumina-modules-") && path.contains("reentrant."))
+        .collect();
+    copies.dedup();
+    copies.len()
+}
+
+fn result<T: std::fmt::Debug>(result: Result<T, ModuleError>) -> String {
+    match result {
+        Ok(ok) => format!("Ok({ok:?})"),
+        Err(error) => format!("Err({error})"),
+    }
+}
+
+/// The reentrant module through each plan (R5): load, a frame, a drain, then unload whatever
+/// is still loaded, then check that nothing of it is left.
+fn reentry(dir: &Path, plans: &[&'static str]) {
+    let path = dir.join("reentrant.so");
+    for (frame, &plan) in (1..).zip(plans) {
+        println!("engine: plan {plan}");
+        engine_api::set_plan(plan);
+        if plan == "engine-callback" {
+            bind_site_after_unload(&path);
+            continue;
+        }
+        if plan == "queued-behind" {
+            // Ahead of the module's own task in the queue: its unload must drop that task,
+            // which waits in the same drain.
+            main_thread::enqueue(|| {
+                for (id, info) in module::loaded() {
+                    println!(
+                        "engine: task unloads {} ({id}): {}",
+                        info.name(),
+                        result(module::unload(id))
+                    );
+                }
+            });
+        }
+        println!("engine: load: {}", result(module::load(&path)));
+        if !plan.starts_with("queued-drop") {
+            engine().on_tick.broadcast(frame);
+            println!("engine: queue ran {} task(s)", main_thread::process_queue());
+        }
+        if plan.starts_with("removed-drop") {
+            engine().on_tick.clear();
+            println!("engine: cleared on_tick");
+        }
+        for (id, info) in module::loaded() {
+            println!(
+                "engine: unload {} ({id}): {}",
+                info.name(),
+                result(module::unload(id))
+            );
+        }
+        println!("engine: queue ran {} task(s)", main_thread::process_queue());
+        println!(
+            "engine: after {plan}: loaded {}, copies mapped {}, on_tick {}",
+            module::loaded().len(),
+            reentrant_copies_mapped(),
+            engine().on_tick.len()
+        );
+    }
+    println!("engine: done");
+}
+
+/// A subscription whose code is the engine's, made by the module, outlives it; its bind site
+/// (in the module's code) must still be readable after the unmap (R5).
+fn bind_site_after_unload(path: &Path) {
+    let id = module::load(path).unwrap();
+    let kept = engine().on_tick.subscriptions();
+    println!(
+        "engine: unload: {}; copies mapped {}",
+        result(module::unload(id)),
+        reentrant_copies_mapped()
+    );
+    engine().on_tick.broadcast(9);
+    for subscription in engine().on_tick.subscriptions() {
+        let site = subscription.bind_site.expect("recorded");
+        println!(
+            "engine: listed after the unload: {}:{}",
+            site.file(),
+            site.line()
+        );
+    }
+    for subscription in kept {
+        let site = subscription.bind_site.expect("recorded");
+        println!(
+            "engine: kept from before the unload: {}:{}",
+            site.file(),
+            site.line()
+        );
+    }
+    println!("engine: debug after the unload: {:?}", engine().on_tick);
+    engine().on_tick.clear();
 }

@@ -1,0 +1,104 @@
+//! A game module that unloads or reloads itself from every place its code runs (rule R5): the
+//! engine sets a plan `"<point>-<operation>"` (`engine_api::set_plan`) before loading it, where
+//! the operation is `unload` or `reload` and the point is one of
+//!
+//! - `start-up`, `shut-down`: its entry points;
+//! - `subscriber`: its tick subscriber (one of four subscriptions it has on that one delegate);
+//! - `task`: a task it queued with `main_thread::enqueue` at start-up (a second one waits behind
+//!   it and must not run once the module is gone);
+//! - `drop`: the `Drop` of a capture of its tick lambda, which its unload drops;
+//! - `queued-drop`: the `Drop` of a capture of a queued task that its unload drops unrun;
+//! - `removed-drop`: the `Drop` of a capture of a tick lambda that the engine removes itself;
+//!
+//! the plan `queued-behind` queues a task behind one of the engine's that unloads the module,
+//! and the plan `engine-callback` subscribes a callable whose code is the engine's, so that the
+//! subscription outlives the module while its bind site is in the module's library.
+//!
+//! Every line it prints starts with `module:`.
+
+use engine_api::{engine, plan};
+use lumina::main_thread;
+use lumina::module::{self, ModuleId};
+
+fn me() -> ModuleId {
+    lumina::this_module!().expect("the module's own code knows its id")
+}
+
+/// Runs the planned operation if `point` is the planned place.
+fn act(point: &str) {
+    let Some((at, operation)) = plan().rsplit_once('-') else {
+        return;
+    };
+    if at != point {
+        return;
+    }
+    let id = me();
+    let result = match operation {
+        "unload" => module::unload(id).map(|info| format!("Ok({})", info.name())),
+        "reload" => module::reload(id).map(|new| format!("Ok({new})")),
+        other => panic!("unknown operation {other}"),
+    };
+    match result {
+        Ok(ok) => println!("module: {operation} of {id} from its {point}: {ok}"),
+        Err(error) => println!("module: {operation} of {id} from its {point}: {error}"),
+    }
+    // Still running, after the call: the library must still be mapped here.
+    println!("module: back in its {point} after the {operation}");
+}
+
+/// A capture that acts when dropped.
+struct ActOnDrop(&'static str);
+
+impl Drop for ActOnDrop {
+    fn drop(&mut self) {
+        println!("module: {} dropped", self.0);
+        act(self.0);
+    }
+}
+
+fn start_up() {
+    println!("module: start-up of {}", me());
+    if plan() == "engine-callback" {
+        let _ = engine().on_tick.add_shared(engine_api::engine_callback());
+        return;
+    }
+    let on_tick = &engine().on_tick;
+    let _ = on_tick.add_lambda(|frame| {
+        println!("module: tick {frame}");
+        act("subscriber");
+    });
+    let capture = ActOnDrop("drop");
+    let _ = on_tick.add_lambda(move |_| {
+        let _ = &capture;
+    });
+    let removed = ActOnDrop("removed-drop");
+    let _ = on_tick.add_lambda(move |_| {
+        let _ = &removed;
+    });
+    let _ = on_tick.add_static(|_| {});
+    if plan().starts_with("task-") {
+        main_thread::enqueue(|| {
+            println!("module: task runs");
+            act("task");
+        });
+        main_thread::enqueue(|| println!("module: second task runs"));
+    }
+    if plan() == "queued-behind" {
+        main_thread::enqueue(|| println!("module: task behind the engine's runs (must not)"));
+    }
+    if plan().starts_with("queued-drop-") {
+        let capture = ActOnDrop("queued-drop");
+        main_thread::enqueue(move || {
+            let _ = &capture;
+            println!("module: task with a capture runs");
+        });
+    }
+    act("start-up");
+}
+
+fn shut_down() {
+    println!("module: shut-down of {}", me());
+    act("shut-down");
+}
+
+lumina::game_module!(start_up, shut_down);
