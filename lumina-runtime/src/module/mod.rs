@@ -18,6 +18,11 @@
 //!   then unmaps the library: no code of the module runs afterwards, not even a closure's `Drop`
 //!   (MB4). While a delegate the module subscribed to is broadcasting, unloading is refused
 //!   ([`ModuleError::Busy`]): retry after the broadcast returns, e.g. at the next frame.
+//! - Code stays mapped while it can run (R5): an unload marks the module as leaving before any
+//!   of its code runs, so one re-entered from its shut-down or a `Drop` it runs is refused; one
+//!   asked for by the module's own queued task is deferred until that task returned; any other
+//!   of the module's code found on the call stack (walked once per unload) refuses it. See
+//!   [`unload`]. A module learns its own id with [`this_module!`](crate::this_module).
 //! - [`reload`] is hot reload (MB5): unload, then load the file at the module's path again, so
 //!   from then on only the new version's subscribers run.
 //!
@@ -40,7 +45,9 @@
 //! Which subscriptions are the module's is found from addresses (see the `track` hooks): a
 //! subscription made while the module is loaded belongs to it when its closure, handler or `fn`
 //! lies in the module's library. The records point at each list's heap block (allocated by its
-//! first add), which stays put when the delegate that owns it moves.
+//! first add), which stays put when the delegate that owns it moves. The same ranges tell which
+//! module a queued task is (its closure's vtable) and whether a return address of the stack lies
+//! in the module.
 //!
 //! ```no_run
 //! use lumina::{CoreDelegates, main_thread, module};
