@@ -31,7 +31,7 @@ use crate::handle::DelegateHandle;
 pub(crate) const SITE_BITS: u32 = 21;
 
 /// Where a subscription was made: a file, line and column, like
-/// [`Location`](std::panic::Location), but owned by the runtime, so it stays valid after the game
+/// [`Location`], but owned by the runtime, so it stays valid after the game
 /// module whose code made the subscription is unloaded (rule R5). Displays as `file:line:column`.
 ///
 /// ```
