@@ -442,43 +442,45 @@ const BEING_UNLOADED: &str = "cannot be unloaded now: it is being unloaded alrea
                               came from code its unload runs: its shut-down, or the `Drop` of one \
                               of its callables or captures)";
 
+/// In `plan` (`<point>-<operation>`), the module's shut-down ran once, the `operation` its code
+/// re-entered from `point` during the unload was refused as "being unloaded already" and
+/// returned into mapped code, then the outer unload finished, leaving nothing.
+fn assert_refused_while_leaving(trace: &str, plan: &str) {
+    let lines = plan_lines(trace, plan);
+    let shut_downs = lines
+        .iter()
+        .filter(|l| l.starts_with("module: shut-down"))
+        .count();
+    assert_eq!(shut_downs, 1, "{plan}: {lines:#?}");
+    let (point, operation) = plan.rsplit_once('-').unwrap();
+    let refused = lines
+        .iter()
+        .position(|l| {
+            l.starts_with(&format!("module: {operation} of module#"))
+                && l.contains(&format!(
+                    "from its {point}: game module `reentrant_module` {BEING_UNLOADED}"
+                ))
+        })
+        .unwrap_or_else(|| panic!("{plan}: no refusal in {lines:#?}"));
+    assert_eq!(
+        lines[refused + 1],
+        format!("module: back in its {point} after the {operation}")
+    );
+    assert!(
+        lines[refused + 2..].iter().any(|l| l
+            .starts_with("engine: unload reentrant_module (module#")
+            && l.contains("Ok(")),
+        "{plan}: {lines:#?}"
+    );
+    assert_gone(trace, plan);
+}
+
 #[test]
 fn r5_u1_unload_reentered_from_a_drop_its_unload_runs_is_refused() {
     let plans = ["drop-unload", "drop-reload", "queued-drop-unload"];
     let (trace, _) = reentry("r5-u1", &plans, None);
     for plan in plans {
-        let lines = plan_lines(&trace, plan);
-        // The shut-down runs once; the Drop's unload is refused and the Drop returns into
-        // mapped code; then the outer unload finishes.
-        assert_eq!(
-            lines
-                .iter()
-                .filter(|l| l.starts_with("module: shut-down"))
-                .count(),
-            1,
-            "{plan}: {lines:#?}"
-        );
-        let (point, operation) = plan.rsplit_once('-').unwrap();
-        let refused = lines
-            .iter()
-            .position(|l| {
-                l.starts_with(&format!("module: {operation} of module#"))
-                    && l.contains(&format!(
-                        "from its {point}: game module `reentrant_module` {BEING_UNLOADED}"
-                    ))
-            })
-            .unwrap_or_else(|| panic!("{plan}: no refusal in {lines:#?}"));
-        assert_eq!(
-            lines[refused + 1],
-            format!("module: back in its {point} after the {operation}")
-        );
-        assert!(
-            lines[refused + 2..].iter().any(|l| l
-                .starts_with("engine: unload reentrant_module (module#")
-                && l.contains("Ok(")),
-            "{plan}: {lines:#?}"
-        );
-        assert_gone(&trace, plan);
+        assert_refused_while_leaving(&trace, plan);
     }
 }
 
@@ -492,22 +494,7 @@ fn r5_mb4_unload_from_its_shut_down_or_start_up_is_refused_and_says_why() {
     ];
     let (trace, _) = reentry("r5-entry", &plans, None);
     for plan in &plans[..2] {
-        let lines = plan_lines(&trace, plan);
-        assert_eq!(
-            lines
-                .iter()
-                .filter(|l| l.starts_with("module: shut-down"))
-                .count(),
-            1,
-            "{plan}: {lines:#?}"
-        );
-        assert!(
-            lines.iter().any(|l| l.contains(&format!(
-                "from its shut-down: game module `reentrant_module` {BEING_UNLOADED}"
-            ))),
-            "{plan}: {lines:#?}"
-        );
-        assert_gone(&trace, plan);
+        assert_refused_while_leaving(&trace, plan);
     }
     for plan in &plans[2..] {
         let lines = plan_lines(&trace, plan);

@@ -392,32 +392,27 @@ pub fn enqueue(task: impl FnOnce() + Send + 'static) {
 /// may enqueue); returns how many.
 pub(crate) fn drop_queued(mut doomed: impl FnMut(&(dyn FnOnce() + Send)) -> bool) -> usize {
     let mut taken: Vec<Task> = Vec::new();
-    {
-        let mut queue = lock(&QUEUE);
-        let mut kept = VecDeque::with_capacity(queue.len());
-        for task in queue.drain(..) {
-            if doomed(&*task) {
-                taken.push(task);
-            } else {
-                kept.push_back(task);
-            }
-        }
-        *queue = kept;
-    }
+    take_doomed(&mut lock(&QUEUE), &mut doomed, &mut taken);
     // The rest of a running drain's batch (this is the game thread).
-    let _ = BATCH.try_with(|batch| {
-        let mut batch = batch.borrow_mut();
-        let mut kept = VecDeque::with_capacity(batch.len());
-        for task in batch.drain(..) {
-            if doomed(&*task) {
-                taken.push(task);
-            } else {
-                kept.push_back(task);
-            }
-        }
-        *batch = kept;
-    });
+    let _ = BATCH.try_with(|batch| take_doomed(&mut batch.borrow_mut(), &mut doomed, &mut taken));
     taken.len()
+}
+
+/// Moves the tasks of `tasks` that `doomed` picks to `taken`, keeping the others in order.
+fn take_doomed(
+    tasks: &mut VecDeque<Task>,
+    doomed: &mut impl FnMut(&(dyn FnOnce() + Send)) -> bool,
+    taken: &mut Vec<Task>,
+) {
+    let mut kept = VecDeque::with_capacity(tasks.len());
+    for task in tasks.drain(..) {
+        if doomed(&*task) {
+            taken.push(task);
+        } else {
+            kept.push_back(task);
+        }
+    }
+    *tasks = kept;
 }
 // ---- end of module hook
 
