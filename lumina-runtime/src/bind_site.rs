@@ -195,3 +195,29 @@ impl fmt::Debug for Subscription {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{intern, library_unmapped, location};
+    use std::panic::Location;
+
+    #[test]
+    fn r5_a_bind_site_is_a_copy_owned_by_the_runtime() {
+        let caller = Location::caller();
+        let number = intern(caller);
+        let site = location(number).expect("interned");
+        assert_eq!(
+            (site.file(), site.line(), site.column()),
+            (caller.file(), caller.line(), caller.column())
+        );
+        // Not the caller's bytes (which a game module's unload would unmap).
+        assert_ne!(site.file().as_ptr(), caller.file().as_ptr());
+        assert_eq!(site.to_string(), caller.to_string());
+        // A later unmapping empties the address caches; the same place keeps its number.
+        library_unmapped();
+        assert_eq!(intern(caller), number);
+        let elsewhere = Location::caller();
+        assert_ne!(intern(elsewhere), number);
+        assert_eq!(location(0), None);
+    }
+}

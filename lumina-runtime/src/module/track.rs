@@ -390,3 +390,47 @@ pub(crate) fn ranges_of(module: u64) -> Vec<(usize, usize)> {
         .map(|&(_, start, end)| (start, end))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Running, defer, enter, running};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    #[test]
+    fn r5_a_deferred_action_runs_when_the_last_frame_of_its_module_returned() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let outer = enter(7, Running::Task);
+        let other = enter(8, Running::StartUp);
+        let inner = enter(7, Running::Task);
+        assert_eq!(running(7), Some(Running::Task));
+        assert_eq!(running(8), Some(Running::StartUp));
+        assert_eq!(running(9), None);
+        let seen = Rc::clone(&log);
+        defer(7, Box::new(move || seen.borrow_mut().push("unload 7")));
+        drop(inner);
+        assert!(log.borrow().is_empty(), "module 7 still has a frame");
+        drop(other);
+        assert!(
+            log.borrow().is_empty(),
+            "module 8's frame is not module 7's"
+        );
+        drop(outer);
+        assert_eq!(*log.borrow(), ["unload 7"]);
+        assert_eq!(running(7), None);
+        // Run once: a new frame of the module runs nothing when it returns.
+        drop(enter(7, Running::Task));
+        assert_eq!(log.borrow().len(), 1);
+    }
+
+    #[test]
+    fn r5_start_up_outranks_a_task_of_the_same_module() {
+        let task = enter(3, Running::Task);
+        let start_up = enter(3, Running::StartUp);
+        assert_eq!(running(3), Some(Running::StartUp));
+        drop(start_up);
+        assert_eq!(running(3), Some(Running::Task));
+        drop(task);
+        assert_eq!(running(3), None);
+    }
+}
