@@ -400,6 +400,8 @@ const EVERY_POINT: &[&str] = &[
     "subscriber-reload",
     "task-unload",
     "task-reload",
+    "panicking-task-unload",
+    "panicking-task-reload",
     "drop-unload",
     "drop-reload",
     "queued-drop-unload",
@@ -517,7 +519,13 @@ fn r5_mb4_unload_from_its_shut_down_or_start_up_is_refused_and_says_why() {
 
 #[test]
 fn r5_u2_unload_from_its_own_queued_task_is_deferred_until_the_task_returned() {
-    let plans = ["task-unload", "task-reload", "queued-behind"];
+    let plans = [
+        "task-unload",
+        "task-reload",
+        "queued-behind",
+        "panicking-task-unload",
+        "panicking-task-reload",
+    ];
     let (trace, _) = reentry("r5-u2", &plans, None);
 
     let lines = plan_lines(&trace, "task-unload");
@@ -541,7 +549,7 @@ fn r5_u2_unload_from_its_own_queued_task_is_deferred_until_the_task_returned() {
         asked < back && back < shut_down && shut_down < drained,
         "{lines:#?}"
     );
-    assert!(!trace.contains("module: second task runs"), "{trace}");
+    assert!(!trace.contains("must not"), "{trace}");
     assert!(
         !lines
             .iter()
@@ -586,8 +594,32 @@ fn r5_u2_unload_from_its_own_queued_task_is_deferred_until_the_task_returned() {
 
     // The engine's task unloads the module while the module's task waits in the same drain:
     // that task is dropped unrun.
-    assert!(!trace.contains("must not"), "{trace}");
     assert_gone(&trace, "queued-behind");
+
+    // The task panics after asking: the unload (reload) runs at the next drain, before the
+    // module's other task, which is dropped unrun.
+    for (plan, ok) in [
+        ("panicking-task-unload", "Ok(reentrant_module)"),
+        ("panicking-task-reload", "Ok(module#"),
+    ] {
+        let lines = plan_lines(&trace, plan);
+        let asked = lines
+            .iter()
+            .position(|l| l.contains(&format!("from its panicking-task: {ok}")))
+            .unwrap_or_else(|| panic!("{plan}: {lines:#?}"));
+        assert_eq!(
+            lines[asked + 2],
+            "engine: the drain panicked: the module's task panics after asking",
+            "{plan}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("its unload is under way already")),
+            "{plan}: {lines:#?}"
+        );
+        assert_gone(&trace, plan);
+    }
 }
 
 #[test]

@@ -398,6 +398,18 @@ pub(crate) fn drop_queued(mut doomed: impl FnMut(&(dyn FnOnce() + Send)) -> bool
     taken.len()
 }
 
+/// Queues `task` ahead of every waiting task: at the front of the running drain's batch (which
+/// a panic puts back at the front of the queue), or of the queue. For an unload deferred by a
+/// game module's task that panicked: it must run before the module's other tasks.
+pub(crate) fn enqueue_next(task: impl FnOnce() + Send + 'static) {
+    let task: Task = Box::new(task);
+    if DRAINING.with(Cell::get) {
+        BATCH.with(|batch| batch.borrow_mut().push_front(task));
+    } else {
+        lock(&QUEUE).push_front(task);
+    }
+}
+
 /// Moves the tasks of `tasks` that `doomed` picks to `taken`, keeping the others in order.
 fn take_doomed(
     tasks: &mut VecDeque<Task>,

@@ -628,8 +628,9 @@ fn prepare_unload(id: ModuleId) -> Result<When, ModuleError> {
         }
         Some(Leaving::Deferred) => {
             return busy(
-                "its unload is under way already (deferred until its queued task that asked \
-                 for it returns)"
+                "its unload is under way already: its own queued task asked for it, and it \
+                 runs once that task has returned (at the next `main_thread::process_queue` if \
+                 the task panicked)"
                     .to_owned(),
             );
         }
@@ -686,10 +687,10 @@ const ON_THE_STACK: &str = "its code is running: this call came, directly or thr
 /// nobody can receive any more are logged.
 fn deferred(id: ModuleId, reload: Option<(PathBuf, ModuleId)>) {
     if std::thread::panicking() || stack::returns_into(&track::ranges_of(id.0)) {
-        // The task panicked (its unload runs at the next drain, not inside the unwinding), or
-        // more of the module's code waits on the stack (its task ran inside a call of its code):
-        // at the next drain, when that code has returned.
-        main_thread::enqueue(move || deferred(id, reload));
+        // The task panicked (not inside the unwinding: at the next drain, before the module's
+        // other tasks), or more of the module's code waits on the stack (its task ran inside a
+        // call of its code): at the next drain, when that code has returned.
+        main_thread::enqueue_next(move || deferred(id, reload));
         return;
     }
     if let Err(error) = finish_unload(id, true) {

@@ -6,6 +6,7 @@
 //! - `subscriber`: its tick subscriber (one of four subscriptions it has on that one delegate);
 //! - `task`: a task it queued with `main_thread::enqueue` at start-up (a second one waits behind
 //!   it and must not run once the module is gone);
+//! - `panicking-task`: a queued task, as `task`, that panics after the call;
 //! - `drop`: the `Drop` of a capture of its tick lambda, which its unload drops;
 //! - `queued-drop`: the `Drop` of a capture of a queued task that its unload drops unrun;
 //! - `removed-drop`: the `Drop` of a capture of a tick lambda that the engine removes itself;
@@ -81,7 +82,15 @@ fn start_up() {
             println!("module: task runs");
             act("task");
         });
-        main_thread::enqueue(|| println!("module: second task runs"));
+        main_thread::enqueue(|| println!("module: second task runs (must not)"));
+    }
+    if plan().starts_with("panicking-task-") {
+        main_thread::enqueue(|| {
+            println!("module: task runs");
+            act("panicking-task");
+            panic!("the module's task panics after asking");
+        });
+        main_thread::enqueue(|| println!("module: second task runs (must not)"));
     }
     if plan() == "queued-behind" {
         main_thread::enqueue(|| println!("module: task behind the engine's runs (must not)"));
