@@ -95,20 +95,29 @@ pub enum ReleaseReason {
     /// The delegate was cleared by `clear()` on the Rust side.
     Cleared = 1,
     /// The host unloaded the script generation the bindings were made in (SD8, see
-    /// `script_generation`).
+    /// `script_generation`). The hook's `delegate` is null then.
     GenerationUnloaded = 2,
 }
 
-/// The host's destroyed hook (the C++ `GOnScriptDelegateDestroyed`):
-/// `hook(delegate, bindings, count, reason)`.
+/// The host's destroyed hook (the C++ `GOnScriptDelegateDestroyed`), also called the release
+/// hook: `hook(delegate, bindings, count, reason)`.
 ///
-/// Called once whenever managed bindings disappear without the host unbinding them itself: when a
-/// delegate with live managed bindings is dropped ([`ReleaseReason::Destroyed`]), or cleared
-/// from Rust ([`ReleaseReason::Cleared`]). `bindings` points at `count` [`ManagedBinding`]s, each
-/// with the id, thunk and context the host bound, valid for the duration of the call; the host
-/// releases each context's GC handle. `delegate` is the address of the delegate's base, for
-/// identification only (during `Destroyed` it is being dropped: do not call into it). It is
-/// called on the delegate's thread, and never for bindings the host removed with `unbind_managed`.
+/// Called whenever managed bindings disappear without the host unbinding them itself: when a
+/// delegate with live managed bindings is dropped ([`ReleaseReason::Destroyed`]), cleared from
+/// Rust ([`ReleaseReason::Cleared`]), or its script generation is unloaded
+/// ([`ReleaseReason::GenerationUnloaded`]). Every binding reaches it exactly once (rule R4),
+/// whichever of these removes it first and wherever its delegate has moved, and never while its
+/// thunk runs: a binding whose thunk is running when it is removed (a thunk that clears, or that
+/// unloads its own generation) is handed over when that call returns. The operation that removes
+/// bindings hands them over before it returns, in one call per delegate and reason.
+///
+/// `bindings` points at `count` [`ManagedBinding`]s, each with the id, thunk and context the host
+/// bound, valid for the duration of the call; the host releases each context's GC handle.
+/// `delegate` is the address of the delegate's base, for identification only (during
+/// `Destroyed` it is being dropped: do not call into it); it is null for `GenerationUnloaded`,
+/// since lumina keeps no delegate's address (R1). It is called on the delegate's thread, and
+/// never for bindings the host removed with `unbind_managed`. The hook may call back into lumina
+/// (bind, clear, unload, drop other delegates).
 pub type DestroyedHook = extern "C" fn(
     delegate: *const ScriptDelegateBase,
     bindings: *const ManagedBinding,

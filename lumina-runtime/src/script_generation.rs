@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
 /// What a generation records: the heap block of a script delegate that has bindings made in it
-/// (implemented in `script_delegate`, which this module does not import: no import circle, N3).
+/// (implemented in `script_delegate`, which this module does not import: no import circle).
 pub(crate) trait Member {
     /// Removes the still-bound managed bindings of `generation` and releases each once through
     /// the host's hook (R4); returns how many were removed.
