@@ -665,7 +665,11 @@ mod r6_release_model {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig {
+            cases: cases(),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
         #[test]
         fn r6_r4_each_managed_binding_is_released_once_with_its_reason_never_while_running(
             steps in prop::collection::vec(act(), 1..40)
