@@ -151,13 +151,14 @@ fn r1_d1_a_release_hook_that_drops_the_generations_other_delegates() {
     // A host destroying the components its scripts drove, from the release hook of a
     // generation unload: the unload must not read the delegates it dropped.
     thread_local! {
-        static COMPONENTS: RefCell<Vec<Box<ScriptDelegate<()>>>> = const { RefCell::new(Vec::new()) };
+        static COMPONENTS: RefCell<Vec<ScriptDelegate<()>>> = const { RefCell::new(Vec::new()) };
     }
     setup();
     let generation = script_generation::begin();
     let mut ids = Vec::new();
     for _ in 0..8 {
-        let component = Box::new(ScriptDelegate::<()>::new());
+        // Bound here, then moved into a `Vec` that grows (and moves it again).
+        let component = ScriptDelegate::<()>::new();
         ids.push(bind(&component, || {}));
         COMPONENTS.with_borrow_mut(|components| components.push(component));
     }

@@ -105,7 +105,10 @@ extern "C" fn thunk(context: *mut c_void, _payload: *const c_void) {
     let key = context.addr();
     let act = with(|w| {
         let binding = &w.bindings[key];
-        assert!(!binding.unbound, "binding {key} ran after the host unbound it");
+        assert!(
+            !binding.unbound,
+            "binding {key} ran after the host unbound it"
+        );
         assert_eq!(binding.released, 0, "binding {key} ran after its release");
         w.running.push(key);
         binding.act
@@ -128,10 +131,16 @@ extern "C" fn hook(
     let then = with(|w| {
         for released in bindings {
             let key = released.context.addr();
-            assert!(!w.running.contains(&key), "binding {key} released while its thunk runs");
+            assert!(
+                !w.running.contains(&key),
+                "binding {key} released while its thunk runs"
+            );
             let binding = &mut w.bindings[key];
             assert_eq!(binding.id, released.id);
-            assert!(!binding.unbound, "binding {key} released after the host unbound it");
+            assert!(
+                !binding.unbound,
+                "binding {key} released after the host unbound it"
+            );
             binding.released += 1;
             assert_eq!(binding.released, 1, "binding {key} released twice");
         }
@@ -236,7 +245,10 @@ fn run_at_depth(op: Op) {
             let (mut bound, mut count) = (0_u8, 0_usize);
             // SAFETY: a live delegate's base, on its thread; the outs are valid for writes.
             unsafe {
-                assert_eq!(lumina_script_delegate_is_bound(base(&d), &mut bound), LuminaStatus::Ok);
+                assert_eq!(
+                    lumina_script_delegate_is_bound(base(&d), &mut bound),
+                    LuminaStatus::Ok
+                );
                 assert_eq!(
                     lumina_script_delegate_managed_count(base(&d), &mut count),
                     LuminaStatus::Ok
@@ -288,7 +300,9 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(lumina_set_destroyed_hook(Some(hook)), LuminaStatus::Ok);
     with(|w| {
         *w = World {
-            slots: (0..SLOTS).map(|_| Some(Rc::new(ScriptDelegate::new()))).collect(),
+            slots: (0..SLOTS)
+                .map(|_| Some(Rc::new(ScriptDelegate::new())))
+                .collect(),
             ..World::default()
         };
     });
@@ -312,9 +326,15 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let world = with(std::mem::take);
-    assert!(world.slots.iter().all(Option::is_none), "every delegate dropped");
+    assert!(
+        world.slots.iter().all(Option::is_none),
+        "every delegate dropped"
+    );
     for (key, binding) in world.bindings.iter().enumerate() {
         let expected = u32::from(!binding.unbound);
-        assert_eq!(binding.released, expected, "binding {key}: exactly once (R4)");
+        assert_eq!(
+            binding.released, expected,
+            "binding {key}: exactly once (R4)"
+        );
     }
 });
