@@ -106,6 +106,17 @@ impl Drop for ClearOnDrop {
     }
 }
 
+/// Adds a native member listener of a new owner (returned) to `delegate`, whose capture clears
+/// `delegate` when it is dropped (by remove_all, a prune, or the delegate's own drop).
+fn add_clearing_member(delegate: &Rc<ScriptDelegate<()>>) -> Rc<()> {
+    let owner = Rc::new(());
+    let clears = ClearOnDrop(Rc::downgrade(delegate));
+    let _ = delegate.add_member(&owner, move |_, ()| {
+        let _ = &clears;
+    });
+    owner
+}
+
 #[test]
 fn r1_d1_a_generation_finds_a_delegate_moved_out_of_its_box() {
     setup();
@@ -192,11 +203,7 @@ fn r4_d2_a_clear_run_by_a_drop_during_remove_all_is_released_once() {
     setup();
     let delegate = Rc::new(ScriptDelegate::<()>::new());
     let id = bind(&delegate, || {});
-    let owner = Rc::new(());
-    let clears = ClearOnDrop(Rc::downgrade(&delegate));
-    let _ = delegate.add_member(&owner, move |_, ()| {
-        let _ = &clears;
-    });
+    let owner = add_clearing_member(&delegate);
     assert_eq!(delegate.remove_all(&owner), 1);
     assert_eq!(
         released(),
@@ -216,11 +223,7 @@ fn r4_d2_a_clear_run_by_a_drop_during_remove_all_is_released_once() {
 fn r4_d2_a_clear_run_by_a_prune_is_released_once() {
     setup();
     let delegate = Rc::new(ScriptDelegate::<()>::new());
-    let owner = Rc::new(());
-    let clears = ClearOnDrop(Rc::downgrade(&delegate));
-    let _ = delegate.add_member(&owner, move |_, ()| {
-        let _ = &clears;
-    });
+    let owner = add_clearing_member(&delegate);
     let id = bind(&delegate, || {});
     drop(owner);
     // The prune inside the count runs the capture's Drop, which clears.
@@ -236,11 +239,7 @@ fn r4_d3_a_generation_unload_and_a_clear_by_a_dead_owners_drop_release_once() {
     let generation = script_generation::begin();
     let delegate = Rc::new(ScriptDelegate::<()>::new());
     let id = bind(&delegate, || {});
-    let owner = Rc::new(());
-    let clears = ClearOnDrop(Rc::downgrade(&delegate));
-    let _ = delegate.add_member(&owner, move |_, ()| {
-        let _ = &clears;
-    });
+    let owner = add_clearing_member(&delegate);
     drop(owner);
     assert_eq!(script_generation::unload(generation), Some(1));
     delegate.broadcast(&());
