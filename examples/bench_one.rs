@@ -26,13 +26,17 @@ use std::hint::black_box;
 use common::System;
 use common::dispatch::Dispatch;
 
-const SYSTEMS: [&str; 6] = [
+const SYSTEMS: [&str; 10] = [
     "floor",
     "lumina",
     "signals2",
     "dispatch-floor",
     "dispatch-weak-floor",
     "dispatch-lumina",
+    "script-native-floor",
+    "script-native",
+    "script-managed-floor",
+    "script-managed",
 ];
 
 /// Builds the system, then broadcasts `operations` times; returns the subscriber calls made.
@@ -63,6 +67,10 @@ fn run(system: &str, n: usize, operations: u64) -> Result<u64, String> {
         "dispatch-floor" => dispatch::<common::dispatch::Floor>(n, operations),
         "dispatch-weak-floor" => dispatch::<common::dispatch::WeakFloor>(n, operations),
         "dispatch-lumina" => dispatch::<common::dispatch::Lumina>(n, operations),
+        "script-native-floor" => broadcast::<common::script::NativeFloor>(n, operations),
+        "script-native" => broadcast::<common::script::Native>(n, operations),
+        "script-managed-floor" => broadcast::<common::script::ManagedFloor>(n, operations),
+        "script-managed" => broadcast::<common::script::Managed>(n, operations),
         other => {
             return Err(format!(
                 "unknown system `{other}`; expected one of {SYSTEMS:?}"

@@ -34,6 +34,9 @@ pub mod guide {}
 #[doc = include_str!("rules.md")]
 pub mod rules {}
 
+#[doc = include_str!("addresses.md")]
+pub mod addresses {}
+
 pub use lumina_runtime::*;
 
 // With `dynamic_linking`, the runtime is linked through the one shared `lumina-dylib` (MB1), the

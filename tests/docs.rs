@@ -8,7 +8,7 @@ use std::process::Command;
 
 /// The families of rule ids, longest first so `SD4` is not read as `S` + `D4`.
 const FAMILIES: &[&str] = &[
-    "SD", "MB", "PL", "H", "M", "S", "T", "Q", "C", "E", "P", "B",
+    "SD", "MB", "PL", "H", "M", "S", "T", "Q", "C", "E", "P", "B", "R",
 ];
 
 /// Words shaped like rule ids that are not citations, each with where it comes from.

@@ -51,11 +51,11 @@ typedef enum LuminaReleaseReason {
     LUMINA_RELEASE_REASON_DESTROYED = 0,
     /* The delegate was cleared by clear() on the Rust side. */
     LUMINA_RELEASE_REASON_CLEARED = 1,
-    /* The host unloaded the script generation the bindings were made in (SD8, see script_generation). */
+    /* The host unloaded the script generation the bindings were made in (SD8, see script_generation). The hook's delegate is null then. */
     LUMINA_RELEASE_REASON_GENERATION_UNLOADED = 2,
 } LuminaReleaseReason;
 
-/* The host's destroyed hook (the C++ GOnScriptDelegateDestroyed): hook(delegate, bindings, count, reason). */
+/* The host's destroyed hook (the C++ GOnScriptDelegateDestroyed), also called the release hook: hook(delegate, bindings, count, reason). */
 typedef void (*LuminaDestroyedHook)(const LuminaScriptDelegate *delegate, const LuminaManagedBinding *bindings, size_t count, LuminaReleaseReason reason);
 
 /* The result of every C ABI call. */

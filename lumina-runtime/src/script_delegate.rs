@@ -53,17 +53,21 @@
 //! can release its GC handles and forget the pointer.
 
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::RwLock;
 use std::thread::ThreadId;
 
 use crate::handle::DelegateHandle;
-use crate::invocation::InvocationList;
+use crate::invocation::{Block, InvocationList};
 use crate::reflect::{PayloadInfo, ScriptPayload};
+
+mod release;
+
+use release::{Managed, Operation, Removal};
 
 /// A managed listener's entry point: `thunk(context, payload)`. `payload` points at the payload
 /// for the duration of the call (null for the void payload). The thunk must not unwind (a managed
@@ -91,20 +95,29 @@ pub enum ReleaseReason {
     /// The delegate was cleared by `clear()` on the Rust side.
     Cleared = 1,
     /// The host unloaded the script generation the bindings were made in (SD8, see
-    /// `script_generation`).
+    /// `script_generation`). The hook's `delegate` is null then.
     GenerationUnloaded = 2,
 }
 
-/// The host's destroyed hook (the C++ `GOnScriptDelegateDestroyed`):
-/// `hook(delegate, bindings, count, reason)`.
+/// The host's destroyed hook (the C++ `GOnScriptDelegateDestroyed`), also called the release
+/// hook: `hook(delegate, bindings, count, reason)`.
 ///
-/// Called once whenever managed bindings disappear without the host unbinding them itself: when a
-/// delegate with live managed bindings is dropped ([`ReleaseReason::Destroyed`]), or cleared
-/// from Rust ([`ReleaseReason::Cleared`]). `bindings` points at `count` [`ManagedBinding`]s, each
-/// with the id, thunk and context the host bound, valid for the duration of the call; the host
-/// releases each context's GC handle. `delegate` is the address of the delegate's base, for
-/// identification only (during `Destroyed` it is being dropped: do not call into it). It is
-/// called on the delegate's thread, and never for bindings the host removed with `unbind_managed`.
+/// Called whenever managed bindings disappear without the host unbinding them itself: when a
+/// delegate with live managed bindings is dropped ([`ReleaseReason::Destroyed`]), cleared from
+/// Rust ([`ReleaseReason::Cleared`]), or its script generation is unloaded
+/// ([`ReleaseReason::GenerationUnloaded`]). Every binding reaches it exactly once (rule R4),
+/// whichever of these removes it first and wherever its delegate has moved, and never while its
+/// thunk runs: a binding whose thunk is running when it is removed (a thunk that clears, or that
+/// unloads its own generation) is handed over when that call returns. The operation that removes
+/// bindings hands them over before it returns, in one call per delegate and reason.
+///
+/// `bindings` points at `count` [`ManagedBinding`]s, each with the id, thunk and context the host
+/// bound, valid for the duration of the call; the host releases each context's GC handle.
+/// `delegate` is the address of the delegate's base, for identification only (during
+/// `Destroyed` it is being dropped: do not call into it); it is null for `GenerationUnloaded`,
+/// since lumina keeps no delegate's address (R1). It is called on the delegate's thread, and
+/// never for bindings the host removed with `unbind_managed`. The hook may call back into lumina
+/// (bind, clear, unload, drop other delegates).
 pub type DestroyedHook = extern "C" fn(
     delegate: *const ScriptDelegateBase,
     bindings: *const ManagedBinding,
@@ -139,12 +152,12 @@ type NativeListener = Rc<dyn Fn(&dyn Any)>;
 enum Listener {
     /// A Rust closure; receives the payload as `&dyn Any` and downcasts it to its `&P`.
     Native(NativeListener),
-    /// A managed `(thunk, context)` pair.
-    Managed(ManagedThunk, *mut c_void),
+    /// A managed `(thunk, context)` pair, shared with whatever holds it for a moment (a
+    /// merging broadcast's call): released when the last holder lets go (R4, see `release`).
+    Managed(Rc<Managed>),
 }
 
-// SAFETY: cloning a listener clones an `Rc` or copies a function pointer and a context: no
-// user code runs.
+// SAFETY: cloning a listener clones an `Rc`: no user code runs.
 unsafe impl crate::invocation::Subscriber for Listener {
     fn code(&self) -> Option<crate::module::track::Code> {
         match self {
@@ -166,12 +179,10 @@ impl Listener {
 }
 
 thread_local! {
-    /// The addresses of the script delegates whose `drop` is running on this thread.
-    static DROPPING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
-    /// Managed bindings cleared while their delegate (its base's address) broadcasts: released
-    /// when its outermost broadcast ends. Thread-local rather than a field, so the delegate
-    /// stays small; a delegate only ever broadcasts on its own thread.
-    static DEFERRED_RELEASES: RefCell<Vec<(usize, ManagedBinding)>> = const { RefCell::new(Vec::new()) };
+    /// The heap blocks of the script delegates whose `drop` is running on this thread (weakly:
+    /// the block, not the delegate's place, R1). Kept beside the delegate rather than in it, so
+    /// it stays 24 bytes.
+    static DROPPING: RefCell<Vec<Weak<Block<Listener>>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Why [`ScriptDelegateBase::bind_managed`] refused a binding.
@@ -271,8 +282,23 @@ impl ScriptDelegateBase {
         if self.is_dropping() {
             return Err(BindError::Destroyed);
         }
-        let id = self.list.add(Listener::Managed(thunk, context)).id();
-        crate::script_generation::note_bind(self, id); // script generation hook (SD8)
+        let generation = crate::script_generation::current();
+        let managed = Rc::new(Managed {
+            thunk,
+            context,
+            id: Cell::new(0),
+            generation,
+            payload: self.payload.name,
+            removal: Cell::new(Removal::Bound),
+        });
+        let id = self.list.add(Listener::Managed(Rc::clone(&managed))).id();
+        managed.id.set(id);
+        if generation != 0
+            && let Some(block) = self.list.weak_block()
+        {
+            // The generation refers to the delegate's heap block, weakly (R1, SD8).
+            crate::script_generation::note_member(generation, block);
+        }
         Ok(id)
     }
 
@@ -298,12 +324,17 @@ impl ScriptDelegateBase {
     /// that unbinds releases its own handle.
     pub fn unbind_managed(&self, id: u64) -> bool {
         let handle = DelegateHandle::from_id(id);
-        let removed =
-            self.list.subscriber_matches(handle, Listener::is_managed) && self.list.remove(handle);
-        if removed {
-            crate::script_generation::note_unbind(id); // script generation hook (SD8)
-        }
-        removed
+        // Marked while the entry is live, before the removal (no user code in between): the
+        // host released its own handle, so the hook never hears of it (R4).
+        self.list
+            .subscriber_matches(handle, |listener| match listener {
+                Listener::Managed(managed) => {
+                    managed.mark(Removal::Unbound);
+                    true
+                }
+                Listener::Native(_) => false,
+            })
+            && self.list.remove(handle)
     }
 
     /// Whether either side has a live listener (SD4, M8).
@@ -347,113 +378,39 @@ impl ScriptDelegateBase {
         self.list
             .snapshot()
             .into_iter()
-            .filter_map(|(handle, listener)| match listener {
-                Listener::Managed(thunk, context) => Some(ManagedBinding {
-                    id: handle.id(),
-                    thunk,
-                    context,
-                }),
+            .filter_map(|(_, listener)| match listener {
+                Listener::Managed(managed) => Some(managed.binding()),
                 Listener::Native(_) => None,
             })
             .collect()
     }
 
     /// Removes every listener on both sides (M6). The managed bindings removed are handed to the
-    /// destroyed hook with [`ReleaseReason::Cleared`], so the host releases their handles.
+    /// destroyed hook with [`ReleaseReason::Cleared`], so the host releases their handles: when
+    /// the clear returns, or, for a binding whose thunk is running (it may be the one that
+    /// cleared), when its call returns (M4, R4).
     pub fn clear(&self) {
-        // Collected while the clear marks its entries, before any native listener's `Drop` runs:
-        // that code may unbind a managed binding, and the host must not be told to release it
-        // twice (M13).
-        let mut released = Vec::new();
-        let mut sites = Vec::new();
-        self.list.clear_with(|id, site, listener| {
-            if let Listener::Managed(thunk, context) = listener {
-                released.push(ManagedBinding {
-                    id,
-                    thunk: *thunk,
-                    context: *context,
+        let _operation = Operation::begin();
+        self.remove_marking(ReleaseReason::Cleared);
+    }
+
+    /// Clears the list, marking every live managed binding with `reason` before any listener is
+    /// dropped (a drop's code may unbind one: it then finds it gone, M13).
+    fn remove_marking(&self, reason: ReleaseReason) {
+        let delegate = std::ptr::from_ref(self);
+        self.list.clear_with(|_, site, listener| {
+            if let Listener::Managed(managed) = listener {
+                managed.mark(Removal::Released {
+                    reason,
+                    delegate,
+                    site,
                 });
-                sites.push(crate::bind_site::location(site));
             }
         });
-        if self.list.is_broadcasting() {
-            // A thunk of this very broadcast may be running (it may be the one that cleared):
-            // its context must stay valid until its call returns (M4), so the host releases
-            // them when the outermost broadcast ends.
-            let address = std::ptr::from_ref(self).addr();
-            let _ = DEFERRED_RELEASES.try_with(|deferred| {
-                let mut deferred = deferred.borrow_mut();
-                deferred.extend(released.into_iter().map(|binding| (address, binding)));
-            });
-        } else {
-            self.release_at(&released, &sites, ReleaseReason::Cleared);
-        }
-    }
-
-    /// Releases what a clear during this delegate's broadcast deferred, once no broadcast of
-    /// it runs any more.
-    fn release_deferred(&self) {
-        if self.list.is_broadcasting() {
-            return;
-        }
-        let address = std::ptr::from_ref(self).addr();
-        let released: Vec<ManagedBinding> = DEFERRED_RELEASES
-            .try_with(|deferred| {
-                let mut deferred = deferred.borrow_mut();
-                if deferred.is_empty() {
-                    return Vec::new();
-                }
-                let (mine, others) = std::mem::take(&mut *deferred)
-                    .into_iter()
-                    .partition(|(owner, _)| *owner == address);
-                *deferred = others;
-                mine.into_iter().map(|(_, binding)| binding).collect()
-            })
-            .unwrap_or_default();
-        self.release(&released, ReleaseReason::Cleared);
-    }
-
-    fn release(&self, bindings: &[ManagedBinding], reason: ReleaseReason) {
-        self.release_at(bindings, &[], reason);
-    }
-
-    /// [`release`](Self::release), with the bind sites of the bindings (B5) for the log when no
-    /// hook is installed (SD4).
-    fn release_at(
-        &self,
-        bindings: &[ManagedBinding],
-        sites: &[Option<crate::bind_site::BindSite>],
-        reason: ReleaseReason,
-    ) {
-        crate::script_generation::forget(bindings); // script generation hook (SD8)
-        if bindings.is_empty() {
-            return;
-        }
-        match destroyed_hook() {
-            Some(hook) => hook(self, bindings.as_ptr(), bindings.len(), reason),
-            None => tracing::error!(
-                payload = self.payload.name,
-                count = bindings.len(),
-                ?reason,
-                contexts = ?bindings.iter().map(|b| b.context).collect::<Vec<_>>(),
-                bound_at = ?sites.iter().flatten().map(|site| site.to_string()).collect::<Vec<_>>(),
-                "lumina: managed bindings released with no destroyed hook installed: their GC \
-                 handles leak; the host must call lumina_set_destroyed_hook at startup"
-            ),
-        }
     }
 
     /// Runs native listeners with `payload`, then managed ones with `raw`, as one list (SD3).
     fn broadcast_raw(&self, payload: &dyn Any, raw: *const c_void) {
-        /// Releases deferred bindings when the broadcast ends, also by a panic.
-        struct ReleaseDeferred<'a>(&'a ScriptDelegateBase);
-        impl Drop for ReleaseDeferred<'_> {
-            fn drop(&mut self) {
-                self.0.release_deferred();
-            }
-        }
-        // Declared first: dropped after the broadcast has released the list's lock.
-        let _release = ReleaseDeferred(self);
         let Some(mut broadcast) = self.list.begin() else {
             return;
         };
@@ -464,8 +421,8 @@ impl ScriptDelegateBase {
         });
         broadcast.rewind();
         broadcast.for_each_matching(Listener::is_managed, |listener| {
-            if let Listener::Managed(thunk, context) = listener {
-                thunk(*context, raw);
+            if let Listener::Managed(managed) = listener {
+                (managed.thunk)(managed.context, raw);
             }
         });
     }
@@ -473,65 +430,69 @@ impl ScriptDelegateBase {
 
 impl ScriptDelegateBase {
     /// Whether this delegate's `drop` is running (then the destroyed hook cannot bind a listener
-    /// that would leak). Kept beside the delegate rather than in it, so it stays 24 bytes.
+    /// that would leak).
     fn is_dropping(&self) -> bool {
-        let address = std::ptr::from_ref(self).addr();
+        let Some(block) = self.list.block() else {
+            return false;
+        };
+        let block = std::ptr::from_ref(block);
         // `try_with`: while the thread's locals are torn down, no drop of ours runs any more.
         DROPPING
-            .try_with(|dropping| dropping.borrow().contains(&address))
+            .try_with(|dropping| {
+                dropping
+                    .borrow()
+                    .iter()
+                    .any(|weak| std::ptr::eq(weak.as_ptr(), block))
+            })
             .unwrap_or(false)
     }
 }
 
 impl Drop for ScriptDelegateBase {
     fn drop(&mut self) {
-        let address = std::ptr::from_ref(self).addr();
-        // `try_with`: a delegate may be dropped by another thread-local's destructor.
-        let _ = DROPPING.try_with(|dropping| dropping.borrow_mut().push(address));
-        /// Unmarks the delegate when its drop ends, also by a panic.
-        struct Dropped(usize);
+        // A delegate that never had a listener has nothing to release and runs no user code.
+        let Some(block) = self.list.weak_block() else {
+            return;
+        };
+        /// Unmarks the delegate when its drop ends, also by a panic: declared before the
+        /// operation, so the hook its end calls still finds the delegate dropping.
+        struct Dropped(Weak<Block<Listener>>);
         impl Drop for Dropped {
             fn drop(&mut self) {
-                let _ =
-                    DROPPING.try_with(|dropping| dropping.borrow_mut().retain(|&a| a != self.0));
+                let _ = DROPPING.try_with(|dropping| {
+                    dropping
+                        .borrow_mut()
+                        .retain(|weak| !Weak::ptr_eq(weak, &self.0));
+                });
             }
         }
-        let _dropped = Dropped(address);
-        let released = self.managed_bindings();
-        let sites: Vec<_> = if destroyed_hook().is_none() && !released.is_empty() {
-            let listed = self.list.subscriptions();
-            released
-                .iter()
-                .map(|binding| {
-                    listed
-                        .iter()
-                        .find(|s| s.handle.id() == binding.id)
-                        .and_then(|s| s.bind_site)
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        self.release_at(&released, &sites, ReleaseReason::Destroyed);
+        let _ = DROPPING.try_with(|dropping| dropping.borrow_mut().push(block.clone()));
+        let _dropped = Dropped(block);
+        let _operation = Operation::begin();
+        self.remove_marking(ReleaseReason::Destroyed);
     }
 }
 
 // ---- script generation hook (SD8), see `crate::script_generation`.
-impl ScriptDelegateBase {
-    /// Removes the managed bindings `ids` that are still bound (a running broadcast does not
-    /// reach them, M3) and hands them to the host's release hook once, with
+impl crate::script_generation::Member for Block<Listener> {
+    /// Removes the managed bindings of `generation` that are still bound (a running broadcast
+    /// does not reach them, M3; one whose thunk is running is released when its call returns,
+    /// M4) and hands them to the host's release hook once, with
     /// [`ReleaseReason::GenerationUnloaded`]. Returns how many.
-    pub(crate) fn release_generation(&self, ids: &[u64]) -> usize {
-        let released: Vec<ManagedBinding> = self
-            .managed_bindings()
-            .into_iter()
-            .filter(|binding| ids.binary_search(&binding.id).is_ok())
-            .collect();
-        for binding in &released {
-            self.list.remove(DelegateHandle::from_id(binding.id));
-        }
-        self.release(&released, ReleaseReason::GenerationUnloaded);
-        released.len()
+    fn release_generation(&self, generation: u64) -> usize {
+        let _operation = Operation::begin();
+        self.remove_selected(
+            |listener| matches!(listener, Listener::Managed(m) if m.generation == generation),
+            |_, site, listener| {
+                if let Listener::Managed(managed) = listener {
+                    managed.mark(Removal::Released {
+                        reason: ReleaseReason::GenerationUnloaded,
+                        delegate: std::ptr::null(),
+                        site,
+                    });
+                }
+            },
+        )
     }
 }
 // ---- end of script generation hook

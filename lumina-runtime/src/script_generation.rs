@@ -30,23 +30,62 @@
 //! [`ReleaseReason::GenerationUnloaded`]: crate::script_delegate::ReleaseReason::GenerationUnloaded
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
+use std::rc::Weak;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::script_delegate::ScriptDelegateBase;
-
 static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// What a generation records: the heap block of a script delegate that has bindings made in it
+/// (implemented in `script_delegate`, which this module does not import: no import circle).
+pub(crate) trait Member {
+    /// Removes the still-bound managed bindings of `generation` and releases each once through
+    /// the host's hook (R4); returns how many were removed.
+    fn release_generation(&self, generation: u64) -> usize;
+}
+
+/// The members of one open generation: weak references to delegates' heap blocks (R1: never a
+/// delegate's own place, which moves), possibly repeated or dead until compacted.
+#[derive(Default)]
+struct Members {
+    blocks: Vec<Weak<dyn Member>>,
+    /// The length after the last compaction: the next one runs once it has doubled.
+    compacted: usize,
+}
+
+impl Members {
+    fn add(&mut self, block: Weak<dyn Member>) {
+        if self
+            .blocks
+            .last()
+            .is_some_and(|last| Weak::ptr_eq(last, &block))
+        {
+            return;
+        }
+        self.blocks.push(block);
+        if self.blocks.len() > 2 * self.compacted + 8 {
+            self.compact();
+        }
+    }
+
+    /// Drops dead and repeated members (amortised: each compaction at least halves the list
+    /// since the last).
+    fn compact(&mut self) {
+        self.blocks.retain(|weak| weak.strong_count() > 0);
+        self.blocks
+            .sort_by_key(|weak| weak.as_ptr().cast::<()>().addr());
+        self.blocks.dedup_by(|a, b| Weak::ptr_eq(a, b));
+        self.compacted = self.blocks.len();
+    }
+}
 
 thread_local! {
     /// The generation bindings made on this thread belong to; 0 for none.
     static CURRENT: Cell<u64> = const { Cell::new(0) };
-    /// Generations begun on this thread and not unloaded yet.
-    static OPEN: RefCell<BTreeSet<u64>> = const { RefCell::new(BTreeSet::new()) };
-    /// Binding id -> (its delegate's base, its generation), for bindings made in a generation
-    /// that are still bound. The delegate is at a stable address while bound (the host holds
-    /// it).
-    static BINDINGS: RefCell<HashMap<u64, (*const ScriptDelegateBase, u64)>> =
-        RefCell::new(HashMap::new());
+    /// Generations begun on this thread and not unloaded yet, with the delegates that have
+    /// bindings made in them. Which binding belongs to which generation is recorded in the
+    /// binding itself, in the delegate's block.
+    static OPEN: RefCell<BTreeMap<u64, Members>> = const { RefCell::new(BTreeMap::new()) };
 }
 
 /// Starts a new generation on the calling thread and returns its id (never 0): managed bindings
@@ -54,7 +93,7 @@ thread_local! {
 pub fn begin() -> u64 {
     let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
     CURRENT.set(generation);
-    OPEN.with_borrow_mut(|open| open.insert(generation));
+    OPEN.with_borrow_mut(|open| open.insert(generation, Members::default()));
     generation
 }
 
@@ -64,72 +103,36 @@ pub fn current() -> u64 {
 }
 
 /// Releases every managed binding of `generation` that is still bound, in every script delegate
-/// of this thread: each is removed (it never runs again, also in a broadcast that is running) and
-/// handed to the host's release hook once, with
-/// [`ReleaseReason::GenerationUnloaded`](crate::script_delegate::ReleaseReason::GenerationUnloaded).
-/// Returns how many, or `None` when `generation` was not begun on this thread or was unloaded
-/// already. The host calls this before it unloads the generation's code.
+/// of this thread, wherever the delegate has moved since: each is removed (it never runs again,
+/// also in a broadcast that is running) and handed to the host's release hook once, with
+/// [`ReleaseReason::GenerationUnloaded`](crate::script_delegate::ReleaseReason::GenerationUnloaded)
+/// (a binding whose thunk is running, say the one that asked for the unload, when its call
+/// returns). Returns how many, or `None` when `generation` was not begun on this thread or was
+/// unloaded already. The host calls this before it unloads the generation's code.
 pub fn unload(generation: u64) -> Option<usize> {
-    if !OPEN.with_borrow_mut(|open| open.remove(&generation)) {
-        return None;
-    }
+    let mut members = OPEN.with_borrow_mut(|open| open.remove(&generation))?;
     if CURRENT.get() == generation {
         CURRENT.set(0);
     }
-    // Taken out first: the release hook (host code) may bind again (M13).
-    let mut by_delegate: BTreeMap<usize, (*const ScriptDelegateBase, Vec<u64>)> = BTreeMap::new();
-    BINDINGS.with_borrow_mut(|bindings| {
-        bindings.retain(|&id, &mut (delegate, owner)| {
-            if owner == generation {
-                let (_, ids) = by_delegate
-                    .entry(delegate.addr())
-                    .or_insert_with(|| (delegate, Vec::new()));
-                ids.push(id);
-                false
-            } else {
-                true
-            }
-        });
-    });
+    members.compact();
+    // One delegate at a time: the release hook (host code) may drop the others (then they
+    // released their bindings as they went, and their blocks are gone), bind, or unload.
     let mut released = 0;
-    for (_, (delegate, mut ids)) in by_delegate {
-        ids.sort_unstable();
-        // SAFETY: every delegate with a recorded binding is alive: dropping a delegate hands its
-        // bindings to `release`, which forgets their records; and it has not moved while bound
-        // (the host holds its address, see `script_delegate` on stable addresses).
-        let delegate = unsafe { &*delegate };
-        released += delegate.release_generation(&ids);
+    for block in members.blocks {
+        if let Some(block) = block.upgrade() {
+            released += block.release_generation(generation);
+        }
     }
     Some(released)
 }
 
-/// Records a managed binding made on `delegate` (hook in `ScriptDelegateBase::try_bind_managed`).
-pub(crate) fn note_bind(delegate: &ScriptDelegateBase, id: u64) {
-    let generation = CURRENT.get();
-    if generation != 0 {
-        let delegate = std::ptr::from_ref(delegate);
-        BINDINGS.with_borrow_mut(|bindings| bindings.insert(id, (delegate, generation)));
-    }
-}
-
-/// Forgets a binding the host unbound (hook in `unbind_managed`).
-pub(crate) fn note_unbind(id: u64) {
-    // Records exist only while a generation is open.
-    if !OPEN.with_borrow(BTreeSet::is_empty) {
-        BINDINGS.with_borrow_mut(|bindings| bindings.remove(&id));
-    }
-}
-
-/// Forgets bindings handed to the host's release hook (hook in `ScriptDelegateBase::release`,
-/// which every clear, drop and generation unload goes through): a delegate that moved and was
-/// dropped leaves no record behind.
-pub(crate) fn forget(released: &[crate::script_delegate::ManagedBinding]) {
-    if released.is_empty() || OPEN.with_borrow(BTreeSet::is_empty) {
-        return;
-    }
-    BINDINGS.with_borrow_mut(|bindings| {
-        for binding in released {
-            bindings.remove(&binding.id);
+/// Records that the delegate whose heap block is `block` has a binding made in `generation`
+/// (hook in `ScriptDelegateBase::try_bind_managed`).
+pub(crate) fn note_member<B: Member + 'static>(generation: u64, block: Weak<B>) {
+    let block: Weak<dyn Member> = block;
+    OPEN.with_borrow_mut(|open| {
+        if let Some(members) = open.get_mut(&generation) {
+            members.add(block);
         }
     });
 }

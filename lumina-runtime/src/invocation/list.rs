@@ -331,6 +331,44 @@ impl<C: Subscriber> RemoveByHandle for Block<C> {
     }
 }
 
+impl<C> InvocationList<C> {
+    /// A weak reference to this list's heap block: `None` before the first add. What a registry
+    /// that must find the list again holds (R1: the block, never the list's own place, which
+    /// moves with its owner).
+    pub(crate) fn weak_block(&self) -> Option<Weak<Block<C>>> {
+        self.block.get().map(Rc::downgrade)
+    }
+}
+
+impl<C: Subscriber> Block<C> {
+    /// Removes every live subscriber (main or pending) that `select` picks, as a clear does
+    /// (M13: all are marked removed, and `removed` is called on each, before the first is
+    /// dropped; a running one is dropped after its call, M4). Returns how many. `select` and
+    /// `removed` must not run user code.
+    pub(crate) fn remove_selected(
+        &self,
+        select: impl Fn(&C) -> bool,
+        removed: impl FnMut(u64, u32, &C),
+    ) -> usize {
+        self.remove_each(
+            |block, entry| {
+                block.is_live(entry)
+                    && entry
+                        .clone_callable()
+                        .is_some_and(|callable| select(&callable))
+            },
+            |pending| {
+                pending.is_live()
+                    && pending
+                        .entry
+                        .clone_callable()
+                        .is_some_and(|callable| select(&callable))
+            },
+            removed,
+        )
+    }
+}
+
 impl<C: Subscriber + 'static> InvocationList<C> {
     /// A weak reference that removes by handle from this list while it lives: `None` before the
     /// first add.

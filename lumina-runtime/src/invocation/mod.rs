@@ -62,7 +62,7 @@
 //! | end of the outermost broadcast (settle) | `Drop` of callables removed while they ran | the list counts as broadcasting meanwhile (adds wait in `pending`), nothing is borrowed across a drop, and the settle runs again until nothing is left |
 //! | drop of the list | `Drop` of every callable | one at a time, no borrow held |
 //! | script delegates: broadcast | a managed thunk (the host's code, through the C ABI) | the call, as above; it may bind, unbind, clear and broadcast through the C ABI |
-//! | script delegates: clear, drop | the host's release hook | called once the operation is complete; bindings cleared during a broadcast are released when its outermost broadcast ends, so a running thunk's context stays valid until it returns (M4) |
+//! | script delegates: clear, drop, generation unload | the host's release hook | a managed binding is released when its last holder (its entry, or a running call) lets go, so a running thunk's context stays valid until it returns (M4); the operation hands what it released to the hook when it ends (R4) |
 //! | processor: dispatch | a handler's `Drop` (the last strong reference was the one held for its call) | after its call, before the next entry is read |
 //!
 //! Single-cast delegates run no user code inside their own operations but the call: binding
