@@ -219,7 +219,7 @@ fn hand_over(run: &[Release]) {
             bound_at = ?run
                 .iter()
                 .filter_map(|r| crate::bind_site::location(r.site))
-                .map(ToString::to_string)
+                .map(|site| site.to_string())
                 .collect::<Vec<_>>(),
             "lumina: managed bindings released with no destroyed hook installed: their GC \
              handles leak; the host must call lumina_set_destroyed_hook at startup"
