@@ -17,8 +17,15 @@ use std::process::Command;
 /// Builds the game module as `version` with the same cargo, features and flags as this engine.
 fn build_game(version: u32) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    // From the workspace root, like the README's command that built this engine: cargo then
+    // selects the same packages with the same features, so the module links the very
+    // `liblumina_dylib.so` this engine loaded (from `examples/`, the feature set of the shared
+    // dependencies could differ, and the runtime library would be rebuilt under the engine).
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the examples package lies in the workspace");
     let status = Command::new(cargo)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(workspace)
         .args([
             "build",
             "--quiet",
