@@ -83,6 +83,27 @@ thread_local! {
     /// The buffer of the previous drain, swapped back in by the next one so that steady-state
     /// frames do not reallocate the queue.
     static SPARE: RefCell<VecDeque<Task>> = const { RefCell::new(VecDeque::new()) };
+    /// What ends with a game-thread session on this thread: the engine-wide state built on top
+    /// of this module registers its teardown here when it is first made (the core delegates'
+    /// reset), so this module names none of it (N3: no import circle).
+    static SESSION_END: RefCell<Vec<fn()>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Registers `teardown` to run on this thread when its [`GameThreadScope`] ends, before the
+/// queue's leftovers are dropped; in the order registered. Register once per thread: the
+/// teardown stays registered for every later session of the thread.
+pub(crate) fn at_session_end(teardown: fn()) {
+    SESSION_END.with(|hooks| hooks.borrow_mut().push(teardown));
+}
+
+/// Runs the teardowns registered with [`at_session_end`], with no borrow held while one runs (a
+/// teardown drops subscribers, which may register or tear down more).
+fn end_session() {
+    let mut index = 0;
+    while let Some(teardown) = SESSION_END.with(|hooks| hooks.borrow().get(index).copied()) {
+        teardown();
+        index += 1;
+    }
 }
 
 #[derive(Clone)]
@@ -338,7 +359,7 @@ impl Drop for GameThreadScope {
         let _release = ReleaseDesignation;
         // Tear down while this thread is still the game thread: dropped subscribers may touch
         // engine-wide state from their destructors.
-        crate::core_delegates::end_session();
+        end_session();
         let leftover = std::mem::take(&mut *lock(&QUEUE));
         if !leftover.is_empty() {
             tracing::warn!(
