@@ -4,11 +4,15 @@
 //! version's subscriber runs; then it unloads it.
 //!
 //! ```sh
-//! RUSTFLAGS="-C prefer-dynamic" cargo run --example hot_reload --features dynamic_linking
+//! cargo run --example hot_reload --features dynamic_linking
 //! ```
 //!
 //! Engine and module share one runtime: both are built with the `dynamic_linking` feature, which
-//! links the runtime as the shared library `liblumina_dylib.so` (rule MB1).
+//! links the runtime as the shared library `liblumina_dylib.so` (rule MB1). No `RUSTFLAGS` are
+//! needed (the README's "Game modules" section says why): rustc links std dynamically as soon as
+//! a crate depends on a Rust `dylib`. Setting `RUSTFLAGS="-C prefer-dynamic"` also works, as long
+//! as engine and module get the same flags (this example passes its own environment on to the
+//! cargo that builds the module), but it rebuilds everything else in the target directory.
 
 use lumina::{CoreDelegates, main_thread, module};
 use std::path::{Path, PathBuf};
