@@ -201,12 +201,14 @@ fn read_modules(src: &Path) -> Vec<Module> {
             if segments.last().is_some_and(|last| last == "tests") {
                 continue;
             }
-            if segments.last().is_some_and(|last| last == "mod" || last == "lib") {
+            if segments
+                .last()
+                .is_some_and(|last| last == "mod" || last == "lib")
+            {
                 segments.pop();
             }
             // A crate of its own (the dylib's), not a module of the runtime.
-            if !path.starts_with(src) || segments.first().is_some_and(|first| first == "dylib")
-            {
+            if !path.starts_with(src) || segments.first().is_some_and(|first| first == "dylib") {
                 continue;
             }
             let source = std::fs::read_to_string(&path).expect("readable source file");
@@ -418,7 +420,10 @@ fn parent(path: &str) -> Option<String> {
     if path.is_empty() {
         None
     } else {
-        Some(path.rsplit_once("::").map_or(String::new(), |(up, _)| up.to_owned()))
+        Some(
+            path.rsplit_once("::")
+                .map_or(String::new(), |(up, _)| up.to_owned()),
+        )
     }
 }
 

@@ -9,8 +9,8 @@ use std::rc::{Rc, Weak};
 
 use smallvec::SmallVec;
 
-use super::entry::{Entry, OWNED, Pending, RUNNING_OUTER, Subscriber};
 use super::drops::Drops;
+use super::entry::{Entry, OWNED, Pending, RUNNING_OUTER, Subscriber};
 use crate::handle::DelegateHandle;
 
 /// Lock-state bit: tombstones or pending subscribers wait for the end of the outermost
