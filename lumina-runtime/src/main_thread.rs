@@ -89,6 +89,40 @@ thread_local! {
     static SESSION_END: RefCell<Vec<fn()>> = const { RefCell::new(Vec::new()) };
 }
 
+mod sealed {
+    /// Keeps [`StaysOnItsThread`](super::StaysOnItsThread) from being implemented outside
+    /// lumina.
+    pub trait Sealed {}
+
+    /// No value of it exists: the only implementor of `StaysOnItsThread`, so the trait has one.
+    #[allow(dead_code)] // only named in the impl below
+    pub enum Never {}
+
+    impl Sealed for Never {}
+}
+
+/// The mark of lumina's types that stay on the thread that made them (rules M10, T1): delegates,
+/// script delegates, event processors and scoped subscriptions. They are `Send` and `Sync` only
+/// where they implement this trait, and no type does, so sending one to another thread is a
+/// compile error that names this trait and says what to do instead: send the data, not the
+/// delegate, with a [`QueuedSender`] (made on the game thread, `Send + Clone`, it broadcasts at
+/// the next [`process_queue`]) or [`enqueue`].
+///
+/// ```compile_fail
+/// let on_tick: lumina::MulticastDelegate<dyn Fn(f32)> = lumina::MulticastDelegate::new();
+/// // error: `MulticastDelegate<..>` cannot be sent to or shared with another thread
+/// std::thread::spawn(move || on_tick.broadcast(0.016));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be sent to or shared with another thread: lumina's delegates and event processors stay on the thread that made them",
+    label = "this closure takes `{Self}` to another thread",
+    note = "send the data, not the delegate: a `lumina::main_thread::QueuedSender` made on the game thread is `Send + Clone`, and its `send(..)` broadcasts there at the next `process_queue()`; `lumina::main_thread::enqueue(move || ..)` runs any closure there"
+)]
+pub trait StaysOnItsThread: sealed::Sealed {}
+
+#[diagnostic::do_not_recommend]
+impl StaysOnItsThread for sealed::Never {}
+
 /// Registers `teardown` to run on this thread when its [`GameThreadScope`] ends, before the
 /// queue's leftovers are dropped; in the order registered. Register once per thread: the
 /// teardown stays registered for every later session of the thread.
