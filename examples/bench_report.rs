@@ -497,7 +497,7 @@ fn print_targets(rows: &[Row]) {
     }
     // N2's shape, against the raised targets: 1.0x at N = 16 and 1024, 1.3x at 4, 1.5x at 1,
     // 1.0x empty.
-    for system in ["lumina declared", "lumina MulticastDelegate"] {
+    for system in ["lumina declared", "lumina generic"] {
         for (n, limit) in [
             ("0", 1.0),
             ("1", 1.5),

@@ -735,7 +735,7 @@ pub mod tick {
     pub struct Generic(MulticastDelegate<dyn Fn(u64)>);
 
     impl TickSystem for Generic {
-        const NAME: &'static str = "lumina MulticastDelegate<dyn Fn(u64)>";
+        const NAME: &'static str = "lumina generic <dyn Fn(u64)>";
         fn with_subscribers(n: usize) -> Self {
             let delegate: MulticastDelegate<dyn Fn(u64)> = MulticastDelegate::new();
             for i in 0..n as u64 {
