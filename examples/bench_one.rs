@@ -7,6 +7,8 @@
 //! ```
 //!
 //! `<system>` is one of `floor`, `lumina`, `signals2` (broadcast to `n` subscribers),
+//! `tick-floor`, `tick-declared`, `tick-generic` (N2's shape: a `Copy` argument added into a
+//! thread-local cell, through a raw loop, a declared delegate, a generic delegate),
 //! `dispatch-floor`, `dispatch-weak-floor`, `dispatch-lumina` (dispatch through `n` handlers).
 //! Instructions per subscriber call are then
 //! `(Ir(operations) - Ir(0)) / (operations * n)`, with `Ir` the total callgrind reports:
@@ -26,10 +28,13 @@ use std::hint::black_box;
 use common::System;
 use common::dispatch::Dispatch;
 
-const SYSTEMS: [&str; 10] = [
+const SYSTEMS: [&str; 13] = [
     "floor",
     "lumina",
     "signals2",
+    "tick-floor",
+    "tick-declared",
+    "tick-generic",
     "dispatch-floor",
     "dispatch-weak-floor",
     "dispatch-lumina",
@@ -49,6 +54,24 @@ fn broadcast<S: System>(n: usize, operations: u64) -> u64 {
     common::take_sink()
 }
 
+/// Builds a tick system (N2's shape), then broadcasts `operations` times; returns the
+/// subscriber calls made (checked against the accumulator).
+fn tick<S: common::tick::TickSystem>(n: usize, operations: u64) -> u64 {
+    let system = S::with_subscribers(n);
+    common::tick::take();
+    for _ in 0..operations {
+        system.broadcast(black_box(3));
+    }
+    // One multiplication, so the check adds no instructions per operation to the count.
+    let expected = common::tick::expected(n, 3).wrapping_mul(operations);
+    assert_eq!(
+        common::tick::take(),
+        expected,
+        "a tick subscriber did not run"
+    );
+    n as u64 * operations
+}
+
 /// Builds the system, then dispatches `operations` times; returns the handler calls made.
 fn dispatch<D: Dispatch>(n: usize, operations: u64) -> u64 {
     let system = D::with_handlers(n);
@@ -64,6 +87,9 @@ fn run(system: &str, n: usize, operations: u64) -> Result<u64, String> {
         "floor" => broadcast::<common::Floor>(n, operations),
         "lumina" => broadcast::<common::Lumina>(n, operations),
         "signals2" => broadcast::<common::Signals2>(n, operations),
+        "tick-floor" => tick::<common::tick::Floor>(n, operations),
+        "tick-declared" => tick::<common::tick::Declared>(n, operations),
+        "tick-generic" => tick::<common::tick::Generic>(n, operations),
         "dispatch-floor" => dispatch::<common::dispatch::Floor>(n, operations),
         "dispatch-weak-floor" => dispatch::<common::dispatch::WeakFloor>(n, operations),
         "dispatch-lumina" => dispatch::<common::dispatch::Lumina>(n, operations),

@@ -314,6 +314,38 @@ fn broadcasts() -> Vec<Planned<'static>> {
     rows
 }
 
+/// One tick case (N2: declared delegate, `Copy` argument, thread-local accumulator) for system
+/// `S` with `n` subscribers; checks every subscriber ran.
+fn tick_case<S: common::tick::TickSystem + 'static>(n: usize) -> Case<'static> {
+    let system = S::with_subscribers(n);
+    common::tick::take();
+    system.broadcast(3);
+    assert_eq!(
+        common::tick::take(),
+        common::tick::expected(n, 3),
+        "{} did not call every subscriber",
+        S::NAME
+    );
+    Case::new(S::NAME, n, n.max(1), move || system.broadcast(black_box(3)))
+}
+
+/// The tick shape beside the atomic-sink one: declared and generic delegates against the floor.
+fn ticks() -> Vec<Planned<'static>> {
+    [0, 1, 4, 16, 1024]
+        .into_iter()
+        .map(|n| {
+            measure(
+                "tick (Copy, TLS)",
+                vec![
+                    tick_case::<common::tick::Floor>(n),
+                    tick_case::<common::tick::Declared>(n),
+                    tick_case::<common::tick::Generic>(n),
+                ],
+            )
+        })
+        .collect()
+}
+
 /// One dispatch case for system `D` with `n` handlers; checks every handler ran.
 fn dispatch_case<D: common::dispatch::Dispatch + 'static>(n: usize) -> Case<'static> {
     let system = D::with_handlers(n);
@@ -463,6 +495,32 @@ fn print_targets(rows: &[Row]) {
             verdict(lumina.allocs == "0.00"),
         );
     }
+    // N2's shape, against the raised targets: 1.0x at N = 16 and 1024, 1.3x at 4, 1.5x at 1,
+    // 1.0x empty.
+    for system in ["lumina declared", "lumina generic"] {
+        for (n, limit) in [
+            ("0", 1.0),
+            ("1", 1.5),
+            ("4", 1.3),
+            ("16", 1.0),
+            ("1024", 1.0),
+        ] {
+            if let Some(row) = find("tick (Copy, TLS)", system, n) {
+                let ratio = row.ratio.unwrap_or(f64::NAN);
+                println!(
+                    "target tick {:<9} N={n:<5} <= {limit:.1}x floor: {ratio:.2}x {}   0 allocs: {} {}",
+                    if system == "lumina declared" {
+                        "declared"
+                    } else {
+                        "generic"
+                    },
+                    verdict(ratio <= limit),
+                    row.allocs,
+                    verdict(row.allocs == "0.00"),
+                );
+            }
+        }
+    }
     for n in ["1", "8", "64"] {
         if let Some(lumina) = find("dispatch", "lumina", n) {
             let ratio = lumina.ratio.unwrap_or(f64::NAN);
@@ -571,6 +629,7 @@ size_of (bytes; UE's FMulticastDelegateBase is 24, EnTT's sigh 24):"
 fn main() {
     let start = Instant::now();
     let mut plan = broadcasts();
+    plan.extend(ticks());
     plan.extend(dispatches());
     plan.extend(script_delegates());
     plan.extend(single_cast());

@@ -6,7 +6,8 @@
 //! Every dispatched event prints one trace line, `trace <event> <fields> -> <layer>`, naming the
 //! layer that consumed it (`viewport`, `chrome`, `window`, or `nobody`); redraws are not traced.
 //! The region of the layer that consumed the last input is drawn brighter, and the focused
-//! viewport has a yellow frame. Runs until the window is closed.
+//! viewport has a yellow frame. Runs until the window is closed or Escape is pressed (it says so
+//! when it starts).
 //!
 //! Run with `cargo run --example window --features winit`. Without a display it says so on stderr
 //! and exits with status 2. `tests/window_example.rs` drives it under Xvfb with xdotool.
@@ -215,7 +216,7 @@ impl EventHandler for GameViewport {
 }
 
 /// The editor chrome: every key and character the viewport leaves (shortcuts, the outliner's
-/// search field), and the mouse over the toolbar and the panel.
+/// search field; Escape quits), and the mouse over the toolbar and the panel.
 struct EditorChrome {
     shared: Rc<Shared>,
     search: RefCell<String>,
@@ -225,6 +226,12 @@ impl EventHandler for EditorChrome {
     fn on_event(&self, event: &mut dyn Event) -> bool {
         if let Some(c) = event.downcast_ref::<CharInputEvent>() {
             self.search.borrow_mut().push(c.code_point);
+        }
+        // The editor's quit shortcut (the viewport leaves Escape to the chrome).
+        if let Some(press) = event.downcast_ref::<KeyPressedEvent>()
+            && press.key == Key::Escape
+        {
+            self.shared.close.set(true);
         }
         let consumed = event.is_in_category(EventCategory::KEYBOARD)
             || event.is_in_category(EventCategory::MOUSE);
@@ -491,6 +498,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    println!("window: press Escape or close the window to quit");
     let mut app = App::new();
     if let Err(e) = event_loop.run_app(&mut app) {
         eprintln!("window: the event loop failed: {e}");

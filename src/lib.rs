@@ -28,6 +28,42 @@
 //! on_tick.remove(handle);
 //! ```
 
+/// What game code uses every day, in one import: `use lumina::prelude::*;`.
+///
+/// The delegates and their declaring macros, handles, scoped guards and bind-only views, what a
+/// subscription listing shows, the queued sender and the main-thread queue, the core delegates,
+/// script delegates and their macros, and the input events' traits, processor and macro (the
+/// traits are needed in scope for methods such as `static_type()` and `downcast_ref`). Everything
+/// else stays in its module (`lumina::event::KeyPressedEvent`, `lumina::module`, ...).
+///
+/// ```
+/// use lumina::prelude::*;
+///
+/// declare_multicast_delegate!(pub OnScore(points: u32));
+///
+/// #[event_class(KeyPressed)]
+/// pub struct Jump;
+///
+/// let on_score = OnScore::new();
+/// let handle: DelegateHandle = on_score.add_lambda(|points| println!("score {points}"));
+/// let listed: Vec<Subscription> = on_score.subscriptions();
+/// assert_eq!(listed[0].owner, OwnerState::NoOwner);
+/// on_score.broadcast(10);
+/// on_score.remove(handle);
+/// assert_eq!(Jump::static_type(), EventType::KeyPressed);
+/// ```
+pub mod prelude {
+    pub use crate::{
+        CoreDelegates, Delegate, DelegateHandle, MulticastDelegate, QueuedSender, Registration,
+        ScopedSubscription, ScriptComponent, ScriptDelegate, declare_delegate,
+        declare_multicast_delegate, event_class, main_thread, script_delegate,
+    };
+    pub use lumina_runtime::bind_site::{OwnerState, Subscription};
+    pub use lumina_runtime::event::{
+        Event, EventCategory, EventClass, EventHandler, EventProcessor, EventType, InputLayer,
+    };
+}
+
 #[doc = include_str!("guide.md")]
 pub mod guide {}
 

@@ -646,3 +646,106 @@ pub mod script {
         }
     }
 }
+
+/// The game-shaped body (rule N2): a declared delegate `Tick(dt: u64)` whose subscriber `i` adds
+/// `dt ^ i` into a thread-local `Cell<u64>`, a `Copy` argument and no captured reference, against
+/// a raw `Vec<Box<dyn Fn(u64)>>` loop with the same body, and the same body on a generic
+/// `MulticastDelegate<dyn Fn(u64)>`. A body-specific cost of the broadcast path shows here even
+/// when the atomic-sink body above hides it.
+pub mod tick {
+    use std::cell::Cell;
+
+    use lumina::{MulticastDelegate, declare_multicast_delegate};
+
+    thread_local! {
+        /// Where every tick subscriber adds.
+        pub static ACCUMULATOR: Cell<u64> = const { Cell::new(0) };
+    }
+
+    declare_multicast_delegate!(
+        /// The frame tick of the N2 benchmarks.
+        pub Tick(dt: u64)
+    );
+
+    /// Subscriber `i`'s body, identical for every system.
+    #[inline(always)]
+    pub fn tick_body(dt: u64, i: u64) {
+        ACCUMULATOR.with(|sum| sum.set(sum.get().wrapping_add(dt ^ i)));
+    }
+
+    /// Reads (and resets) the accumulator.
+    pub fn take() -> u64 {
+        ACCUMULATOR.with(|sum| sum.replace(0))
+    }
+
+    /// What one broadcast of `dt` to `n` subscribers adds.
+    pub fn expected(n: usize, dt: u64) -> u64 {
+        (0..n as u64).fold(0, |sum, i| sum.wrapping_add(dt ^ i))
+    }
+
+    /// A tick system: `n` subscribers, one call broadcasts `dt`.
+    pub trait TickSystem {
+        /// Short name for tables.
+        const NAME: &'static str;
+        /// A system with `n` subscribers.
+        fn with_subscribers(n: usize) -> Self;
+        /// Calls every subscriber once with `dt`.
+        fn broadcast(&self, dt: u64);
+    }
+
+    /// The floor: a raw loop in a function that is never inlined.
+    pub struct Floor(Vec<Box<dyn Fn(u64)>>);
+
+    impl TickSystem for Floor {
+        const NAME: &'static str = "floor Vec<Box<dyn Fn(u64)>>";
+        fn with_subscribers(n: usize) -> Self {
+            Floor(
+                (0..n as u64)
+                    .map(|i| Box::new(move |dt| tick_body(dt, i)) as Box<dyn Fn(u64)>)
+                    .collect(),
+            )
+        }
+        #[inline(never)]
+        fn broadcast(&self, dt: u64) {
+            for subscriber in &self.0 {
+                subscriber(dt);
+            }
+        }
+    }
+
+    /// The declared delegate `Tick`.
+    pub struct Declared(Tick);
+
+    impl TickSystem for Declared {
+        const NAME: &'static str = "lumina declared Tick(dt: u64)";
+        fn with_subscribers(n: usize) -> Self {
+            let tick = Tick::new();
+            for i in 0..n as u64 {
+                let _ = tick.add_lambda(move |dt| tick_body(dt, i));
+            }
+            Declared(tick)
+        }
+        #[inline(never)]
+        fn broadcast(&self, dt: u64) {
+            self.0.broadcast(dt);
+        }
+    }
+
+    /// The generic delegate with the same body.
+    pub struct Generic(MulticastDelegate<dyn Fn(u64)>);
+
+    impl TickSystem for Generic {
+        const NAME: &'static str = "lumina generic <dyn Fn(u64)>";
+        fn with_subscribers(n: usize) -> Self {
+            let delegate: MulticastDelegate<dyn Fn(u64)> = MulticastDelegate::new();
+            for i in 0..n as u64 {
+                let _ = delegate.add_lambda(move |dt| tick_body(dt, i));
+            }
+            Generic(delegate)
+        }
+        #[inline(never)]
+        fn broadcast(&self, dt: u64) {
+            self.0.broadcast(dt);
+        }
+    }
+}

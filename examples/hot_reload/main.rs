@@ -4,11 +4,15 @@
 //! version's subscriber runs; then it unloads it.
 //!
 //! ```sh
-//! RUSTFLAGS="-C prefer-dynamic" cargo run --example hot_reload --features dynamic_linking
+//! cargo run --example hot_reload --features dynamic_linking
 //! ```
 //!
 //! Engine and module share one runtime: both are built with the `dynamic_linking` feature, which
-//! links the runtime as the shared library `liblumina_dylib.so` (rule MB1).
+//! links the runtime as the shared library `liblumina_dylib.so` (rule MB1). No `RUSTFLAGS` are
+//! needed (the README's "Game modules" section says why): rustc links std dynamically as soon as
+//! a crate depends on a Rust `dylib`. Setting `RUSTFLAGS="-C prefer-dynamic"` also works, as long
+//! as engine and module get the same flags (this example passes its own environment on to the
+//! cargo that builds the module), but it rebuilds everything else in the target directory.
 
 use lumina::{CoreDelegates, main_thread, module};
 use std::path::{Path, PathBuf};
@@ -17,8 +21,15 @@ use std::process::Command;
 /// Builds the game module as `version` with the same cargo, features and flags as this engine.
 fn build_game(version: u32) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    // From the workspace root, like the README's command that built this engine: cargo then
+    // selects the same packages with the same features, so the module links the very
+    // `liblumina_dylib.so` this engine loaded (from `examples/`, the feature set of the shared
+    // dependencies could differ, and the runtime library would be rebuilt under the engine).
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the examples package lies in the workspace");
     let status = Command::new(cargo)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(workspace)
         .args([
             "build",
             "--quiet",

@@ -497,7 +497,12 @@ impl CoreDelegates {
     #[track_caller]
     pub fn get() -> &'static CoreDelegates {
         main_thread::assert_game_thread("`CoreDelegates::get` (engine-wide state)");
-        CORE.with(|core| *core.get_or_init(|| Box::leak(Box::new(CoreDelegates::new()))))
+        CORE.with(|core| {
+            *core.get_or_init(|| {
+                main_thread::at_session_end(end_session);
+                Box::leak(Box::new(CoreDelegates::new()))
+            })
+        })
     }
 
     #[track_caller]
@@ -654,8 +659,9 @@ impl CoreDelegates {
 }
 
 /// Ends a game-thread session on the game thread: its set, if it made one, is emptied. Called by
-/// [`GameThreadScope`](main_thread::GameThreadScope)'s drop.
-pub(crate) fn end_session() {
+/// [`GameThreadScope`](main_thread::GameThreadScope)'s drop (registered by [`CoreDelegates::get`]
+/// when it makes the thread's set).
+fn end_session() {
     if let Some(core) = CORE.with(|core| core.get().copied()) {
         core.reset();
     }

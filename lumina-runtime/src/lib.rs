@@ -84,8 +84,6 @@ pub mod __private {
     #[doc(hidden)]
     pub use crate::scoped::ScopedSubscription;
     #[doc(hidden)]
-    pub use crate::thread_bound::GameThreadOnly;
-    #[doc(hidden)]
     pub use inventory;
     #[doc(hidden)]
     pub use std::rc::Rc;

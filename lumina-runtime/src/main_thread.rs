@@ -87,6 +87,61 @@ thread_local! {
     /// local of the drain, so that unloading a game module from one of them also drops the
     /// module's tasks still waiting in this batch (MB4, R5).
     static BATCH: RefCell<VecDeque<Task>> = const { RefCell::new(VecDeque::new()) };
+    /// What ends with a game-thread session on this thread: the engine-wide state built on top
+    /// of this module registers its teardown here when it is first made (the core delegates'
+    /// reset), so this module names none of it (N3: no import circle).
+    static SESSION_END: RefCell<Vec<fn()>> = const { RefCell::new(Vec::new()) };
+}
+
+mod sealed {
+    /// Keeps [`StaysOnItsThread`](super::StaysOnItsThread) from being implemented outside
+    /// lumina.
+    pub trait Sealed {}
+
+    /// No value of it exists: the only implementor of `StaysOnItsThread`, so the trait has one.
+    #[allow(dead_code)] // only named in the impl below
+    pub enum Never {}
+
+    impl Sealed for Never {}
+}
+
+/// The mark of lumina's types that stay on the thread that made them (rules M10, T1): delegates,
+/// script delegates, event processors and scoped subscriptions. They are `Send` and `Sync` only
+/// where they implement this trait, and no type does, so sending one to another thread is a
+/// compile error that names this trait and says what to do instead: send the data, not the
+/// delegate, with a [`QueuedSender`] (made on the game thread, `Send + Clone`, it broadcasts at
+/// the next [`process_queue`]) or [`enqueue`].
+///
+/// ```compile_fail
+/// let on_tick: lumina::MulticastDelegate<dyn Fn(f32)> = lumina::MulticastDelegate::new();
+/// // error: `MulticastDelegate<..>` cannot be sent to or shared with another thread
+/// std::thread::spawn(move || on_tick.broadcast(0.016));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be sent to or shared with another thread: lumina's delegates and event processors stay on the thread that made them",
+    label = "this closure takes `{Self}` to another thread",
+    note = "send the data, not the delegate: a `lumina::main_thread::QueuedSender` made on the game thread is `Send + Clone`, and its `send(..)` broadcasts there at the next `process_queue()`; `lumina::main_thread::enqueue(move || ..)` runs any closure there"
+)]
+pub trait StaysOnItsThread: sealed::Sealed {}
+
+#[diagnostic::do_not_recommend]
+impl StaysOnItsThread for sealed::Never {}
+
+/// Registers `teardown` to run on this thread when its [`GameThreadScope`] ends, before the
+/// queue's leftovers are dropped; in the order registered. Register once per thread: the
+/// teardown stays registered for every later session of the thread.
+pub(crate) fn at_session_end(teardown: fn()) {
+    SESSION_END.with(|hooks| hooks.borrow_mut().push(teardown));
+}
+
+/// Runs the teardowns registered with [`at_session_end`], with no borrow held while one runs (a
+/// teardown drops subscribers, which may register or tear down more).
+fn end_session() {
+    let mut index = 0;
+    while let Some(teardown) = SESSION_END.with(|hooks| hooks.borrow().get(index).copied()) {
+        teardown();
+        index += 1;
+    }
 }
 
 #[derive(Clone)]
@@ -342,7 +397,7 @@ impl Drop for GameThreadScope {
         let _release = ReleaseDesignation;
         // Tear down while this thread is still the game thread: dropped subscribers may touch
         // engine-wide state from their destructors.
-        crate::core_delegates::end_session();
+        end_session();
         let leftover = std::mem::take(&mut *lock(&QUEUE));
         if !leftover.is_empty() {
             tracing::warn!(

@@ -310,13 +310,11 @@ blittable! {
     note = "`#[property(..)]` marks fields of type `lumina::ScriptDelegate<P>`; remove it from \
             other fields"
 )]
+///
+/// `ScriptDelegate<P>` implements it (in `script_delegate`, which stands above this module).
 pub trait DelegateProperty {
     /// The payload the delegate carries.
     const PAYLOAD: &'static PayloadInfo;
-}
-
-impl<P: ScriptPayload> DelegateProperty for crate::script_delegate::ScriptDelegate<P> {
-    const PAYLOAD: &'static PayloadInfo = P::PAYLOAD;
 }
 
 /// Not public API; used by expansions. A payload's link-time registration.

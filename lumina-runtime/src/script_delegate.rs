@@ -623,6 +623,11 @@ fn native<P: 'static>(f: impl Fn(&P) + 'static) -> NativeListener {
     })
 }
 
+// A script delegate can be a reflected `#[property]` (`reflect` stands below this module: N3).
+impl<P: ScriptPayload> crate::reflect::DelegateProperty for ScriptDelegate<P> {
+    const PAYLOAD: &'static PayloadInfo = P::PAYLOAD;
+}
+
 impl<P: ScriptPayload> std::ops::Deref for ScriptDelegate<P> {
     type Target = ScriptDelegateBase;
 

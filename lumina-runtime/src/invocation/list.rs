@@ -9,8 +9,8 @@ use std::rc::{Rc, Weak};
 
 use smallvec::SmallVec;
 
+use super::drops::Drops;
 use super::entry::{Entry, OWNED, Pending, RUNNING_OUTER, Subscriber};
-use super::settle::Drops;
 use crate::handle::DelegateHandle;
 
 /// Lock-state bit: tombstones or pending subscribers wait for the end of the outermost
@@ -536,8 +536,21 @@ impl<C: Subscriber> Block<C> {
                 },
             );
         }
-        crate::module::track::track(self, handle, code);
+        if code.is_some() {
+            crate::module::track::track(self.module_access(), handle, code);
+        }
         handle
+    }
+
+    /// How the module loader reaches this list (MB4): its address, and this list's own remove
+    /// and broadcasting check, called with that address.
+    #[cold]
+    fn module_access(&self) -> crate::module::track::ListAccess {
+        crate::module::track::ListAccess {
+            list: std::ptr::from_ref(self).cast(),
+            remove: remove_from::<C>,
+            busy: busy::<C>,
+        }
     }
 
     /// Inserts an entry into the main list after every entry of at least its priority. Its id
@@ -819,4 +832,26 @@ impl<C: Subscriber> Block<C> {
             settled
         });
     }
+}
+
+/// Removes `handle` from the list whose block `list` points at, for the module loader (MB4).
+///
+/// # Safety
+///
+/// `list` points at a live list block (`Block<C>`) owned by the calling thread.
+unsafe fn remove_from<C: Subscriber>(list: *const (), handle: DelegateHandle) -> bool {
+    // SAFETY: contract.
+    let block = unsafe { &*list.cast::<Block<C>>() };
+    block.remove_now(handle)
+}
+
+/// Whether the list whose block `list` points at is broadcasting, for the module loader (MB4).
+///
+/// # Safety
+///
+/// As [`remove_from`].
+unsafe fn busy<C: Subscriber>(list: *const ()) -> bool {
+    // SAFETY: contract.
+    let block = unsafe { &*list.cast::<Block<C>>() };
+    block.is_broadcasting()
 }

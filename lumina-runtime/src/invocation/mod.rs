@@ -74,6 +74,7 @@
 //! internal filters and predicates (script delegates' native or managed test) and the subscribers'
 //! own `Clone` run no user code; they are called without any borrow of the lists held anyway.
 
+mod drops;
 mod entry;
 mod list;
 mod raw;

@@ -29,7 +29,6 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
 
 use crate::handle::DelegateHandle;
-use crate::invocation::{Block, Subscriber};
 
 /// How many module libraries are mapped: 0 makes every check one load.
 static LOADED: AtomicUsize = AtomicUsize::new(0);
@@ -138,8 +137,23 @@ pub(crate) fn belongs_to(module: u64, code: Option<Code>) -> bool {
     })
 }
 
+/// How the module loader reaches one list: the address of its block, and the list's own
+/// functions to remove a subscription from it and to ask whether it is broadcasting, both
+/// called with that address. Made by the invocation list (`Block::module_access`), so this
+/// module names no list type (N3: no import circle).
+#[derive(Clone, Copy)]
+pub(crate) struct ListAccess {
+    /// The list's block (a heap allocation that stays put until the list is dropped, which
+    /// calls [`forget`]).
+    pub(crate) list: *const (),
+    /// Removes a subscription now. Safety: on the list's thread, with `list` still live.
+    pub(crate) remove: unsafe fn(*const (), DelegateHandle) -> bool,
+    /// Whether the list is broadcasting. Safety: as `remove`.
+    pub(crate) busy: unsafe fn(*const ()) -> bool,
+}
+
 /// Records the subscription `handle` of `list` when `code` lies in a loaded module.
-pub(crate) fn track<C: Subscriber>(block: &Block<C>, handle: DelegateHandle, code: Option<Code>) {
+pub(crate) fn track(list: ListAccess, handle: DelegateHandle, code: Option<Code>) {
     let Some(Code(words)) = code else {
         return;
     };
@@ -157,9 +171,9 @@ pub(crate) fn track<C: Subscriber>(block: &Block<C>, handle: DelegateHandle, cod
     let record = Record {
         module,
         id: handle.id(),
-        list: std::ptr::from_ref(block).cast(),
-        remove: remove_from::<C>,
-        busy: busy::<C>,
+        list: list.list,
+        remove: list.remove,
+        busy: list.busy,
         thread: std::thread::current().id(),
     };
     if state
@@ -170,24 +184,6 @@ pub(crate) fn track<C: Subscriber>(block: &Block<C>, handle: DelegateHandle, cod
     {
         RECORDS.fetch_add(1, Ordering::Release);
     }
-}
-
-/// # Safety
-///
-/// `list` points at a live list block (`Block<C>`) owned by the calling thread.
-unsafe fn remove_from<C: Subscriber>(list: *const (), handle: DelegateHandle) -> bool {
-    // SAFETY: contract.
-    let block = unsafe { &*list.cast::<Block<C>>() };
-    block.remove_now(handle)
-}
-
-/// # Safety
-///
-/// As [`remove_from`].
-unsafe fn busy<C: Subscriber>(list: *const ()) -> bool {
-    // SAFETY: contract.
-    let block = unsafe { &*list.cast::<Block<C>>() };
-    block.is_broadcasting()
 }
 
 /// Whether any subscription is recorded: the one load a list block's drop makes.

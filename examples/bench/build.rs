@@ -1,4 +1,4 @@
-//! Build script of the `lumina` facade. Its only job is the benchmarks' Boost.Signals2 shim
+//! Build script of the benchmarks (`lumina-bench`). Its only job is the Boost.Signals2 shim
 //! (`benches/boost_shim.cpp`), built only with the `boost-bench` feature and only when Boost's
 //! headers are present. It sets `cfg(lumina_boost_shim)` when the shim is built, and otherwise
 //! `LUMINA_BOOST_SKIPPED` to the reason, which the benchmark report prints.
@@ -21,7 +21,7 @@ fn boost_shim() -> Result<(), String> {
 fn boost_shim() -> Result<(), String> {
     use std::path::PathBuf;
 
-    println!("cargo::rerun-if-changed=benches/boost_shim.cpp");
+    println!("cargo::rerun-if-changed=../../benches/boost_shim.cpp");
     println!("cargo::rerun-if-env-changed=BOOST_INCLUDE_DIR");
     let candidates: Vec<PathBuf> = std::env::var_os("BOOST_INCLUDE_DIR")
         .map(PathBuf::from)
@@ -42,7 +42,7 @@ fn boost_shim() -> Result<(), String> {
         .std("c++17")
         .opt_level(3)
         .include(include)
-        .file("benches/boost_shim.cpp")
+        .file("../../benches/boost_shim.cpp")
         .try_compile("lumina_boost_shim")
         .map_err(|error| {
             println!("cargo::warning=Boost.Signals2 benchmark skipped: {error}");
