@@ -22,8 +22,9 @@
 //!
 //! `unsafe` code is in [`ffi`], in the invocation list's `raw` module (the unchecked reads of
 //! the broadcast loops), in [`module`] (dynamic loading, and the records that let an unload reach
-//! a module's subscriptions) and in [`script_generation`] (the delegates a generation's bindings
-//! live in). (`thread_bound` adds vacuous `unsafe impl Send` / `Sync` bounds that never hold, so
+//! a module's subscriptions). [`script_generation`] has none any more: a generation reaches its
+//! delegates through weak references to their heap blocks (R1; every address lumina keeps is
+//! listed in `lumina::addresses`). (`thread_bound` adds vacuous `unsafe impl Send` / `Sync` bounds that never hold, so
 //! that sending a delegate to another thread is one error naming `main_thread::enqueue`.)
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as

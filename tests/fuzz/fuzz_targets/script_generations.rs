@@ -5,6 +5,10 @@
 //! drop a delegate). Checked, as in the model test (`tests/script_delegate_model.rs`): every
 //! managed binding reaches the release hook exactly once unless the host unbound it, never
 //! while its thunk runs, and no thunk runs after its binding was unbound or released.
+//!
+//! Against the runtime before the one release path (issue 18), the seed `moves_and_hook_drops`
+//! crashes at once (AddressSanitizer: heap-use-after-free in a generation unload, D1), and
+//! without that seed the fuzzer found the same within about 14 000 runs (10 s).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
