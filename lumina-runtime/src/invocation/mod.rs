@@ -84,4 +84,4 @@ mod walk;
 mod tests;
 
 pub(crate) use entry::Subscriber;
-pub(crate) use list::{Block, InvocationList, RemoveByHandle};
+pub(crate) use list::{Block, InvocationList, RemoveByHandle, Spec};
