@@ -264,6 +264,25 @@ fn x4_muting_from_inside_a_subscriber_muted_during_its_own_call() {
 }
 
 #[test]
+fn x4_a_subscriber_added_and_blocked_during_a_broadcast_does_not_run_in_a_nested_one() {
+    let signal = Rc::new(Signal::new());
+    let log = log();
+    let (weak, inner) = (Rc::downgrade(&signal), Rc::clone(&log));
+    let _ = signal.add_lambda_once(move |_| {
+        let signal = weak.upgrade().expect("alive");
+        let blocked = signal.add_lambda(say(&inner, "blocked"));
+        let _ = signal.add_lambda(say(&inner, "open"));
+        assert!(signal.block(blocked));
+        signal.broadcast(1); // merges the waiting subscribers: only "open" runs
+        assert!(signal.unblock(blocked));
+    });
+    signal.broadcast(0);
+    assert_eq!(taken(&log), ["open"]);
+    signal.broadcast(0);
+    assert_eq!(taken(&log), ["blocked", "open"]);
+}
+
+#[test]
 fn x4_a_scoped_block_unblocks_when_dropped_and_nested_guards_unblock_at_the_outermost() {
     let signal = Signal::new();
     let log = log();

@@ -590,14 +590,15 @@ impl<C: Subscriber> Broadcast<'_, C> {
         }
     }
 
-    /// The first live pending entry after `last_key` that was added before this broadcast began.
+    /// The first live, unblocked pending entry after `last_key` that was added before this
+    /// broadcast began.
     fn next_pending<'p>(&self, pending: &'p [Pending<C>]) -> Option<&'p Pending<C>> {
         let start = self
             .last_key
             .map_or(0, |last| pending.partition_point(|p| p.key() <= last));
         pending[start..]
             .iter()
-            .find(|p| p.entry.id() < self.limit && p.is_live())
+            .find(|p| p.entry.id() < self.limit && p.is_live() && !p.entry.is_blocked())
     }
 
     /// Starts over from the first subscriber, keeping the same set of subscribers (those present
@@ -649,25 +650,28 @@ impl<C: Subscriber> Broadcast<'_, C> {
             .checked_sub(1)
             .and_then(|index| entries.get(index))
             .filter(|entry| entry.id() == id);
-        let claim = |entry: &Entry<C>| {
-            if entry.is_removed() {
-                return false;
-            }
-            if entry.is_once() {
+        // The caller holds a clone of the callable for the call: the slot's own reference goes
+        // now (dropping it runs no user code), so the callable goes once that call is over, as
+        // for a subscriber removed while it runs (M4).
+        let taken = match main {
+            Some(entry) if entry.is_removed() => return false,
+            Some(entry) if entry.is_once() => {
                 block.claim(entry);
+                block.take_unless_running(entry)
             }
-            true
-        };
-        match main {
-            Some(entry) => claim(entry),
+            Some(_) => return true,
             None => {
                 let pending = block.pending.borrow();
-                pending
-                    .iter()
-                    .find(|p| p.entry.id() == id)
-                    .is_some_and(|p| claim(&p.entry))
+                match pending.iter().find(|p| p.entry.id() == id) {
+                    Some(p) if p.entry.is_removed() => return false,
+                    Some(p) if p.entry.is_once() => block.take_unless_running(&p.entry),
+                    Some(_) => return true,
+                    None => return false,
+                }
             }
-        }
+        };
+        drop(taken);
+        true
     }
 
     /// The next live subscriber for which `filter` returns true, skipping others, claimed if it
