@@ -600,12 +600,11 @@ fn x2_a_listener_given_only_views_keeps_scoped_guards_and_lists_subscriptions() 
     let player = game::Player::default();
     let log = log();
     let (inner, scores) = (Rc::clone(&log), Rc::clone(&log));
-    let died_line = line!() + 2;
-    let died = player.on_died().scoped(
-        player
-            .on_died()
-            .add_lambda(move |_cause| inner.borrow_mut().push("died")),
-    );
+    let died_line = line!() + 3; // the line of `.add_lambda(` below
+    let handle = player
+        .on_died()
+        .add_lambda(move |_cause| inner.borrow_mut().push("died"));
+    let died = player.on_died().scoped(handle);
     let scored = player.on_scored().scoped(
         player
             .on_scored()
