@@ -677,3 +677,121 @@ fn x2_views_offer_every_new_form() {
     let _ = scored.add_static(|_| {});
     assert_eq!(scored.remove_static(|_| {}), 0, "another function pointer");
 }
+
+// ---- script delegates' native side and the event processor --------------------------------------
+
+#[lumina::script_delegate]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Hit {
+    damage: u32,
+}
+
+#[test]
+fn x3_x4_x6_script_delegate_native_listeners_once_blocked_and_self_aware() {
+    let on_hit: Rc<lumina::ScriptDelegate<Hit>> = Rc::new(lumina::ScriptDelegate::new());
+    let log = log();
+    let (weak, inner) = (Rc::downgrade(&on_hit), Rc::clone(&log));
+    let _ = on_hit.add_lambda_once(move |hit| {
+        inner.borrow_mut().push("once");
+        // Broadcasting again from inside never runs it twice.
+        weak.upgrade().expect("alive").broadcast(hit);
+    });
+    let inner = Rc::clone(&log);
+    let aware = on_hit.add_lambda_self_aware(move |this, hit| {
+        inner.borrow_mut().push("aware");
+        if hit.damage > 1 {
+            assert!(this.remove());
+        }
+    });
+    let muted = on_hit.add_lambda(say_ref(&log, "muted"));
+    assert!(on_hit.block(muted) && on_hit.is_blocked(muted));
+    on_hit.broadcast(&Hit { damage: 1 });
+    assert_eq!(taken(&log), ["once", "aware", "aware"]);
+    {
+        let _guard = on_hit.block_scoped(aware);
+        assert!(on_hit.unblock(muted));
+        on_hit.broadcast(&Hit { damage: 2 });
+        assert_eq!(taken(&log), ["muted"]);
+    }
+    on_hit.broadcast(&Hit { damage: 2 });
+    on_hit.broadcast(&Hit { damage: 2 });
+    assert_eq!(taken(&log), ["aware", "muted", "muted"]);
+    assert!(!on_hit.remove(aware));
+}
+
+/// What `unblock_thunk` unblocks.
+struct Unblock {
+    delegate: Rc<lumina::ScriptDelegate<Hit>>,
+    handle: Cell<DelegateHandle>,
+}
+
+extern "C" fn unblock_thunk(context: *mut std::ffi::c_void, _payload: *const std::ffi::c_void) {
+    // SAFETY: the context is the `Unblock` the test below keeps alive while it is bound.
+    let unblock = unsafe { &*context.cast::<Unblock>() };
+    unblock.delegate.unblock(unblock.handle.get());
+}
+
+#[test]
+fn x3_a_one_shot_native_listener_is_not_used_up_by_the_managed_pass() {
+    // The managed binding comes first and unblocks the one-shot native listener in the managed
+    // pass, after the native pass skipped it: that pass must not claim it.
+    let on_hit: Rc<lumina::ScriptDelegate<Hit>> = Rc::new(lumina::ScriptDelegate::new());
+    let log = log();
+    let context = Unblock {
+        delegate: Rc::clone(&on_hit),
+        handle: Cell::new(DelegateHandle::default()),
+    };
+    let id = on_hit.bind_managed(
+        Some(unblock_thunk),
+        std::ptr::from_ref(&context).cast_mut().cast(),
+    );
+    assert_ne!(id, 0);
+    let once = on_hit.add_lambda_once(say_ref(&log, "once"));
+    context.handle.set(once);
+    assert!(on_hit.block(once));
+    on_hit.broadcast(&Hit { damage: 1 });
+    assert!(taken(&log).is_empty());
+    assert!(!on_hit.is_blocked(once), "unblocked by the thunk");
+    on_hit.broadcast(&Hit { damage: 1 });
+    on_hit.broadcast(&Hit { damage: 1 });
+    assert_eq!(taken(&log), ["once"], "not used up by the managed pass");
+    assert!(on_hit.unbind_managed(id));
+}
+
+/// A listener of a script delegate that logs `name`.
+fn say_ref(log: &Log, name: &'static str) -> impl Fn(&Hit) + 'static {
+    let log = Rc::clone(log);
+    move |_| log.borrow_mut().push(name)
+}
+
+#[test]
+fn x3_a_one_shot_event_handler_runs_once_even_when_it_dispatches_again() {
+    use lumina::event::Modifiers;
+    use lumina::event::{Event, EventHandler, EventProcessor, InputLayer, Key, KeyPressedEvent};
+
+    struct Once {
+        processor: Rc<EventProcessor>,
+        calls: Cell<u32>,
+    }
+    impl EventHandler for Once {
+        fn on_event(&self, _: &mut dyn Event) -> bool {
+            self.calls.set(self.calls.get() + 1);
+            // Dispatching again from inside never reaches it twice.
+            self.processor
+                .dispatch(KeyPressedEvent::new(Key::A, Modifiers::NONE));
+            true
+        }
+    }
+    let processor = Rc::new(EventProcessor::new());
+    let handler = Rc::new(Once {
+        processor: Rc::clone(&processor),
+        calls: Cell::new(0),
+    });
+    assert!(processor.register_event_handler_once(&handler, InputLayer::Viewport));
+    assert!(!processor.register_event_handler_once(&handler, InputLayer::Viewport));
+    assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    assert_eq!(handler.calls.get(), 1);
+    assert!(!processor.is_registered(&handler));
+    assert!(processor.is_empty());
+}

@@ -478,6 +478,19 @@ fn live_slow<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
     block.live_or_prune(entry)
 }
 
+/// Claims `entry` if it is one-shot and still present (X3); whether it may run. For a pass that
+/// filters (script delegates' native and managed passes): only the pass that calls it claims it.
+fn claim_if_once<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
+    if !entry.is_once() {
+        return true;
+    }
+    if entry.is_removed() {
+        return false;
+    }
+    block.claim(entry);
+    true
+}
+
 /// [`live_slow`] right before a call, with no user code between it and the call: a one-shot
 /// entry that will run is claimed (removed first, X3). Blocked entries (X4) are skipped here,
 /// on the path every entry with a non-zero state takes anyway.
@@ -706,8 +719,12 @@ impl<C: Subscriber> Broadcast<'_, C> {
         let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
         let _scope = LoopScope::new(block, entries);
         for entry in &entries[self.index.min(entries.len())..] {
-            visit_entry(block, entry, |subscriber| {
-                if filter(subscriber) {
+            if entry.state() != 0 && !live_slow(block, entry) {
+                continue;
+            }
+            call_live(block, entry, |subscriber| {
+                // A one-shot entry is claimed only by the pass whose filter takes it (X3).
+                if filter(subscriber) && claim_if_once(block, entry) {
                     call(subscriber);
                 }
                 false
