@@ -545,6 +545,47 @@ fn x7_remove_static_removes_only_subscriptions_made_from_that_function() {
 }
 
 #[test]
+fn x7_remove_method_removes_only_that_owners_binding_of_that_method() {
+    struct Hud {
+        shown: Cell<u32>,
+    }
+    impl Hud {
+        fn show(&self, value: u32) {
+            self.shown.set(value);
+        }
+        fn hide(&self, _: u32) {
+            self.shown.set(0);
+        }
+    }
+    let hud = || {
+        Rc::new(Hud {
+            shown: Cell::new(0),
+        })
+    };
+    let signal = Signal::new();
+    let (left, right) = (hud(), hud());
+    let _ = signal.add_method(&left, Hud::show);
+    let _ = signal.add_method(&right, Hud::show);
+    let _ = signal.add_method(&left, Hud::hide);
+    let _ = signal.add_member(&left, Hud::show); // not made by add_method: never matched
+    assert_eq!(signal.remove_method(&left, Hud::show), 1);
+    assert_eq!(signal.len(), 3);
+    signal.broadcast(9);
+    assert_eq!((left.shown.get(), right.shown.get()), (9, 9));
+    // A dead owner's binding keeps its object's address taken (its weak reference keeps the
+    // allocation), so a new object can never be mistaken for it.
+    drop(left);
+    let newcomer = hud();
+    assert_eq!(signal.remove_method(&newcomer, Hud::hide), 0);
+    assert_eq!(
+        signal.subscriptions().len(),
+        3,
+        "the dead owner's bindings wait to be pruned"
+    );
+    assert_eq!(signal.remove_static(|_| {}), 0);
+}
+
+#[test]
 fn x7_remove_static_during_a_broadcast_stops_subscribers_not_yet_reached() {
     thread_local!(static RUNS: Cell<u32> = const { Cell::new(0) });
     fn counted(_: u32) {

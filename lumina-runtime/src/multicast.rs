@@ -355,6 +355,65 @@ macro_rules! impl_multicast_arity {
                 self.remove_keyed((f as *const ()).addr())
             }
 
+            /// Adds `method` of `owner`, held weakly like [`add_member`](Self::add_member), as a
+            /// plain function, so that [`remove_method`](Self::remove_method) finds it by owner
+            /// and method (X7).
+            ///
+            /// ```
+            /// use lumina::MulticastDelegate;
+            /// use std::cell::Cell;
+            /// use std::rc::Rc;
+            ///
+            /// struct Hud {
+            ///     shown: Cell<u32>,
+            /// }
+            /// impl Hud {
+            ///     fn show(&self, score: u32) {
+            ///         self.shown.set(score);
+            ///     }
+            /// }
+            ///
+            /// let on_score: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+            /// let (left, right) = (Rc::new(Hud { shown: Cell::new(0) }), Rc::new(Hud { shown: Cell::new(0) }));
+            /// let _ = on_score.add_method(&left, Hud::show);
+            /// let _ = on_score.add_method(&right, Hud::show);
+            /// assert_eq!(on_score.remove_method(&left, Hud::show), 1);
+            /// on_score.broadcast(7);
+            /// assert_eq!((left.shown.get(), right.shown.get()), (0, 7));
+            /// ```
+            #[track_caller]
+            pub fn add_method<T: Any>(
+                &self,
+                owner: &Rc<T>,
+                method: fn(&T, $($Arg),*) -> R,
+            ) -> DelegateHandle {
+                let weak = Rc::downgrade(owner);
+                let callable: Rc<dyn Fn($($Arg),*) -> R> = Rc::new(move |$($arg: $Arg),*| {
+                    method(&crate::__private::upgrade_owner(&weak), $($arg),*)
+                });
+                self.list.insert_spec(
+                    Spec {
+                        owner: Some(Rc::downgrade(owner) as std::rc::Weak<dyn Any>),
+                        key: Some((method as *const ()).addr()),
+                        ..Spec::default()
+                    },
+                    callable,
+                )
+            }
+
+            /// Removes every subscription made by [`add_method`](Self::add_method) with this
+            /// owner and this method; returns how many (X7). Identity is the owner's object and
+            /// the function pointer's value, as for [`remove_static`](Self::remove_static): a
+            /// binding of another object, or made by `add_member`, never matches. The weak
+            /// reference each binding holds keeps its owner's address from being reused while
+            /// the binding exists.
+            pub fn remove_method<T: Any>(&self, owner: &Rc<T>, method: fn(&T, $($Arg),*) -> R) -> usize {
+                self.list.remove_keyed(
+                    (method as *const ()).addr(),
+                    Some(Rc::as_ptr(owner).cast::<()>()),
+                )
+            }
+
             /// [`add_lambda`](Self::add_lambda), for one call only (X3): removed right before its
             /// call starts, so no broadcast (nested or later) runs it twice.
             ///

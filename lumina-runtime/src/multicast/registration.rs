@@ -314,6 +314,21 @@ macro_rules! impl_registration_arity {
                 self.delegate.add_member_self_aware(owner, method)
             }
 
+            /// [`MulticastDelegate::add_method`].
+            #[track_caller]
+            pub fn add_method<T: Any>(
+                &self,
+                owner: &Rc<T>,
+                method: fn(&T, $($Arg),*) -> R,
+            ) -> DelegateHandle {
+                self.delegate.add_method(owner, method)
+            }
+
+            /// [`MulticastDelegate::remove_method`].
+            pub fn remove_method<T: Any>(&self, owner: &Rc<T>, method: fn(&T, $($Arg),*) -> R) -> usize {
+                self.delegate.remove_method(owner, method)
+            }
+
             /// [`MulticastDelegate::remove_static`].
             pub fn remove_static(&self, f: fn($($Arg),*) -> R) -> usize {
                 self.delegate.remove_static(f)
