@@ -654,18 +654,23 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         self.base.list.is_blocked(handle)
     }
 
-    /// Blocks the native listener of `handle` while the returned guard lives (X4).
-    pub fn block_scoped(&self, handle: DelegateHandle) -> crate::ScopedBlock {
-        let native = self
+    /// `handle` if it names a native listener of this delegate, else the invalid handle: what a
+    /// guard may act on (a managed binding's id only goes through `unbind_managed`).
+    fn native_handle(&self, handle: DelegateHandle) -> DelegateHandle {
+        if self
             .base
             .list
-            .subscriber_matches(handle, Listener::is_native);
-        let handle = if native {
+            .subscriber_matches(handle, Listener::is_native)
+        {
             handle
         } else {
             DelegateHandle::default()
-        };
-        crate::ScopedBlock::new(handle, self.base.list.weak_remover())
+        }
+    }
+
+    /// Blocks the native listener of `handle` while the returned guard lives (X4).
+    pub fn block_scoped(&self, handle: DelegateHandle) -> crate::ScopedBlock {
+        crate::ScopedBlock::new(self.native_handle(handle), self.base.list.weak_remover())
     }
 
     /// Removes the native listener of `handle`; `false` (no change) for an invalid, foreign or
@@ -682,16 +687,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// is dropped (B1); see [`ScopedSubscription`](crate::ScopedSubscription). A managed binding's
     /// id is not a native handle: such a guard removes nothing.
     pub fn scoped(&self, handle: DelegateHandle) -> crate::ScopedSubscription {
-        let native = self
-            .base
-            .list
-            .subscriber_matches(handle, Listener::is_native);
-        let handle = if native {
-            handle
-        } else {
-            DelegateHandle::default()
-        };
-        crate::ScopedSubscription::new(handle, self.base.list.weak_remover())
+        crate::ScopedSubscription::new(self.native_handle(handle), self.base.list.weak_remover())
     }
 
     /// Removes every native member binding of `owner`; returns how many (M9).
