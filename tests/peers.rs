@@ -517,6 +517,21 @@ fn x7_a_combiner_that_broadcasts_again_and_removes_the_subscriber_it_combines() 
     assert_eq!(signal.len(), 1);
 }
 
+/// Checks what a removal by function found: normally all `expected`; under Miri, which gives
+/// every reification of a function pointer its own address (as rustc may), only never more.
+/// Returns `found`.
+fn found_by_function(found: usize, expected: usize) -> usize {
+    if cfg!(miri) {
+        assert!(
+            found <= expected,
+            "{found} removed, at most {expected} may match"
+        );
+    } else {
+        assert_eq!(found, expected);
+    }
+    found
+}
+
 fn on_died(_: u32) {}
 fn on_died_too(_: u32) {}
 
@@ -529,7 +544,7 @@ fn x7_remove_static_removes_only_subscriptions_made_from_that_function() {
     let other = signal.add_static(on_died_too);
     // A closure calling the function, and a closure that is a plain function pointer too.
     let _ = signal.add_lambda(on_died);
-    let _ = signal.add_lambda(|cause| on_died(cause));
+    let _ = signal.add_lambda(move |cause| on_died(cause + 1));
     let _ = signal.add_shared(Rc::new(on_died as fn(u32)));
     assert_eq!(signal.len(), 7);
     let expected = if (on_died as fn(u32) as *const ()) == (on_died_too as fn(u32) as *const ()) {
@@ -538,10 +553,12 @@ fn x7_remove_static_removes_only_subscriptions_made_from_that_function() {
     } else {
         3
     };
-    assert_eq!(signal.remove_static(on_died), expected);
-    assert_eq!(signal.len(), 7 - expected);
-    assert_eq!(signal.remove_static(on_died), 0);
-    assert_eq!(signal.remove(other), expected == 3);
+    let removed = found_by_function(signal.remove_static(on_died), expected);
+    assert_eq!(signal.len(), 7 - removed);
+    if removed == expected {
+        assert_eq!(signal.remove_static(on_died), 0);
+        assert_eq!(signal.remove(other), expected == 3);
+    }
 }
 
 #[test]
@@ -568,8 +585,8 @@ fn x7_remove_method_removes_only_that_owners_binding_of_that_method() {
     let _ = signal.add_method(&right, Hud::show);
     let _ = signal.add_method(&left, Hud::hide);
     let _ = signal.add_member(&left, Hud::show); // not made by add_method: never matched
-    assert_eq!(signal.remove_method(&left, Hud::show), 1);
-    assert_eq!(signal.len(), 3);
+    let removed = found_by_function(signal.remove_method(&left, Hud::show), 1);
+    assert_eq!(signal.len(), 4 - removed);
     signal.broadcast(9);
     assert_eq!((left.shown.get(), right.shown.get()), (9, 9));
     // A dead owner's binding keeps its object's address taken (its weak reference keeps the
@@ -579,7 +596,7 @@ fn x7_remove_method_removes_only_that_owners_binding_of_that_method() {
     assert_eq!(signal.remove_method(&newcomer, Hud::hide), 0);
     assert_eq!(
         signal.subscriptions().len(),
-        3,
+        4 - removed,
         "the dead owner's bindings wait to be pruned"
     );
     assert_eq!(signal.remove_static(|_| {}), 0);
@@ -592,14 +609,15 @@ fn x7_remove_static_during_a_broadcast_stops_subscribers_not_yet_reached() {
         RUNS.with(|runs| runs.set(runs.get() + 1));
     }
     let signal = Rc::new(Signal::new());
-    let inner = Rc::clone(&signal);
+    let (inner, removed) = (Rc::clone(&signal), Rc::new(Cell::new(0)));
+    let sink = Rc::clone(&removed);
     let _ = signal.add_lambda(move |_| {
-        inner.remove_static(counted);
+        sink.set(found_by_function(inner.remove_static(counted), 1));
     });
     let _ = signal.add_static(counted);
     signal.broadcast(0);
-    assert_eq!(RUNS.with(Cell::get), 0);
-    assert_eq!(signal.len(), 1);
+    assert_eq!(RUNS.with(Cell::get), 1 - removed.get() as u32);
+    assert_eq!(signal.len(), 2 - removed.get());
 }
 
 // ---- X2: guards and listings from views ---------------------------------------------------------
@@ -700,7 +718,7 @@ fn x2_views_offer_every_new_form() {
     assert_eq!(taken(&log), ["muted"]);
     fn static_listener(_: &str) {}
     let _ = player.on_died().add_static(static_listener);
-    assert_eq!(player.on_died().remove_static(static_listener), 1);
+    found_by_function(player.on_died().remove_static(static_listener), 1);
 
     let scored = player.on_scored();
     let (d, e) = (Rc::clone(&log), Rc::clone(&log));

@@ -333,8 +333,9 @@ macro_rules! impl_multicast_arity {
             /// Identity is the function pointer's value, and only subscriptions made from a
             /// plain function take part: a closure or member binding never matches, whatever
             /// it calls or captures. Two caveats of function pointers in Rust: the same function
-            /// may have two addresses (one per codegen unit or crate that instantiates it), in
-            /// which case nothing matches and this returns 0; and a linker that folds identical
+            /// may have two addresses (one per codegen unit or crate that instantiates it; Miri
+            /// gives every reification its own), in which case nothing matches and this returns
+            /// 0; and a linker that folds identical
             /// code (ICF) may give two functions with the same machine code one address, in
             /// which case both functions' subscriptions match, and both called the same code.
             ///
@@ -501,6 +502,7 @@ macro_rules! impl_multicast_arity {
             /// });
             /// assert!(!allowed);
             /// ```
+            #[allow(clippy::too_many_arguments)] // one per delegate argument, then the combiner
             pub fn broadcast_fold<Acc>(
                 &self,
                 $($arg: $Arg,)*
@@ -517,6 +519,7 @@ macro_rules! impl_multicast_arity {
             /// Calls subscribers in order until `stop(result)` breaks (X7): returns the break's
             /// value, or `None` if every subscriber ran. "The first subscriber that answers
             /// wins, the rest do not run." No allocation.
+            #[allow(clippy::too_many_arguments)] // one per delegate argument, then the combiner
             pub fn broadcast_until<Out>(
                 &self,
                 $($arg: $Arg,)*

@@ -351,6 +351,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// Calls subscribers in order and folds their results as they come: the fold
             /// returns `Continue(next)` to go on or `Break(last)` to stop, and then no further
             /// subscriber runs. Returns the last accumulator. Allocates nothing.
+            #[allow(clippy::too_many_arguments)]
             pub fn broadcast_fold<Acc>(
                 &self,
                 #(#names: #types,)*
@@ -364,6 +365,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
 
             /// Calls subscribers in order until `stop(result)` breaks: returns the break's
             /// value, or `None` if every subscriber ran. Allocates nothing.
+            #[allow(clippy::too_many_arguments)]
             pub fn broadcast_until<Out>(
                 &self,
                 #(#names: #types,)*
@@ -849,7 +851,7 @@ fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream 
 
             /// Not available on a view: only the delegate's owner fires it.
             #[doc(hidden)]
-            #[allow(unused_variables)]
+            #[allow(unused_variables, clippy::ptr_arg)]
             pub fn broadcast(&self, #(#names: #types),*)
             where
                 Self: ::lumina::__private::OwnerBroadcasts,
@@ -859,7 +861,7 @@ fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream 
 
             /// Not available on a view: only the delegate's owner fires it.
             #[doc(hidden)]
-            #[allow(unused_variables)]
+            #[allow(unused_variables, clippy::ptr_arg)]
             pub fn broadcast_and_clear(&self, #(#names: #types),*)
             where
                 Self: ::lumina::__private::OwnerBroadcasts,
