@@ -256,7 +256,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     }
 
     /// Blocks the subscription of `handle` while the returned guard lives (X4; boost's
-    /// `shared_connection_block`); see [`ScopedBlock`](crate::ScopedBlock).
+    /// `shared_connection_block`); see [`ScopedBlock`].
     pub fn block_scoped(&self, handle: DelegateHandle) -> ScopedBlock {
         ScopedBlock::new(handle, self.list.weak_remover())
     }
