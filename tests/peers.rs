@@ -609,10 +609,11 @@ fn x7_remove_static_during_a_broadcast_stops_subscribers_not_yet_reached() {
         RUNS.with(|runs| runs.set(runs.get() + 1));
     }
     let signal = Rc::new(Signal::new());
-    let (inner, removed) = (Rc::clone(&signal), Rc::new(Cell::new(0)));
+    let (weak, removed) = (Rc::downgrade(&signal), Rc::new(Cell::new(0)));
     let sink = Rc::clone(&removed);
     let _ = signal.add_lambda(move |_| {
-        sink.set(found_by_function(inner.remove_static(counted), 1));
+        let signal = weak.upgrade().expect("alive");
+        sink.set(found_by_function(signal.remove_static(counted), 1));
     });
     let _ = signal.add_static(counted);
     signal.broadcast(0);
