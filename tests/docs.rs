@@ -8,11 +8,12 @@ use std::process::Command;
 
 /// The families of rule ids, longest first so `SD4` is not read as `S` + `D4`.
 const FAMILIES: &[&str] = &[
-    "SD", "MB", "PL", "H", "M", "S", "T", "Q", "C", "E", "P", "B", "R",
+    "SD", "MB", "PL", "H", "M", "S", "T", "Q", "C", "E", "P", "B", "R", "X",
 ];
 
 /// Words shaped like rule ids that are not citations, each with where it comes from.
 const NOT_RULE_IDS: &[(&str, &str)] = &[
+    ("X11", "the X Window System (winit's backends)"),
     ("C11", "the ISO C standard lumina.h is compiled as"),
     (
         "P6",

@@ -1,7 +1,8 @@
-//! Model-based property test of `MulticastDelegate` (rules M1-M9, M11, M13, H2).
+//! Model-based property test of `MulticastDelegate` (rules M1-M9, M11, M13, H2, X3, X4).
 //!
-//! Random scripts of operations (add, add_member, add with a priority, remove by handle, clear,
-//! remove_all, dropping an owner, broadcast, broadcast_and_clear, a panic) run against the real
+//! Random scripts of operations (add, add_member, add with a priority, one-shot adds, remove by
+//! handle, block and unblock by handle, clear, remove_all, dropping an owner, broadcast,
+//! broadcast_and_clear, a panic) run against the real
 //! delegate and against `Model`, a deliberately naive interpreter of the rules (a Vec of
 //! subscribers with flags; a broadcast is "take the subscribers present, then call each one
 //! that is still live when reached").
@@ -52,6 +53,8 @@ struct Sub {
     owner: Option<usize>,
     /// Added with this priority (`add_shared_with_priority`) when not 0.
     priority: i32,
+    /// One-shot (`add_lambda_once`, `add_member_once`; X3): removed right before its call.
+    once: bool,
     /// Run on every call.
     actions: Vec<Op>,
     /// Run when the library drops the closure.
@@ -71,6 +74,11 @@ enum Op {
     RemoveInvalid,
     /// Remove a handle of another delegate.
     RemoveForeign,
+    /// Block (true) or unblock the n-th subscription made (X4).
+    Block(usize, bool),
+    /// Inside a subscriber: block or unblock the subscription made `delta` places from its own
+    /// (0: itself, while it runs).
+    BlockRelative(i8, bool),
     Clear,
     RemoveAll(usize),
     DropOwner(usize),
@@ -97,6 +105,8 @@ enum Event {
     Removed(bool),
     RemovedAll(Option<usize>),
     BoundTo(Option<bool>),
+    /// The result of a block or unblock.
+    Blocked(bool),
     /// The closure of subscription n was dropped.
     Dropped(usize),
     /// Owner n was dropped.
@@ -157,6 +167,7 @@ trait Target {
     fn add(&self, sub: &Sub) -> Option<usize>;
     /// `None` = the invalid handle.
     fn remove(&self, handle: Option<usize>) -> bool;
+    fn set_blocked(&self, handle: usize, blocked: bool) -> bool;
     fn remove_foreign(&self) -> bool;
     fn clear(&self);
     fn remove_all(&self, owner: usize) -> Option<usize>;
@@ -206,6 +217,23 @@ fn exec<T: Target>(target: &T, op: &Op, ctx: Ctx) {
                     .ok()
                     .filter(|&other| other < target.handles());
                 shared.push(Event::Removed(target.remove(handle)));
+            }
+        }
+        Op::Block(index, blocked) => {
+            let made = target.handles();
+            if made > 0 {
+                shared.push(Event::Blocked(target.set_blocked(index % made, *blocked)));
+            }
+        }
+        Op::BlockRelative(delta, blocked) => {
+            if let Some(me) = me {
+                let other = me as isize + isize::from(*delta);
+                if let Some(other) = usize::try_from(other)
+                    .ok()
+                    .filter(|&other| other < target.handles())
+                {
+                    shared.push(Event::Blocked(target.set_blocked(other, *blocked)));
+                }
             }
         }
         Op::RemoveInvalid => shared.push(Event::Removed(target.remove(None))),
@@ -297,6 +325,10 @@ fn drop_delegate<T: Target>(target: &T) {
 struct ModelSub {
     owner: Option<usize>,
     priority: i32,
+    /// One-shot: a broadcast marks it removed right before its call (X3).
+    once: bool,
+    /// Blocked: skipped by broadcasts, still counted (X4).
+    blocked: bool,
     /// Removed by remove, clear, remove_all, or pruned (its owner died, passed by a broadcast).
     removed: bool,
     /// Its closure was dropped.
@@ -496,7 +528,7 @@ impl Model {
     }
 
     /// Skips a subscriber that is not live (pruning it if its owner died and it is in the main
-    /// list, which the broadcast walks); whether it is live.
+    /// list, which the broadcast walks) or blocked (X4); whether it would run.
     fn check(&self, index: usize) -> bool {
         if self.removed(index) {
             return false;
@@ -507,7 +539,7 @@ impl Model {
             }
             return false;
         }
-        true
+        !self.subs.borrow()[index].blocked
     }
 
     fn call_sub(&self, index: usize) {
@@ -551,6 +583,8 @@ impl Target for Model {
         subs.push(ModelSub {
             owner: sub.owner,
             priority: sub.priority,
+            once: sub.once,
+            blocked: false,
             removed: false,
             dropped: false,
             running: 0,
@@ -575,6 +609,16 @@ impl Target for Model {
             self.drop_closure(index);
         }
         was_live
+    }
+
+    fn set_blocked(&self, index: usize, blocked: bool) -> bool {
+        // A present subscription (its owner may be dead, not yet pruned) changes; a removed one
+        // (a one-shot that ran included) does not.
+        if self.removed(index) {
+            return false;
+        }
+        self.subs.borrow_mut()[index].blocked = blocked;
+        true
     }
 
     fn remove_foreign(&self) -> bool {
@@ -671,6 +715,10 @@ impl Target for Model {
                     spare = true;
                     continue;
                 }
+            }
+            // X3: a one-shot subscriber is removed right before its call (no user code between).
+            if self.subs.borrow()[index].once {
+                self.subs.borrow_mut()[index].removed = true;
             }
             self.call_sub(index);
         }
@@ -873,6 +921,10 @@ impl Target for Real {
         };
         let delegate = self.delegate();
         let handle = match owner {
+            Some(owner) if sub.once => {
+                delegate.add_member_once(&owner, move |_: &OwnerObject, probe| body(probe))
+            }
+            None if sub.once => delegate.add_lambda_once(body),
             Some(owner) => delegate.add_member(&owner, move |_: &OwnerObject, probe| body(probe)),
             None if sub.priority != 0 => {
                 delegate.add_shared_with_priority(sub.priority, Rc::new(body))
@@ -889,6 +941,20 @@ impl Target for Real {
             self.handles.borrow()[index]
         });
         self.delegate().remove(handle)
+    }
+
+    fn set_blocked(&self, index: usize, blocked: bool) -> bool {
+        let handle = self.handles.borrow()[index];
+        let delegate = self.delegate();
+        let done = if blocked {
+            delegate.block(handle)
+        } else {
+            delegate.unblock(handle)
+        };
+        if done {
+            assert_eq!(delegate.is_blocked(handle), blocked, "X4");
+        }
+        done
     }
 
     fn remove_foreign(&self) -> bool {
@@ -948,6 +1014,16 @@ fn leaf() -> impl Strategy<Value = Op> {
         Op::Add(Sub {
             owner,
             priority,
+            once: false,
+            actions: Vec::new(),
+            on_drop: Vec::new(),
+        })
+    };
+    let once = |owner: Option<usize>| {
+        Op::Add(Sub {
+            owner,
+            priority: 0,
+            once: true,
             actions: Vec::new(),
             on_drop: Vec::new(),
         })
@@ -956,6 +1032,10 @@ fn leaf() -> impl Strategy<Value = Op> {
         4 => Just(sub(None, 0)),
         2 => (0..OWNERS).prop_map(move |owner| sub(Some(owner), 0)),
         1 => (-2_i32..=2).prop_map(move |priority| sub(None, priority)),
+        1 => prop_oneof![Just(None), (0..OWNERS).prop_map(Some)].prop_map(once),
+        2 => (any::<u8>(), any::<bool>())
+            .prop_map(|(index, blocked)| Op::Block(usize::from(index), blocked)),
+        2 => (-2_i8..=2, any::<bool>()).prop_map(|(delta, blocked)| Op::BlockRelative(delta, blocked)),
         3 => any::<u8>().prop_map(|index| Op::Remove(usize::from(index))),
         2 => Just(Op::RemoveSelf),
         2 => (-2_i8..=2).prop_map(Op::RemoveRelative),
@@ -980,13 +1060,14 @@ fn op() -> impl Strategy<Value = Op> {
             4 => (
                 prop_oneof![3 => Just(None), 2 => (0..OWNERS).prop_map(Some)],
                 prop_oneof![4 => Just(0), 1 => -2_i32..=2],
+                prop_oneof![4 => Just(false), 1 => Just(true)],
                 actions,
                 rarely.clone(),
             )
-                .prop_map(|(owner, priority, actions, on_drop)| {
-                    // Member bindings have no priority form.
-                    let priority = if owner.is_some() { 0 } else { priority };
-                    Op::Add(Sub { owner, priority, actions, on_drop })
+                .prop_map(|(owner, priority, once, actions, on_drop)| {
+                    // Member bindings and one-shots have no priority form here.
+                    let priority = if owner.is_some() || once { 0 } else { priority };
+                    Op::Add(Sub { owner, priority, once, actions, on_drop })
                 }),
             1 => vec(inner.clone(), 1..3).prop_map(Op::Broadcast),
             1 => vec(inner, 1..3).prop_map(Op::BroadcastAndClear),
@@ -1100,6 +1181,7 @@ fn add(actions: Vec<Op>, on_drop: Vec<Op>) -> Op {
     Op::Add(Sub {
         owner: None,
         priority: 0,
+        once: false,
         actions,
         on_drop,
     })

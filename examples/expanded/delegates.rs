@@ -47,10 +47,119 @@ impl ProjectLoaded {
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_shared(::lumina::__private::Rc::new(f))
     }
-    /// Adds a plain function; the returned handle removes it.
+    /// Adds a plain function; the returned handle removes it, and so does
+    /// `remove_static` with the same function.
     #[track_caller]
     pub fn add_static(&self, f: fn()) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared(::lumina::__private::Rc::new(f))
+        self.add_static_with_priority(0, f)
+    }
+    /// Removes every subscription made by `add_static` (any form) with this function;
+    /// returns how many. Identity is the function pointer's value, and only
+    /// subscriptions made from a plain function take part (see
+    /// `MulticastDelegate::remove_static` for what folding identical code does to it).
+    pub fn remove_static(&self, f: fn()) -> usize {
+        self.0.remove_keyed(::lumina::__private::fn_address(f as *const ()))
+    }
+    /// Adds a closure that runs at most once: it is removed right before its call
+    /// starts, so no broadcast (nested or later) runs it twice.
+    #[track_caller]
+    pub fn add_lambda_once(
+        &self,
+        f: impl ::core::ops::Fn() + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared_once(::lumina::__private::Rc::new(f))
+    }
+    /// Adds a plain function that runs at most once, like `add_lambda_once`.
+    #[track_caller]
+    pub fn add_static_once(&self, f: fn()) -> ::lumina::__private::DelegateHandle {
+        self.0
+            .add_shared_keyed(
+                0,
+                true,
+                ::lumina::__private::fn_address(f as *const ()),
+                ::lumina::__private::Rc::new(f),
+            )
+    }
+    /// Adds a method of `owner` that runs at most once, held weakly like `add_member`.
+    #[track_caller]
+    pub fn add_member_once<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member_once(
+                owner,
+                ::lumina::__private::Rc::new(move || {
+                    method(&::lumina::__private::upgrade_owner(&weak))
+                }),
+            )
+    }
+    /// Adds a closure that receives its own subscription first, so it can remove,
+    /// block or re-prioritize itself.
+    #[track_caller]
+    pub fn add_lambda_self_aware(
+        &self,
+        f: impl ::core::ops::Fn(&::lumina::__private::ThisSubscription) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0
+            .add_shared_self_aware(move |this: ::lumina::__private::ThisSubscription| {
+                ::lumina::__private::Rc::new(move || f(&this))
+            })
+    }
+    /// Adds a method of `owner` that receives its own subscription after the owner,
+    /// held weakly like `add_member`.
+    #[track_caller]
+    pub fn add_member_self_aware<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(
+            &T,
+            &::lumina::__private::ThisSubscription,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member_self_aware(
+                owner,
+                move |this: ::lumina::__private::ThisSubscription| {
+                    ::lumina::__private::Rc::new(move || {
+                        method(&::lumina::__private::upgrade_owner(&weak), &this)
+                    })
+                },
+            )
+    }
+    /// Blocks the subscription of `handle`: it keeps its place and priority and still
+    /// counts, but broadcasts skip it until `unblock`. `false` for an invalid, foreign
+    /// or removed handle.
+    pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.block(handle)
+    }
+    /// Unblocks the subscription of `handle`.
+    pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.unblock(handle)
+    }
+    /// Whether the subscription of `handle` is present and blocked.
+    #[must_use]
+    pub fn is_blocked(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.is_blocked(handle)
+    }
+    /// Blocks the subscription of `handle` while the returned guard lives.
+    pub fn block_scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedBlock {
+        self.0.block_scoped(handle)
+    }
+    /// Moves the subscription of `handle` to `priority`, among that priority's
+    /// subscribers in the order added; during a broadcast, once the outermost ends.
+    pub fn set_priority(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+        priority: i32,
+    ) -> bool {
+        self.0.set_priority(handle, priority)
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again,
     /// stops counting in `len`, and is pruned. The returned handle removes it, and so
@@ -87,7 +196,13 @@ impl ProjectLoaded {
         priority: i32,
         f: fn(),
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+        self.0
+            .add_shared_keyed(
+                priority,
+                false,
+                ::lumina::__private::fn_address(f as *const ()),
+                ::lumina::__private::Rc::new(f),
+            )
     }
     /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
     /// like `add_lambda_with_priority`.
@@ -265,6 +380,118 @@ impl ProjectLoadedRegistration<'_> {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    /// Turns `handle` into a guard that unsubscribes when it is dropped, so a listener
+    /// given only this view keeps its subscription for a scope.
+    pub fn scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedSubscription {
+        self.0.scoped(handle)
+    }
+    /// Every subscription present, in the order they run, with where it was made.
+    pub fn subscriptions(&self) -> ::std::vec::Vec<::lumina::__private::Subscription> {
+        self.0.subscriptions()
+    }
+    /// Removes every subscription made by `add_static` with this function.
+    pub fn remove_static(&self, f: fn()) -> usize {
+        self.0.remove_static(f)
+    }
+    /// Adds a closure that runs at most once.
+    #[track_caller]
+    pub fn add_lambda_once(
+        &self,
+        f: impl ::core::ops::Fn() + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda_once(f)
+    }
+    /// Adds a plain function that runs at most once.
+    #[track_caller]
+    pub fn add_static_once(&self, f: fn()) -> ::lumina::__private::DelegateHandle {
+        self.0.add_static_once(f)
+    }
+    /// Adds a method of `owner` that runs at most once, held weakly.
+    #[track_caller]
+    pub fn add_member_once<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member_once(owner, method)
+    }
+    /// Adds a closure that receives its own subscription first.
+    #[track_caller]
+    pub fn add_lambda_self_aware(
+        &self,
+        f: impl ::core::ops::Fn(&::lumina::__private::ThisSubscription) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda_self_aware(f)
+    }
+    /// Adds a method of `owner` that receives its own subscription after the owner.
+    #[track_caller]
+    pub fn add_member_self_aware<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(
+            &T,
+            &::lumina::__private::ThisSubscription,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member_self_aware(owner, method)
+    }
+    /// Blocks the subscription of `handle` until `unblock`.
+    pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.block(handle)
+    }
+    /// Unblocks the subscription of `handle`.
+    pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.unblock(handle)
+    }
+    /// Whether the subscription of `handle` is present and blocked.
+    #[must_use]
+    pub fn is_blocked(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.is_blocked(handle)
+    }
+    /// Blocks the subscription of `handle` while the returned guard lives.
+    pub fn block_scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedBlock {
+        self.0.block_scoped(handle)
+    }
+    /// Moves the subscription of `handle` to `priority`.
+    pub fn set_priority(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+        priority: i32,
+    ) -> bool {
+        self.0.set_priority(handle, priority)
+    }
+    /// Not available on a view: only the delegate's owner fires it.
+    #[doc(hidden)]
+    #[allow(unused_variables, clippy::ptr_arg)]
+    pub fn broadcast(&self)
+    where
+        Self: ::lumina::__private::OwnerBroadcasts,
+    {
+        ::core::unreachable!()
+    }
+    /// Not available on a view: only the delegate's owner fires it.
+    #[doc(hidden)]
+    #[allow(unused_variables, clippy::ptr_arg)]
+    pub fn broadcast_and_clear(&self)
+    where
+        Self: ::lumina::__private::OwnerBroadcasts,
+    {
+        ::core::unreachable!()
+    }
+    /// Not available on a view: only the delegate's owner clears it.
+    #[doc(hidden)]
+    pub fn clear(&self)
+    where
+        Self: ::lumina::__private::OwnerClears,
+    {
+        ::core::unreachable!()
+    }
 }
 impl ::lumina::__private::QueuedBroadcast for ProjectLoaded {
     type Args = ();
@@ -299,13 +526,140 @@ impl WindowResize {
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_shared(::lumina::__private::Rc::new(f))
     }
-    /// Adds a plain function; the returned handle removes it.
+    /// Adds a plain function; the returned handle removes it, and so does
+    /// `remove_static` with the same function.
     #[track_caller]
     pub fn add_static(
         &self,
         f: fn(&Window, UVec2),
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared(::lumina::__private::Rc::new(f))
+        self.add_static_with_priority(0, f)
+    }
+    /// Removes every subscription made by `add_static` (any form) with this function;
+    /// returns how many. Identity is the function pointer's value, and only
+    /// subscriptions made from a plain function take part (see
+    /// `MulticastDelegate::remove_static` for what folding identical code does to it).
+    pub fn remove_static(&self, f: fn(&Window, UVec2)) -> usize {
+        self.0.remove_keyed(::lumina::__private::fn_address(f as *const ()))
+    }
+    /// Adds a closure that runs at most once: it is removed right before its call
+    /// starts, so no broadcast (nested or later) runs it twice.
+    #[track_caller]
+    pub fn add_lambda_once(
+        &self,
+        f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared_once(::lumina::__private::Rc::new(f))
+    }
+    /// Adds a plain function that runs at most once, like `add_lambda_once`.
+    #[track_caller]
+    pub fn add_static_once(
+        &self,
+        f: fn(&Window, UVec2),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0
+            .add_shared_keyed(
+                0,
+                true,
+                ::lumina::__private::fn_address(f as *const ()),
+                ::lumina::__private::Rc::new(f),
+            )
+    }
+    /// Adds a method of `owner` that runs at most once, held weakly like `add_member`.
+    #[track_caller]
+    pub fn add_member_once<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, &Window, UVec2) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member_once(
+                owner,
+                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
+                    method(&::lumina::__private::upgrade_owner(&weak), window, size)
+                }),
+            )
+    }
+    /// Adds a closure that receives its own subscription first, so it can remove,
+    /// block or re-prioritize itself.
+    #[track_caller]
+    pub fn add_lambda_self_aware(
+        &self,
+        f: impl ::core::ops::Fn(
+            &::lumina::__private::ThisSubscription,
+            &Window,
+            UVec2,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0
+            .add_shared_self_aware(move |this: ::lumina::__private::ThisSubscription| {
+                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| f(
+                    &this,
+                    window,
+                    size,
+                ))
+            })
+    }
+    /// Adds a method of `owner` that receives its own subscription after the owner,
+    /// held weakly like `add_member`.
+    #[track_caller]
+    pub fn add_member_self_aware<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(
+            &T,
+            &::lumina::__private::ThisSubscription,
+            &Window,
+            UVec2,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member_self_aware(
+                owner,
+                move |this: ::lumina::__private::ThisSubscription| {
+                    ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
+                        method(
+                            &::lumina::__private::upgrade_owner(&weak),
+                            &this,
+                            window,
+                            size,
+                        )
+                    })
+                },
+            )
+    }
+    /// Blocks the subscription of `handle`: it keeps its place and priority and still
+    /// counts, but broadcasts skip it until `unblock`. `false` for an invalid, foreign
+    /// or removed handle.
+    pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.block(handle)
+    }
+    /// Unblocks the subscription of `handle`.
+    pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.unblock(handle)
+    }
+    /// Whether the subscription of `handle` is present and blocked.
+    #[must_use]
+    pub fn is_blocked(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.is_blocked(handle)
+    }
+    /// Blocks the subscription of `handle` while the returned guard lives.
+    pub fn block_scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedBlock {
+        self.0.block_scoped(handle)
+    }
+    /// Moves the subscription of `handle` to `priority`, among that priority's
+    /// subscribers in the order added; during a broadcast, once the outermost ends.
+    pub fn set_priority(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+        priority: i32,
+    ) -> bool {
+        self.0.set_priority(handle, priority)
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again,
     /// stops counting in `len`, and is pruned. The returned handle removes it, and so
@@ -342,7 +696,13 @@ impl WindowResize {
         priority: i32,
         f: fn(&Window, UVec2),
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+        self.0
+            .add_shared_keyed(
+                priority,
+                false,
+                ::lumina::__private::fn_address(f as *const ()),
+                ::lumina::__private::Rc::new(f),
+            )
     }
     /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
     /// like `add_lambda_with_priority`.
@@ -523,6 +883,127 @@ impl WindowResizeRegistration<'_> {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    /// Turns `handle` into a guard that unsubscribes when it is dropped, so a listener
+    /// given only this view keeps its subscription for a scope.
+    pub fn scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedSubscription {
+        self.0.scoped(handle)
+    }
+    /// Every subscription present, in the order they run, with where it was made.
+    pub fn subscriptions(&self) -> ::std::vec::Vec<::lumina::__private::Subscription> {
+        self.0.subscriptions()
+    }
+    /// Removes every subscription made by `add_static` with this function.
+    pub fn remove_static(&self, f: fn(&Window, UVec2)) -> usize {
+        self.0.remove_static(f)
+    }
+    /// Adds a closure that runs at most once.
+    #[track_caller]
+    pub fn add_lambda_once(
+        &self,
+        f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda_once(f)
+    }
+    /// Adds a plain function that runs at most once.
+    #[track_caller]
+    pub fn add_static_once(
+        &self,
+        f: fn(&Window, UVec2),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_static_once(f)
+    }
+    /// Adds a method of `owner` that runs at most once, held weakly.
+    #[track_caller]
+    pub fn add_member_once<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, &Window, UVec2) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member_once(owner, method)
+    }
+    /// Adds a closure that receives its own subscription first.
+    #[track_caller]
+    pub fn add_lambda_self_aware(
+        &self,
+        f: impl ::core::ops::Fn(
+            &::lumina::__private::ThisSubscription,
+            &Window,
+            UVec2,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda_self_aware(f)
+    }
+    /// Adds a method of `owner` that receives its own subscription after the owner.
+    #[track_caller]
+    pub fn add_member_self_aware<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(
+            &T,
+            &::lumina::__private::ThisSubscription,
+            &Window,
+            UVec2,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member_self_aware(owner, method)
+    }
+    /// Blocks the subscription of `handle` until `unblock`.
+    pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.block(handle)
+    }
+    /// Unblocks the subscription of `handle`.
+    pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.unblock(handle)
+    }
+    /// Whether the subscription of `handle` is present and blocked.
+    #[must_use]
+    pub fn is_blocked(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.is_blocked(handle)
+    }
+    /// Blocks the subscription of `handle` while the returned guard lives.
+    pub fn block_scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedBlock {
+        self.0.block_scoped(handle)
+    }
+    /// Moves the subscription of `handle` to `priority`.
+    pub fn set_priority(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+        priority: i32,
+    ) -> bool {
+        self.0.set_priority(handle, priority)
+    }
+    /// Not available on a view: only the delegate's owner fires it.
+    #[doc(hidden)]
+    #[allow(unused_variables, clippy::ptr_arg)]
+    pub fn broadcast(&self, window: &Window, size: UVec2)
+    where
+        Self: ::lumina::__private::OwnerBroadcasts,
+    {
+        ::core::unreachable!()
+    }
+    /// Not available on a view: only the delegate's owner fires it.
+    #[doc(hidden)]
+    #[allow(unused_variables, clippy::ptr_arg)]
+    pub fn broadcast_and_clear(&self, window: &Window, size: UVec2)
+    where
+        Self: ::lumina::__private::OwnerBroadcasts,
+    {
+        ::core::unreachable!()
+    }
+    /// Not available on a view: only the delegate's owner clears it.
+    #[doc(hidden)]
+    pub fn clear(&self)
+    where
+        Self: ::lumina::__private::OwnerClears,
+    {
+        ::core::unreachable!()
+    }
 }
 /// Asks every subscriber whether the file at `path` may be saved.
 ///
@@ -551,13 +1032,129 @@ impl SaveQuery {
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_shared(::lumina::__private::Rc::new(f))
     }
-    /// Adds a plain function; the returned handle removes it.
+    /// Adds a plain function; the returned handle removes it, and so does
+    /// `remove_static` with the same function.
     #[track_caller]
     pub fn add_static(
         &self,
         f: fn(&str) -> bool,
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared(::lumina::__private::Rc::new(f))
+        self.add_static_with_priority(0, f)
+    }
+    /// Removes every subscription made by `add_static` (any form) with this function;
+    /// returns how many. Identity is the function pointer's value, and only
+    /// subscriptions made from a plain function take part (see
+    /// `MulticastDelegate::remove_static` for what folding identical code does to it).
+    pub fn remove_static(&self, f: fn(&str) -> bool) -> usize {
+        self.0.remove_keyed(::lumina::__private::fn_address(f as *const ()))
+    }
+    /// Adds a closure that runs at most once: it is removed right before its call
+    /// starts, so no broadcast (nested or later) runs it twice.
+    #[track_caller]
+    pub fn add_lambda_once(
+        &self,
+        f: impl ::core::ops::Fn(&str) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared_once(::lumina::__private::Rc::new(f))
+    }
+    /// Adds a plain function that runs at most once, like `add_lambda_once`.
+    #[track_caller]
+    pub fn add_static_once(
+        &self,
+        f: fn(&str) -> bool,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0
+            .add_shared_keyed(
+                0,
+                true,
+                ::lumina::__private::fn_address(f as *const ()),
+                ::lumina::__private::Rc::new(f),
+            )
+    }
+    /// Adds a method of `owner` that runs at most once, held weakly like `add_member`.
+    #[track_caller]
+    pub fn add_member_once<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, &str) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member_once(
+                owner,
+                ::lumina::__private::Rc::new(move |path: &str| {
+                    method(&::lumina::__private::upgrade_owner(&weak), path)
+                }),
+            )
+    }
+    /// Adds a closure that receives its own subscription first, so it can remove,
+    /// block or re-prioritize itself.
+    #[track_caller]
+    pub fn add_lambda_self_aware(
+        &self,
+        f: impl ::core::ops::Fn(
+            &::lumina::__private::ThisSubscription,
+            &str,
+        ) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0
+            .add_shared_self_aware(move |this: ::lumina::__private::ThisSubscription| {
+                ::lumina::__private::Rc::new(move |path: &str| f(&this, path))
+            })
+    }
+    /// Adds a method of `owner` that receives its own subscription after the owner,
+    /// held weakly like `add_member`.
+    #[track_caller]
+    pub fn add_member_self_aware<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(
+            &T,
+            &::lumina::__private::ThisSubscription,
+            &str,
+        ) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member_self_aware(
+                owner,
+                move |this: ::lumina::__private::ThisSubscription| {
+                    ::lumina::__private::Rc::new(move |path: &str| {
+                        method(&::lumina::__private::upgrade_owner(&weak), &this, path)
+                    })
+                },
+            )
+    }
+    /// Blocks the subscription of `handle`: it keeps its place and priority and still
+    /// counts, but broadcasts skip it until `unblock`. `false` for an invalid, foreign
+    /// or removed handle.
+    pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.block(handle)
+    }
+    /// Unblocks the subscription of `handle`.
+    pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.unblock(handle)
+    }
+    /// Whether the subscription of `handle` is present and blocked.
+    #[must_use]
+    pub fn is_blocked(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.is_blocked(handle)
+    }
+    /// Blocks the subscription of `handle` while the returned guard lives.
+    pub fn block_scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedBlock {
+        self.0.block_scoped(handle)
+    }
+    /// Moves the subscription of `handle` to `priority`, among that priority's
+    /// subscribers in the order added; during a broadcast, once the outermost ends.
+    pub fn set_priority(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+        priority: i32,
+    ) -> bool {
+        self.0.set_priority(handle, priority)
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again,
     /// stops counting in `len`, and is pruned. The returned handle removes it, and so
@@ -594,7 +1191,13 @@ impl SaveQuery {
         priority: i32,
         f: fn(&str) -> bool,
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+        self.0
+            .add_shared_keyed(
+                priority,
+                false,
+                ::lumina::__private::fn_address(f as *const ()),
+                ::lumina::__private::Rc::new(f),
+            )
     }
     /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
     /// like `add_lambda_with_priority`.
@@ -698,6 +1301,43 @@ impl SaveQuery {
         );
         results
     }
+    /// Calls subscribers in order and folds their results as they come: the fold
+    /// returns `Continue(next)` to go on or `Break(last)` to stop, and then no further
+    /// subscriber runs. Returns the last accumulator. Allocates nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub fn broadcast_fold<Acc>(
+        &self,
+        path: &str,
+        init: Acc,
+        mut fold: impl ::core::ops::FnMut(
+            Acc,
+            bool,
+        ) -> ::core::ops::ControlFlow<Acc, Acc>,
+    ) -> Acc {
+        let mut accumulator = ::core::option::Option::Some(init);
+        ::lumina::__private::broadcast_until_with(
+            &self.0,
+            (),
+            |f, ()| ::lumina::__private::fold_step(&mut accumulator, f(path), &mut fold),
+        );
+        accumulator.expect("the fold's accumulator is put back after each call")
+    }
+    /// Calls subscribers in order until `stop(result)` breaks: returns the break's
+    /// value, or `None` if every subscriber ran. Allocates nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub fn broadcast_until<Out>(
+        &self,
+        path: &str,
+        mut stop: impl ::core::ops::FnMut(bool) -> ::core::ops::ControlFlow<Out>,
+    ) -> ::core::option::Option<Out> {
+        let mut found = ::core::option::Option::None;
+        ::lumina::__private::broadcast_until_with(
+            &self.0,
+            (),
+            |f, ()| ::lumina::__private::until_step(&mut found, f(path), &mut stop),
+        );
+        found
+    }
 }
 /// A bind-only view of `SaveQuery`, made by `SaveQuery::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `SaveQuery` fires it.
 #[derive(Clone, Copy, Debug)]
@@ -788,6 +1428,125 @@ impl SaveQueryRegistration<'_> {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    /// Turns `handle` into a guard that unsubscribes when it is dropped, so a listener
+    /// given only this view keeps its subscription for a scope.
+    pub fn scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedSubscription {
+        self.0.scoped(handle)
+    }
+    /// Every subscription present, in the order they run, with where it was made.
+    pub fn subscriptions(&self) -> ::std::vec::Vec<::lumina::__private::Subscription> {
+        self.0.subscriptions()
+    }
+    /// Removes every subscription made by `add_static` with this function.
+    pub fn remove_static(&self, f: fn(&str) -> bool) -> usize {
+        self.0.remove_static(f)
+    }
+    /// Adds a closure that runs at most once.
+    #[track_caller]
+    pub fn add_lambda_once(
+        &self,
+        f: impl ::core::ops::Fn(&str) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda_once(f)
+    }
+    /// Adds a plain function that runs at most once.
+    #[track_caller]
+    pub fn add_static_once(
+        &self,
+        f: fn(&str) -> bool,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_static_once(f)
+    }
+    /// Adds a method of `owner` that runs at most once, held weakly.
+    #[track_caller]
+    pub fn add_member_once<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, &str) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member_once(owner, method)
+    }
+    /// Adds a closure that receives its own subscription first.
+    #[track_caller]
+    pub fn add_lambda_self_aware(
+        &self,
+        f: impl ::core::ops::Fn(
+            &::lumina::__private::ThisSubscription,
+            &str,
+        ) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda_self_aware(f)
+    }
+    /// Adds a method of `owner` that receives its own subscription after the owner.
+    #[track_caller]
+    pub fn add_member_self_aware<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(
+            &T,
+            &::lumina::__private::ThisSubscription,
+            &str,
+        ) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member_self_aware(owner, method)
+    }
+    /// Blocks the subscription of `handle` until `unblock`.
+    pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.block(handle)
+    }
+    /// Unblocks the subscription of `handle`.
+    pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.unblock(handle)
+    }
+    /// Whether the subscription of `handle` is present and blocked.
+    #[must_use]
+    pub fn is_blocked(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.is_blocked(handle)
+    }
+    /// Blocks the subscription of `handle` while the returned guard lives.
+    pub fn block_scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedBlock {
+        self.0.block_scoped(handle)
+    }
+    /// Moves the subscription of `handle` to `priority`.
+    pub fn set_priority(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+        priority: i32,
+    ) -> bool {
+        self.0.set_priority(handle, priority)
+    }
+    /// Not available on a view: only the delegate's owner fires it.
+    #[doc(hidden)]
+    #[allow(unused_variables, clippy::ptr_arg)]
+    pub fn broadcast(&self, path: &str)
+    where
+        Self: ::lumina::__private::OwnerBroadcasts,
+    {
+        ::core::unreachable!()
+    }
+    /// Not available on a view: only the delegate's owner fires it.
+    #[doc(hidden)]
+    #[allow(unused_variables, clippy::ptr_arg)]
+    pub fn broadcast_and_clear(&self, path: &str)
+    where
+        Self: ::lumina::__private::OwnerBroadcasts,
+    {
+        ::core::unreachable!()
+    }
+    /// Not available on a view: only the delegate's owner clears it.
+    #[doc(hidden)]
+    pub fn clear(&self)
+    where
+        Self: ::lumina::__private::OwnerClears,
+    {
+        ::core::unreachable!()
+    }
 }
 /// Fired after an asset was imported; reported by the importer threads.
 ///
@@ -816,13 +1575,140 @@ impl AssetImported {
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_shared(::lumina::__private::Rc::new(f))
     }
-    /// Adds a plain function; the returned handle removes it.
+    /// Adds a plain function; the returned handle removes it, and so does
+    /// `remove_static` with the same function.
     #[track_caller]
     pub fn add_static(
         &self,
         f: fn(String, usize),
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared(::lumina::__private::Rc::new(f))
+        self.add_static_with_priority(0, f)
+    }
+    /// Removes every subscription made by `add_static` (any form) with this function;
+    /// returns how many. Identity is the function pointer's value, and only
+    /// subscriptions made from a plain function take part (see
+    /// `MulticastDelegate::remove_static` for what folding identical code does to it).
+    pub fn remove_static(&self, f: fn(String, usize)) -> usize {
+        self.0.remove_keyed(::lumina::__private::fn_address(f as *const ()))
+    }
+    /// Adds a closure that runs at most once: it is removed right before its call
+    /// starts, so no broadcast (nested or later) runs it twice.
+    #[track_caller]
+    pub fn add_lambda_once(
+        &self,
+        f: impl ::core::ops::Fn(String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared_once(::lumina::__private::Rc::new(f))
+    }
+    /// Adds a plain function that runs at most once, like `add_lambda_once`.
+    #[track_caller]
+    pub fn add_static_once(
+        &self,
+        f: fn(String, usize),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0
+            .add_shared_keyed(
+                0,
+                true,
+                ::lumina::__private::fn_address(f as *const ()),
+                ::lumina::__private::Rc::new(f),
+            )
+    }
+    /// Adds a method of `owner` that runs at most once, held weakly like `add_member`.
+    #[track_caller]
+    pub fn add_member_once<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member_once(
+                owner,
+                ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
+                    method(&::lumina::__private::upgrade_owner(&weak), path, bytes)
+                }),
+            )
+    }
+    /// Adds a closure that receives its own subscription first, so it can remove,
+    /// block or re-prioritize itself.
+    #[track_caller]
+    pub fn add_lambda_self_aware(
+        &self,
+        f: impl ::core::ops::Fn(
+            &::lumina::__private::ThisSubscription,
+            String,
+            usize,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0
+            .add_shared_self_aware(move |this: ::lumina::__private::ThisSubscription| {
+                ::lumina::__private::Rc::new(move |path: String, bytes: usize| f(
+                    &this,
+                    path,
+                    bytes,
+                ))
+            })
+    }
+    /// Adds a method of `owner` that receives its own subscription after the owner,
+    /// held weakly like `add_member`.
+    #[track_caller]
+    pub fn add_member_self_aware<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(
+            &T,
+            &::lumina::__private::ThisSubscription,
+            String,
+            usize,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member_self_aware(
+                owner,
+                move |this: ::lumina::__private::ThisSubscription| {
+                    ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
+                        method(
+                            &::lumina::__private::upgrade_owner(&weak),
+                            &this,
+                            path,
+                            bytes,
+                        )
+                    })
+                },
+            )
+    }
+    /// Blocks the subscription of `handle`: it keeps its place and priority and still
+    /// counts, but broadcasts skip it until `unblock`. `false` for an invalid, foreign
+    /// or removed handle.
+    pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.block(handle)
+    }
+    /// Unblocks the subscription of `handle`.
+    pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.unblock(handle)
+    }
+    /// Whether the subscription of `handle` is present and blocked.
+    #[must_use]
+    pub fn is_blocked(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.is_blocked(handle)
+    }
+    /// Blocks the subscription of `handle` while the returned guard lives.
+    pub fn block_scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedBlock {
+        self.0.block_scoped(handle)
+    }
+    /// Moves the subscription of `handle` to `priority`, among that priority's
+    /// subscribers in the order added; during a broadcast, once the outermost ends.
+    pub fn set_priority(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+        priority: i32,
+    ) -> bool {
+        self.0.set_priority(handle, priority)
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again,
     /// stops counting in `len`, and is pruned. The returned handle removes it, and so
@@ -859,7 +1745,13 @@ impl AssetImported {
         priority: i32,
         f: fn(String, usize),
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+        self.0
+            .add_shared_keyed(
+                priority,
+                false,
+                ::lumina::__private::fn_address(f as *const ()),
+                ::lumina::__private::Rc::new(f),
+            )
     }
     /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
     /// like `add_lambda_with_priority`.
@@ -1042,6 +1934,127 @@ impl AssetImportedRegistration<'_> {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+    /// Turns `handle` into a guard that unsubscribes when it is dropped, so a listener
+    /// given only this view keeps its subscription for a scope.
+    pub fn scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedSubscription {
+        self.0.scoped(handle)
+    }
+    /// Every subscription present, in the order they run, with where it was made.
+    pub fn subscriptions(&self) -> ::std::vec::Vec<::lumina::__private::Subscription> {
+        self.0.subscriptions()
+    }
+    /// Removes every subscription made by `add_static` with this function.
+    pub fn remove_static(&self, f: fn(String, usize)) -> usize {
+        self.0.remove_static(f)
+    }
+    /// Adds a closure that runs at most once.
+    #[track_caller]
+    pub fn add_lambda_once(
+        &self,
+        f: impl ::core::ops::Fn(String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda_once(f)
+    }
+    /// Adds a plain function that runs at most once.
+    #[track_caller]
+    pub fn add_static_once(
+        &self,
+        f: fn(String, usize),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_static_once(f)
+    }
+    /// Adds a method of `owner` that runs at most once, held weakly.
+    #[track_caller]
+    pub fn add_member_once<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member_once(owner, method)
+    }
+    /// Adds a closure that receives its own subscription first.
+    #[track_caller]
+    pub fn add_lambda_self_aware(
+        &self,
+        f: impl ::core::ops::Fn(
+            &::lumina::__private::ThisSubscription,
+            String,
+            usize,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_lambda_self_aware(f)
+    }
+    /// Adds a method of `owner` that receives its own subscription after the owner.
+    #[track_caller]
+    pub fn add_member_self_aware<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(
+            &T,
+            &::lumina::__private::ThisSubscription,
+            String,
+            usize,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_member_self_aware(owner, method)
+    }
+    /// Blocks the subscription of `handle` until `unblock`.
+    pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.block(handle)
+    }
+    /// Unblocks the subscription of `handle`.
+    pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.unblock(handle)
+    }
+    /// Whether the subscription of `handle` is present and blocked.
+    #[must_use]
+    pub fn is_blocked(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
+        self.0.is_blocked(handle)
+    }
+    /// Blocks the subscription of `handle` while the returned guard lives.
+    pub fn block_scoped(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+    ) -> ::lumina::__private::ScopedBlock {
+        self.0.block_scoped(handle)
+    }
+    /// Moves the subscription of `handle` to `priority`.
+    pub fn set_priority(
+        &self,
+        handle: ::lumina::__private::DelegateHandle,
+        priority: i32,
+    ) -> bool {
+        self.0.set_priority(handle, priority)
+    }
+    /// Not available on a view: only the delegate's owner fires it.
+    #[doc(hidden)]
+    #[allow(unused_variables, clippy::ptr_arg)]
+    pub fn broadcast(&self, path: String, bytes: usize)
+    where
+        Self: ::lumina::__private::OwnerBroadcasts,
+    {
+        ::core::unreachable!()
+    }
+    /// Not available on a view: only the delegate's owner fires it.
+    #[doc(hidden)]
+    #[allow(unused_variables, clippy::ptr_arg)]
+    pub fn broadcast_and_clear(&self, path: String, bytes: usize)
+    where
+        Self: ::lumina::__private::OwnerBroadcasts,
+    {
+        ::core::unreachable!()
+    }
+    /// Not available on a view: only the delegate's owner clears it.
+    #[doc(hidden)]
+    pub fn clear(&self)
+    where
+        Self: ::lumina::__private::OwnerClears,
+    {
+        ::core::unreachable!()
     }
 }
 impl ::lumina::__private::QueuedBroadcast for AssetImported {

@@ -57,7 +57,7 @@ pub use handle::DelegateHandle;
 pub use main_thread::QueuedSender;
 pub use multicast::{MulticastDelegate, Registration};
 pub use reflect::{ScriptComponent, ScriptPayload};
-pub use scoped::ScopedSubscription;
+pub use scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
 pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
 
 /// Not public API; used by expansions of lumina's macros, which name everything through
@@ -77,13 +77,15 @@ pub mod __private {
     #[doc(hidden)]
     pub use crate::multicast::MulticastDelegate;
     #[doc(hidden)]
+    pub use crate::multicast::{OwnerBroadcasts, OwnerClears};
+    #[doc(hidden)]
     pub use crate::reflect::{
         Blittable, ComponentInfo, DelegateProperty, FieldInfo, FieldType, PayloadInfo,
         PropertyFlags, PropertyInfo, RegisteredComponent, RegisteredPayload, ScriptComponent,
         ScriptPayload,
     };
     #[doc(hidden)]
-    pub use crate::scoped::ScopedSubscription;
+    pub use crate::scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
     #[doc(hidden)]
     pub use inventory;
     #[doc(hidden)]
@@ -100,6 +102,68 @@ pub mod __private {
         call: impl FnMut(&std::rc::Rc<F>, A),
     ) {
         delegate.list().broadcast_with(args, call);
+    }
+
+    /// Not public API; used by expansions of `declare_multicast_delegate!`:
+    /// [`broadcast_with`] with an early stop once `call` returns `true` (X7).
+    #[doc(hidden)]
+    #[inline]
+    pub fn broadcast_until_with<F: ?Sized + 'static, A: Clone>(
+        delegate: &crate::multicast::MulticastDelegate<F>,
+        args: A,
+        call: impl FnMut(&std::rc::Rc<F>, A) -> bool,
+    ) -> bool {
+        delegate.list().broadcast_until_with(args, call)
+    }
+
+    /// Not public API; one step of a `broadcast_fold` (X7): folds `result` into the accumulator
+    /// (taken out for the fold and put back after it); whether to stop.
+    #[doc(hidden)]
+    #[inline]
+    pub fn fold_step<Acc, R>(
+        accumulator: &mut Option<Acc>,
+        result: R,
+        fold: &mut impl FnMut(Acc, R) -> std::ops::ControlFlow<Acc, Acc>,
+    ) -> bool {
+        // `None` only while a fold runs: a fold that panicked took it along.
+        let Some(current) = accumulator.take() else {
+            return true;
+        };
+        match fold(current, result) {
+            std::ops::ControlFlow::Continue(next) => {
+                *accumulator = Some(next);
+                false
+            }
+            std::ops::ControlFlow::Break(last) => {
+                *accumulator = Some(last);
+                true
+            }
+        }
+    }
+
+    /// Not public API; one step of a `broadcast_until` (X7): whether `stop` broke, keeping its
+    /// value in `found`.
+    #[doc(hidden)]
+    #[inline]
+    pub fn until_step<Out, R>(
+        found: &mut Option<Out>,
+        result: R,
+        stop: &mut impl FnMut(R) -> std::ops::ControlFlow<Out>,
+    ) -> bool {
+        match stop(result) {
+            std::ops::ControlFlow::Continue(()) => false,
+            std::ops::ControlFlow::Break(value) => {
+                *found = Some(value);
+                true
+            }
+        }
+    }
+
+    /// Not public API; the address of a plain function, its identity for `remove_static` (X7).
+    #[doc(hidden)]
+    #[inline]
+    pub fn fn_address(f: *const ()) -> usize {
+        f.addr()
     }
 
     /// Not public API; used by expansions. Upgrades the weak owner of a member binding; the

@@ -9,12 +9,13 @@ use std::fmt;
 use std::rc::Rc;
 
 use crate::handle::DelegateHandle;
-use crate::invocation::InvocationList;
+use crate::invocation::{InvocationList, Spec};
+use crate::scoped::{ScopedBlock, ThisSubscription};
 
 mod by_reference;
 mod registration;
 pub use by_reference::ByReference;
-pub use registration::Registration;
+pub use registration::{OwnerBroadcasts, OwnerClears, Registration};
 
 /// A multicast delegate: any number of subscribers, called in the order they were added.
 ///
@@ -145,6 +146,130 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         self.list.insert(priority, Some(owner), callable)
     }
 
+    /// Adds an already shared callable that runs at most once (X3): it is removed right before
+    /// its call starts, so a broadcast nested in that call (or in a later subscriber's) never
+    /// runs it again, and its handle is invalid from then on (`remove` returns `false`). The
+    /// building block of the `add_*_once` methods.
+    #[track_caller]
+    pub fn add_shared_once(&self, callable: Rc<F>) -> DelegateHandle {
+        self.list.insert_spec(
+            Spec {
+                once: true,
+                ..Spec::default()
+            },
+            callable,
+        )
+    }
+
+    /// [`add_shared_once`](Self::add_shared_once) bound to `owner`, held weakly (M9).
+    #[track_caller]
+    pub fn add_shared_member_once<T: Any>(&self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
+        let owner: std::rc::Weak<dyn Any> = Rc::downgrade(owner) as std::rc::Weak<dyn Any>;
+        self.list.insert_spec(
+            Spec {
+                once: true,
+                owner: Some(owner),
+                ..Spec::default()
+            },
+            callable,
+        )
+    }
+
+    /// Adds a callable that `make` builds from its own subscription (X6): the building block
+    /// of the `add_*_self_aware` methods. `make` runs once, inside this call, before the
+    /// subscription can run.
+    #[track_caller]
+    pub fn add_shared_self_aware(
+        &self,
+        make: impl FnOnce(ThisSubscription) -> Rc<F>,
+    ) -> DelegateHandle {
+        self.list.insert_with(Spec::default(), |handle, list| {
+            make(ThisSubscription::new(handle, list))
+        })
+    }
+
+    /// [`add_shared_self_aware`](Self::add_shared_self_aware) bound to `owner`, held weakly (M9).
+    #[track_caller]
+    pub fn add_shared_member_self_aware<T: Any>(
+        &self,
+        owner: &Rc<T>,
+        make: impl FnOnce(ThisSubscription) -> Rc<F>,
+    ) -> DelegateHandle {
+        let owner: std::rc::Weak<dyn Any> = Rc::downgrade(owner) as std::rc::Weak<dyn Any>;
+        let spec = Spec {
+            owner: Some(owner),
+            ..Spec::default()
+        };
+        self.list.insert_with(spec, |handle, list| {
+            make(ThisSubscription::new(handle, list))
+        })
+    }
+
+    /// Not public API: what `add_static` of a declared delegate expands to. Adds `callable`, made
+    /// from the plain function at address `key`, so that `remove_static` finds it (X7).
+    #[doc(hidden)]
+    #[track_caller]
+    pub fn add_shared_keyed(
+        &self,
+        priority: i32,
+        once: bool,
+        key: usize,
+        callable: Rc<F>,
+    ) -> DelegateHandle {
+        self.list.insert_spec(
+            Spec {
+                priority,
+                once,
+                key: Some(key),
+                owner: None,
+            },
+            callable,
+        )
+    }
+
+    /// Not public API: what `remove_static` of a declared delegate expands to (X7).
+    #[doc(hidden)]
+    pub fn remove_keyed(&self, key: usize) -> usize {
+        self.list.remove_keyed(key, None)
+    }
+
+    /// Blocks the subscription of `handle` (X4): it keeps its place, priority and handle and
+    /// still counts in [`len`](Self::len), but broadcasts skip it until
+    /// [`unblock`](Self::unblock). During a broadcast this applies to the subscribers not yet
+    /// reached (as M3). `false` (and no change) for an invalid, foreign or removed handle.
+    /// Blocking is a flag, not a count: one `unblock` undoes any number of `block`s (see
+    /// [`block_scoped`](Self::block_scoped) for nesting).
+    pub fn block(&self, handle: DelegateHandle) -> bool {
+        self.list.set_blocked(handle, true)
+    }
+
+    /// Unblocks the subscription of `handle` (X4): broadcasts that reach it run it again,
+    /// including the running one if it was present when that one started and is not reached
+    /// yet. `false` for an invalid, foreign or removed handle.
+    pub fn unblock(&self, handle: DelegateHandle) -> bool {
+        self.list.set_blocked(handle, false)
+    }
+
+    /// Whether the subscription of `handle` is present and blocked (X4).
+    pub fn is_blocked(&self, handle: DelegateHandle) -> bool {
+        self.list.is_blocked(handle)
+    }
+
+    /// Blocks the subscription of `handle` while the returned guard lives (X4; boost's
+    /// `shared_connection_block`); see [`ScopedBlock`].
+    pub fn block_scoped(&self, handle: DelegateHandle) -> ScopedBlock {
+        ScopedBlock::new(handle, self.list.weak_remover())
+    }
+
+    /// Moves the subscription of `handle` to `priority`, placed among that priority's
+    /// subscribers in the order they were added (as if it had been added with it). Outside a
+    /// broadcast it moves at once; during one, the running broadcasts keep their order and the
+    /// move happens when the outermost ends (M2). `false` for an invalid, foreign or removed
+    /// handle.
+    pub fn set_priority(&self, handle: DelegateHandle, priority: i32) -> bool {
+        self.list.set_priority(handle, priority)
+    }
+
     /// A bind-only view of this delegate, to hand out to code that may subscribe and unsubscribe
     /// but must not broadcast or clear (B2). See [`Registration`].
     #[must_use]
@@ -195,10 +320,216 @@ macro_rules! impl_multicast_arity {
                 self.add_shared(Rc::new(f))
             }
 
-            /// Adds a plain function.
+            /// Adds a plain function; [`remove_static`](Self::remove_static) removes it by that
+            /// function, and so does the returned handle.
             #[track_caller]
             pub fn add_static(&self, f: fn($($Arg),*) -> R) -> DelegateHandle {
-                self.add_shared(Rc::new(f))
+                self.add_static_with_priority(0, f)
+            }
+
+            /// Removes every subscription made by `add_static` (any of its forms) with this
+            /// function; returns how many (X7).
+            ///
+            /// Identity is the function pointer's value, and only subscriptions made from a
+            /// plain function take part: a closure or member binding never matches, whatever
+            /// it calls or captures. Two caveats of function pointers in Rust: the same function
+            /// may have two addresses (one per codegen unit or crate that instantiates it; Miri
+            /// gives every reification its own), in which case nothing matches and this returns
+            /// 0; and a linker that folds identical
+            /// code (ICF) may give two functions with the same machine code one address, in
+            /// which case both functions' subscriptions match, and both called the same code.
+            ///
+            /// ```
+            /// use lumina::MulticastDelegate;
+            ///
+            /// fn log_death(cause: u32) {
+            ///     println!("died of cause {cause}");
+            /// }
+            ///
+            /// let on_died: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+            /// let _ = on_died.add_static(log_death);
+            /// let _ = on_died.add_lambda(|cause| log_death(cause)); // a closure: never matched
+            /// assert_eq!(on_died.remove_static(log_death), 1);
+            /// assert_eq!(on_died.len(), 1);
+            /// ```
+            pub fn remove_static(&self, f: fn($($Arg),*) -> R) -> usize {
+                self.remove_keyed((f as *const ()).addr())
+            }
+
+            /// Adds `method` of `owner`, held weakly like [`add_member`](Self::add_member), as a
+            /// plain function, so that [`remove_method`](Self::remove_method) finds it by owner
+            /// and method (X7).
+            ///
+            /// ```
+            /// use lumina::MulticastDelegate;
+            /// use std::cell::Cell;
+            /// use std::rc::Rc;
+            ///
+            /// struct Hud {
+            ///     shown: Cell<u32>,
+            /// }
+            /// impl Hud {
+            ///     fn show(&self, score: u32) {
+            ///         self.shown.set(score);
+            ///     }
+            /// }
+            ///
+            /// let on_score: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+            /// let (left, right) = (Rc::new(Hud { shown: Cell::new(0) }), Rc::new(Hud { shown: Cell::new(0) }));
+            /// let _ = on_score.add_method(&left, Hud::show);
+            /// let _ = on_score.add_method(&right, Hud::show);
+            /// assert_eq!(on_score.remove_method(&left, Hud::show), 1);
+            /// on_score.broadcast(7);
+            /// assert_eq!((left.shown.get(), right.shown.get()), (0, 7));
+            /// ```
+            #[track_caller]
+            pub fn add_method<T: Any>(
+                &self,
+                owner: &Rc<T>,
+                method: fn(&T, $($Arg),*) -> R,
+            ) -> DelegateHandle {
+                let weak = Rc::downgrade(owner);
+                let callable: Rc<dyn Fn($($Arg),*) -> R> = Rc::new(move |$($arg: $Arg),*| {
+                    method(&crate::__private::upgrade_owner(&weak), $($arg),*)
+                });
+                self.list.insert_spec(
+                    Spec {
+                        owner: Some(Rc::downgrade(owner) as std::rc::Weak<dyn Any>),
+                        key: Some((method as *const ()).addr()),
+                        ..Spec::default()
+                    },
+                    callable,
+                )
+            }
+
+            /// Removes every subscription made by [`add_method`](Self::add_method) with this
+            /// owner and this method; returns how many (X7). Identity is the owner's object and
+            /// the function pointer's value, as for [`remove_static`](Self::remove_static): a
+            /// binding of another object, or made by `add_member`, never matches. The weak
+            /// reference each binding holds keeps its owner's address from being reused while
+            /// the binding exists.
+            pub fn remove_method<T: Any>(&self, owner: &Rc<T>, method: fn(&T, $($Arg),*) -> R) -> usize {
+                self.list.remove_keyed(
+                    (method as *const ()).addr(),
+                    Some(Rc::as_ptr(owner).cast::<()>()),
+                )
+            }
+
+            /// [`add_lambda`](Self::add_lambda), for one call only (X3): removed right before its
+            /// call starts, so no broadcast (nested or later) runs it twice.
+            ///
+            /// ```
+            /// use lumina::MulticastDelegate;
+            /// use std::cell::Cell;
+            /// use std::rc::Rc;
+            ///
+            /// let on_spawn: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+            /// let calls = Rc::new(Cell::new(0));
+            /// let sink = Rc::clone(&calls);
+            /// let handle = on_spawn.add_lambda_once(move |_| sink.set(sink.get() + 1));
+            /// on_spawn.broadcast(1);
+            /// on_spawn.broadcast(2);
+            /// assert_eq!(calls.get(), 1);
+            /// assert!(!on_spawn.remove(handle)); // it ran: the handle names nothing now
+            /// ```
+            #[track_caller]
+            pub fn add_lambda_once(&self, f: impl Fn($($Arg),*) -> R + 'static) -> DelegateHandle {
+                self.add_shared_once(Rc::new(f))
+            }
+
+            /// [`add_static`](Self::add_static), for one call only (X3).
+            #[track_caller]
+            pub fn add_static_once(&self, f: fn($($Arg),*) -> R) -> DelegateHandle {
+                self.add_shared_keyed(0, true, (f as *const ()).addr(), Rc::new(f))
+            }
+
+            /// [`add_member`](Self::add_member), for one call only (X3).
+            #[track_caller]
+            pub fn add_member_once<T: Any>(
+                &self,
+                owner: &Rc<T>,
+                method: impl Fn(&T, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                let weak = Rc::downgrade(owner);
+                self.add_shared_member_once(
+                    owner,
+                    Rc::new(move |$($arg: $Arg),*| method(&crate::__private::upgrade_owner(&weak), $($arg),*)),
+                )
+            }
+
+            /// Adds a closure that receives its own subscription first (X6), so it can remove,
+            /// block or re-prioritize itself; see [`ThisSubscription`](crate::ThisSubscription).
+            #[track_caller]
+            pub fn add_lambda_self_aware(
+                &self,
+                f: impl Fn(&ThisSubscription, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                self.add_shared_self_aware(|this| Rc::new(move |$($arg: $Arg),*| f(&this, $($arg),*)))
+            }
+
+            /// [`add_member`](Self::add_member) whose method receives its own subscription
+            /// after the owner (X6).
+            #[track_caller]
+            pub fn add_member_self_aware<T: Any>(
+                &self,
+                owner: &Rc<T>,
+                method: impl Fn(&T, &ThisSubscription, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                let weak = Rc::downgrade(owner);
+                self.add_shared_member_self_aware(owner, |this| {
+                    Rc::new(move |$($arg: $Arg),*| {
+                        method(&crate::__private::upgrade_owner(&weak), &this, $($arg),*)
+                    })
+                })
+            }
+
+            /// Calls subscribers in order and folds their results as they come (X7; boost's
+            /// combiners): `fold(accumulator, result)` returns `Continue(next)` to go on or
+            /// `Break(last)` to stop, and then no further subscriber runs. Returns the last
+            /// accumulator. No `Vec`, no allocation.
+            ///
+            /// ```
+            /// use lumina::MulticastDelegate;
+            /// use std::ops::ControlFlow;
+            ///
+            /// // "May the player open this door?" The first listener that says no wins.
+            /// let can_open: MulticastDelegate<dyn Fn(u32) -> bool> = MulticastDelegate::new();
+            /// let _ = can_open.add_lambda(|_| true);
+            /// let _ = can_open.add_lambda(|door| door != 7);
+            /// let _ = can_open.add_lambda(|_| unreachable!("not asked once the answer is no"));
+            /// let allowed = can_open.broadcast_fold(7, true, |_, yes| {
+            ///     if yes { ControlFlow::Continue(true) } else { ControlFlow::Break(false) }
+            /// });
+            /// assert!(!allowed);
+            /// ```
+            #[allow(clippy::too_many_arguments)] // one per delegate argument, then the combiner
+            pub fn broadcast_fold<Acc>(
+                &self,
+                $($arg: $Arg,)*
+                init: Acc,
+                mut fold: impl FnMut(Acc, R) -> std::ops::ControlFlow<Acc, Acc>,
+            ) -> Acc {
+                let mut accumulator = Some(init);
+                self.list.broadcast_until_with(($($arg,)*), |f, ($($arg,)*)| {
+                    crate::__private::fold_step(&mut accumulator, f($($arg),*), &mut fold)
+                });
+                accumulator.expect("the fold's accumulator is put back after each call")
+            }
+
+            /// Calls subscribers in order until `stop(result)` breaks (X7): returns the break's
+            /// value, or `None` if every subscriber ran. "The first subscriber that answers
+            /// wins, the rest do not run." No allocation.
+            #[allow(clippy::too_many_arguments)] // one per delegate argument, then the combiner
+            pub fn broadcast_until<Out>(
+                &self,
+                $($arg: $Arg,)*
+                mut stop: impl FnMut(R) -> std::ops::ControlFlow<Out>,
+            ) -> Option<Out> {
+                let mut found = None;
+                self.list.broadcast_until_with(($($arg,)*), |f, ($($arg,)*)| {
+                    crate::__private::until_step(&mut found, f($($arg),*), &mut stop)
+                });
+                found
             }
 
             /// Adds a method of `owner`, held weakly (M9): it never runs once `owner` is dropped.
@@ -230,7 +561,7 @@ macro_rules! impl_multicast_arity {
                 priority: i32,
                 f: fn($($Arg),*) -> R,
             ) -> DelegateHandle {
-                self.add_shared_with_priority(priority, Rc::new(f))
+                self.add_shared_keyed(priority, false, (f as *const ()).addr(), Rc::new(f))
             }
 
             /// [`add_member`](Self::add_member) at `priority`, ordered like

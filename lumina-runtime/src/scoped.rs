@@ -92,3 +92,167 @@ impl fmt::Debug for ScopedSubscription {
             .finish()
     }
 }
+
+/// What a self-aware subscriber receives as its first argument (X6): its own subscription,
+/// which it cannot capture otherwise (the handle is returned after the add). Through it the
+/// subscriber removes, blocks or re-prioritizes itself; boost's extended slots receive their
+/// `connection` the same way.
+///
+/// It holds its list weakly: once the delegate is dropped every operation returns `false`. The
+/// usual rules apply to what it does during a broadcast: a subscriber that removes itself
+/// finishes its call (M4), blocking applies to the broadcasts that reach it later (X4), and a
+/// new priority takes effect once the outermost broadcast ends (M2).
+///
+/// ```
+/// use lumina::MulticastDelegate;
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+///
+/// let on_tick: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+/// let seen = Rc::new(Cell::new(0));
+/// let sink = Rc::clone(&seen);
+/// // Listens until the third tick, then unsubscribes itself.
+/// let _ = on_tick.add_lambda_self_aware(move |this, tick| {
+///     sink.set(tick);
+///     if tick == 3 {
+///         this.remove();
+///     }
+/// });
+/// for tick in 1..=5 {
+///     on_tick.broadcast(tick);
+/// }
+/// assert_eq!(seen.get(), 3);
+/// assert!(!on_tick.is_bound());
+/// ```
+#[derive(Clone)]
+pub struct ThisSubscription {
+    handle: DelegateHandle,
+    list: Weak<dyn RemoveByHandle>,
+}
+
+impl ThisSubscription {
+    pub(crate) fn new(handle: DelegateHandle, list: Weak<dyn RemoveByHandle>) -> Self {
+        ThisSubscription { handle, list }
+    }
+
+    /// The subscription's handle (what the `add_*` call returned).
+    pub fn handle(&self) -> DelegateHandle {
+        self.handle
+    }
+
+    /// Unsubscribes; `false` if already gone. Called from its own call, the call finishes (M4).
+    pub fn remove(&self) -> bool {
+        self.list
+            .upgrade()
+            .is_some_and(|list| list.remove_handle(self.handle))
+    }
+
+    /// Blocks this subscription (X4): skipped by broadcasts until unblocked, keeping its place.
+    pub fn block(&self) -> bool {
+        self.list
+            .upgrade()
+            .is_some_and(|list| list.set_blocked_handle(self.handle, true))
+    }
+
+    /// Unblocks this subscription (X4).
+    pub fn unblock(&self) -> bool {
+        self.list
+            .upgrade()
+            .is_some_and(|list| list.set_blocked_handle(self.handle, false))
+    }
+
+    /// Whether this subscription is present and blocked.
+    pub fn is_blocked(&self) -> bool {
+        self.list
+            .upgrade()
+            .is_some_and(|list| list.is_blocked_handle(self.handle))
+    }
+
+    /// Whether this subscription is still present (not removed, its delegate alive).
+    pub fn is_subscribed(&self) -> bool {
+        self.list
+            .upgrade()
+            .is_some_and(|list| list.contains_handle(self.handle))
+    }
+
+    /// Moves this subscription to `priority` (higher runs first; among equal priorities, in the
+    /// order added). During a broadcast, from the end of the outermost one on (M2).
+    pub fn set_priority(&self, priority: i32) -> bool {
+        self.list
+            .upgrade()
+            .is_some_and(|list| list.set_priority_handle(self.handle, priority))
+    }
+}
+
+impl fmt::Debug for ThisSubscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThisSubscription")
+            .field("handle", &self.handle)
+            .field("subscribed", &self.is_subscribed())
+            .finish()
+    }
+}
+
+/// A subscription blocked while this guard lives (X4; boost's `shared_connection_block`): made
+/// by `block_scoped` on a multicast delegate, declared delegate or registration view. The
+/// subscriber keeps its place, priority and handle and is skipped by broadcasts; dropping the
+/// guard unblocks it, unless it was already blocked when the guard was made (then the guard
+/// leaves it blocked, so nested guards unblock when the outermost drops).
+///
+/// ```
+/// use lumina::MulticastDelegate;
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+///
+/// let on_hit: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+/// let hits = Rc::new(Cell::new(0));
+/// let sink = Rc::clone(&hits);
+/// let handle = on_hit.add_lambda(move |damage| sink.set(sink.get() + damage));
+/// {
+///     let _muted = on_hit.block_scoped(handle);
+///     on_hit.broadcast(10); // skipped
+///     assert_eq!(on_hit.len(), 1); // still subscribed
+/// }
+/// on_hit.broadcast(5);
+/// assert_eq!(hits.get(), 5);
+/// ```
+#[must_use = "dropping the guard unblocks the subscription at once"]
+pub struct ScopedBlock {
+    handle: DelegateHandle,
+    /// The list to unblock in, if this guard blocked the subscription.
+    list: Option<Weak<dyn RemoveByHandle>>,
+}
+
+impl ScopedBlock {
+    /// Blocks `handle`'s subscription in `list` unless it is blocked already.
+    pub(crate) fn new(handle: DelegateHandle, list: Option<Weak<dyn RemoveByHandle>>) -> Self {
+        let list = list.filter(|weak| {
+            weak.upgrade().is_some_and(|list| {
+                !list.is_blocked_handle(handle) && list.set_blocked_handle(handle, true)
+            })
+        });
+        ScopedBlock { handle, list }
+    }
+
+    /// The blocked subscription's handle.
+    pub fn handle(&self) -> DelegateHandle {
+        self.handle
+    }
+}
+
+impl Drop for ScopedBlock {
+    fn drop(&mut self) {
+        if let Some(list) = self.list.take().and_then(|list| list.upgrade()) {
+            list.set_blocked_handle(self.handle, false);
+        }
+    }
+}
+
+impl fmt::Debug for ScopedBlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScopedBlock")
+            .field("handle", &self.handle)
+            .field("blocked_here", &self.list.is_some())
+            .finish()
+    }
+}

@@ -564,6 +564,76 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         self.base.list.add_owned(owner, Listener::Native(listener))
     }
 
+    /// Adds a closure that runs at most once (X3): removed right before its call starts, so no
+    /// broadcast (nested, or through the C ABI from a managed thunk) runs it twice.
+    #[track_caller]
+    pub fn add_lambda_once(&self, f: impl Fn(&P) + 'static) -> DelegateHandle {
+        let spec = crate::invocation::Spec {
+            once: true,
+            ..Default::default()
+        };
+        self.base
+            .list
+            .insert_spec(spec, Listener::Native(native(f)))
+    }
+
+    /// Adds a closure that receives its own subscription first (X6), so it can remove, block
+    /// or re-prioritize itself.
+    #[track_caller]
+    pub fn add_lambda_self_aware(
+        &self,
+        f: impl Fn(&crate::ThisSubscription, &P) + 'static,
+    ) -> DelegateHandle {
+        self.base
+            .list
+            .insert_with(Default::default(), |handle, list| {
+                let this = crate::ThisSubscription::new(handle, list);
+                Listener::Native(native(move |payload: &P| f(&this, payload)))
+            })
+    }
+
+    /// Blocks the native listener of `handle` (X4): it keeps its place and is skipped until
+    /// [`unblock`](Self::unblock). `false` for an invalid, foreign or removed handle, and for a
+    /// managed binding's id.
+    pub fn block(&self, handle: DelegateHandle) -> bool {
+        self.base
+            .list
+            .subscriber_matches(handle, Listener::is_native)
+            && self.base.list.set_blocked(handle, true)
+    }
+
+    /// Unblocks the native listener of `handle` (X4).
+    pub fn unblock(&self, handle: DelegateHandle) -> bool {
+        self.base
+            .list
+            .subscriber_matches(handle, Listener::is_native)
+            && self.base.list.set_blocked(handle, false)
+    }
+
+    /// Whether the native listener of `handle` is present and blocked (X4).
+    pub fn is_blocked(&self, handle: DelegateHandle) -> bool {
+        self.base.list.is_blocked(handle)
+    }
+
+    /// `handle` if it names a native listener of this delegate, else the invalid handle: what a
+    /// guard may act on (a managed binding's id only goes through `unbind_managed`).
+    fn native_handle(&self, handle: DelegateHandle) -> DelegateHandle {
+        if self
+            .base
+            .list
+            .subscriber_matches(handle, Listener::is_native)
+        {
+            handle
+        } else {
+            DelegateHandle::default()
+        }
+    }
+
+    /// Blocks the native listener of `handle` while the returned guard lives (X4).
+    pub fn block_scoped(&self, handle: DelegateHandle) -> crate::ScopedBlock {
+        crate::ScopedBlock::new(self.native_handle(handle), self.base.list.weak_remover())
+    }
+
     /// Removes the native listener of `handle`; `false` (no change) for an invalid, foreign or
     /// already removed handle, and for a managed binding's id (those only go through
     /// [`unbind_managed`](ScriptDelegateBase::unbind_managed), so the host's handle never leaks).
@@ -578,16 +648,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// is dropped (B1); see [`ScopedSubscription`](crate::ScopedSubscription). A managed binding's
     /// id is not a native handle: such a guard removes nothing.
     pub fn scoped(&self, handle: DelegateHandle) -> crate::ScopedSubscription {
-        let native = self
-            .base
-            .list
-            .subscriber_matches(handle, Listener::is_native);
-        let handle = if native {
-            handle
-        } else {
-            DelegateHandle::default()
-        };
-        crate::ScopedSubscription::new(handle, self.base.list.weak_remover())
+        crate::ScopedSubscription::new(self.native_handle(handle), self.base.list.weak_remover())
     }
 
     /// Removes every native member binding of `owner`; returns how many (M9).

@@ -154,6 +154,10 @@ struct Common<'a> {
     signature: TokenStream,
     /// `::core::ops::Fn(&T, &Window, UVec2) -> R`, for member bindings.
     member_signature: TokenStream,
+    /// `::core::ops::Fn(&ThisSubscription, &Window, UVec2) -> R`, for self-aware closures (X6).
+    aware_signature: TokenStream,
+    /// `::core::ops::Fn(&T, &ThisSubscription, &Window, UVec2) -> R`, for self-aware members.
+    aware_member_signature: TokenStream,
     names: Vec<&'a Ident>,
     types: Vec<&'a Type>,
     rc: TokenStream,
@@ -167,6 +171,16 @@ impl<'a> Common<'a> {
         Common {
             signature: fn_trait(decl, args, None),
             member_signature: fn_trait(decl, args, Some(quote!(&T))),
+            aware_signature: fn_trait(
+                decl,
+                args,
+                Some(quote!(&::lumina::__private::ThisSubscription)),
+            ),
+            aware_member_signature: fn_trait(
+                decl,
+                args,
+                Some(quote!(&T, &::lumina::__private::ThisSubscription)),
+            ),
             names: args.iter().map(|arg| &arg.name).collect(),
             types: args.iter().map(|arg| &arg.ty).collect(),
             rc: quote!(::lumina::__private::Rc),
@@ -197,6 +211,33 @@ impl<'a> Common<'a> {
         };
         (downgrade, callable)
     }
+
+    /// The shared callables of self-aware bindings (X6), built from `this` (the subscription):
+    /// a closure's, and a member's (after the `downgrade` statement of `member_callable`).
+    fn aware_callables(&self) -> (TokenStream, TokenStream) {
+        let Common {
+            names,
+            types,
+            rc,
+            f,
+            method,
+            ..
+        } = self;
+        let (weak, this) = (local("weak"), local("this"));
+        let lambda = quote! {
+            move |#this: ::lumina::__private::ThisSubscription| {
+                #rc::new(move |#(#names: #types),*| #f(&#this, #(#names),*))
+            }
+        };
+        let member = quote! {
+            move |#this: ::lumina::__private::ThisSubscription| {
+                #rc::new(move |#(#names: #types),*| {
+                    #method(&::lumina::__private::upgrade_owner(&#weak), &#this, #(#names),*)
+                })
+            }
+        };
+        (lambda, member)
+    }
 }
 
 /// The user's `#[cfg(..)]` attributes, repeated on the impl blocks so they come and go with
@@ -221,9 +262,12 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let vis = &decl.vis;
     let common = Common::new(decl, args);
     let (downgrade, member_callable) = common.member_callable();
+    let (aware_lambda, aware_member) = common.aware_callables();
     let Common {
         signature,
         member_signature,
+        aware_signature,
+        aware_member_signature,
         names,
         types,
         rc,
@@ -280,6 +324,59 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         }
     };
     let broadcast = broadcast_body(quote!(#f(#(#passed),*)));
+    let until_body = |call: TokenStream| {
+        quote! {
+            ::lumina::__private::broadcast_until_with(
+                &self.0,
+                (#(#wrapped,)*),
+                |#f, (#(#owned_names,)*)| #call,
+            );
+        }
+    };
+    let combine = decl.output.as_ref().map(|output| {
+        let (accumulator, fold, found, stop, init) = (
+            local("accumulator"),
+            local("fold"),
+            local("found"),
+            local("stop"),
+            local("init"),
+        );
+        let fold_body = until_body(quote! {
+            ::lumina::__private::fold_step(&mut #accumulator, #f(#(#passed),*), &mut #fold)
+        });
+        let until = until_body(quote! {
+            ::lumina::__private::until_step(&mut #found, #f(#(#passed),*), &mut #stop)
+        });
+        quote! {
+            /// Calls subscribers in order and folds their results as they come: the fold
+            /// returns `Continue(next)` to go on or `Break(last)` to stop, and then no further
+            /// subscriber runs. Returns the last accumulator. Allocates nothing.
+            #[allow(clippy::too_many_arguments)]
+            pub fn broadcast_fold<Acc>(
+                &self,
+                #(#names: #types,)*
+                #init: Acc,
+                mut #fold: impl ::core::ops::FnMut(Acc, #output) -> ::core::ops::ControlFlow<Acc, Acc>,
+            ) -> Acc {
+                let mut #accumulator = ::core::option::Option::Some(#init);
+                #fold_body
+                #accumulator.expect("the fold's accumulator is put back after each call")
+            }
+
+            /// Calls subscribers in order until `stop(result)` breaks: returns the break's
+            /// value, or `None` if every subscriber ran. Allocates nothing.
+            #[allow(clippy::too_many_arguments)]
+            pub fn broadcast_until<Out>(
+                &self,
+                #(#names: #types,)*
+                mut #stop: impl ::core::ops::FnMut(#output) -> ::core::ops::ControlFlow<Out>,
+            ) -> ::core::option::Option<Out> {
+                let mut #found = ::core::option::Option::None;
+                #until
+                #found
+            }
+        }
+    });
     let collect = decl.output.as_ref().map(|output| {
         let results = local("results");
         let body = broadcast_body(quote!(#results.push(#f(#(#passed),*))));
@@ -314,10 +411,96 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 self.0.add_shared(#rc::new(#f))
             }
 
-            /// Adds a plain function; the returned handle removes it.
+            /// Adds a plain function; the returned handle removes it, and so does
+            /// `remove_static` with the same function.
             #[track_caller]
             pub fn add_static(&self, #f: fn(#(#types),*) #output_arrow) -> #handle {
-                self.0.add_shared(#rc::new(#f))
+                self.add_static_with_priority(0, #f)
+            }
+
+            /// Removes every subscription made by `add_static` (any form) with this function;
+            /// returns how many. Identity is the function pointer's value, and only
+            /// subscriptions made from a plain function take part (see
+            /// `MulticastDelegate::remove_static` for what folding identical code does to it).
+            pub fn remove_static(&self, #f: fn(#(#types),*) #output_arrow) -> usize {
+                self.0.remove_keyed(::lumina::__private::fn_address(#f as *const ()))
+            }
+
+            /// Adds a closure that runs at most once: it is removed right before its call
+            /// starts, so no broadcast (nested or later) runs it twice.
+            #[track_caller]
+            pub fn add_lambda_once(&self, #f: impl #signature + 'static) -> #handle {
+                self.0.add_shared_once(#rc::new(#f))
+            }
+
+            /// Adds a plain function that runs at most once, like `add_lambda_once`.
+            #[track_caller]
+            pub fn add_static_once(&self, #f: fn(#(#types),*) #output_arrow) -> #handle {
+                self.0.add_shared_keyed(
+                    0,
+                    true,
+                    ::lumina::__private::fn_address(#f as *const ()),
+                    #rc::new(#f),
+                )
+            }
+
+            /// Adds a method of `owner` that runs at most once, held weakly like `add_member`.
+            #[track_caller]
+            pub fn add_member_once<T: ::core::any::Any>(
+                &self,
+                #owner: &#rc<T>,
+                #method: impl #member_signature + 'static,
+            ) -> #handle {
+                #downgrade
+                self.0.add_shared_member_once(#owner, #member_callable)
+            }
+
+            /// Adds a closure that receives its own subscription first, so it can remove,
+            /// block or re-prioritize itself.
+            #[track_caller]
+            pub fn add_lambda_self_aware(&self, #f: impl #aware_signature + 'static) -> #handle {
+                self.0.add_shared_self_aware(#aware_lambda)
+            }
+
+            /// Adds a method of `owner` that receives its own subscription after the owner,
+            /// held weakly like `add_member`.
+            #[track_caller]
+            pub fn add_member_self_aware<T: ::core::any::Any>(
+                &self,
+                #owner: &#rc<T>,
+                #method: impl #aware_member_signature + 'static,
+            ) -> #handle {
+                #downgrade
+                self.0.add_shared_member_self_aware(#owner, #aware_member)
+            }
+
+            /// Blocks the subscription of `handle`: it keeps its place and priority and still
+            /// counts, but broadcasts skip it until `unblock`. `false` for an invalid, foreign
+            /// or removed handle.
+            pub fn block(&self, handle: #handle) -> bool {
+                self.0.block(handle)
+            }
+
+            /// Unblocks the subscription of `handle`.
+            pub fn unblock(&self, handle: #handle) -> bool {
+                self.0.unblock(handle)
+            }
+
+            /// Whether the subscription of `handle` is present and blocked.
+            #[must_use]
+            pub fn is_blocked(&self, handle: #handle) -> bool {
+                self.0.is_blocked(handle)
+            }
+
+            /// Blocks the subscription of `handle` while the returned guard lives.
+            pub fn block_scoped(&self, handle: #handle) -> ::lumina::__private::ScopedBlock {
+                self.0.block_scoped(handle)
+            }
+
+            /// Moves the subscription of `handle` to `priority`, among that priority's
+            /// subscribers in the order added; during a broadcast, once the outermost ends.
+            pub fn set_priority(&self, handle: #handle, #priority: i32) -> bool {
+                self.0.set_priority(handle, #priority)
             }
 
             /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again,
@@ -351,7 +534,12 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #priority: i32,
                 #f: fn(#(#types),*) #output_arrow,
             ) -> #handle {
-                self.0.add_shared_with_priority(#priority, #rc::new(#f))
+                self.0.add_shared_keyed(
+                    #priority,
+                    false,
+                    ::lumina::__private::fn_address(#f as *const ()),
+                    #rc::new(#f),
+                )
             }
 
             /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
@@ -441,6 +629,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             }
 
             #collect
+            #combine
         }
 
         #registration_type
@@ -458,6 +647,9 @@ fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream 
     let Common {
         signature,
         member_signature,
+        aware_signature,
+        aware_member_signature,
+        names,
         types,
         rc,
         f,
@@ -576,6 +768,115 @@ fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream 
             pub fn is_empty(&self) -> bool {
                 self.0.is_empty()
             }
+
+            /// Turns `handle` into a guard that unsubscribes when it is dropped, so a listener
+            /// given only this view keeps its subscription for a scope.
+            pub fn scoped(&self, handle: #handle) -> ::lumina::__private::ScopedSubscription {
+                self.0.scoped(handle)
+            }
+
+            /// Every subscription present, in the order they run, with where it was made.
+            pub fn subscriptions(&self) -> ::std::vec::Vec<::lumina::__private::Subscription> {
+                self.0.subscriptions()
+            }
+
+            /// Removes every subscription made by `add_static` with this function.
+            pub fn remove_static(&self, #f: fn(#(#types),*) #output_arrow) -> usize {
+                self.0.remove_static(#f)
+            }
+
+            /// Adds a closure that runs at most once.
+            #[track_caller]
+            pub fn add_lambda_once(&self, #f: impl #signature + 'static) -> #handle {
+                self.0.add_lambda_once(#f)
+            }
+
+            /// Adds a plain function that runs at most once.
+            #[track_caller]
+            pub fn add_static_once(&self, #f: fn(#(#types),*) #output_arrow) -> #handle {
+                self.0.add_static_once(#f)
+            }
+
+            /// Adds a method of `owner` that runs at most once, held weakly.
+            #[track_caller]
+            pub fn add_member_once<T: ::core::any::Any>(
+                &self,
+                #owner: &#rc<T>,
+                #method: impl #member_signature + 'static,
+            ) -> #handle {
+                self.0.add_member_once(#owner, #method)
+            }
+
+            /// Adds a closure that receives its own subscription first.
+            #[track_caller]
+            pub fn add_lambda_self_aware(&self, #f: impl #aware_signature + 'static) -> #handle {
+                self.0.add_lambda_self_aware(#f)
+            }
+
+            /// Adds a method of `owner` that receives its own subscription after the owner.
+            #[track_caller]
+            pub fn add_member_self_aware<T: ::core::any::Any>(
+                &self,
+                #owner: &#rc<T>,
+                #method: impl #aware_member_signature + 'static,
+            ) -> #handle {
+                self.0.add_member_self_aware(#owner, #method)
+            }
+
+            /// Blocks the subscription of `handle` until `unblock`.
+            pub fn block(&self, handle: #handle) -> bool {
+                self.0.block(handle)
+            }
+
+            /// Unblocks the subscription of `handle`.
+            pub fn unblock(&self, handle: #handle) -> bool {
+                self.0.unblock(handle)
+            }
+
+            /// Whether the subscription of `handle` is present and blocked.
+            #[must_use]
+            pub fn is_blocked(&self, handle: #handle) -> bool {
+                self.0.is_blocked(handle)
+            }
+
+            /// Blocks the subscription of `handle` while the returned guard lives.
+            pub fn block_scoped(&self, handle: #handle) -> ::lumina::__private::ScopedBlock {
+                self.0.block_scoped(handle)
+            }
+
+            /// Moves the subscription of `handle` to `priority`.
+            pub fn set_priority(&self, handle: #handle, #priority: i32) -> bool {
+                self.0.set_priority(handle, #priority)
+            }
+
+            /// Not available on a view: only the delegate's owner fires it.
+            #[doc(hidden)]
+            #[allow(unused_variables, clippy::ptr_arg)]
+            pub fn broadcast(&self, #(#names: #types),*)
+            where
+                Self: ::lumina::__private::OwnerBroadcasts,
+            {
+                ::core::unreachable!()
+            }
+
+            /// Not available on a view: only the delegate's owner fires it.
+            #[doc(hidden)]
+            #[allow(unused_variables, clippy::ptr_arg)]
+            pub fn broadcast_and_clear(&self, #(#names: #types),*)
+            where
+                Self: ::lumina::__private::OwnerBroadcasts,
+            {
+                ::core::unreachable!()
+            }
+
+            /// Not available on a view: only the delegate's owner clears it.
+            #[doc(hidden)]
+            pub fn clear(&self)
+            where
+                Self: ::lumina::__private::OwnerClears,
+            {
+                ::core::unreachable!()
+            }
         }
     }
 }
@@ -635,6 +936,7 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         f,
         owner,
         method,
+        ..
     } = &common;
     let signature_line = format!(
         "A single-cast delegate `{}`, declared with `declare_delegate!`.",

@@ -145,6 +145,46 @@ impl EventProcessor {
         self.register_handle(handler, priority.into()).is_some()
     }
 
+    /// Registers `handler` for one event only (X3): it is unregistered right before it is
+    /// called, so a dispatch nested in its call (or a later one) never reaches it again,
+    /// whether or not it consumes the event. Otherwise as
+    /// [`register_event_handler`](Self::register_event_handler): `false` if it is registered
+    /// already.
+    ///
+    /// ```
+    /// use lumina::event::{Event, EventHandler, EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// #[derive(Default)]
+    /// struct FirstKey(Cell<u32>);
+    /// impl EventHandler for FirstKey {
+    ///     fn on_event(&self, _: &mut dyn Event) -> bool {
+    ///         self.0.set(self.0.get() + 1);
+    ///         false
+    ///     }
+    /// }
+    ///
+    /// let processor = EventProcessor::new();
+    /// let handler = Rc::new(FirstKey::default());
+    /// assert!(processor.register_event_handler_once(&handler, InputLayer::Default));
+    /// processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE));
+    /// processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE));
+    /// assert_eq!(handler.0.get(), 1);
+    /// assert!(!processor.is_registered(&handler));
+    /// ```
+    #[must_use = "`false` means the handler was already registered"]
+    #[track_caller]
+    pub fn register_event_handler_once<H: EventHandler>(
+        &self,
+        handler: &Rc<H>,
+        priority: impl Into<i32>,
+    ) -> bool {
+        let handler: Rc<dyn EventHandler> = Rc::<H>::clone(handler);
+        self.register_spec(&handler, priority.into(), true)
+            .is_some()
+    }
+
     /// Registers `handler`; its handle, or `None` if it is registered already.
     #[track_caller]
     fn register_handle(
@@ -152,12 +192,29 @@ impl EventProcessor {
         handler: &Rc<dyn EventHandler>,
         priority: i32,
     ) -> Option<DelegateHandle> {
+        self.register_spec(handler, priority, false)
+    }
+
+    /// [`register_handle`](Self::register_handle), one-shot if `once` (X3).
+    #[track_caller]
+    fn register_spec(
+        &self,
+        handler: &Rc<dyn EventHandler>,
+        priority: i32,
+        once: bool,
+    ) -> Option<DelegateHandle> {
         if self.handlers.is_bound_to(handler) {
             return None;
         }
         let weak = Rc::downgrade(handler);
         let owner: Weak<dyn Any> = weak.clone();
-        Some(self.handlers.insert(priority, Some(owner), weak))
+        let spec = crate::invocation::Spec {
+            priority,
+            owner: Some(owner),
+            once,
+            key: None,
+        };
+        Some(self.handlers.insert_spec(spec, weak))
     }
 
     /// Registers `handler` like [`register_event_handler`](Self::register_event_handler) and

@@ -15,10 +15,18 @@ pub(super) const OWNED: u64 = 2;
 /// State bit: an enclosing broadcast loop is calling this entry's callable, while a loop nested
 /// in that call has taken over the list's `running` record (see `LoopScope`).
 pub(super) const RUNNING_OUTER: u64 = 4;
+/// State bit: blocked (muted, X4): skipped by broadcasts, but keeps its place, priority and
+/// handle, and counts as subscribed. Set and cleared with no change of shape, so it can change
+/// during a broadcast; the loops' one test of the state (`state() != 0`) covers it, so a list
+/// with nothing blocked pays nothing for it.
+pub(super) const BLOCKED: u64 = 8;
+/// State bit: one-shot (X3): a broadcast loop marks the entry removed right before its call
+/// starts (`Block::claim`), so no nested or later broadcast runs it again.
+pub(super) const ONCE: u64 = 16;
 /// The state bits of [`Entry::word`].
-const STATE_MASK: u64 = 7;
+const STATE_MASK: u64 = 31;
 /// Above the state bits: the number of the subscription's bind site (B5), then its id.
-const SITE_SHIFT: u32 = 3;
+const SITE_SHIFT: u32 = 5;
 const SITE_MASK: u64 = (1 << crate::bind_site::SITE_BITS) - 1;
 const ID_SHIFT: u32 = SITE_SHIFT + crate::bind_site::SITE_BITS;
 
@@ -61,24 +69,27 @@ unsafe impl<T: ?Sized> Subscriber for std::rc::Weak<T> {
 /// (a broadcast loop records it in the list's `running` while it calls it): then it stays until
 /// its call is over (M4). So an empty slot always has [`REMOVED`] set.
 pub(super) struct Entry<C> {
-    /// `id << 24 | bind site << 3 | state`, the state being [`REMOVED`] | [`OWNED`] |
-    /// [`RUNNING_OUTER`]. The state is 0 for a live entry without owner that no enclosing loop is
-    /// running, so the broadcast loop checks liveness with one load and one test. Ids fit in 40
-    /// bits (a trillion subscriptions), bind sites in 21 (see `bind_site`).
+    /// `id << 26 | bind site << 5 | state`, the state being [`REMOVED`] | [`OWNED`] |
+    /// [`RUNNING_OUTER`] | [`BLOCKED`] | [`ONCE`]. The state is 0 for a live, unblocked,
+    /// lasting entry without owner that no enclosing loop is running, so the broadcast loop
+    /// checks liveness with one load and one test. Ids fit in 38 bits (a quarter of a trillion
+    /// subscriptions), bind sites in 21 (see `bind_site`).
     word: Cell<u64>,
     /// The callable; see `raw.rs` for who reads it how.
     pub(super) slot: UnsafeCell<Option<C>>,
 }
 
 impl<C> Entry<C> {
-    pub(super) fn new(id: u64, owned: bool, site: u32, callable: C) -> Self {
+    /// A live entry; `once` makes it one-shot (X3).
+    pub(super) fn new(id: u64, owned: bool, once: bool, site: u32, callable: C) -> Self {
         assert!(
             id < 1 << (64 - ID_SHIFT),
-            "lumina: more than 2^40 subscriptions were made in this process"
+            "lumina: more than 2^38 subscriptions were made in this process"
         );
         let site = u64::from(site) & SITE_MASK;
+        let state = if owned { OWNED } else { 0 } | if once { ONCE } else { 0 };
         Entry {
-            word: Cell::new(id << ID_SHIFT | site << SITE_SHIFT | if owned { OWNED } else { 0 }),
+            word: Cell::new(id << ID_SHIFT | site << SITE_SHIFT | state),
             slot: UnsafeCell::new(Some(callable)),
         }
     }
@@ -119,6 +130,18 @@ impl<C> Entry<C> {
         self.state() & OWNED != 0
     }
 
+    pub(super) fn is_blocked(&self) -> bool {
+        self.state() & BLOCKED != 0
+    }
+
+    pub(super) fn set_blocked(&self, blocked: bool) {
+        self.set_bit(BLOCKED, blocked);
+    }
+
+    pub(super) fn is_once(&self) -> bool {
+        self.state() & ONCE != 0
+    }
+
     pub(super) fn is_running_outer(&self) -> bool {
         self.state() & RUNNING_OUTER != 0
     }
@@ -154,6 +177,7 @@ impl<C> Pending<C> {
             .is_none_or(|owner| owner.strong_count() > 0)
     }
 
+    /// Subscribed: not removed, owner alive (a blocked entry is live).
     pub(super) fn is_live(&self) -> bool {
         !self.entry.is_removed() && self.owner_alive()
     }

@@ -10,7 +10,7 @@ use std::rc::{Rc, Weak};
 use smallvec::SmallVec;
 
 use super::drops::Drops;
-use super::entry::{Entry, OWNED, Pending, RUNNING_OUTER, Subscriber};
+use super::entry::{BLOCKED, Entry, ONCE, OWNED, Pending, RUNNING_OUTER, Subscriber};
 use crate::handle::DelegateHandle;
 
 /// Lock-state bit: tombstones or pending subscribers wait for the end of the outermost
@@ -50,6 +50,15 @@ pub(crate) struct Block<C> {
     pub(super) runs: RefCell<SmallVec<[Run; 1]>>,
     /// The weak owners of member bindings, by id (ascending).
     pub(super) owners: RefCell<Vec<(u64, Weak<dyn Any>)>>,
+    /// The identity keys of subscriptions made from a plain function (`add_static`, X7), by id
+    /// (ascending): the function pointer's address. An address, not a pointer: it is only
+    /// compared with the address of the function a `remove_static` names, never called nor
+    /// dereferenced; the entry's own callable holds the function it came from.
+    pub(super) keys: RefCell<Vec<(u64, usize)>>,
+    /// Changes of priority asked for while a broadcast runs (X6), applied in order when the
+    /// outermost broadcast ends, after the pending subscribers are merged: the running
+    /// broadcasts keep the order they started with (M2).
+    pub(super) moves: RefCell<Vec<(u64, i32)>>,
     /// Subscribers added while a broadcast runs, in dispatch order; merged into `entries` when
     /// the outermost broadcast ends. Never borrowed across user code. An entry removed meanwhile
     /// stays as a tombstone until then, so positions never move under a drop's code.
@@ -130,7 +139,15 @@ impl<C: Subscriber> InvocationList<C> {
         callable: C,
     ) -> DelegateHandle {
         let site = crate::bind_site::intern(std::panic::Location::caller());
-        self.block_or_new().insert(priority, owner, site, callable)
+        self.block_or_new().insert(
+            Spec {
+                priority,
+                owner,
+                ..Spec::default()
+            },
+            site,
+            |_| callable,
+        )
     }
 
     /// Removes the subscriber of `handle`. Returns `false`, changing nothing, for an invalid,
@@ -318,16 +335,55 @@ impl<C: Subscriber> InvocationList<C> {
     }
 }
 
-/// Removal by handle through a type-erased weak reference to a list's block: what a scoped
-/// subscription holds (B1), whatever the list's subscriber type.
+/// What a subscription made with `add_*` is, besides its callable: its priority and owner, and
+/// whether it is one-shot (X3) or keyed by a plain function (X7).
+#[derive(Default)]
+pub(crate) struct Spec {
+    pub(crate) priority: i32,
+    pub(crate) owner: Option<Weak<dyn Any>>,
+    pub(crate) once: bool,
+    /// The address of the plain function the subscription was made from (`add_static`).
+    pub(crate) key: Option<usize>,
+}
+
+/// Operations on one subscription through a type-erased weak reference to a list's block: what
+/// a scoped subscription (B1), a block guard (X4) and a self-aware subscriber's
+/// `ThisSubscription` (X6) hold, whatever the list's subscriber type.
 pub(crate) trait RemoveByHandle {
     /// [`InvocationList::remove`] on the list this block belongs to.
     fn remove_handle(&self, handle: DelegateHandle) -> bool;
+    /// [`InvocationList::set_blocked`].
+    fn set_blocked_handle(&self, handle: DelegateHandle, blocked: bool) -> bool;
+    /// [`InvocationList::is_blocked`].
+    fn is_blocked_handle(&self, handle: DelegateHandle) -> bool;
+    /// [`InvocationList::set_priority`].
+    fn set_priority_handle(&self, handle: DelegateHandle, priority: i32) -> bool;
+    /// Whether the subscription of `handle` is present (not removed; its owner may be dead).
+    fn contains_handle(&self, handle: DelegateHandle) -> bool;
 }
 
 impl<C: Subscriber> RemoveByHandle for Block<C> {
     fn remove_handle(&self, handle: DelegateHandle) -> bool {
         handle.is_valid() && self.remove(handle.id())
+    }
+
+    fn set_blocked_handle(&self, handle: DelegateHandle, blocked: bool) -> bool {
+        handle.is_valid() && self.set_blocked(handle.id(), blocked)
+    }
+
+    fn is_blocked_handle(&self, handle: DelegateHandle) -> bool {
+        handle.is_valid()
+            && self
+                .with_entry(handle.id(), Entry::is_blocked)
+                .unwrap_or(false)
+    }
+
+    fn set_priority_handle(&self, handle: DelegateHandle, priority: i32) -> bool {
+        handle.is_valid() && self.set_priority(handle.id(), priority)
+    }
+
+    fn contains_handle(&self, handle: DelegateHandle) -> bool {
+        handle.is_valid() && self.with_entry(handle.id(), |_| ()).is_some()
     }
 }
 
@@ -377,6 +433,87 @@ impl<C: Subscriber + 'static> InvocationList<C> {
         let weak: Weak<dyn RemoveByHandle> = Rc::downgrade(block) as Weak<dyn RemoveByHandle>;
         Some(weak)
     }
+
+    /// Adds a subscription described by `spec`, whose callable `make` builds once its handle is
+    /// known, with a weak reference to this list: what a self-aware subscriber (X6) captures so
+    /// it can remove, block or re-prioritize itself. `make` is the crate's own code (it wraps
+    /// the user's callable without calling it). Its bind site is the caller's (B5).
+    #[track_caller]
+    pub(crate) fn insert_with(
+        &self,
+        spec: Spec,
+        make: impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> C,
+    ) -> DelegateHandle {
+        let site = crate::bind_site::intern(std::panic::Location::caller());
+        let block = self.block.get_or_init(|| Rc::new(Block::new()));
+        let weak: Weak<dyn RemoveByHandle> = Rc::downgrade(block) as Weak<dyn RemoveByHandle>;
+        block.insert(spec, site, |handle| make(handle, weak))
+    }
+}
+
+impl<C: Subscriber> InvocationList<C> {
+    /// Adds a subscription described by `spec` (one-shot, keyed, ...); see
+    /// [`insert`](Self::insert).
+    #[track_caller]
+    pub(crate) fn insert_spec(&self, spec: Spec, callable: C) -> DelegateHandle {
+        let site = crate::bind_site::intern(std::panic::Location::caller());
+        self.block_or_new().insert(spec, site, |_| callable)
+    }
+
+    /// Blocks (`true`) or unblocks the subscription of `handle` (X4): a blocked subscriber keeps
+    /// its place, priority and handle, still counts in `len`, and is skipped by broadcasts;
+    /// during a broadcast this applies to the subscribers not yet reached (as M3). `false`,
+    /// changing nothing, for an invalid, foreign or removed handle. Blocking is a flag, not a
+    /// count: one unblock undoes any number of blocks.
+    pub fn set_blocked(&self, handle: DelegateHandle, blocked: bool) -> bool {
+        handle.is_valid()
+            && self
+                .block()
+                .is_some_and(|block| block.set_blocked(handle.id(), blocked))
+    }
+
+    /// Whether the subscription of `handle` is present and blocked (X4).
+    pub fn is_blocked(&self, handle: DelegateHandle) -> bool {
+        self.block()
+            .is_some_and(|block| block.is_blocked_handle(handle))
+    }
+
+    /// Moves the subscription of `handle` to `priority`, among the subscribers of that priority
+    /// in the order they were added (as if it had been added there). Outside a broadcast it
+    /// moves at once; during one, the running broadcasts keep their order and the move happens
+    /// when the outermost one ends (M2). `false` for an invalid, foreign or removed handle.
+    pub fn set_priority(&self, handle: DelegateHandle, priority: i32) -> bool {
+        handle.is_valid()
+            && self
+                .block()
+                .is_some_and(|block| block.set_priority(handle.id(), priority))
+    }
+
+    /// Removes every subscription made from the plain function at address `key` (X7), and, if
+    /// `owner` is given, bound to that owner; returns how many. Only subscriptions added with
+    /// that key match: no other subscription can, whatever addresses its callable or captures
+    /// have.
+    pub(crate) fn remove_keyed(&self, key: usize, owner: Option<*const ()>) -> usize {
+        let Some(block) = self.block() else { return 0 };
+        let ids: SmallVec<[u64; 4]> = block
+            .keys
+            .borrow()
+            .iter()
+            .filter(|(_, found)| *found == key)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut count = 0;
+        for id in ids {
+            let matches = match owner {
+                None => block.with_entry(id, |entry| !entry.is_owned()),
+                Some(owner) => block.with_entry(id, |entry| block.owner_is(entry, owner)),
+            };
+            if matches == Some(true) && block.remove(id) {
+                count += 1;
+            }
+        }
+        count
+    }
 }
 
 /// Whether `owner` (a weak owner) is the object at `target`.
@@ -390,6 +527,8 @@ impl<C> Block<C> {
             entries: RefCell::new(Vec::new()),
             runs: RefCell::new(SmallVec::new()),
             owners: RefCell::new(Vec::new()),
+            keys: RefCell::new(Vec::new()),
+            moves: RefCell::new(Vec::new()),
             pending: RefCell::new(Vec::new()),
             state: Cell::new(0),
             tombstones: Cell::new(0),
@@ -423,27 +562,115 @@ impl<C: Subscriber> Block<C> {
     }
 
     /// Whether a main-list entry is live: not removed, and its owner (if any) alive (M8, M9).
+    /// A blocked entry is live (subscribed, X4).
     #[inline]
     pub(super) fn is_live(&self, entry: &Entry<C>) -> bool {
-        match entry.state() & !RUNNING_OUTER {
+        match entry.state() & !(RUNNING_OUTER | BLOCKED | ONCE) {
             0 => true,
             OWNED => self.owner_alive(entry),
             _ => false,
         }
     }
 
-    /// Whether the entry is live. A present entry whose owner died is pruned on the way (M9):
-    /// marked removed, its callable dropped unless running.
+    /// Whether a broadcast reaching the entry now would call it: live and not blocked. A present
+    /// entry whose owner died is pruned on the way (M9): marked removed, its callable dropped
+    /// unless running. A one-shot entry is not claimed here (see [`claim`](Self::claim)).
     #[inline]
     pub(super) fn live_or_prune(&self, entry: &Entry<C>) -> bool {
-        match entry.state() & !RUNNING_OUTER {
-            0 => true,
-            OWNED if self.owner_alive(entry) => true,
-            OWNED => {
-                self.prune(entry);
-                false
-            }
-            _ => false,
+        let state = entry.state() & !(RUNNING_OUTER | ONCE);
+        if state == 0 {
+            return true;
+        }
+        if state & !(OWNED | BLOCKED) != 0 || state & OWNED == 0 {
+            // Removed, or blocked without owner.
+            return false;
+        }
+        if self.owner_alive(entry) {
+            return state & BLOCKED == 0;
+        }
+        self.prune(entry);
+        false
+    }
+
+    /// A one-shot entry's call is about to start (X3): it is removed first, so no broadcast
+    /// nested in its call (or in a later call) runs it again, and its handle no longer removes
+    /// anything. Its callable stays in the slot for the call (the loop records it as running)
+    /// and is dropped after it like any subscriber removed while it runs (M4). Runs no user
+    /// code.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn claim(&self, entry: &Entry<C>) {
+        entry.mark_removed();
+        self.note_tombstone();
+    }
+
+    /// Blocks or unblocks the subscription `id`, in the main list or waiting in `pending`.
+    fn set_blocked(&self, id: u64, blocked: bool) -> bool {
+        self.with_entry(id, |entry| entry.set_blocked(blocked))
+            .is_some()
+    }
+
+    /// `visit` on the present (not removed) entry `id`, main or pending, without user code.
+    pub(super) fn with_entry<T>(&self, id: u64, visit: impl FnOnce(&Entry<C>) -> T) -> Option<T> {
+        let entries = self.entries.borrow();
+        if let Some(index) = self.find(&entries, id) {
+            let entry = &entries[index];
+            return (!entry.is_removed()).then(|| visit(entry));
+        }
+        drop(entries);
+        let pending = self.pending.borrow();
+        pending
+            .iter()
+            .find(|p| p.entry.id() == id && !p.entry.is_removed())
+            .map(|p| visit(&p.entry))
+    }
+
+    /// Moves the subscription `id` to `priority` (see [`InvocationList::set_priority`]).
+    fn set_priority(&self, id: u64, priority: i32) -> bool {
+        if self.with_entry(id, |_| ()).is_none() {
+            return false;
+        }
+        if self.is_broadcasting() {
+            self.moves.borrow_mut().push((id, priority));
+            self.state.set(self.state.get() | NEEDS_SETTLE);
+        } else {
+            self.move_entry(&mut self.entries.borrow_mut(), id, priority);
+        }
+        true
+    }
+
+    /// Moves the main-list entry `id` to its place among the entries of `priority` (by id, so
+    /// in the order added). Only while no broadcast runs; runs no user code.
+    fn move_entry(&self, entries: &mut Vec<Entry<C>>, id: u64, priority: i32) {
+        let Some(index) = self.find(entries, id) else {
+            return;
+        };
+        let entry = entries.remove(index);
+        let mut runs = self.runs.borrow_mut();
+        let from = runs.partition_point(|run| run.end <= index);
+        for run in &mut runs[from..] {
+            run.end -= 1;
+        }
+        let start = from.checked_sub(1).map_or(0, |before| runs[before].end);
+        if runs[from].end == start {
+            runs.remove(from);
+        }
+        let run = runs.partition_point(|run| run.priority > priority);
+        let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
+        if runs.get(run).is_none_or(|found| found.priority != priority) {
+            runs.insert(
+                run,
+                Run {
+                    priority,
+                    end: start,
+                },
+            );
+        }
+        let end = runs[run].end;
+        let at = start + entries[start..end].partition_point(|other| other.id() < id);
+        entries.insert(at, entry);
+        for run in &mut runs[run..] {
+            run.end += 1;
         }
     }
 
@@ -502,16 +729,26 @@ impl<C: Subscriber> Block<C> {
 
     fn insert(
         &self,
-        priority: i32,
-        owner: Option<Weak<dyn Any>>,
+        spec: Spec,
         site: u32,
-        callable: C,
+        make: impl FnOnce(DelegateHandle) -> C,
     ) -> DelegateHandle {
+        let Spec {
+            priority,
+            owner,
+            once,
+            key,
+        } = spec;
         let handle = DelegateHandle::new_unique();
+        let callable = make(handle);
         // Module hook (MB4): a subscription whose code lies in a loaded game module's library is
         // recorded, so unloading the module removes it. One atomic load while none is loaded.
         let code = callable.code();
-        let entry = Entry::new(handle.id(), owner.is_some(), site, callable);
+        let entry = Entry::new(handle.id(), owner.is_some(), once, site, callable);
+        if let Some(key) = key {
+            // The largest id of this list so far: the table stays sorted.
+            self.keys.borrow_mut().push((handle.id(), key));
+        }
         if self.is_broadcasting() {
             // The main list keeps its shape while broadcasts walk it (M2).
             let mut pending = self.pending.borrow_mut();
@@ -675,13 +912,15 @@ impl<C: Subscriber> Block<C> {
         let old = std::mem::take(&mut *self.entries.borrow_mut());
         self.runs.borrow_mut().clear();
         let owners = std::mem::take(&mut *self.owners.borrow_mut());
+        self.keys.borrow_mut().clear();
+        self.moves.borrow_mut().clear();
         self.tombstones.set(0);
         // Outside broadcasts nothing is pending: nothing is left to settle.
         self.state
             .set(self.state.get() & !(NEEDS_SETTLE | HAS_PENDING));
         // The list is empty before the first drop runs (M13: atomic).
         for entry in &old {
-            let live = match entry.state() {
+            let live = match entry.state() & !(BLOCKED | ONCE) {
                 0 => true,
                 OWNED => owners
                     .binary_search_by_key(&entry.id(), |(id, _)| *id)
@@ -820,6 +1059,13 @@ impl<C: Subscriber> Block<C> {
             entries.retain(Entry::has_callable);
             let mut owners = self.owners.borrow_mut();
             owners.retain(|(id, _)| self.find(&entries, *id).is_some());
+            let mut keys = self.keys.borrow_mut();
+            keys.retain(|(id, _)| self.find(&entries, *id).is_some());
+        }
+        // Changes of priority asked for during the broadcasts, in the order asked.
+        let moves = std::mem::take(&mut *self.moves.borrow_mut());
+        for (id, priority) in moves {
+            self.move_entry(&mut entries, id, priority);
         }
         // Normally 0: only a slot emptied late leaves a removed entry holding its callable; it
         // is dropped by the next settle.

@@ -20,6 +20,17 @@
 //! - M5: the lock count nests; the list is compacted once, when the outermost broadcast ends.
 //! - M7: the lock is a guard, released (and the list compacted) even when a subscriber panics.
 //! - M9: an entry with a weak owner whose owner died is never returned again and is pruned.
+//! - X3: a one-shot entry is *claimed* (marked removed, like M3) by the last check before its
+//!   call, after the argument's clone: no nested or later broadcast runs it again, and its callable
+//!   goes after its call (M4). A pass that filters (script delegates' native and managed passes)
+//!   claims it only if its filter takes it.
+//! - X4: a blocked entry keeps its place; a state bit the loops' one test (`state() != 0`) already
+//!   covers, so lists with nothing blocked pay nothing. Blocked entries count as live (`len`) and as
+//!   candidates for the last call (M11), but never run.
+//! - X6: a subscriber may be built from its own handle and a weak reference to the list
+//!   (`insert_with`); a change of priority during a broadcast waits in `moves` until the settle.
+//! - X7: `broadcast_until_with` stops the walk when its callback says so; subscriptions made from
+//!   a plain function carry its address in `keys`, compared only, for removal by function.
 //! - M12: an empty list is one pointer and allocates nothing (its state lives in a block
 //!   allocated by the first add); beginning and walking a broadcast never allocates; removal by
 //!   handle is a binary search in each priority run.
@@ -52,6 +63,9 @@
 //! | operation | user code it runs | what makes it safe |
 //! |---|---|---|
 //! | broadcast | the subscriber's call | the entry is recorded as running (M4); the next entry's state is read after the call (M3) |
+//! | broadcast | a one-shot subscriber's call (X3) | claimed (marked removed) before the call, after the argument's clone: a nested broadcast skips it, its handle removes nothing |
+//! | broadcast (`broadcast_fold`, `broadcast_until`) | the combiner, after each result (X7) | part of that subscriber's call: the entry is still recorded as running; a stop returns through the same lock guards as a panic |
+//! | settle | nothing new: deferred changes of priority (X6) are moved with no user code | |
 //! | broadcast | `Clone` of an owned argument | made *before* the entry it is for is checked, and that entry is checked again after it: a subscriber removed (or whose owner died) in the clone does not run; the clone then waits for the next subscriber (M11 still holds) |
 //! | broadcast | `Drop` of an argument clone left over | after the loop's scope ends, while the list is still locked |
 //! | broadcast, dispatch | `Drop` of a callable whose owner died (prune, M9) | the entry is marked removed first; the loop reads the next entry afresh |
@@ -85,4 +99,4 @@ mod walk;
 mod tests;
 
 pub(crate) use entry::Subscriber;
-pub(crate) use list::{Block, InvocationList, RemoveByHandle};
+pub(crate) use list::{Block, InvocationList, RemoveByHandle, Spec};

@@ -6,7 +6,7 @@
 use std::cell::Ref;
 use std::fmt;
 
-use super::entry::{Entry, OWNED, Pending, Subscriber};
+use super::entry::{Entry, ONCE, OWNED, Pending, Subscriber};
 use super::list::{Block, HAS_PENDING, InvocationList};
 use super::raw::locked_entries;
 use super::settle::{Drops, Guarded};
@@ -119,6 +119,16 @@ impl<C: Subscriber> InvocationList<C> {
         }
     }
 
+    /// [`broadcast_with`](Self::broadcast_with) with an early stop: once `call` returns `true`
+    /// no further subscriber runs, and this returns `true` (X7: combiners that stop at the first
+    /// result they want). Never allocates. `call` runs while its subscriber is recorded as
+    /// running, so whatever it does after the subscriber returned (combining the result) is part
+    /// of that subscriber's call for the rules (M4, M13).
+    #[inline]
+    pub fn broadcast_until_with<A: Clone>(&self, args: A, call: impl FnMut(&C, A) -> bool) -> bool {
+        self.block().is_some_and(|block| block.walk(args, call))
+    }
+
     /// The event processor's dispatch: runs subscribers in order until one `call` returns `true`
     /// (then returns `true`), for a list whose subscribers hold their owner weakly themselves
     /// (P3). `upgrade` turns a subscriber into a strong reference (`None`: its owner is dead,
@@ -141,8 +151,10 @@ impl<C: Subscriber> InvocationList<C> {
             });
         };
         for entry in locked.entries {
-            // Removed or running in an enclosing loop: the slow path (owners: `upgrade` checks).
-            if entry.state() & !OWNED != 0 && !live_slow(block, entry) {
+            let state = entry.state();
+            // Removed, blocked, one-shot or running in an enclosing loop: the slow path (owners:
+            // `upgrade` checks).
+            if state & !OWNED != 0 && !live_slow(block, entry) {
                 continue;
             }
             // SAFETY: `locked` is held and the entry is live (checked above, no user code ran
@@ -152,6 +164,10 @@ impl<C: Subscriber> InvocationList<C> {
                 block.prune(entry);
                 continue;
             };
+            if state & ONCE != 0 {
+                // Removed before its call (X3); `strong` keeps the handler for it.
+                block.claim(entry);
+            }
             if call(strong) {
                 return true;
             }
@@ -221,7 +237,7 @@ impl<C: Subscriber> Block<C> {
             // the clone may have removed it or dropped its owner (M3, M9). (`running` is 0 here:
             // the previous call is over.)
             let cloned = args.clone();
-            if entry.state() != 0 && !live_slow(self, entry) {
+            if entry.state() != 0 && !live_slow_claim(self, entry) {
                 // Rare: the clone waits for the next subscriber.
                 return self.walk_with_spare(
                     scope,
@@ -316,7 +332,7 @@ impl<C: Subscriber> Block<C> {
             };
             // None only if a subscriber followed the one that was the last (cannot happen).
             let Some(args) = args else { break };
-            let Some((_, current)) = broadcast.next_entry() else {
+            let Some((_, current)) = broadcast.next_call() else {
                 break;
             };
             // The last reference to a subscriber removed during its call, once it returns or
@@ -350,10 +366,16 @@ fn visit_cloned<C: Subscriber, A: Clone>(
         return false;
     }
     let args = match spare.take() {
-        Some(args) => args,
+        Some(args) => {
+            // No user code since the check: a one-shot entry is claimed now (X3).
+            if entry.state() != 0 {
+                live_slow_claim(block, entry);
+            }
+            args
+        }
         None => {
             let cloned = args.clone();
-            if entry.state() != 0 && !live_slow(block, entry) {
+            if entry.state() != 0 && !live_slow_claim(block, entry) {
                 *spare = Some(cloned);
                 return false;
             }
@@ -384,8 +406,8 @@ fn visit_entry<C: Subscriber>(
     visit: impl FnOnce(&C) -> bool,
 ) -> bool {
     // Live without owner is the common case: one load and one test. The state is read right
-    // before the call, as an earlier call may have removed this entry (M3).
-    if entry.state() != 0 && !live_slow(block, entry) {
+    // before the call, as an earlier call may have removed this entry (M3), or blocked it (X4).
+    if entry.state() != 0 && !live_slow_claim(block, entry) {
         return false;
     }
     call_live(block, entry, visit)
@@ -454,6 +476,34 @@ fn drop_removed_after_call<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) {
 #[inline(never)]
 fn live_slow<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
     block.live_or_prune(entry)
+}
+
+/// Claims `entry` if it is one-shot and still present (X3); whether it may run. For a pass that
+/// filters (script delegates' native and managed passes): only the pass that calls it claims it.
+fn claim_if_once<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
+    if !entry.is_once() {
+        return true;
+    }
+    if entry.is_removed() {
+        return false;
+    }
+    block.claim(entry);
+    true
+}
+
+/// [`live_slow`] right before a call, with no user code between it and the call: a one-shot
+/// entry that will run is claimed (removed first, X3). Blocked entries (X4) are skipped here,
+/// on the path every entry with a non-zero state takes anyway.
+#[cold]
+#[inline(never)]
+fn live_slow_claim<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
+    if !block.live_or_prune(entry) {
+        return false;
+    }
+    if entry.is_once() {
+        block.claim(entry);
+    }
+    true
 }
 
 /// A running broadcast: holds the list's lock count up and yields its subscribers.
@@ -553,14 +603,15 @@ impl<C: Subscriber> Broadcast<'_, C> {
         }
     }
 
-    /// The first live pending entry after `last_key` that was added before this broadcast began.
+    /// The first live, unblocked pending entry after `last_key` that was added before this
+    /// broadcast began.
     fn next_pending<'p>(&self, pending: &'p [Pending<C>]) -> Option<&'p Pending<C>> {
         let start = self
             .last_key
             .map_or(0, |last| pending.partition_point(|p| p.key() <= last));
         pending[start..]
             .iter()
-            .find(|p| p.entry.id() < self.limit && p.is_live())
+            .find(|p| p.entry.id() < self.limit && p.is_live() && !p.entry.is_blocked())
     }
 
     /// Starts over from the first subscriber, keeping the same set of subscribers (those present
@@ -594,12 +645,55 @@ impl<C: Subscriber> Broadcast<'_, C> {
         Some((id, callable?))
     }
 
-    /// The next live subscriber for which `filter` returns true, skipping others. `filter` runs
-    /// with no borrow of the lists held.
+    /// [`next_entry`](Self::next_entry) for a call about to be made: a one-shot subscriber is
+    /// claimed (removed before its call, X3). No user code runs between the check and the claim.
+    pub fn next_call(&mut self) -> Option<(u64, C)> {
+        let (id, callable) = self.next_entry()?;
+        self.claim_passed(id);
+        Some((id, callable))
+    }
+
+    /// Claims the subscriber `id` just passed by [`next_entry`](Self::next_entry) if it is
+    /// one-shot (X3); whether it is still present.
+    fn claim_passed(&self, id: u64) -> bool {
+        let block = self.block;
+        let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
+        let main = self
+            .index
+            .checked_sub(1)
+            .and_then(|index| entries.get(index))
+            .filter(|entry| entry.id() == id);
+        // The caller holds a clone of the callable for the call: the slot's own reference goes
+        // now (dropping it runs no user code), so the callable goes once that call is over, as
+        // for a subscriber removed while it runs (M4).
+        let taken = match main {
+            Some(entry) if entry.is_removed() => return false,
+            Some(entry) if entry.is_once() => {
+                block.claim(entry);
+                block.take_unless_running(entry)
+            }
+            Some(_) => return true,
+            None => {
+                let pending = block.pending.borrow();
+                match pending.iter().find(|p| p.entry.id() == id) {
+                    Some(p) if p.entry.is_removed() => return false,
+                    Some(p) if p.entry.is_once() => block.take_unless_running(&p.entry),
+                    Some(_) => return true,
+                    None => return false,
+                }
+            }
+        };
+        drop(taken);
+        true
+    }
+
+    /// The next live subscriber for which `filter` returns true, skipping others, claimed if it
+    /// is one-shot (X3). `filter` runs with no borrow of the lists held; a subscriber it removed
+    /// is skipped.
     pub fn next_matching(&mut self, mut filter: impl FnMut(&C) -> bool) -> Option<C> {
         loop {
-            let (_, callable) = self.next_entry()?;
-            if filter(&callable) {
+            let (id, callable) = self.next_entry()?;
+            if filter(&callable) && self.claim_passed(id) {
                 return Some(callable);
             }
         }
@@ -625,8 +719,12 @@ impl<C: Subscriber> Broadcast<'_, C> {
         let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
         let _scope = LoopScope::new(block, entries);
         for entry in &entries[self.index.min(entries.len())..] {
-            visit_entry(block, entry, |subscriber| {
-                if filter(subscriber) {
+            if entry.state() != 0 && !live_slow(block, entry) {
+                continue;
+            }
+            call_live(block, entry, |subscriber| {
+                // A one-shot entry is claimed only by the pass whose filter takes it (X3).
+                if filter(subscriber) && claim_if_once(block, entry) {
                     call(subscriber);
                 }
                 false

@@ -6,6 +6,31 @@ use std::rc::Rc;
 
 use super::MulticastDelegate;
 use crate::handle::DelegateHandle;
+use crate::scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
+
+mod sealed {
+    /// Keeps the markers below unimplementable outside the crate.
+    pub trait Sealed {}
+}
+
+/// Not public API. Never implemented: the bound of a view's `broadcast` methods, so calling one
+/// is one error in our words (X2).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a registration view cannot broadcast: only the delegate's owner fires it",
+    label = "a registration view only subscribes and unsubscribes",
+    note = "broadcast from the type that owns the delegate (a view is handed out so that nobody else can)"
+)]
+pub trait OwnerBroadcasts: sealed::Sealed {}
+
+/// Not public API. Never implemented: the bound of a view's `clear`, as [`OwnerBroadcasts`].
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a registration view cannot clear: only the delegate's owner clears it",
+    label = "a registration view only subscribes and unsubscribes",
+    note = "remove your own subscriptions with `remove`, `remove_all` or a `scoped` guard"
+)]
+pub trait OwnerClears: sealed::Sealed {}
 
 /// A bind-only view of a [`MulticastDelegate`]: it subscribes and unsubscribes, but cannot
 /// broadcast or clear, so only the delegate's owner fires it (B2; UE 5.5's
@@ -114,6 +139,78 @@ impl<'a, F: ?Sized + 'static> Registration<'a, F> {
         self.delegate.remove(handle)
     }
 
+    /// [`MulticastDelegate::add_shared_once`].
+    #[track_caller]
+    pub fn add_shared_once(&self, callable: Rc<F>) -> DelegateHandle {
+        self.delegate.add_shared_once(callable)
+    }
+
+    /// [`MulticastDelegate::add_shared_self_aware`].
+    #[track_caller]
+    pub fn add_shared_self_aware(
+        &self,
+        make: impl FnOnce(ThisSubscription) -> Rc<F>,
+    ) -> DelegateHandle {
+        self.delegate.add_shared_self_aware(make)
+    }
+
+    /// [`MulticastDelegate::scoped`]: a guard that unsubscribes when dropped (B1, X2), so a
+    /// listener given only the view keeps its subscription for a scope.
+    ///
+    /// ```
+    /// use lumina::MulticastDelegate;
+    ///
+    /// let on_died: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+    /// let view = on_died.registration();
+    /// {
+    ///     let _guard = view.scoped(view.add_lambda(|_| {}));
+    ///     assert_eq!(view.len(), 1);
+    /// }
+    /// assert!(view.is_empty());
+    /// ```
+    pub fn scoped(&self, handle: DelegateHandle) -> ScopedSubscription {
+        self.delegate.scoped(handle)
+    }
+
+    /// [`MulticastDelegate::subscriptions`]: every subscription, with its bind site (X2).
+    pub fn subscriptions(&self) -> Vec<crate::bind_site::Subscription> {
+        self.delegate.subscriptions()
+    }
+
+    /// [`MulticastDelegate::block`].
+    pub fn block(&self, handle: DelegateHandle) -> bool {
+        self.delegate.block(handle)
+    }
+
+    /// [`MulticastDelegate::unblock`].
+    pub fn unblock(&self, handle: DelegateHandle) -> bool {
+        self.delegate.unblock(handle)
+    }
+
+    /// [`MulticastDelegate::is_blocked`].
+    pub fn is_blocked(&self, handle: DelegateHandle) -> bool {
+        self.delegate.is_blocked(handle)
+    }
+
+    /// [`MulticastDelegate::block_scoped`].
+    pub fn block_scoped(&self, handle: DelegateHandle) -> ScopedBlock {
+        self.delegate.block_scoped(handle)
+    }
+
+    /// [`MulticastDelegate::set_priority`].
+    pub fn set_priority(&self, handle: DelegateHandle, priority: i32) -> bool {
+        self.delegate.set_priority(handle, priority)
+    }
+
+    /// Not available on a view: only the delegate's owner clears it (one error, X2).
+    #[doc(hidden)]
+    pub fn clear(&self)
+    where
+        Self: OwnerClears,
+    {
+        unreachable!("OwnerClears is never implemented")
+    }
+
     /// [`MulticastDelegate::remove_all`].
     pub fn remove_all<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
         self.delegate.remove_all(owner)
@@ -174,6 +271,87 @@ macro_rules! impl_registration_arity {
                 f: fn($($Arg),*) -> R,
             ) -> DelegateHandle {
                 self.delegate.add_static_with_priority(priority, f)
+            }
+
+            /// [`MulticastDelegate::add_lambda_once`].
+            #[track_caller]
+            pub fn add_lambda_once(&self, f: impl Fn($($Arg),*) -> R + 'static) -> DelegateHandle {
+                self.delegate.add_lambda_once(f)
+            }
+
+            /// [`MulticastDelegate::add_static_once`].
+            #[track_caller]
+            pub fn add_static_once(&self, f: fn($($Arg),*) -> R) -> DelegateHandle {
+                self.delegate.add_static_once(f)
+            }
+
+            /// [`MulticastDelegate::add_member_once`].
+            #[track_caller]
+            pub fn add_member_once<T: Any>(
+                &self,
+                owner: &Rc<T>,
+                method: impl Fn(&T, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                self.delegate.add_member_once(owner, method)
+            }
+
+            /// [`MulticastDelegate::add_lambda_self_aware`].
+            #[track_caller]
+            pub fn add_lambda_self_aware(
+                &self,
+                f: impl Fn(&ThisSubscription, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                self.delegate.add_lambda_self_aware(f)
+            }
+
+            /// [`MulticastDelegate::add_member_self_aware`].
+            #[track_caller]
+            pub fn add_member_self_aware<T: Any>(
+                &self,
+                owner: &Rc<T>,
+                method: impl Fn(&T, &ThisSubscription, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                self.delegate.add_member_self_aware(owner, method)
+            }
+
+            /// [`MulticastDelegate::add_method`].
+            #[track_caller]
+            pub fn add_method<T: Any>(
+                &self,
+                owner: &Rc<T>,
+                method: fn(&T, $($Arg),*) -> R,
+            ) -> DelegateHandle {
+                self.delegate.add_method(owner, method)
+            }
+
+            /// [`MulticastDelegate::remove_method`].
+            pub fn remove_method<T: Any>(&self, owner: &Rc<T>, method: fn(&T, $($Arg),*) -> R) -> usize {
+                self.delegate.remove_method(owner, method)
+            }
+
+            /// [`MulticastDelegate::remove_static`].
+            pub fn remove_static(&self, f: fn($($Arg),*) -> R) -> usize {
+                self.delegate.remove_static(f)
+            }
+
+            /// Not available on a view: only the delegate's owner fires it (one error, X2).
+            #[doc(hidden)]
+            #[allow(unused_variables, non_snake_case)]
+            pub fn broadcast(&self, $($Arg: $Arg),*)
+            where
+                Self: OwnerBroadcasts,
+            {
+                unreachable!("OwnerBroadcasts is never implemented")
+            }
+
+            /// Not available on a view: only the delegate's owner fires it (one error, X2).
+            #[doc(hidden)]
+            #[allow(unused_variables, non_snake_case)]
+            pub fn broadcast_and_clear(&self, $($Arg: $Arg),*)
+            where
+                Self: OwnerBroadcasts,
+            {
+                unreachable!("OwnerBroadcasts is never implemented")
             }
 
             /// [`MulticastDelegate::add_member`].
