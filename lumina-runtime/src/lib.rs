@@ -33,6 +33,7 @@ extern crate self as lumina;
 
 pub mod bind_site;
 pub mod core_delegates;
+pub mod coroutine;
 pub mod delegate;
 pub mod event;
 pub mod ffi;
@@ -41,6 +42,7 @@ mod invocation;
 pub mod main_thread;
 pub mod module;
 pub mod multicast;
+pub mod next_broadcast;
 #[cfg(any(feature = "winit", feature = "gilrs"))]
 pub mod platform;
 pub mod reflect;
@@ -55,6 +57,7 @@ pub use event::{Event, EventProcessor, EventType};
 pub use handle::DelegateHandle;
 pub use main_thread::QueuedSender;
 pub use multicast::{MulticastDelegate, Registration};
+pub use next_broadcast::{Gone, NextBroadcast};
 pub use reflect::{ScriptComponent, ScriptPayload};
 pub use scoped::ScopedSubscription;
 pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
@@ -75,6 +78,8 @@ pub mod __private {
     pub use crate::main_thread::QueuedBroadcast;
     #[doc(hidden)]
     pub use crate::multicast::MulticastDelegate;
+    #[doc(hidden)]
+    pub use crate::next_broadcast::{NextBroadcast, NextSender};
     #[doc(hidden)]
     pub use crate::reflect::{
         Blittable, ComponentInfo, DelegateProperty, FieldInfo, FieldType, PayloadInfo,
@@ -101,6 +106,17 @@ pub mod __private {
         call: impl FnMut(&std::rc::Rc<F>, A),
     ) {
         delegate.list().broadcast_with(args, call);
+    }
+
+    /// Not public API; used by expansions of `declare_multicast_delegate!`: `next()` (X5)
+    /// subscribes the one-shot subscriber `make` builds around the future's sender.
+    #[doc(hidden)]
+    #[track_caller]
+    pub fn next_broadcast<F: ?Sized + 'static, T>(
+        delegate: &crate::multicast::MulticastDelegate<F>,
+        make: impl FnOnce(crate::next_broadcast::NextSender<T>) -> std::rc::Rc<F>,
+    ) -> crate::next_broadcast::NextBroadcast<T> {
+        crate::next_broadcast::subscribe(delegate.list(), make)
     }
 
     /// Not public API; used by expansions. Upgrades the weak owner of a member binding; the

@@ -253,7 +253,9 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let priority = local("priority");
     let registration = registration_name(decl);
     let fallback = &decl.fallback_generics;
-    let registration_type = expand_registration(decl, &common);
+    let next = expand_next(decl, args, &common);
+    let next_delegate = next.as_ref().map(|(delegate, _)| delegate);
+    let registration_type = expand_registration(decl, &common, next.as_ref().map(|(_, view)| view));
     let queued = expand_queued(decl, args);
     let passed: Vec<TokenStream> = args.iter().map(Arg::pass).collect();
 
@@ -441,6 +443,8 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             }
 
             #collect
+
+            #next_delegate
         }
 
         #registration_type
@@ -450,7 +454,11 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
 
 /// The bind-only view `<Name>Registration<'a>` of a declared multicast delegate (B2): the
 /// subscribe and unsubscribe methods of `Name`, forwarded, and nothing that broadcasts or clears.
-fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream {
+fn expand_registration(
+    decl: &DelegateDecl,
+    common: &Common<'_>,
+    next: Option<&TokenStream>,
+) -> TokenStream {
     let name = &decl.name;
     let vis = &decl.vis;
     let registration = registration_name(decl);
@@ -576,8 +584,102 @@ fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream 
             pub fn is_empty(&self) -> bool {
                 self.0.is_empty()
             }
+
+            #next
         }
     }
+}
+
+/// The referent of a reference parameter type (through parentheses and invisible groups).
+fn referent(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Reference(reference) => Some(&reference.elem),
+        Type::Paren(inner) => referent(&inner.elem),
+        Type::Group(inner) => referent(&inner.elem),
+        _ => None,
+    }
+}
+
+/// `next()` (X5) for a declared multicast delegate and its view: the future of the next
+/// broadcast, resolving with its arguments, owned ones as the broadcast clones them and
+/// referenced ones through `ToOwned`. Its bounds (`ToOwned` referents, a `Default` result) are
+/// higher-ranked, so they are checked where `next()` is called, not here: a delegate whose
+/// arguments cannot be owned simply has no usable `next()`, and no new error. Not generated when
+/// a referent is a trait object or names a lifetime (its `ToOwned` could not be expressed here).
+fn expand_next(
+    decl: &DelegateDecl,
+    args: &[Arg],
+    common: &Common<'_>,
+) -> Option<(TokenStream, TokenStream)> {
+    let Common {
+        names, types, rc, ..
+    } = common;
+    let mut outputs = Vec::new();
+    let mut values = Vec::new();
+    let mut bounds = Vec::new();
+    for arg in args {
+        let name = &arg.name;
+        match referent(&arg.ty) {
+            Some(elem) => {
+                let text = elem.to_token_stream().to_string();
+                if text.contains("dyn") || text.contains('\'') || text.contains("impl") {
+                    return None;
+                }
+                outputs.push(quote!(<#elem as ::std::borrow::ToOwned>::Owned));
+                values.push(quote!(::std::borrow::ToOwned::to_owned(&*#name)));
+                bounds.push(quote!(for<'__next> #elem: ::std::borrow::ToOwned,));
+            }
+            None => {
+                let ty = &arg.ty;
+                outputs.push(quote!(#ty));
+                values.push(quote!(#name));
+            }
+        }
+    }
+    let (result, result_bound) = match &decl.output {
+        Some(output) => (
+            quote!(::core::default::Default::default()),
+            quote!(for<'__next> #output: ::core::default::Default,),
+        ),
+        None => (quote!(), quote!()),
+    };
+    let sender = local("sender");
+    let future = quote!(::lumina::__private::NextBroadcast<(#(#outputs,)*)>);
+    let doc = quote! {
+        /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+        /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+        /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+        /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+        /// the game thread with `lumina::coroutine::spawn_local`.
+    };
+    let delegate = quote! {
+        #doc
+        #[track_caller]
+        pub fn next(&self) -> #future
+        where
+            #(#bounds)*
+            #result_bound
+        {
+            ::lumina::__private::next_broadcast(&self.0, |#sender| {
+                #rc::new(move |#(#names: #types),*| {
+                    #sender.send((#(#values,)*));
+                    #result
+                })
+            })
+        }
+    };
+    let view = quote! {
+        #doc
+        #[track_caller]
+        pub fn next(&self) -> #future
+        where
+            #(#bounds)*
+            #result_bound
+        {
+            self.0.next()
+        }
+    };
+    Some((delegate, view))
 }
 
 /// `Name` + `Registration`, at the name's span.
