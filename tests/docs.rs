@@ -8,12 +8,13 @@ use std::process::Command;
 
 /// The families of rule ids, longest first so `SD4` is not read as `S` + `D4`.
 const FAMILIES: &[&str] = &[
-    "SD", "MB", "PL", "H", "M", "S", "T", "Q", "C", "E", "P", "B",
+    "SD", "MB", "PL", "H", "M", "S", "T", "Q", "C", "E", "P", "B", "X",
 ];
 
 /// Words shaped like rule ids that are not citations, each with where it comes from.
 const NOT_RULE_IDS: &[(&str, &str)] = &[
     ("C11", "the ISO C standard lumina.h is compiled as"),
+    ("X11", "the X Window System the window example and platform input run on"),
     (
         "P6",
         "the magic number of a binary PPM image (the window test reads its screenshot)",

@@ -43,7 +43,7 @@
 //! - A panic in a task is caught, reported through `tracing` and in its [`TaskHandle`], and the
 //!   task is dropped; the other tasks and the rest of the drain go on.
 //! - A task spawned by code of a game module is dropped, unpolled, when the module unloads
-//!   (MB4); unloading a module from inside its own task is refused (`Busy`, R5).
+//!   (MB4); unloading a module from inside its own task is refused (`Busy`: its code is on the stack).
 //! - A task of a game-thread session that ended (a `GameThreadScope` dropped) is never polled
 //!   again; it is dropped at the next spawn or poll on that thread.
 
@@ -310,7 +310,7 @@ fn end_task(id: u64, status: TaskStatus) -> bool {
     }
 }
 
-// ---- module hooks (MB4, R5), see `crate::module::track::TaskHooks`.
+// ---- module hooks (MB4), see `crate::module::track::TaskHooks`.
 
 /// Drops, unpolled, every task whose code `doomed` says belongs to an unloading module; returns
 /// how many.

@@ -26,7 +26,7 @@
 //!   after the slot holds its final state and the subscription is removed, so a waker that
 //!   re-enters the delegate (broadcasts, subscribes, drops the future) sees a consistent state;
 //! - `Drop` of the arguments and of the waker when the future or the subscriber is dropped:
-//!   guarded, so a panicking `Drop` while the thread unwinds is logged, not an abort (R2).
+//!   guarded, so a panicking `Drop` while the thread unwinds is logged, not an abort.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -258,7 +258,7 @@ impl<T> Drop for NextBroadcast<T> {
         let state = std::mem::replace(&mut *self.slot.state.borrow_mut(), State::Done);
         // Unsubscribe first: the subscriber's drop then finds `Done` and wakes nobody.
         self.slot.unsubscribe();
-        // The waker and an untaken value are user values dropped in our frame (R2).
+        // The waker and an untaken value are user values dropped in our frame, guarded.
         Drops::drop_one(state);
     }
 }

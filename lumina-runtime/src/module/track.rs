@@ -31,7 +31,7 @@ use crate::handle::DelegateHandle;
 use crate::invocation::{Block, Subscriber};
 
 /// What the coroutine executor (`crate::coroutine`, a layer above this one: this module does not
-/// import it, N3) lets an unloading module do to its tasks: drop, unpolled, those whose code
+/// import it: no import circle) lets an unloading module do to its tasks: drop, unpolled, those whose code
 /// `doomed` says is the module's (returning how many), and say whether the task being polled now
 /// runs such code. Set by the executor's first spawn.
 pub(crate) struct TaskHooks {
