@@ -178,6 +178,22 @@ impl ProjectLoaded {
         self.broadcast();
         self.clear();
     }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next(&self) -> ::lumina::__private::NextBroadcast<()> {
+        ::lumina::__private::next_broadcast(
+            &self.0,
+            |sender| {
+                ::lumina::__private::Rc::new(move || {
+                    sender.send(());
+                })
+            },
+        )
+    }
 }
 /// A bind-only view of `ProjectLoaded`, made by `ProjectLoaded::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `ProjectLoaded` fires it.
 #[derive(Clone, Copy, Debug)]
@@ -264,6 +280,15 @@ impl ProjectLoadedRegistration<'_> {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next(&self) -> ::lumina::__private::NextBroadcast<()> {
+        self.0.next()
     }
 }
 impl ::lumina::__private::QueuedBroadcast for ProjectLoaded {
@@ -433,6 +458,29 @@ impl WindowResize {
         self.broadcast(window, size);
         self.clear();
     }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next(
+        &self,
+    ) -> ::lumina::__private::NextBroadcast<
+        (<Window as ::std::borrow::ToOwned>::Owned, UVec2),
+    >
+    where
+        for<'__next> Window: ::std::borrow::ToOwned,
+    {
+        ::lumina::__private::next_broadcast(
+            &self.0,
+            |sender| {
+                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
+                    sender.send((::std::borrow::ToOwned::to_owned(&*window), size));
+                })
+            },
+        )
+    }
 }
 /// A bind-only view of `WindowResize`, made by `WindowResize::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `WindowResize` fires it.
 #[derive(Clone, Copy, Debug)]
@@ -522,6 +570,22 @@ impl WindowResizeRegistration<'_> {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next(
+        &self,
+    ) -> ::lumina::__private::NextBroadcast<
+        (<Window as ::std::borrow::ToOwned>::Owned, UVec2),
+    >
+    where
+        for<'__next> Window: ::std::borrow::ToOwned,
+    {
+        self.0.next()
     }
 }
 /// Asks every subscriber whether the file at `path` may be saved.
@@ -698,6 +762,29 @@ impl SaveQuery {
         );
         results
     }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next(
+        &self,
+    ) -> ::lumina::__private::NextBroadcast<(<str as ::std::borrow::ToOwned>::Owned,)>
+    where
+        for<'__next> str: ::std::borrow::ToOwned,
+        for<'__next> bool: ::core::default::Default,
+    {
+        ::lumina::__private::next_broadcast(
+            &self.0,
+            |sender| {
+                ::lumina::__private::Rc::new(move |path: &str| {
+                    sender.send((::std::borrow::ToOwned::to_owned(&*path),));
+                    ::core::default::Default::default()
+                })
+            },
+        )
+    }
 }
 /// A bind-only view of `SaveQuery`, made by `SaveQuery::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `SaveQuery` fires it.
 #[derive(Clone, Copy, Debug)]
@@ -787,6 +874,21 @@ impl SaveQueryRegistration<'_> {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next(
+        &self,
+    ) -> ::lumina::__private::NextBroadcast<(<str as ::std::borrow::ToOwned>::Owned,)>
+    where
+        for<'__next> str: ::std::borrow::ToOwned,
+        for<'__next> bool: ::core::default::Default,
+    {
+        self.0.next()
     }
 }
 /// Fired after an asset was imported; reported by the importer threads.
@@ -953,6 +1055,22 @@ impl AssetImported {
         self.broadcast(path, bytes);
         self.clear();
     }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next(&self) -> ::lumina::__private::NextBroadcast<(String, usize)> {
+        ::lumina::__private::next_broadcast(
+            &self.0,
+            |sender| {
+                ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
+                    sender.send((path, bytes));
+                })
+            },
+        )
+    }
 }
 /// A bind-only view of `AssetImported`, made by `AssetImported::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `AssetImported` fires it.
 #[derive(Clone, Copy, Debug)]
@@ -1042,6 +1160,15 @@ impl AssetImportedRegistration<'_> {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next(&self) -> ::lumina::__private::NextBroadcast<(String, usize)> {
+        self.0.next()
     }
 }
 impl ::lumina::__private::QueuedBroadcast for AssetImported {
