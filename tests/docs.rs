@@ -14,7 +14,10 @@ const FAMILIES: &[&str] = &[
 /// Words shaped like rule ids that are not citations, each with where it comes from.
 const NOT_RULE_IDS: &[(&str, &str)] = &[
     ("C11", "the ISO C standard lumina.h is compiled as"),
-    ("X11", "the X Window System the window example and platform input run on"),
+    (
+        "X11",
+        "the X Window System the window example and platform input run on",
+    ),
     (
         "P6",
         "the magic number of a binary PPM image (the window test reads its screenshot)",

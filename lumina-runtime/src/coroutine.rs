@@ -265,7 +265,14 @@ fn poll_task(id: u64, session: u64) {
     };
     let done = TASKS.with_borrow_mut(|tasks| {
         let slot = tasks.slots.get_mut(&id)?;
-        match status.or(slot.ended) {
+        // Cancelled (or unloaded) during its own poll: that stays its status, unless the rest
+        // of the poll panicked.
+        let status = match (slot.ended, status) {
+            (Some(_), Some(TaskStatus::Panicked)) => Some(TaskStatus::Panicked),
+            (Some(ended), _) => Some(ended),
+            (None, status) => status,
+        };
+        match status {
             None => {
                 slot.future = Some(future);
                 None
