@@ -56,6 +56,7 @@ pub trait EventSelector: 'static {
     fn select(event: &mut dyn Event) -> Option<Self::View<'_>>;
 }
 
+#[diagnostic::do_not_recommend]
 impl<E: EventClass> EventSelector for E {
     type View<'a> = &'a mut E;
 
