@@ -42,9 +42,12 @@ enum Op {
 
 type Log = Rc<RefCell<Vec<String>>>;
 
+/// The delegates, `None` once dropped.
+type Delegates = Rc<RefCell<Vec<Option<Rc<MulticastDelegate<dyn Fn(u32)>>>>>>;
+
 /// The real side: delegates (`None` once dropped), handles, the log.
 struct Real {
-    delegates: Rc<RefCell<Vec<Option<Rc<MulticastDelegate<dyn Fn(u32)>>>>>>,
+    delegates: Delegates,
     handles: Rc<RefCell<Vec<TaskHandle>>>,
     log: Log,
 }

@@ -184,7 +184,7 @@ fn x5_gone_when_the_delegate_is_dropped_or_cleared_first() {
     let mut next = on_hit.next();
     on_hit.clear();
     assert_eq!(poll(&mut next, &waker), Poll::Ready(Err(Gone)));
-    assert_eq!(Gone.to_string().contains("dropped or cleared"), true);
+    assert!(Gone.to_string().contains("dropped or cleared"));
 }
 
 #[test]

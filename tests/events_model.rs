@@ -60,14 +60,15 @@ enum Op {
     Dispatch,
 }
 
-type Slots = Rc<RefCell<Vec<Option<Rc<dyn EventHandler>>>>>;
+type SlotList = RefCell<Vec<Option<Rc<dyn EventHandler>>>>;
+type Slots = Rc<SlotList>;
 
 struct Handler {
     id: u64,
     behaviour: Behaviour,
     log: Rc<RefCell<Vec<u64>>>,
     processor: Weak<EventProcessor>,
-    slots: Weak<RefCell<Vec<Option<Rc<dyn EventHandler>>>>>,
+    slots: Weak<SlotList>,
     depth: Rc<Cell<u32>>,
 }
 

@@ -476,7 +476,7 @@ impl WindowResize {
             &self.0,
             |sender| {
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
-                    sender.send((::std::borrow::ToOwned::to_owned(&*window), size));
+                    sender.send((::std::borrow::ToOwned::to_owned(window), size));
                 })
             },
         )
@@ -779,7 +779,7 @@ impl SaveQuery {
             &self.0,
             |sender| {
                 ::lumina::__private::Rc::new(move |path: &str| {
-                    sender.send((::std::borrow::ToOwned::to_owned(&*path),));
+                    sender.send((::std::borrow::ToOwned::to_owned(path),));
                     ::core::default::Default::default()
                 })
             },

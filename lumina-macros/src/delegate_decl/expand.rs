@@ -626,7 +626,11 @@ fn expand_next(
                     return None;
                 }
                 outputs.push(quote!(<#elem as ::std::borrow::ToOwned>::Owned));
-                values.push(quote!(::std::borrow::ToOwned::to_owned(&*#name)));
+                values.push(if is_mut_reference(&arg.ty) {
+                    quote!(::std::borrow::ToOwned::to_owned(&*#name))
+                } else {
+                    quote!(::std::borrow::ToOwned::to_owned(#name))
+                });
                 bounds.push(quote!(for<'__next> #elem: ::std::borrow::ToOwned,));
             }
             None => {
