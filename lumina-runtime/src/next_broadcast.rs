@@ -9,7 +9,7 @@
 //!
 //! # How it is built
 //!
-//! The future and its subscriber share one `Rc` block (a [`Slot`]): the subscriber stores the
+//! The future and its subscriber share one `Rc` block (a slot): the subscriber stores the
 //! arguments there and wakes the waker the future left; the future takes them on its next poll.
 //! The subscriber removes its own subscription when it fires (its call finishes, M4), and the
 //! future removes it when dropped (M3: it never runs after that). When the delegate drops or
