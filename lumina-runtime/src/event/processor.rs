@@ -222,7 +222,7 @@ impl EventProcessor {
     ///     matches!(event, MouseEvent::Moved(moved) if moved.position.x > 100.0)
     /// });
     /// assert!(processor.dispatch(KeyPressedEvent::new(Key::Space, Modifiers::NONE)));
-    /// assert!(processor.dispatch(MouseMovedEvent::new(Vec2::new(200.0, 0.0))));
+    /// assert!(processor.dispatch(MouseMovedEvent::new(Vec2::new(200.0, 0.0), Vec2::new(1.0, 0.0))));
     /// drop(jump);
     /// assert!(!processor.dispatch(KeyPressedEvent::new(Key::Space, Modifiers::NONE)));
     /// # drop(hover);
