@@ -16,6 +16,24 @@ fn allocations_during(f: impl FnOnce()) -> u64 {
     counting_alloc::allocations(f)
 }
 
+/// `rounds` rounds of four dispatches (W, Q, a mouse move, a click); how many were consumed.
+fn dispatch_rounds(processor: &EventProcessor, rounds: usize) -> usize {
+    let mut consumed = 0;
+    for round in 0..rounds {
+        let position = Vec2::new((round % 600) as f32, 10.0);
+        consumed += usize::from(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+        consumed += usize::from(processor.dispatch(KeyPressedEvent::new(Key::Q, Modifiers::NONE)));
+        consumed +=
+            usize::from(processor.dispatch(MouseMovedEvent::new(position, Vec2::new(1.0, 0.0))));
+        consumed += usize::from(processor.dispatch(MouseButtonPressedEvent::new(
+            MouseButton::Left,
+            Modifiers::NONE,
+            position,
+        )));
+    }
+    consumed
+}
+
 #[test]
 fn p2_dispatch_allocates_nothing() {
     // The counter itself must see allocations, or a zero below would prove nothing.
@@ -60,25 +78,7 @@ fn p2_dispatch_allocates_nothing() {
     assert!(processor.register_event_handler(&dropped, InputLayer::Viewport));
     drop(dropped);
 
-    let run = |rounds: usize| {
-        let mut consumed = 0;
-        for round in 0..rounds {
-            let position = Vec2::new((round % 600) as f32, 10.0);
-            consumed +=
-                usize::from(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
-            consumed +=
-                usize::from(processor.dispatch(KeyPressedEvent::new(Key::Q, Modifiers::NONE)));
-            consumed += usize::from(
-                processor.dispatch(MouseMovedEvent::new(position, Vec2::new(1.0, 0.0))),
-            );
-            consumed += usize::from(processor.dispatch(MouseButtonPressedEvent::new(
-                MouseButton::Left,
-                Modifiers::NONE,
-                position,
-            )));
-        }
-        consumed
-    };
+    let run = |rounds: usize| dispatch_rounds(&processor, rounds);
     // Warm-up: prunes the dropped handler (a compaction that only shrinks, never allocates).
     run(1);
 
@@ -128,25 +128,7 @@ fn x1_typed_dispatch_allocates_nothing() {
     // One dropped before any dispatch: pruned on the first.
     drop(processor.add_handler::<KeyPressedEvent>(5000, |_| true));
 
-    let run = |rounds: usize| {
-        let mut consumed = 0;
-        for round in 0..rounds {
-            let position = Vec2::new((round % 600) as f32, 10.0);
-            consumed +=
-                usize::from(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
-            consumed +=
-                usize::from(processor.dispatch(KeyPressedEvent::new(Key::Q, Modifiers::NONE)));
-            consumed += usize::from(
-                processor.dispatch(MouseMovedEvent::new(position, Vec2::new(1.0, 0.0))),
-            );
-            consumed += usize::from(processor.dispatch(MouseButtonPressedEvent::new(
-                MouseButton::Left,
-                Modifiers::NONE,
-                position,
-            )));
-        }
-        consumed
-    };
+    let run = |rounds: usize| dispatch_rounds(&processor, rounds);
     run(1);
     let mut consumed = 0;
     let allocations = allocations_during(|| consumed = run(1000));

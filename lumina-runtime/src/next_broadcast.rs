@@ -73,6 +73,20 @@ struct Slot<T> {
 }
 
 impl<T> Slot<T> {
+    /// Moves a waiting slot to its final state `last` and returns the waker to wake; a slot
+    /// that is final already keeps its state, and `last` is handed back. No user code runs.
+    fn settle(&self, last: State<T>) -> Result<Option<Waker>, State<T>> {
+        let mut state = self.state.borrow_mut();
+        match &mut *state {
+            State::Waiting(waker) => {
+                let waker = waker.take();
+                *state = last;
+                Ok(waker)
+            }
+            _ => Err(last),
+        }
+    }
+
     /// Removes the subscription (a no-op once it is gone). Its subscriber is dropped now, or
     /// after its call if it is running (M4); its `Drop` finds the state final and does nothing.
     fn unsubscribe(&self) {
@@ -95,46 +109,23 @@ impl<T> NextSender<T> {
     /// dropped), ends the subscription, then wakes the future's waker.
     #[doc(hidden)]
     pub fn send(&self, value: T) {
-        let mut late = None;
-        let waker = {
-            let mut state = self.slot.state.borrow_mut();
-            match &mut *state {
-                State::Waiting(waker) => {
-                    let waker = waker.take();
-                    *state = State::Ready(value);
-                    waker
-                }
-                State::Ready(_) | State::Gone | State::Done => {
-                    late = Some(value);
-                    None
+        // User code from here on, with nothing borrowed.
+        match self.slot.settle(State::Ready(value)) {
+            Ok(waker) => {
+                self.slot.unsubscribe();
+                if let Some(waker) = waker {
+                    waker.wake();
                 }
             }
-        };
-        // User code from here on, with nothing borrowed.
-        if let Some(late) = late {
-            Drops::drop_one(late);
-            return;
-        }
-        self.slot.unsubscribe();
-        if let Some(waker) = waker {
-            waker.wake();
+            Err(State::Ready(late)) => Drops::drop_one(late),
+            Err(_) => {}
         }
     }
 }
 
 impl<T> Drop for NextSender<T> {
     fn drop(&mut self) {
-        let waker = {
-            let mut state = self.slot.state.borrow_mut();
-            match &mut *state {
-                State::Waiting(waker) => {
-                    let waker = waker.take();
-                    *state = State::Gone;
-                    waker
-                }
-                _ => None,
-            }
-        };
+        let waker = self.slot.settle(State::Gone).ok().flatten();
         if let Some(waker) = waker {
             // Inside a list's teardown (drop, clear), maybe while the thread unwinds: guarded.
             Drops::drop_one(WakeOnDrop(waker));

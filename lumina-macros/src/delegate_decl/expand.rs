@@ -656,13 +656,16 @@ fn expand_next(
         /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
         /// the game thread with `lumina::coroutine::spawn_local`.
     };
-    let delegate = quote! {
+    let signature = quote! {
         #doc
         #[track_caller]
         pub fn next(&self) -> #future
         where
             #(#bounds)*
             #result_bound
+    };
+    let delegate = quote! {
+        #signature
         {
             ::lumina::__private::next_broadcast(&self.0, |#sender| {
                 #rc::new(move |#(#names: #types),*| {
@@ -673,12 +676,7 @@ fn expand_next(
         }
     };
     let view = quote! {
-        #doc
-        #[track_caller]
-        pub fn next(&self) -> #future
-        where
-            #(#bounds)*
-            #result_bound
+        #signature
         {
             self.0.next()
         }
