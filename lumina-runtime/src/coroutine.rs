@@ -249,11 +249,7 @@ fn poll_task(id: u64, session: u64) {
         Ok(Poll::Pending) => None,
         Ok(Poll::Ready(())) => Some(TaskStatus::Finished),
         Err(payload) => {
-            let message = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a non-string panic payload".to_owned());
+            let message = crate::invocation::panic_text(&*payload);
             tracing::error!(
                 task = id,
                 "lumina: a coroutine task panicked: {message}; it was dropped, the other tasks \
