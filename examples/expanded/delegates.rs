@@ -464,19 +464,29 @@ impl WindowResize {
     /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
     /// the game thread with `lumina::coroutine::spawn_local`.
     #[track_caller]
-    pub fn next(
+    pub fn next<__Referent0>(
         &self,
     ) -> ::lumina::__private::NextBroadcast<
-        (<Window as ::std::borrow::ToOwned>::Owned, UVec2),
+        (<__Referent0 as ::std::borrow::ToOwned>::Owned, UVec2),
     >
     where
-        for<'__next> Window: ::std::borrow::ToOwned,
+        Window: ::lumina::__private::Is<__Referent0>,
+        __Referent0: ?::core::marker::Sized + ::std::borrow::ToOwned + 'static,
+        <__Referent0 as ::std::borrow::ToOwned>::Owned: 'static,
     {
         ::lumina::__private::next_broadcast(
             &self.0,
             |sender| {
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
-                    sender.send((::std::borrow::ToOwned::to_owned(window), size));
+                    sender
+                        .send((
+                            ::std::borrow::ToOwned::to_owned(
+                                <Window as ::lumina::__private::Is<
+                                    __Referent0,
+                                >>::as_same(window),
+                            ),
+                            size,
+                        ));
                 })
             },
         )
@@ -577,15 +587,17 @@ impl WindowResizeRegistration<'_> {
     /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
     /// the game thread with `lumina::coroutine::spawn_local`.
     #[track_caller]
-    pub fn next(
+    pub fn next<__Referent0>(
         &self,
     ) -> ::lumina::__private::NextBroadcast<
-        (<Window as ::std::borrow::ToOwned>::Owned, UVec2),
+        (<__Referent0 as ::std::borrow::ToOwned>::Owned, UVec2),
     >
     where
-        for<'__next> Window: ::std::borrow::ToOwned,
+        Window: ::lumina::__private::Is<__Referent0>,
+        __Referent0: ?::core::marker::Sized + ::std::borrow::ToOwned + 'static,
+        <__Referent0 as ::std::borrow::ToOwned>::Owned: 'static,
     {
-        self.0.next()
+        self.0.next::<__Referent0>()
     }
 }
 /// Asks every subscriber whether the file at `path` may be saved.
@@ -768,19 +780,31 @@ impl SaveQuery {
     /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
     /// the game thread with `lumina::coroutine::spawn_local`.
     #[track_caller]
-    pub fn next(
+    pub fn next<__Referent0, __Result>(
         &self,
-    ) -> ::lumina::__private::NextBroadcast<(<str as ::std::borrow::ToOwned>::Owned,)>
+    ) -> ::lumina::__private::NextBroadcast<
+        (<__Referent0 as ::std::borrow::ToOwned>::Owned,),
+    >
     where
-        for<'__next> str: ::std::borrow::ToOwned,
-        for<'__next> bool: ::core::default::Default,
+        str: ::lumina::__private::Is<__Referent0>,
+        __Referent0: ?::core::marker::Sized + ::std::borrow::ToOwned + 'static,
+        <__Referent0 as ::std::borrow::ToOwned>::Owned: 'static,
+        bool: ::lumina::__private::Is<__Result>,
+        __Result: ::core::default::Default,
     {
         ::lumina::__private::next_broadcast(
             &self.0,
             |sender| {
                 ::lumina::__private::Rc::new(move |path: &str| {
-                    sender.send((::std::borrow::ToOwned::to_owned(path),));
-                    ::core::default::Default::default()
+                    sender
+                        .send((
+                            ::std::borrow::ToOwned::to_owned(
+                                <str as ::lumina::__private::Is<__Referent0>>::as_same(path),
+                            ),
+                        ));
+                    <bool as ::lumina::__private::Is<
+                        __Result,
+                    >>::from_same(<__Result as ::core::default::Default>::default())
                 })
             },
         )
@@ -881,14 +905,19 @@ impl SaveQueryRegistration<'_> {
     /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
     /// the game thread with `lumina::coroutine::spawn_local`.
     #[track_caller]
-    pub fn next(
+    pub fn next<__Referent0, __Result>(
         &self,
-    ) -> ::lumina::__private::NextBroadcast<(<str as ::std::borrow::ToOwned>::Owned,)>
+    ) -> ::lumina::__private::NextBroadcast<
+        (<__Referent0 as ::std::borrow::ToOwned>::Owned,),
+    >
     where
-        for<'__next> str: ::std::borrow::ToOwned,
-        for<'__next> bool: ::core::default::Default,
+        str: ::lumina::__private::Is<__Referent0>,
+        __Referent0: ?::core::marker::Sized + ::std::borrow::ToOwned + 'static,
+        <__Referent0 as ::std::borrow::ToOwned>::Owned: 'static,
+        bool: ::lumina::__private::Is<__Result>,
+        __Result: ::core::default::Default,
     {
-        self.0.next()
+        self.0.next::<__Referent0, __Result>()
     }
 }
 /// Fired after an asset was imported; reported by the importer threads.

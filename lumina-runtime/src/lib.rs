@@ -119,6 +119,36 @@ pub mod __private {
         crate::next_broadcast::subscribe(delegate.list(), make)
     }
 
+    /// Not public API; used by expansions of `declare_multicast_delegate!`: `T` is `Self`. The
+    /// expansion of `next()` names a parameter's referent (and its result) through a type
+    /// parameter `T` bound by `Referent: Is<T>`, which infers it, so that `ToOwned` and `Default`
+    /// are required where `next()` is called, and `next()` is only compiled for a caller.
+    #[doc(hidden)]
+    pub trait Is<T: ?Sized> {
+        /// `self`, as `&T`.
+        fn as_same(&self) -> &T;
+        /// `value`, as `Self`.
+        fn from_same(value: T) -> Self
+        where
+            Self: Sized,
+            T: Sized;
+    }
+
+    #[doc(hidden)]
+    impl<T: ?Sized> Is<T> for T {
+        #[inline]
+        fn as_same(&self) -> &T {
+            self
+        }
+        #[inline]
+        fn from_same(value: T) -> T
+        where
+            T: Sized,
+        {
+            value
+        }
+    }
+
     /// Not public API; used by expansions. Upgrades the weak owner of a member binding; the
     /// invocation list checks the owner is alive right before it calls the binding.
     #[doc(hidden)]

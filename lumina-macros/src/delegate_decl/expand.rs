@@ -617,6 +617,12 @@ fn expand_next(
     let mut outputs = Vec::new();
     let mut values = Vec::new();
     let mut bounds = Vec::new();
+    // One type parameter per referent (and one for a result), inferred to be that type by
+    // `__private::Is`: the bounds name the method's own parameters, so `ToOwned` and `Default`
+    // are required where `next()` is called, and the method is only compiled for a caller (a
+    // dylib exporting every non-generic method would otherwise compile one whose bounds do not
+    // hold).
+    let mut params = Vec::new();
     for arg in args {
         let name = &arg.name;
         match referent(&arg.ty) {
@@ -625,13 +631,24 @@ fn expand_next(
                 if text.contains("dyn") || text.contains('\'') || text.contains("impl") {
                     return None;
                 }
-                outputs.push(quote!(<#elem as ::std::borrow::ToOwned>::Owned));
-                values.push(if is_mut_reference(&arg.ty) {
-                    quote!(::std::borrow::ToOwned::to_owned(&*#name))
+                let param = format_ident!("__Referent{}", params.len());
+                outputs.push(quote!(<#param as ::std::borrow::ToOwned>::Owned));
+                let reference = if is_mut_reference(&arg.ty) {
+                    quote!(&*#name)
                 } else {
-                    quote!(::std::borrow::ToOwned::to_owned(#name))
+                    quote!(#name)
+                };
+                values.push(quote! {
+                    ::std::borrow::ToOwned::to_owned(
+                        <#elem as ::lumina::__private::Is<#param>>::as_same(#reference)
+                    )
                 });
-                bounds.push(quote!(for<'__next> #elem: ::std::borrow::ToOwned,));
+                bounds.push(quote! {
+                    #elem: ::lumina::__private::Is<#param>,
+                    #param: ?::core::marker::Sized + ::std::borrow::ToOwned + 'static,
+                    <#param as ::std::borrow::ToOwned>::Owned: 'static,
+                });
+                params.push(param);
             }
             None => {
                 let ty = &arg.ty;
@@ -641,12 +658,23 @@ fn expand_next(
         }
     }
     let (result, result_bound) = match &decl.output {
-        Some(output) => (
-            quote!(::core::default::Default::default()),
-            quote!(for<'__next> #output: ::core::default::Default,),
-        ),
+        Some(output) => {
+            let param = format_ident!("__Result");
+            let bound = quote! {
+                #output: ::lumina::__private::Is<#param>,
+                #param: ::core::default::Default,
+            };
+            let result = quote! {
+                <#output as ::lumina::__private::Is<#param>>::from_same(
+                    <#param as ::core::default::Default>::default()
+                )
+            };
+            params.push(param);
+            (result, bound)
+        }
         None => (quote!(), quote!()),
     };
+    let generics = (!params.is_empty()).then(|| quote!(<#(#params),*>));
     let sender = local("sender");
     let future = quote!(::lumina::__private::NextBroadcast<(#(#outputs,)*)>);
     let doc = quote! {
@@ -659,7 +687,7 @@ fn expand_next(
     let signature = quote! {
         #doc
         #[track_caller]
-        pub fn next(&self) -> #future
+        pub fn next #generics (&self) -> #future
         where
             #(#bounds)*
             #result_bound
@@ -678,7 +706,7 @@ fn expand_next(
     let view = quote! {
         #signature
         {
-            self.0.next()
+            self.0.next::<#(#params),*>()
         }
     };
     Some((delegate, view))
