@@ -159,18 +159,6 @@ fn x5_every_delegate_kind_has_next() {
 }
 
 #[test]
-fn x5_core_delegates_have_next() {
-    let _game = GameThreadScope::enter();
-    let (_, waker) = test_waker();
-    let core = lumina::CoreDelegates::get();
-    let mut unloaded = core.on_module_unloaded().next();
-    core.on_module_unloaded().broadcast();
-    assert_eq!(poll(&mut unloaded, &waker), Poll::Ready(Ok(())));
-    let mut quit = core.on_game_quit_requested().next();
-    assert_eq!(poll(&mut quit, &waker), Poll::Pending);
-}
-
-#[test]
 fn x5_gone_when_the_delegate_is_dropped_or_cleared_first() {
     let (inner, waker) = test_waker();
     let on_hit: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
