@@ -590,6 +590,14 @@ fn expand_registration(
     }
 }
 
+/// Whether `ty` (a referent, an owned parameter or the result) cannot be named in `next()`'s
+/// bounds and future: it borrows (a reference or a lifetime inside), or is a trait object or an
+/// `impl` type. Such a delegate has no `next()`.
+fn not_nameable(ty: &Type) -> bool {
+    let text = ty.to_token_stream().to_string();
+    text.contains('&') || text.contains('\'') || text.contains("dyn") || text.contains("impl")
+}
+
 /// The referent of a reference parameter type (through parentheses and invisible groups).
 fn referent(ty: &Type) -> Option<&Type> {
     match ty {
@@ -605,7 +613,8 @@ fn referent(ty: &Type) -> Option<&Type> {
 /// referenced ones through `ToOwned`. Its bounds (`ToOwned` referents, a `Default` result) are
 /// higher-ranked, so they are checked where `next()` is called, not here: a delegate whose
 /// arguments cannot be owned simply has no usable `next()`, and no new error. Not generated when
-/// a referent is a trait object or names a lifetime (its `ToOwned` could not be expressed here).
+/// a referent, an owned parameter or the result borrows or is a trait object (see
+/// [`not_nameable`]).
 fn expand_next(
     decl: &DelegateDecl,
     args: &[Arg],
@@ -627,8 +636,7 @@ fn expand_next(
         let name = &arg.name;
         match referent(&arg.ty) {
             Some(elem) => {
-                let text = elem.to_token_stream().to_string();
-                if text.contains("dyn") || text.contains('\'') || text.contains("impl") {
+                if not_nameable(elem) {
                     return None;
                 }
                 let param = format_ident!("__Referent{}", params.len());
@@ -652,10 +660,16 @@ fn expand_next(
             }
             None => {
                 let ty = &arg.ty;
+                if not_nameable(ty) {
+                    return None;
+                }
                 outputs.push(quote!(#ty));
                 values.push(quote!(#name));
             }
         }
+    }
+    if decl.output.as_ref().is_some_and(not_nameable) {
+        return None;
     }
     let (result, result_bound) = match &decl.output {
         Some(output) => {
