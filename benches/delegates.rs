@@ -70,6 +70,8 @@ fn dispatch(c: &mut Criterion) {
         dispatch_system::<common::dispatch::Floor>(&mut group, n);
         dispatch_system::<common::dispatch::Lumina>(&mut group, n);
         dispatch_system::<common::dispatch::WeakFloor>(&mut group, n);
+        dispatch_system::<common::dispatch::LuminaDowncast>(&mut group, n);
+        dispatch_system::<common::dispatch::LuminaTyped>(&mut group, n);
     }
     group.finish();
 }

@@ -371,6 +371,8 @@ fn dispatches() -> Vec<Planned<'static>> {
                 dispatch_case::<common::dispatch::Floor>(n),
                 dispatch_case::<common::dispatch::Lumina>(n),
                 dispatch_case::<common::dispatch::WeakFloor>(n),
+                dispatch_case::<common::dispatch::LuminaDowncast>(n),
+                dispatch_case::<common::dispatch::LuminaTyped>(n),
             ],
         ));
     }
@@ -529,6 +531,20 @@ fn print_targets(rows: &[Row]) {
                 verdict(ratio <= 1.5),
                 lumina.allocs,
                 verdict(lumina.allocs == "0.00"),
+            );
+        }
+    }
+    for n in ["1", "8", "64"] {
+        let typed = find("dispatch", "lumina typed", n);
+        let downcast = find("dispatch", "lumina dyn handler + downcast", n);
+        if let (Some(typed), Some(downcast)) = (typed, downcast) {
+            let ratio =
+                typed.ns_per_call.unwrap_or(f64::NAN) / downcast.ns_per_call.unwrap_or(f64::NAN);
+            println!(
+                "target typed dispatch N={n:<3} <= 1.1x today's downcasting handlers: {ratio:.2}x {}   0 allocs: {} {}",
+                verdict(ratio <= 1.1),
+                typed.allocs,
+                verdict(typed.allocs == "0.00"),
             );
         }
     }

@@ -548,3 +548,33 @@ fn c3_a_quit_binding_whose_editor_was_dropped_counts_as_unbound() {
     drop(editor);
     assert_eq!(core.request_game_quit(), QuitOutcome::ExitProcess);
 }
+
+/// Polls `future` once.
+fn poll<F: std::future::Future + Unpin>(
+    future: &mut F,
+    waker: &std::task::Waker,
+) -> std::task::Poll<F::Output> {
+    std::pin::Pin::new(future).poll(&mut std::task::Context::from_waker(waker))
+}
+
+/// X5: the core delegates have `next()` too. Here rather than in `tests/coroutines.rs`, which runs
+/// under Miri: the engine-wide delegates are leaked on purpose.
+#[test]
+fn x5_core_delegates_have_next() {
+    let _game = GameThreadScope::enter();
+    let waker = std::task::Waker::noop();
+    let core = lumina::CoreDelegates::get();
+    let mut unloaded = core.on_module_unloaded().next();
+    core.on_module_unloaded().broadcast();
+    assert_eq!(poll(&mut unloaded, waker), std::task::Poll::Ready(Ok(())));
+    // A referenced argument arrives owned.
+    let mut modified = core.on_content_file_modified().next();
+    core.on_content_file_modified()
+        .broadcast(Path::new("maps/e1m1.map"));
+    assert_eq!(
+        poll(&mut modified, waker),
+        std::task::Poll::Ready(Ok((std::path::PathBuf::from("maps/e1m1.map"),)))
+    );
+    let mut quit = core.on_game_quit_requested().next();
+    assert_eq!(poll(&mut quit, waker), std::task::Poll::Pending);
+}

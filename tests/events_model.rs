@@ -3,8 +3,15 @@
 //! pass, consume, mark the event handled, or, mid-dispatch, unregister or register another
 //! handler or start a nested dispatch. Every dispatch must call the same handlers in the same
 //! order and return the same result.
+//!
+//! X1: each handler is registered either as a plain `EventHandler` or as a typed handler
+//! (`TypedHandler` for the dispatched class, for its category, or for another class, which must
+//! never run), all in the one chain: the model only skips the handlers of another class.
 
-use lumina::event::{Event, EventHandler, EventProcessor, Key, KeyPressedEvent, Modifiers};
+use lumina::event::{
+    Event, EventHandler, EventProcessor, Key, KeyPressedEvent, KeyboardEvent, Modifiers,
+    MouseMovedEvent, TypedHandler, category,
+};
 use proptest::prelude::*;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -25,6 +32,19 @@ enum Behaviour {
     Nested,
 }
 
+/// How a handler is registered (X1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// A plain `EventHandler` on `&mut dyn Event`.
+    Dyn,
+    /// A typed handler for `KeyPressedEvent`, the class dispatched.
+    Class,
+    /// A typed handler for the keyboard category.
+    Category,
+    /// A typed handler for `MouseMovedEvent`: passed by, never called.
+    OtherClass,
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     /// Creates a handler in the slot if it is empty, then registers it.
@@ -32,6 +52,7 @@ enum Op {
         slot: usize,
         priority: i32,
         behaviour: Behaviour,
+        kind: Kind,
     },
     Unregister(usize),
     /// Drops the test's only `Rc` of the slot's handler, without unregistering it.
@@ -39,29 +60,42 @@ enum Op {
     Dispatch,
 }
 
-type Slots = Rc<RefCell<Vec<Option<Rc<Handler>>>>>;
+type SlotList = RefCell<Vec<Option<Rc<dyn EventHandler>>>>;
+type Slots = Rc<SlotList>;
 
 struct Handler {
     id: u64,
     behaviour: Behaviour,
     log: Rc<RefCell<Vec<u64>>>,
     processor: Weak<EventProcessor>,
-    slots: Weak<RefCell<Vec<Option<Rc<Handler>>>>>,
+    slots: Weak<SlotList>,
     depth: Rc<Cell<u32>>,
 }
 
 impl EventHandler for Handler {
     fn on_event(&self, event: &mut dyn Event) -> bool {
+        self.act(Some(event))
+    }
+}
+
+impl Handler {
+    /// The behaviour; a typed handler has no `dyn Event` to mark handled, so it consumes instead
+    /// (the same outcome for the chain).
+    fn act(&self, event: Option<&mut dyn Event>) -> bool {
         self.log.borrow_mut().push(self.id);
         match self.behaviour {
             Behaviour::Pass => false,
             Behaviour::Consume => true,
-            Behaviour::MarkHandled => {
-                event.set_handled(true);
-                false
-            }
+            Behaviour::MarkHandled => match event {
+                Some(event) => {
+                    event.set_handled(true);
+                    false
+                }
+                None => true,
+            },
             Behaviour::Unregister(slot) => {
                 let victim = self.slots.upgrade().unwrap().borrow()[slot].clone();
+                // A typed handler that unregisters itself: the call goes on (P4).
                 if let Some(victim) = victim {
                     self.processor
                         .upgrade()
@@ -77,7 +111,7 @@ impl EventHandler for Handler {
                         .processor
                         .upgrade()
                         .unwrap()
-                        .register_event_handler(&other, priority);
+                        .register_dyn_event_handler(&other, priority);
                 }
                 false
             }
@@ -97,8 +131,8 @@ impl EventHandler for Handler {
 /// The reference: what the rules say, with no reentrancy machinery.
 #[derive(Default)]
 struct Model {
-    /// The test's live handlers: (id, behaviour) per slot.
-    slots: [Option<(u64, Behaviour)>; SLOTS],
+    /// The test's live handlers: (id, behaviour, kind) per slot.
+    slots: [Option<(u64, Behaviour, Kind)>; SLOTS],
     /// Registered handlers: (id, priority, registration sequence).
     registered: Vec<(u64, i32, u64)>,
     sequence: u64,
@@ -134,24 +168,26 @@ impl Model {
             if !self.registered.iter().any(|entry| entry.2 == registration) {
                 continue; // unregistered earlier in this dispatch (maybe registered again since)
             }
-            calls.push(id);
-            let behaviour = self
+            let (_, behaviour, kind) = *self
                 .slots
                 .iter()
                 .flatten()
-                .find(|(slot_id, _)| *slot_id == id)
-                .expect("registered handlers are alive")
-                .1;
+                .find(|(slot_id, _, _)| *slot_id == id)
+                .expect("registered handlers are alive");
+            if kind == Kind::OtherClass {
+                continue; // X1: another class's handler is passed by
+            }
+            calls.push(id);
             match behaviour {
                 Behaviour::Pass => {}
                 Behaviour::Consume | Behaviour::MarkHandled => return true,
                 Behaviour::Unregister(slot) => {
-                    if let Some((victim, _)) = self.slots[slot] {
+                    if let Some((victim, _, _)) = self.slots[slot] {
                         self.unregister(victim);
                     }
                 }
                 Behaviour::Register(slot, priority) => {
-                    if let Some((other, _)) = self.slots[slot] {
+                    if let Some((other, _, _)) = self.slots[slot] {
                         self.register(other, priority);
                     }
                 }
@@ -178,10 +214,37 @@ fn behaviour() -> impl Strategy<Value = Behaviour> {
     ]
 }
 
+fn kind() -> impl Strategy<Value = Kind> {
+    prop_oneof![
+        2 => Just(Kind::Dyn),
+        2 => Just(Kind::Class),
+        1 => Just(Kind::Category),
+        1 => Just(Kind::OtherClass),
+    ]
+}
+
+/// The handler as registered: itself, or inside a typed handler of `kind`.
+fn registered_as(handler: Rc<Handler>, kind: Kind) -> Rc<dyn EventHandler> {
+    match kind {
+        Kind::Dyn => handler,
+        Kind::Class => Rc::new(TypedHandler::<KeyPressedEvent, _>::new(move |key| {
+            assert!(matches!(key.key, Key::A | Key::B));
+            handler.act(None)
+        })),
+        Kind::Category => Rc::new(TypedHandler::<category::Keyboard, _>::new(move |event| {
+            assert!(matches!(event, KeyboardEvent::Pressed(_)));
+            handler.act(None)
+        })),
+        Kind::OtherClass => Rc::new(TypedHandler::<MouseMovedEvent, _>::new(move |_| {
+            handler.act(None)
+        })),
+    }
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0..SLOTS, prop::sample::select(&PRIORITIES[..]), behaviour())
-            .prop_map(|(slot, priority, behaviour)| Op::Register { slot, priority, behaviour }),
+        4 => (0..SLOTS, prop::sample::select(&PRIORITIES[..]), behaviour(), kind())
+            .prop_map(|(slot, priority, behaviour, kind)| Op::Register { slot, priority, behaviour, kind }),
         1 => (0..SLOTS).prop_map(Op::Unregister),
         1 => (0..SLOTS).prop_map(Op::Drop),
         3 => Just(Op::Dispatch),
@@ -201,27 +264,29 @@ fn run(script: Vec<Op>) -> Result<(), TestCaseError> {
                 slot,
                 priority,
                 behaviour,
+                kind,
             } => {
                 if model.slots[slot].is_none() {
                     next_id += 1;
-                    model.slots[slot] = Some((next_id, behaviour));
-                    slots.borrow_mut()[slot] = Some(Rc::new(Handler {
+                    model.slots[slot] = Some((next_id, behaviour, kind));
+                    let handler = Rc::new(Handler {
                         id: next_id,
                         behaviour,
                         log: Rc::clone(&log),
                         processor: Rc::downgrade(&processor),
                         slots: Rc::downgrade(&slots),
                         depth: Rc::clone(&depth),
-                    }));
+                    });
+                    slots.borrow_mut()[slot] = Some(registered_as(handler, kind));
                 }
                 let id = model.slots[slot].unwrap().0;
                 let expected = model.register(id, priority);
                 let handler = slots.borrow()[slot].clone().unwrap();
-                let registered = processor.register_event_handler(&handler, priority);
+                let registered = processor.register_dyn_event_handler(&handler, priority);
                 prop_assert_eq!(registered, expected, "P1: duplicates refused");
             }
             Op::Unregister(slot) => {
-                let Some((id, _)) = model.slots[slot] else {
+                let Some((id, _, _)) = model.slots[slot] else {
                     continue;
                 };
                 let handler = slots.borrow()[slot].clone().unwrap();
@@ -231,7 +296,7 @@ fn run(script: Vec<Op>) -> Result<(), TestCaseError> {
                 );
             }
             Op::Drop(slot) => {
-                if let Some((id, _)) = model.slots[slot].take() {
+                if let Some((id, _, _)) = model.slots[slot].take() {
                     model.unregister(id); // P3: as good as unregistered
                 }
                 slots.borrow_mut()[slot] = None;
@@ -255,7 +320,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
-    fn p1_p2_p3_p4_random_scripts_match_the_reference_model(script in prop::collection::vec(op(), 1..60)) {
+    fn p1_p2_p3_p4_x1_random_scripts_match_the_reference_model(script in prop::collection::vec(op(), 1..60)) {
         run(script)?;
     }
 }

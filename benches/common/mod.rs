@@ -534,6 +534,76 @@ pub mod dispatch {
             self.processor.dispatch(event())
         }
     }
+
+    /// A handler of today's kind that reacts to one class: downcasts, then does the common work.
+    pub struct Downcasting(&'static AtomicU64);
+
+    impl EventHandler for Downcasting {
+        fn on_event(&self, event: &mut dyn Event) -> bool {
+            if let Some(key) = event.downcast_mut::<KeyPressedEvent>() {
+                work(self.0, 1);
+                return key.key == Key::Escape;
+            }
+            false
+        }
+    }
+
+    /// lumina's `EventProcessor` with today's handlers reacting to `KeyPressedEvent`: each
+    /// downcasts `&mut dyn Event` itself (X1's baseline).
+    pub struct LuminaDowncast {
+        processor: EventProcessor,
+        _handlers: Vec<Rc<Downcasting>>,
+    }
+
+    impl Dispatch for LuminaDowncast {
+        const NAME: &'static str = "lumina dyn handler + downcast";
+        fn with_handlers(n: usize) -> Self {
+            let processor = EventProcessor::new();
+            let handlers: Vec<Rc<Downcasting>> =
+                (0..n).map(|_| Rc::new(Downcasting(&SINK))).collect();
+            for (i, handler) in handlers.iter().enumerate() {
+                assert!(processor.register_event_handler(handler, priority(i)));
+            }
+            LuminaDowncast {
+                processor,
+                _handlers: handlers,
+            }
+        }
+        #[inline(never)]
+        fn dispatch(&self) -> bool {
+            self.processor.dispatch(event())
+        }
+    }
+
+    /// lumina's `EventProcessor` with typed handlers (`add_handler::<KeyPressedEvent>`, X1) doing
+    /// the same work.
+    pub struct LuminaTyped {
+        processor: EventProcessor,
+        _handlers: Vec<lumina::event::EventSubscription>,
+    }
+
+    impl Dispatch for LuminaTyped {
+        const NAME: &'static str = "lumina typed handler (X1)";
+        fn with_handlers(n: usize) -> Self {
+            let processor = EventProcessor::new();
+            let handlers = (0..n)
+                .map(|i| {
+                    processor.add_handler::<KeyPressedEvent>(priority(i), |key| {
+                        work(&SINK, 1);
+                        key.key == Key::Escape
+                    })
+                })
+                .collect();
+            LuminaTyped {
+                processor,
+                _handlers: handlers,
+            }
+        }
+        #[inline(never)]
+        fn dispatch(&self) -> bool {
+            self.processor.dispatch(event())
+        }
+    }
 }
 
 /// Script delegates: native listeners (Rust closures) and managed ones (`extern "C"` thunks, as

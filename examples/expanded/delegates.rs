@@ -293,6 +293,22 @@ impl ProjectLoaded {
         self.broadcast();
         self.clear();
     }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next(&self) -> ::lumina::__private::NextBroadcast<()> {
+        ::lumina::__private::next_broadcast(
+            &self.0,
+            |sender| {
+                ::lumina::__private::Rc::new(move || {
+                    sender.send(());
+                })
+            },
+        )
+    }
 }
 /// A bind-only view of `ProjectLoaded`, made by `ProjectLoaded::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `ProjectLoaded` fires it.
 #[derive(Clone, Copy, Debug)]
@@ -491,6 +507,15 @@ impl ProjectLoadedRegistration<'_> {
         Self: ::lumina::__private::OwnerClears,
     {
         ::core::unreachable!()
+    }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next(&self) -> ::lumina::__private::NextBroadcast<()> {
+        self.0.next()
     }
 }
 impl ::lumina::__private::QueuedBroadcast for ProjectLoaded {
@@ -793,6 +818,39 @@ impl WindowResize {
         self.broadcast(window, size);
         self.clear();
     }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next<__Referent0>(
+        &self,
+    ) -> ::lumina::__private::NextBroadcast<
+        (<__Referent0 as ::std::borrow::ToOwned>::Owned, UVec2),
+    >
+    where
+        Window: ::lumina::__private::Is<__Referent0>,
+        __Referent0: ?::core::marker::Sized + ::std::borrow::ToOwned + 'static,
+        <__Referent0 as ::std::borrow::ToOwned>::Owned: 'static,
+    {
+        ::lumina::__private::next_broadcast(
+            &self.0,
+            |sender| {
+                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
+                    sender
+                        .send((
+                            ::std::borrow::ToOwned::to_owned(
+                                <Window as ::lumina::__private::Is<
+                                    __Referent0,
+                                >>::as_same(window),
+                            ),
+                            size,
+                        ));
+                })
+            },
+        )
+    }
 }
 /// A bind-only view of `WindowResize`, made by `WindowResize::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `WindowResize` fires it.
 #[derive(Clone, Copy, Debug)]
@@ -1003,6 +1061,24 @@ impl WindowResizeRegistration<'_> {
         Self: ::lumina::__private::OwnerClears,
     {
         ::core::unreachable!()
+    }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next<__Referent0>(
+        &self,
+    ) -> ::lumina::__private::NextBroadcast<
+        (<__Referent0 as ::std::borrow::ToOwned>::Owned, UVec2),
+    >
+    where
+        Window: ::lumina::__private::Is<__Referent0>,
+        __Referent0: ?::core::marker::Sized + ::std::borrow::ToOwned + 'static,
+        <__Referent0 as ::std::borrow::ToOwned>::Owned: 'static,
+    {
+        self.0.next::<__Referent0>()
     }
 }
 /// Asks every subscriber whether the file at `path` may be saved.
@@ -1338,6 +1414,41 @@ impl SaveQuery {
         );
         found
     }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next<__Referent0, __Result>(
+        &self,
+    ) -> ::lumina::__private::NextBroadcast<
+        (<__Referent0 as ::std::borrow::ToOwned>::Owned,),
+    >
+    where
+        str: ::lumina::__private::Is<__Referent0>,
+        __Referent0: ?::core::marker::Sized + ::std::borrow::ToOwned + 'static,
+        <__Referent0 as ::std::borrow::ToOwned>::Owned: 'static,
+        bool: ::lumina::__private::Is<__Result>,
+        __Result: ::core::default::Default,
+    {
+        ::lumina::__private::next_broadcast(
+            &self.0,
+            |sender| {
+                ::lumina::__private::Rc::new(move |path: &str| {
+                    sender
+                        .send((
+                            ::std::borrow::ToOwned::to_owned(
+                                <str as ::lumina::__private::Is<__Referent0>>::as_same(path),
+                            ),
+                        ));
+                    <bool as ::lumina::__private::Is<
+                        __Result,
+                    >>::from_same(<__Result as ::core::default::Default>::default())
+                })
+            },
+        )
+    }
 }
 /// A bind-only view of `SaveQuery`, made by `SaveQuery::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `SaveQuery` fires it.
 #[derive(Clone, Copy, Debug)]
@@ -1546,6 +1657,26 @@ impl SaveQueryRegistration<'_> {
         Self: ::lumina::__private::OwnerClears,
     {
         ::core::unreachable!()
+    }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next<__Referent0, __Result>(
+        &self,
+    ) -> ::lumina::__private::NextBroadcast<
+        (<__Referent0 as ::std::borrow::ToOwned>::Owned,),
+    >
+    where
+        str: ::lumina::__private::Is<__Referent0>,
+        __Referent0: ?::core::marker::Sized + ::std::borrow::ToOwned + 'static,
+        <__Referent0 as ::std::borrow::ToOwned>::Owned: 'static,
+        bool: ::lumina::__private::Is<__Result>,
+        __Result: ::core::default::Default,
+    {
+        self.0.next::<__Referent0, __Result>()
     }
 }
 /// Fired after an asset was imported; reported by the importer threads.
@@ -1845,6 +1976,22 @@ impl AssetImported {
         self.broadcast(path, bytes);
         self.clear();
     }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next(&self) -> ::lumina::__private::NextBroadcast<(String, usize)> {
+        ::lumina::__private::next_broadcast(
+            &self.0,
+            |sender| {
+                ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
+                    sender.send((path, bytes));
+                })
+            },
+        )
+    }
 }
 /// A bind-only view of `AssetImported`, made by `AssetImported::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `AssetImported` fires it.
 #[derive(Clone, Copy, Debug)]
@@ -2055,6 +2202,15 @@ impl AssetImportedRegistration<'_> {
         Self: ::lumina::__private::OwnerClears,
     {
         ::core::unreachable!()
+    }
+    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+    /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+    /// the game thread with `lumina::coroutine::spawn_local`.
+    #[track_caller]
+    pub fn next(&self) -> ::lumina::__private::NextBroadcast<(String, usize)> {
+        self.0.next()
     }
 }
 impl ::lumina::__private::QueuedBroadcast for AssetImported {

@@ -292,6 +292,18 @@ impl LifecycleSignal {
         self.delegate.add_member(owner, method)
     }
 
+    /// The future of the signal's broadcast (X5): `Ok(())` when it fires, [`Gone`](crate::Gone)
+    /// if it is dropped first, and at once `Err(Gone)` if it has fired already (it never fires
+    /// again; reported like a late [`add_lambda`](Self::add_lambda)).
+    #[track_caller]
+    pub fn next(&self) -> crate::NextBroadcast<()> {
+        if self.too_late() {
+            // Subscribed to nothing: the future's subscriber is dropped at once, and it is gone.
+            return MulticastDelegate::<dyn Fn()>::new().next();
+        }
+        self.delegate.next()
+    }
+
     /// Removes the subscription of `handle` (H2).
     pub fn remove(&self, handle: DelegateHandle) -> bool {
         self.delegate.remove(handle)

@@ -34,6 +34,7 @@ extern crate self as lumina;
 
 pub mod bind_site;
 pub mod core_delegates;
+pub mod coroutine;
 pub mod delegate;
 pub mod event;
 pub mod ffi;
@@ -42,6 +43,7 @@ mod invocation;
 pub mod main_thread;
 pub mod module;
 pub mod multicast;
+pub mod next_broadcast;
 #[cfg(any(feature = "winit", feature = "gilrs"))]
 pub mod platform;
 pub mod reflect;
@@ -56,6 +58,7 @@ pub use event::{Event, EventProcessor, EventType};
 pub use handle::DelegateHandle;
 pub use main_thread::QueuedSender;
 pub use multicast::{MulticastDelegate, Registration};
+pub use next_broadcast::{Gone, NextBroadcast};
 pub use reflect::{ScriptComponent, ScriptPayload};
 pub use scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
 pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
@@ -78,6 +81,7 @@ pub mod __private {
     pub use crate::multicast::MulticastDelegate;
     #[doc(hidden)]
     pub use crate::multicast::{OwnerBroadcasts, OwnerClears};
+    pub use crate::next_broadcast::{NextBroadcast, NextSender};
     #[doc(hidden)]
     pub use crate::reflect::{
         Blittable, ComponentInfo, DelegateProperty, FieldInfo, FieldType, PayloadInfo,
@@ -164,6 +168,47 @@ pub mod __private {
     #[inline]
     pub fn fn_address(f: *const ()) -> usize {
         f.addr()
+    }
+
+    /// Not public API; used by expansions of `declare_multicast_delegate!`: `next()` (X5)
+    /// subscribes the one-shot subscriber `make` builds around the future's sender.
+    #[doc(hidden)]
+    #[track_caller]
+    pub fn next_broadcast<F: ?Sized + 'static, T>(
+        delegate: &crate::multicast::MulticastDelegate<F>,
+        make: impl FnOnce(crate::next_broadcast::NextSender<T>) -> std::rc::Rc<F>,
+    ) -> crate::next_broadcast::NextBroadcast<T> {
+        crate::next_broadcast::subscribe(delegate.list(), make)
+    }
+
+    /// Not public API; used by expansions of `declare_multicast_delegate!`: `T` is `Self`. The
+    /// expansion of `next()` names a parameter's referent (and its result) through a type
+    /// parameter `T` bound by `Referent: Is<T>`, which infers it, so that `ToOwned` and `Default`
+    /// are required where `next()` is called, and `next()` is only compiled for a caller.
+    #[doc(hidden)]
+    pub trait Is<T: ?Sized> {
+        /// `self`, as `&T`.
+        fn as_same(&self) -> &T;
+        /// `value`, as `Self`.
+        fn from_same(value: T) -> Self
+        where
+            Self: Sized,
+            T: Sized;
+    }
+
+    #[doc(hidden)]
+    impl<T: ?Sized> Is<T> for T {
+        #[inline]
+        fn as_same(&self) -> &T {
+            self
+        }
+        #[inline]
+        fn from_same(value: T) -> T
+        where
+            T: Sized,
+        {
+            value
+        }
     }
 
     /// Not public API; used by expansions. Upgrades the weak owner of a member binding; the

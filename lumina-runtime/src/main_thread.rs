@@ -91,6 +91,11 @@ thread_local! {
     /// of this module registers its teardown here when it is first made (the core delegates'
     /// reset), so this module names none of it (N3: no import circle).
     static SESSION_END: RefCell<Vec<fn()>> = const { RefCell::new(Vec::new()) };
+    /// How many drains `process_queue` started on this thread in this session: the frame count
+    /// of frame-waiting futures (X5).
+    static FRAME: Cell<u64> = const { Cell::new(0) };
+    /// Wakers to wake when the next drain starts (see [`wake_next_frame`]).
+    static FRAME_WAKERS: RefCell<Vec<std::task::Waker>> = const { RefCell::new(Vec::new()) };
 }
 
 mod sealed {
@@ -410,6 +415,13 @@ impl Drop for GameThreadScope {
         }
         drop(leftover);
         SPARE.with(|spare| spare.take());
+        FRAME.with(|frame| frame.set(0));
+        let wakers = FRAME_WAKERS.with(|wakers| std::mem::take(&mut *wakers.borrow_mut()));
+        let mut drops = crate::invocation::Drops::default();
+        for waker in wakers {
+            drops.drop(waker);
+        }
+        drops.finish();
     }
 }
 
@@ -525,11 +537,15 @@ pub fn process_queue() -> usize {
              at the next drain"
         );
     }
+    // A new frame: wake what waits for it first, so that the tasks these wakers queue run in
+    // this drain. Marked draining meanwhile: a waker calling `process_queue` is refused.
+    DRAINING.with(|draining| draining.set(true));
+    let mut drain = Drain { ran: 0 };
+    FRAME.with(|frame| frame.set(frame.get() + 1));
+    wake_frame_wakers();
     let mut batch = SPARE.with(|spare| spare.take());
     std::mem::swap(&mut *lock(&QUEUE), &mut batch);
     BATCH.with(|taken| *taken.borrow_mut() = batch);
-    let mut drain = Drain { ran: 0 };
-    DRAINING.with(|draining| draining.set(true));
     while let Some(task) = BATCH.with(|batch| batch.borrow_mut().pop_front()) {
         // A game module's task is the module's code running (R5): unloading the module from it
         // is deferred until it returned, when the frame is dropped.
@@ -539,6 +555,45 @@ pub fn process_queue() -> usize {
         drain.ran += 1;
     }
     drain.ran
+}
+
+/// Wakes every waker registered with [`wake_next_frame`]; a panicking waker is logged and the
+/// others still wake.
+fn wake_frame_wakers() {
+    let wakers = FRAME_WAKERS.with(|wakers| std::mem::take(&mut *wakers.borrow_mut()));
+    for waker in wakers {
+        if let Err(payload) =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || waker.wake()))
+        {
+            tracing::error!(
+                "lumina: a waker registered for the next frame panicked in `wake`; the other \
+                 frame waiters were still woken"
+            );
+            crate::invocation::Drops::drop_one(payload);
+        }
+    }
+}
+
+/// The frame count of the game thread: how many times [`process_queue`] has run in this session
+/// (counting the one running now). Frame-waiting futures
+/// ([`coroutine::next_frame`](crate::coroutine::next_frame)) compare against it.
+#[track_caller]
+pub fn frame() -> u64 {
+    assert_game_thread("`main_thread::frame`");
+    FRAME.with(Cell::get)
+}
+
+/// Wakes `waker` when the next [`process_queue`] starts, before it runs its tasks: what
+/// frame-waiting futures register. On the game thread only.
+#[track_caller]
+pub fn wake_next_frame(waker: std::task::Waker) {
+    assert_game_thread("`main_thread::wake_next_frame`");
+    FRAME_WAKERS.with(|wakers| wakers.borrow_mut().push(waker));
+}
+
+/// The session of the calling thread (0: none): tasks of an ended session are never polled.
+pub(crate) fn current_session() -> u64 {
+    SESSION.with(Cell::get)
 }
 
 /// One running [`process_queue`]. Dropping it, also when a task panics, puts the tasks of the

@@ -589,6 +589,26 @@ macro_rules! impl_multicast_arity {
                 });
             }
 
+            /// The future of the next broadcast (X5): resolves with its arguments (as the
+            /// broadcast clones them for each subscriber, M11), or [`Gone`](crate::Gone) if
+            /// the delegate is dropped or cleared first. Subscribed now (a broadcast running
+            /// now does not reach it, M2); dropping it unsubscribes. For a delegate with a
+            /// return type, its subscriber returns `R::default()`. See
+            /// [`NextBroadcast`](crate::NextBroadcast).
+            #[track_caller]
+            pub fn next(&self) -> crate::NextBroadcast<($($Arg,)*)>
+            where
+                R: Default,
+            {
+                crate::next_broadcast::subscribe(&self.list, |sender| {
+                    let subscriber: Rc<dyn Fn($($Arg),*) -> R> = Rc::new(move |$($arg: $Arg),*| {
+                        sender.send(($($arg,)*));
+                        R::default()
+                    });
+                    subscriber
+                })
+            }
+
             /// [`broadcast`](Self::broadcast), then [`clear`](Self::clear): for one-shot signals.
             /// Subscribers added during the broadcast are cleared too (M6).
             pub fn broadcast_and_clear(&self, $($arg: $Arg),*) {
@@ -610,6 +630,27 @@ macro_rules! impl_multicast_arity {
 }
 
 impl_multicast_arity!();
+
+macro_rules! impl_registration_next {
+    ($($Arg:ident),*) => {
+        impl<'a, $($Arg: Clone + 'static,)* R: Default + 'static> Registration<'a, dyn Fn($($Arg),*) -> R> {
+            /// The future of the delegate's next broadcast: see
+            /// [`MulticastDelegate::next`](MulticastDelegate#method.next) (X5).
+            #[track_caller]
+            pub fn next(&self) -> crate::NextBroadcast<($($Arg,)*)> {
+                self.delegate().next()
+            }
+        }
+    };
+}
+
+impl_registration_next!();
+impl_registration_next!(A);
+impl_registration_next!(A, B);
+impl_registration_next!(A, B, C);
+impl_registration_next!(A, B, C, D);
+impl_registration_next!(A, B, C, D, E);
+impl_registration_next!(A, B, C, D, E, G);
 impl_multicast_arity!(a: A);
 impl_multicast_arity!(a: A, b: B);
 impl_multicast_arity!(a: A, b: B, c: C);

@@ -550,6 +550,20 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         self.add_lambda(f)
     }
 
+    /// The future of the next broadcast, native side (X5): resolves with a clone of its payload,
+    /// or [`Gone`](crate::Gone) if the delegate is dropped or cleared first. Subscribed now as a
+    /// native listener that ends after one call; dropping the future unsubscribes. See
+    /// [`NextBroadcast`](crate::NextBroadcast).
+    #[track_caller]
+    pub fn next(&self) -> crate::NextBroadcast<P>
+    where
+        P: Clone,
+    {
+        crate::next_broadcast::subscribe(&self.base.list, |sender| {
+            Listener::Native(native(move |payload: &P| sender.send(payload.clone())))
+        })
+    }
+
     /// Adds a method of `owner`, held weakly (M9): it never runs once `owner` is dropped.
     #[track_caller]
     pub fn add_member<T: Any>(

@@ -297,7 +297,9 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let priority = local("priority");
     let registration = registration_name(decl);
     let fallback = &decl.fallback_generics;
-    let registration_type = expand_registration(decl, &common);
+    let next = expand_next(decl, args, &common);
+    let next_delegate = next.as_ref().map(|(delegate, _)| delegate);
+    let registration_type = expand_registration(decl, &common, next.as_ref().map(|(_, view)| view));
     let queued = expand_queued(decl, args);
     let passed: Vec<TokenStream> = args.iter().map(Arg::pass).collect();
 
@@ -630,6 +632,8 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
 
             #collect
             #combine
+
+            #next_delegate
         }
 
         #registration_type
@@ -639,7 +643,11 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
 
 /// The bind-only view `<Name>Registration<'a>` of a declared multicast delegate (B2): the
 /// subscribe and unsubscribe methods of `Name`, forwarded, and nothing that broadcasts or clears.
-fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream {
+fn expand_registration(
+    decl: &DelegateDecl,
+    common: &Common<'_>,
+    next: Option<&TokenStream>,
+) -> TokenStream {
     let name = &decl.name;
     let vis = &decl.vis;
     let registration = registration_name(decl);
@@ -877,8 +885,145 @@ fn expand_registration(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream 
             {
                 ::core::unreachable!()
             }
+            #next
         }
     }
+}
+
+/// Whether `ty` (a referent, an owned parameter or the result) cannot be named in `next()`'s
+/// bounds and future: it borrows (a reference or a lifetime inside), or is a trait object or an
+/// `impl` type. Such a delegate has no `next()`.
+fn not_nameable(ty: &Type) -> bool {
+    let text = ty.to_token_stream().to_string();
+    text.contains('&') || text.contains('\'') || text.contains("dyn") || text.contains("impl")
+}
+
+/// The referent of a reference parameter type (through parentheses and invisible groups).
+fn referent(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Reference(reference) => Some(&reference.elem),
+        Type::Paren(inner) => referent(&inner.elem),
+        Type::Group(inner) => referent(&inner.elem),
+        _ => None,
+    }
+}
+
+/// `next()` (X5) for a declared multicast delegate and its view: the future of the next
+/// broadcast, resolving with its arguments, owned ones as the broadcast clones them and
+/// referenced ones through `ToOwned`. Its bounds (`ToOwned` referents, a `Default` result) are
+/// higher-ranked, so they are checked where `next()` is called, not here: a delegate whose
+/// arguments cannot be owned simply has no usable `next()`, and no new error. Not generated when
+/// a referent, an owned parameter or the result borrows or is a trait object (see
+/// [`not_nameable`]).
+fn expand_next(
+    decl: &DelegateDecl,
+    args: &[Arg],
+    common: &Common<'_>,
+) -> Option<(TokenStream, TokenStream)> {
+    let Common {
+        names, types, rc, ..
+    } = common;
+    let mut outputs = Vec::new();
+    let mut values = Vec::new();
+    let mut bounds = Vec::new();
+    // One type parameter per referent (and one for a result), inferred to be that type by
+    // `__private::Is`: the bounds name the method's own parameters, so `ToOwned` and `Default`
+    // are required where `next()` is called, and the method is only compiled for a caller (a
+    // dylib exporting every non-generic method would otherwise compile one whose bounds do not
+    // hold).
+    let mut params = Vec::new();
+    for arg in args {
+        let name = &arg.name;
+        match referent(&arg.ty) {
+            Some(elem) => {
+                if not_nameable(elem) {
+                    return None;
+                }
+                let param = format_ident!("__Referent{}", params.len());
+                outputs.push(quote!(<#param as ::std::borrow::ToOwned>::Owned));
+                let reference = if is_mut_reference(&arg.ty) {
+                    quote!(&*#name)
+                } else {
+                    quote!(#name)
+                };
+                values.push(quote! {
+                    ::std::borrow::ToOwned::to_owned(
+                        <#elem as ::lumina::__private::Is<#param>>::as_same(#reference)
+                    )
+                });
+                bounds.push(quote! {
+                    #elem: ::lumina::__private::Is<#param>,
+                    #param: ?::core::marker::Sized + ::std::borrow::ToOwned + 'static,
+                    <#param as ::std::borrow::ToOwned>::Owned: 'static,
+                });
+                params.push(param);
+            }
+            None => {
+                let ty = &arg.ty;
+                if not_nameable(ty) {
+                    return None;
+                }
+                outputs.push(quote!(#ty));
+                values.push(quote!(#name));
+            }
+        }
+    }
+    if decl.output.as_ref().is_some_and(not_nameable) {
+        return None;
+    }
+    let (result, result_bound) = match &decl.output {
+        Some(output) => {
+            let param = format_ident!("__Result");
+            let bound = quote! {
+                #output: ::lumina::__private::Is<#param>,
+                #param: ::core::default::Default,
+            };
+            let result = quote! {
+                <#output as ::lumina::__private::Is<#param>>::from_same(
+                    <#param as ::core::default::Default>::default()
+                )
+            };
+            params.push(param);
+            (result, bound)
+        }
+        None => (quote!(), quote!()),
+    };
+    let generics = (!params.is_empty()).then(|| quote!(<#(#params),*>));
+    let sender = local("sender");
+    let future = quote!(::lumina::__private::NextBroadcast<(#(#outputs,)*)>);
+    let doc = quote! {
+        /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
+        /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+        /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
+        /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
+        /// the game thread with `lumina::coroutine::spawn_local`.
+    };
+    let signature = quote! {
+        #doc
+        #[track_caller]
+        pub fn next #generics (&self) -> #future
+        where
+            #(#bounds)*
+            #result_bound
+    };
+    let delegate = quote! {
+        #signature
+        {
+            ::lumina::__private::next_broadcast(&self.0, |#sender| {
+                #rc::new(move |#(#names: #types),*| {
+                    #sender.send((#(#values,)*));
+                    #result
+                })
+            })
+        }
+    };
+    let view = quote! {
+        #signature
+        {
+            self.0.next::<#(#params),*>()
+        }
+    };
+    Some((delegate, view))
 }
 
 /// `Name` + `Registration`, at the name's span.

@@ -9,6 +9,8 @@
 //!   `is::<T>()`, `downcast_ref` / `downcast_mut`, `is_handled` / `set_handled`. The handled
 //!   flag lives in the [`Envelope`] around the event, so event structs stay plain data.
 //! - [`EventProcessor`], [`EventHandler`], [`InputLayer`] (P1-P4): the prioritized chain.
+//! - [`EventProcessor::add_handler`] (X1): typed handlers, for one class (`&mut KeyPressedEvent`)
+//!   or one [`category`] ([`KeyboardEvent`], ...), with no downcast in game code.
 //! - [`InputViewportRegistry`]: routes input to the focused viewport before the editor chrome.
 //!
 //! ```
@@ -36,6 +38,7 @@ mod event_type;
 mod events;
 mod input;
 mod processor;
+mod typed;
 mod viewport;
 
 pub use class::{Envelope, Event, EventClass};
@@ -43,4 +46,8 @@ pub use event_type::{EventCategory, EventType, ParseEventTypeError};
 pub use events::*;
 pub use input::{IVec2, Key, Modifiers, MouseButton, UVec2, Vec2};
 pub use processor::{EventHandler, EventProcessor, InputLayer};
-pub use viewport::{InputViewportRegistry, Rect, ViewportId};
+pub use typed::{
+    AppEvent, EventSelector, EventSubscription, JoystickEvent, KeyboardEvent, MouseEvent,
+    TypedHandler, WindowEvent, category,
+};
+pub use viewport::{InputViewportRegistry, Rect, ViewportId, ViewportSubscription};

@@ -6,6 +6,7 @@ use std::fmt;
 use std::rc::{Rc, Weak};
 
 use super::class::{Envelope, Event, EventClass};
+use super::typed::{EventSelector, EventSubscription, TypedHandler};
 use crate::handle::DelegateHandle;
 use crate::invocation::InvocationList;
 
@@ -251,6 +252,52 @@ impl EventProcessor {
             handle,
             self.handlers.weak_remover(),
         ))
+    }
+
+    /// Registers a closure for one event class or category (rule X1): `add_handler::<KeyPressedEvent>`
+    /// calls it with `&mut KeyPressedEvent`, `add_handler::<category::Keyboard>` with a
+    /// [`KeyboardEvent`](super::KeyboardEvent); it returns `true` to consume the event. Other
+    /// events pass it by, as if it returned `false`.
+    ///
+    /// The closure is a [`TypedHandler`] in the same chain as every other handler: `priority`
+    /// orders it (higher first, equal priorities in registration order, P1), consumption stops
+    /// the chain (P2), and registering, unregistering and dispatching from inside it follow P4.
+    /// The returned [`EventSubscription`] owns it (the processor holds it weakly, P3) and
+    /// unregisters it when dropped.
+    ///
+    /// ```
+    /// use lumina::event::{
+    ///     category, EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers, MouseEvent,
+    ///     MouseMovedEvent, Vec2,
+    /// };
+    ///
+    /// let processor = EventProcessor::new();
+    /// let jump = processor.add_handler::<KeyPressedEvent>(InputLayer::Viewport, |key| {
+    ///     key.key == Key::Space
+    /// });
+    /// let hover = processor.add_handler::<category::Mouse>(InputLayer::Default, |event| {
+    ///     matches!(event, MouseEvent::Moved(moved) if moved.position.x > 100.0)
+    /// });
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::Space, Modifiers::NONE)));
+    /// assert!(processor.dispatch(MouseMovedEvent::new(Vec2::new(200.0, 0.0), Vec2::new(1.0, 0.0))));
+    /// drop(jump);
+    /// assert!(!processor.dispatch(KeyPressedEvent::new(Key::Space, Modifiers::NONE)));
+    /// # drop(hover);
+    /// ```
+    #[track_caller]
+    pub fn add_handler<S: EventSelector>(
+        &self,
+        priority: impl Into<i32>,
+        handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
+    ) -> EventSubscription {
+        let handler: Rc<dyn EventHandler> = Rc::new(TypedHandler::<S, _>::new(handler));
+        let handle = self
+            .register_handle(&handler, priority.into())
+            .expect("a new handler is never registered yet");
+        EventSubscription::new(
+            crate::ScopedSubscription::new(handle, self.handlers.weak_remover()),
+            handler,
+        )
     }
 
     /// Unregisters `handler`; `false` if it was not registered. During a dispatch, a handler

@@ -14,6 +14,7 @@ use super::events::{
 };
 use super::input::Vec2;
 use super::processor::{EventHandler, EventProcessor, InputLayer};
+use super::typed::{EventSelector, TypedHandler};
 
 /// A rectangle in window coordinates: `origin` is its top-left corner.
 #[derive(Clone, Copy, PartialEq, Debug, Default)]
@@ -50,6 +51,36 @@ struct Viewport {
     id: ViewportId,
     rect: Rect,
     handler: Weak<dyn EventHandler>,
+}
+
+/// A viewport added by [`InputViewportRegistry::add_viewport_handler`]: owns its typed handler
+/// (the registry holds it weakly) and so removes the viewport when dropped.
+#[must_use = "dropping the subscription removes the viewport at once; keep it"]
+pub struct ViewportSubscription {
+    id: ViewportId,
+    handler: Rc<dyn EventHandler>,
+}
+
+impl ViewportSubscription {
+    /// The viewport's id, for [`focus`](InputViewportRegistry::focus),
+    /// [`set_rect`](InputViewportRegistry::set_rect) and
+    /// [`remove_viewport`](InputViewportRegistry::remove_viewport).
+    pub fn id(&self) -> ViewportId {
+        self.id
+    }
+
+    /// The handler, as the registry holds it (weakly).
+    pub fn handler(&self) -> &Rc<dyn EventHandler> {
+        &self.handler
+    }
+}
+
+impl fmt::Debug for ViewportSubscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ViewportSubscription")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Routes input to the focused or hovered viewport.
@@ -141,6 +172,41 @@ impl InputViewportRegistry {
             handler: Rc::downgrade(&handler),
         });
         id
+    }
+
+    /// Adds a viewport covering `rect` whose input goes to a typed closure (rule X1): one event
+    /// class (`add_viewport_handler::<KeyPressedEvent>`) or one category
+    /// (`add_viewport_handler::<category::Keyboard>`, ...); routed events of other classes pass it by
+    /// (to the layers below). The returned [`ViewportSubscription`] owns the closure (the
+    /// registry holds viewports weakly): dropping it removes the viewport.
+    ///
+    /// ```
+    /// use lumina::event::{
+    ///     category, EventProcessor, InputViewportRegistry, Key, KeyPressedEvent, KeyboardEvent,
+    ///     Modifiers, Rect,
+    /// };
+    /// use std::rc::Rc;
+    ///
+    /// let processor = EventProcessor::new();
+    /// let registry = Rc::new(InputViewportRegistry::new());
+    /// assert!(registry.register(&processor));
+    /// let game = registry.add_viewport_handler::<category::Keyboard>(
+    ///     Rect::new(0.0, 0.0, 800.0, 600.0),
+    ///     |event| matches!(event, KeyboardEvent::Pressed(key) if key.key == Key::W),
+    /// );
+    /// assert!(registry.focus(game.id()));
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// drop(game);
+    /// assert!(registry.is_empty());
+    /// ```
+    pub fn add_viewport_handler<S: EventSelector>(
+        &self,
+        rect: Rect,
+        handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
+    ) -> ViewportSubscription {
+        let handler = Rc::new(TypedHandler::<S, _>::new(handler));
+        let id = self.add_viewport(&handler, rect);
+        ViewportSubscription { id, handler }
     }
 
     /// Removes a viewport (and its focus); `false` if `id` is unknown.

@@ -51,6 +51,15 @@ impl Drops {
     }
 }
 
+/// The text of a panic's payload (`panic!` with a literal or a format), for reports.
+pub(crate) fn panic_text(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
+}
+
 /// Drops a panic's payload that will not propagate. Its own `Drop` could panic again: that is
 /// caught too, and only then (a payload whose drop panics, twice) is anything leaked.
 fn drop_payload(payload: Box<dyn Any + Send>) {

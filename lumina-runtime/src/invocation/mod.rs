@@ -98,5 +98,6 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use drops::{Drops, panic_text};
 pub(crate) use entry::Subscriber;
 pub(crate) use list::{Block, InvocationList, RemoveByHandle, Spec};

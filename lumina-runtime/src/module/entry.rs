@@ -146,11 +146,7 @@ pub unsafe fn run_entry(report: *const EntryReport, body: fn()) -> bool {
     match panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(()) => true,
         Err(payload) => {
-            let message = payload
-                .downcast_ref::<&str>()
-                .map(|text| (*text).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic with a non-text payload".to_owned());
+            let message = crate::invocation::panic_text(&*payload);
             // SAFETY: `report` is valid for the call (contract); `write` reads `len` bytes.
             unsafe {
                 let report = &*report;

@@ -663,6 +663,16 @@ fn prepare_unload(id: ModuleId) -> Result<When, ModuleError> {
              returns, e.g. from a task queued with `main_thread::enqueue`"
         ));
     }
+    let task_running = track::TASK_HOOKS
+        .get()
+        .is_some_and(|hooks| (hooks.running)(&|code| track::belongs_to(id.0, code)));
+    if task_running {
+        return busy(
+            "a coroutine task it spawned is running; unload it after the task's poll returns, \
+             e.g. from a task queued with `main_thread::enqueue`"
+                .to_owned(),
+        );
+    }
     if running == Some(track::Running::Task) {
         let info = MODULES.with_borrow_mut(|modules| {
             let module = modules.iter_mut().find(|m| m.id == id)?;
@@ -736,6 +746,10 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
     let left_on_other_threads = remove_subscriptions(id);
     // Tasks it queued for the game thread would run its code after the unmapping.
     let dropped = main_thread::drop_queued(|task| track::belongs_to(id.0, track::code_of(task)));
+    // Coroutine tasks it spawned would poll its code after the unmapping: dropped unpolled.
+    let tasks = track::TASK_HOOKS.get().map_or(0, |hooks| {
+        (hooks.drop_tasks)(&|code| track::belongs_to(id.0, code))
+    });
     let loaded = MODULES.with_borrow_mut(|modules| {
         let index = modules.iter().position(|m| m.id == id)?;
         Some(modules.remove(index))
@@ -745,6 +759,14 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         return Err(ModuleError::NotLoaded { id });
     };
     track::remove_range(id.0);
+    if tasks > 0 {
+        tracing::warn!(
+            module = loaded.info.name(),
+            "lumina: game module `{}` was unloaded with {tasks} coroutine task(s) it spawned \
+             still running; they were dropped unpolled",
+            loaded.info.name()
+        );
+    }
     if dropped > 0 {
         tracing::warn!(
             module = loaded.info.name(),

@@ -30,6 +30,18 @@ use std::thread::ThreadId;
 
 use crate::handle::DelegateHandle;
 
+/// What the coroutine executor (`crate::coroutine`, a layer above this one: this module does not
+/// import it: no import circle) lets an unloading module do to its tasks: drop, unpolled, those whose code
+/// `doomed` says is the module's (returning how many), and say whether the task being polled now
+/// runs such code. Set by the executor's first spawn.
+pub(crate) struct TaskHooks {
+    pub(crate) drop_tasks: fn(&dyn Fn(Option<Code>) -> bool) -> usize,
+    pub(crate) running: fn(&dyn Fn(Option<Code>) -> bool) -> bool,
+}
+
+/// The executor's hooks, once it has spawned a task.
+pub(crate) static TASK_HOOKS: std::sync::OnceLock<TaskHooks> = std::sync::OnceLock::new();
+
 /// How many module libraries are mapped: 0 makes every check one load.
 static LOADED: AtomicUsize = AtomicUsize::new(0);
 /// How many subscriptions are recorded: 0 makes `forget` one load.

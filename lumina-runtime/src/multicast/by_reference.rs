@@ -48,6 +48,16 @@ pub trait ByReference<A: ?Sized, R> {
     /// through, never cloned: M11); never allocates (M12).
     fn broadcast(&self, a: &A);
 
+    /// The future of the next broadcast (X5): resolves with an owned copy of its argument
+    /// (`ToOwned`: a `String` for `&str`), or [`Gone`](crate::Gone) if the delegate is dropped or
+    /// cleared first; its subscriber returns `R::default()`. See
+    /// [`NextBroadcast`](crate::NextBroadcast).
+    #[track_caller]
+    fn next(&self) -> crate::NextBroadcast<A::Owned>
+    where
+        A: ToOwned,
+        R: Default;
+
     /// [`broadcast`](Self::broadcast), then `clear`: for one-shot signals.
     fn broadcast_and_clear(&self, a: &A);
 
@@ -84,6 +94,21 @@ impl<A: ?Sized + 'static, R: 'static> ByReference<A, R> for MulticastDelegate<dy
         self.list().broadcast_with((), |f, ()| {
             f(a);
         });
+    }
+
+    #[track_caller]
+    fn next(&self) -> crate::NextBroadcast<A::Owned>
+    where
+        A: ToOwned,
+        R: Default,
+    {
+        crate::next_broadcast::subscribe(self.list(), |sender| {
+            let subscriber: Rc<dyn Fn(&A) -> R> = Rc::new(move |a: &A| {
+                sender.send(a.to_owned());
+                R::default()
+            });
+            subscriber
+        })
     }
 
     fn broadcast_and_clear(&self, a: &A) {

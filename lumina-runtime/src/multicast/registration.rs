@@ -104,6 +104,11 @@ impl<'a, F: ?Sized + 'static> Registration<'a, F> {
         Registration { delegate }
     }
 
+    /// The delegate viewed (for the typed methods of the parent module).
+    pub(super) fn delegate(&self) -> &'a MulticastDelegate<F> {
+        self.delegate
+    }
+
     /// [`MulticastDelegate::add_shared`].
     #[track_caller]
     pub fn add_shared(&self, callable: Rc<F>) -> DelegateHandle {

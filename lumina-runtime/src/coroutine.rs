@@ -1,0 +1,428 @@
+//! Coroutines on the game thread (rule X5): `!Send` futures polled by
+//! [`main_thread::process_queue`], with futures that wait for frames.
+//!
+//! Gameplay sequences read as "wait until X fires, then ...": an `async` block awaits a
+//! delegate's [`next()`](crate::NextBroadcast), [`next_frame`] or [`frames`], and
+//! [`spawn_local`] runs it on the game thread. No async runtime is involved: the executor is the
+//! main-thread queue itself.
+//!
+//! ```
+//! use lumina::{coroutine, main_thread, MulticastDelegate};
+//! use std::cell::RefCell;
+//! use std::rc::Rc;
+//!
+//! let _game = main_thread::GameThreadScope::enter();
+//! let on_switch = Rc::new(MulticastDelegate::<dyn Fn(u32)>::new());
+//! let log = Rc::new(RefCell::new(Vec::new()));
+//!
+//! let (switch, sink) = (Rc::clone(&on_switch), Rc::clone(&log));
+//! coroutine::spawn_local(async move {
+//!     let (id,) = switch.next().await.expect("the switch outlives the sequence");
+//!     sink.borrow_mut().push(format!("switch {id} fired"));
+//!     coroutine::frames(2).await;
+//!     sink.borrow_mut().push("two frames later".to_owned());
+//! });
+//!
+//! main_thread::process_queue(); // frame 1: the task starts and waits for the switch
+//! on_switch.broadcast(7);       // wakes it
+//! main_thread::process_queue(); // frame 2: "switch 7 fired", waits two frames
+//! main_thread::process_queue(); // frame 3
+//! assert_eq!(log.borrow().len(), 1);
+//! main_thread::process_queue(); // frame 4: done
+//! assert_eq!(*log.borrow(), ["switch 7 fired", "two frames later"]);
+//! ```
+//!
+//! # How tasks run
+//!
+//! - A task lives in a table of the game thread, keyed by its id. Its waker holds only that id
+//!   and its session (an `Arc`, so it is `Send + Sync` as every `Waker` must be): waking it, from
+//!   any thread, queues one poll of the task with [`main_thread::enqueue`], at most one at a time.
+//!   So a task is polled only by `process_queue`, never inside the code that woke it.
+//! - A task is polled with nothing borrowed: it may spawn tasks, cancel any task (itself
+//!   included: it is dropped once its poll returns), broadcast, and wake anything.
+//! - A panic in a task is caught, reported through `tracing` and in its [`TaskHandle`], and the
+//!   task is dropped; the other tasks and the rest of the drain go on.
+//! - A task spawned by code of a game module is dropped, unpolled, when the module unloads
+//!   (MB4); unloading a module from inside its own task is refused (`Busy`: its code is on the stack).
+//! - A task of a game-thread session that ended (a `GameThreadScope` dropped) is never polled
+//!   again; it is dropped at the next spawn or poll on that thread.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+
+use crate::invocation::Drops;
+use crate::main_thread;
+use crate::module::track::{self, Code};
+
+/// Task ids, unique in the process.
+static NEXT_TASK: AtomicU64 = AtomicU64::new(1);
+
+type BoxedTask = Pin<Box<dyn Future<Output = ()>>>;
+
+/// How a task is doing, as its [`TaskHandle`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TaskStatus {
+    /// Spawned, not finished: it runs at the drains it is woken for.
+    Running,
+    /// Its future completed.
+    Finished,
+    /// Cancelled by [`TaskHandle::cancel`]: dropped without running further.
+    Cancelled,
+    /// It panicked; the panic was reported and the task dropped.
+    Panicked,
+    /// The game module whose code it runs was unloaded: dropped unpolled (MB4).
+    Unloaded,
+    /// Its game-thread session ended before it finished: never polled again.
+    Abandoned,
+}
+
+struct Slot {
+    /// `None` while it is being polled.
+    future: Option<BoxedTask>,
+    waker: Arc<TaskWaker>,
+    status: Rc<Cell<TaskStatus>>,
+    /// Its code (the future's vtable), when a game module was loaded at spawn (MB4).
+    code: Option<Code>,
+    /// Cancelled (or unloaded) while it was being polled: dropped once the poll returns.
+    ended: Option<TaskStatus>,
+}
+
+#[derive(Default)]
+struct Tasks {
+    session: u64,
+    slots: HashMap<u64, Slot>,
+}
+
+thread_local! {
+    static TASKS: RefCell<Tasks> = RefCell::new(Tasks::default());
+    /// The code of the task being polled now, and whether one is (tasks never nest).
+    static POLLING: Cell<Option<Option<Code>>> = const { Cell::new(None) };
+}
+
+/// The waker of one task: its id and session. `Send + Sync`; waking queues one poll.
+struct TaskWaker {
+    id: u64,
+    session: u64,
+    /// A poll is queued and has not started: further wakes add nothing.
+    queued: AtomicBool,
+}
+
+impl Wake for TaskWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.queued.swap(true, Ordering::AcqRel) {
+            let (id, session) = (self.id, self.session);
+            main_thread::enqueue(move || poll_task(id, session));
+        }
+    }
+}
+
+/// A spawned task: its status, and the way to cancel it. Dropping the handle detaches the task
+/// (it keeps running), as a thread's `JoinHandle` does.
+pub struct TaskHandle {
+    id: u64,
+    status: Rc<Cell<TaskStatus>>,
+}
+
+impl fmt::Debug for TaskHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskHandle")
+            .field("id", &self.id)
+            .field("status", &self.status.get())
+            .finish()
+    }
+}
+
+impl TaskHandle {
+    /// How the task is doing.
+    pub fn status(&self) -> TaskStatus {
+        self.status.get()
+    }
+
+    /// Whether the task has ended, whichever way.
+    pub fn is_finished(&self) -> bool {
+        self.status.get() != TaskStatus::Running
+    }
+
+    /// Cancels the task: it is dropped now (with everything it holds: a pending
+    /// [`NextBroadcast`](crate::NextBroadcast) unsubscribes), or, when it cancels itself from
+    /// inside its own poll, as soon as that poll returns. `false` if it had already ended.
+    pub fn cancel(&self) -> bool {
+        end_task(self.id, TaskStatus::Cancelled)
+    }
+}
+
+/// Runs `future` on the game thread: its first poll is at the next
+/// [`main_thread::process_queue`], and later ones at the drains after something woke it.
+/// Returns a handle to follow or cancel it; dropping the handle leaves the task running.
+///
+/// On the game thread only (panics elsewhere, naming [`main_thread::enqueue`]).
+#[track_caller]
+pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
+    main_thread::assert_game_thread("`coroutine::spawn_local`");
+    let future: BoxedTask = Box::pin(future);
+    let code = track::code_of::<dyn Future<Output = ()>>(&*future);
+    let id = NEXT_TASK.fetch_add(1, Ordering::Relaxed);
+    let session = main_thread::current_session();
+    let waker = Arc::new(TaskWaker {
+        id,
+        session,
+        queued: AtomicBool::new(false),
+    });
+    let status = Rc::new(Cell::new(TaskStatus::Running));
+    drop_stale_tasks();
+    track::TASK_HOOKS.get_or_init(|| track::TaskHooks {
+        drop_tasks: drop_module_tasks,
+        running: module_task_running,
+    });
+    TASKS.with_borrow_mut(|tasks| {
+        tasks.slots.insert(
+            id,
+            Slot {
+                future: Some(future),
+                waker: Arc::clone(&waker),
+                status: Rc::clone(&status),
+                code,
+                ended: None,
+            },
+        )
+    });
+    waker.wake_by_ref();
+    TaskHandle { id, status }
+}
+
+/// How many tasks are alive on this thread (spawned, not ended).
+pub fn task_count() -> usize {
+    TASKS.with_borrow(|tasks| tasks.slots.len())
+}
+
+/// Drops the tasks of an ended session, if any, with nothing borrowed.
+fn drop_stale_tasks() {
+    let session = main_thread::current_session();
+    let stale = TASKS.with_borrow_mut(|tasks| {
+        if tasks.session == session {
+            return Vec::new();
+        }
+        tasks.session = session;
+        tasks.slots.drain().map(|(_, slot)| slot).collect()
+    });
+    let mut drops = Drops::default();
+    for slot in stale {
+        slot.status.set(TaskStatus::Abandoned);
+        drops.drop(slot);
+    }
+    drops.finish();
+}
+
+/// One poll of task `id`, queued by its waker.
+fn poll_task(id: u64, session: u64) {
+    if session != main_thread::current_session() {
+        return; // a task of an ended session
+    }
+    drop_stale_tasks();
+    let Some((mut future, waker, code)) = TASKS.with_borrow_mut(|tasks| {
+        let slot = tasks.slots.get_mut(&id)?;
+        // Cleared before the poll: a wake during it queues the next one.
+        slot.waker.queued.store(false, Ordering::Release);
+        Some((slot.future.take()?, Arc::clone(&slot.waker), slot.code))
+    }) else {
+        return; // ended (cancelled, unloaded) since the wake
+    };
+    let waker = Waker::from(waker);
+    let mut cx = Context::from_waker(&waker);
+    POLLING.set(Some(code));
+    let outcome = catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)));
+    POLLING.set(None);
+    let status = match outcome {
+        Ok(Poll::Pending) => None,
+        Ok(Poll::Ready(())) => Some(TaskStatus::Finished),
+        Err(payload) => {
+            let message = crate::invocation::panic_text(&*payload);
+            tracing::error!(
+                task = id,
+                "lumina: a coroutine task panicked: {message}; it was dropped, the other tasks \
+                 go on"
+            );
+            Drops::drop_one(payload);
+            Some(TaskStatus::Panicked)
+        }
+    };
+    let done = TASKS.with_borrow_mut(|tasks| {
+        let slot = tasks.slots.get_mut(&id)?;
+        // Cancelled (or unloaded) during its own poll: that stays its status, unless the rest
+        // of the poll panicked.
+        let status = match (slot.ended, status) {
+            (Some(_), Some(TaskStatus::Panicked)) => Some(TaskStatus::Panicked),
+            (Some(ended), _) => Some(ended),
+            (None, status) => status,
+        };
+        match status {
+            None => {
+                slot.future = Some(future);
+                None
+            }
+            Some(status) => {
+                let slot = tasks.slots.remove(&id)?;
+                slot.status.set(status);
+                Some((slot, future))
+            }
+        }
+    });
+    drop(waker);
+    // The task and what it holds are user values: dropped with nothing borrowed, guarded.
+    if let Some(done) = done {
+        Drops::drop_one(done);
+    }
+}
+
+/// Ends task `id` with `status`: drops it now, or marks it to be dropped after its running poll.
+fn end_task(id: u64, status: TaskStatus) -> bool {
+    let taken = TASKS.with_borrow_mut(|tasks| {
+        let slot = tasks.slots.get_mut(&id)?;
+        if slot.future.is_none() {
+            // Being polled: dropped when the poll returns.
+            if slot.ended.is_some() {
+                return None;
+            }
+            slot.ended = Some(status);
+            slot.status.set(status);
+            return Some(None);
+        }
+        let slot = tasks.slots.remove(&id)?;
+        slot.status.set(status);
+        Some(Some(slot))
+    });
+    match taken {
+        None => false,
+        Some(slot) => {
+            Drops::drop_one(slot);
+            true
+        }
+    }
+}
+
+// ---- module hooks (MB4), see `crate::module::track::TaskHooks`.
+
+/// Drops, unpolled, every task whose code `doomed` says belongs to an unloading module; returns
+/// how many.
+fn drop_module_tasks(doomed: &dyn Fn(Option<Code>) -> bool) -> usize {
+    let ids: Vec<u64> = TASKS.with_borrow(|tasks| {
+        tasks
+            .slots
+            .iter()
+            .filter(|(_, slot)| slot.future.is_some() && doomed(slot.code))
+            .map(|(&id, _)| id)
+            .collect()
+    });
+    ids.into_iter()
+        .filter(|&id| end_task(id, TaskStatus::Unloaded))
+        .count()
+}
+
+/// Whether the task being polled now runs code `doomed` says belongs to an unloading module:
+/// then the module cannot unload (its code is on the stack).
+fn module_task_running(doomed: &dyn Fn(Option<Code>) -> bool) -> bool {
+    POLLING.get().is_some_and(doomed)
+}
+
+// ---- end of module hooks
+
+/// A future that completes at the next frame: the next [`main_thread::process_queue`] (after
+/// the one running now, if any). `frames(1)`.
+pub fn next_frame() -> Frames {
+    frames(1)
+}
+
+/// A future that completes `n` frames from its first poll: at the `n`th
+/// [`main_thread::process_queue`] after the frame it was first polled in (`frames(0)` at once).
+/// It registers its waker with [`main_thread::wake_next_frame`], so it works with any executor
+/// on the game thread.
+pub fn frames(n: u64) -> Frames {
+    Frames { n, target: None }
+}
+
+/// The future of [`frames`] and [`next_frame`].
+#[derive(Debug)]
+#[must_use = "futures do nothing unless polled"]
+pub struct Frames {
+    n: u64,
+    /// The frame it completes in, fixed at the first poll.
+    target: Option<u64>,
+}
+
+impl Future for Frames {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let now = main_thread::frame();
+        let n = self.n;
+        let target = *self.target.get_or_insert(now + n);
+        if now >= target {
+            return Poll::Ready(());
+        }
+        main_thread::wake_next_frame(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::main_thread::GameThreadScope;
+
+    #[test]
+    fn x5_mb4_a_module_unload_drops_its_tasks_unpolled() {
+        let _game = GameThreadScope::enter();
+        let polled = Rc::new(Cell::new(0));
+        let counter = Rc::clone(&polled);
+        let doomed = spawn_local(async move { counter.set(counter.get() + 1) });
+        // The unload asks about each live task's code (`None` here: no module is loaded);
+        // this predicate stands for "the code is in the module's library".
+        let asked = Cell::new(0);
+        let hooks = track::TASK_HOOKS.get().expect("set by the first spawn");
+        let dropped = (hooks.drop_tasks)(&|code| {
+            asked.set(asked.get() + 1);
+            code.is_none()
+        });
+        assert_eq!((dropped, asked.get()), (1, 1));
+        assert_eq!(doomed.status(), TaskStatus::Unloaded);
+        assert_eq!(task_count(), 0);
+        let counter = Rc::clone(&polled);
+        let kept = spawn_local(async move { counter.set(counter.get() + 10) });
+        assert_eq!((hooks.drop_tasks)(&|_| false), 0);
+        main_thread::process_queue();
+        assert_eq!(polled.get(), 10, "the unloaded task was never polled");
+        assert_eq!(kept.status(), TaskStatus::Finished);
+    }
+
+    #[test]
+    fn x5_r5_a_module_cannot_unload_while_its_task_runs() {
+        let _game = GameThreadScope::enter();
+        let inside = Rc::new(Cell::new(None));
+        let seen = Rc::clone(&inside);
+        let _task = spawn_local(async move {
+            let hooks = track::TASK_HOOKS.get().unwrap();
+            seen.set(Some((hooks.running)(&|_| true)));
+        });
+        let hooks = track::TASK_HOOKS.get().unwrap();
+        assert!(!(hooks.running)(&|_| true), "no task runs now");
+        main_thread::process_queue();
+        assert_eq!(
+            inside.get(),
+            Some(true),
+            "inside its poll, the task's code is running"
+        );
+    }
+}
