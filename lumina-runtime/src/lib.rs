@@ -16,6 +16,7 @@
 //!   processor (PL1-PL3).
 //! - [`module`]: game modules in dynamic libraries: load, unload, hot reload (MB1-MB5).
 //! - [`ffi`]: the C ABI a managed host calls (SD5).
+//! - [`bus`]: the gameplay message bus, tag-addressed messages between entities (GB1-GB9).
 //!
 //! Every mechanism is built on one private invocation list (subscribers in order, with handles,
 //! weak owners and priorities), which implements the reentrancy contract (M1-M13) once.
@@ -32,6 +33,7 @@
 extern crate self as lumina;
 
 pub mod bind_site;
+pub mod bus;
 pub mod core_delegates;
 pub mod delegate;
 pub mod event;
@@ -49,6 +51,7 @@ pub mod script_delegate;
 pub mod script_generation;
 mod thread_bound;
 
+pub use bus::{MessageBus, Tag, TagKey};
 pub use core_delegates::CoreDelegates;
 pub use delegate::Delegate;
 pub use event::{Event, EventProcessor, EventType};
@@ -65,6 +68,8 @@ pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
 pub mod __private {
     #[doc(hidden)]
     pub use crate::bind_site::Subscription;
+    #[doc(hidden)]
+    pub use crate::bus::TagKey;
     #[doc(hidden)]
     pub use crate::delegate::Delegate;
     #[doc(hidden)]

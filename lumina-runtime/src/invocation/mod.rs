@@ -85,3 +85,4 @@ mod tests;
 
 pub(crate) use entry::Subscriber;
 pub(crate) use list::{Block, InvocationList, RemoveByHandle};
+pub(crate) use settle::Drops;

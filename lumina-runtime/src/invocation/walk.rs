@@ -119,6 +119,19 @@ impl<C: Subscriber> InvocationList<C> {
         }
     }
 
+    /// [`broadcast_with`](Self::broadcast_with) with an early stop: runs subscribers in order
+    /// until `call` returns `true` (then returns `true`). The gameplay message bus uses it, so a
+    /// listener that consumes a message stops the rest of its list (GB3). Same rules as
+    /// `broadcast_with` (M1-M13); never allocates.
+    #[inline]
+    pub(crate) fn broadcast_until<A: Clone>(
+        &self,
+        args: A,
+        call: impl FnMut(&C, A) -> bool,
+    ) -> bool {
+        self.block().is_some_and(|block| block.walk(args, call))
+    }
+
     /// The event processor's dispatch: runs subscribers in order until one `call` returns `true`
     /// (then returns `true`), for a list whose subscribers hold their owner weakly themselves
     /// (P3). `upgrade` turns a subscriber into a strong reference (`None`: its owner is dead,
