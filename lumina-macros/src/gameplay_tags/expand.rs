@@ -43,7 +43,6 @@ pub(crate) fn expand(decl: &TagsDecl, tags: &[FlatTag]) -> TokenStream {
             #(#docs)*
             #separator
             #[doc = #summary]
-            #[allow(non_upper_case_globals)]
             #vis static #constant: ::lumina::__private::TagKey<#payload_ty> =
                 ::lumina::__private::TagKey::new(#name, #retained);
         }
