@@ -89,7 +89,10 @@ fn main() {
             let mut health = health.borrow_mut();
             let slot = health.iter_mut().find(|(id, _)| *id == soldier).unwrap();
             slot.1 = slot.1.saturating_sub(damage.amount);
-            println!("  soldier {soldier}: -{} hp, {} left", damage.amount, slot.1);
+            println!(
+                "  soldier {soldier}: -{} hp, {} left",
+                damage.amount, slot.1
+            );
         });
     }
     let _squad = bus.listen_entity_partial(&tags::COMBAT, SQUAD, |message| {
@@ -126,7 +129,10 @@ fn main() {
 
     println!("a scoreboard joins late:");
     let _scoreboard = bus.listen(&tags::MATCH_STATE, |state, message| {
-        println!("  scoreboard: {state:?} (retained: {})", message.is_replay());
+        println!(
+            "  scoreboard: {state:?} (retained: {})",
+            message.is_replay()
+        );
     });
 
     println!("the loot worker posts from its thread:");

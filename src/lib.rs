@@ -1,6 +1,6 @@
 //! # lumina
 //!
-//! The Lumina game engine's notification system. Three mechanisms, not interchangeable:
+//! The Lumina game engine's notification system. Four mechanisms, not interchangeable:
 //!
 //! 1. **Delegates**: single-cast [`Delegate`] and multicast [`MulticastDelegate`] callbacks with
 //!    [`DelegateHandle`]s, whose broadcast stays correct while subscribers add, remove, clear and
@@ -9,6 +9,8 @@
 //!    ([`ScriptDelegate`]).
 //! 3. **Input events**: event types dispatched through a prioritized handler chain
 //!    ([`EventProcessor`]).
+//! 4. **The gameplay message bus**: tag-addressed messages between gameplay entities
+//!    ([`MessageBus`](bus::MessageBus), tags declared by [`gameplay_tags!`]).
 //!
 //! Start with the [`guide`]: how to choose between the mechanisms, the game thread and the
 //! main-thread queue, script delegates and the C# host, input routing, how to see lumina's

@@ -118,7 +118,11 @@ fn gb1_tags_nest_with_parent_depth_and_matches() {
     assert!(headshot.matches(combat));
     assert!(headshot.matches(headshot));
     assert!(!combat.matches(headshot));
-    assert!(!tags::TEST_COMBAT_HEAL.tag().matches(tags::TEST_COMBAT_DAMAGE.tag()));
+    assert!(
+        !tags::TEST_COMBAT_HEAL
+            .tag()
+            .matches(tags::TEST_COMBAT_DAMAGE.tag())
+    );
     let names: Vec<&str> = headshot.ancestors().map(Tag::name).collect();
     assert_eq!(
         names,
@@ -157,7 +161,10 @@ fn gb1_unknown_or_malformed_names_are_typed_errors() {
         assert_eq!(Tag::register(bad), Err(UnknownTag::Malformed(bad.into())));
     }
     let message = Tag::find("Nope.Nothing").unwrap_err().to_string();
-    assert!(message.contains("no gameplay tag `Nope.Nothing`"), "{message}");
+    assert!(
+        message.contains("no gameplay tag `Nope.Nothing`"),
+        "{message}"
+    );
 }
 
 // ---- GB2 ---------------------------------------------------------------------------------------
@@ -184,11 +191,11 @@ fn gb2_declaring_a_tag_again_with_another_payload_type_panics_clearly() {
     static OTHER: TagKey<String> = TagKey::new("Test.Combat.Heal", false);
     let _ = tags::TEST_COMBAT_HEAL.tag();
     let panic = catch_unwind(|| OTHER.tag()).unwrap_err();
-    let text = panic
-        .downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_default();
-    assert!(text.contains("carries `u32`, not `alloc::string::String`"), "{text}");
+    let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        text.contains("carries `u32`, not `alloc::string::String`"),
+        "{text}"
+    );
 }
 
 // ---- GB3 ---------------------------------------------------------------------------------------
@@ -206,7 +213,10 @@ fn gb3_a_partial_listener_hears_descendants_and_is_told_the_tag() {
         push(&sink, format!("{} {amount:?}", message.tag()));
     });
     bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 3 });
-    bus.send(&tags::TEST_COMBAT_DAMAGE_CRITICAL_HEADSHOT, Damage { amount: 9 });
+    bus.send(
+        &tags::TEST_COMBAT_DAMAGE_CRITICAL_HEADSHOT,
+        Damage { amount: 9 },
+    );
     bus.send(&tags::TEST_COMBAT_HEAL, 2);
     bus.send(&tags::TEST_COMBAT, ());
     bus.send(&tags::TEST_MATCH_STATE, MatchState::Warmup); // not a descendant
@@ -226,7 +236,9 @@ fn gb3_an_exact_listener_hears_its_tag_only() {
     let bus: MessageBus<u32> = MessageBus::new();
     let count = Rc::new(Cell::new(0));
     let sink = Rc::clone(&count);
-    let _h = bus.listen(&tags::TEST_COMBAT_DAMAGE, move |_, _| sink.set(sink.get() + 1));
+    let _h = bus.listen(&tags::TEST_COMBAT_DAMAGE, move |_, _| {
+        sink.set(sink.get() + 1)
+    });
     bus.send(&tags::TEST_COMBAT_DAMAGE_CRITICAL, Damage { amount: 1 });
     assert_eq!(count.get(), 0);
     bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 1 });
@@ -417,9 +429,11 @@ fn gb5_send_follows_the_delegates_reentrancy_rules() {
         }
     });
     let sink = Rc::clone(&seen);
-    victim.set(Some(bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
-        push(&sink, format!("victim {amount}"))
-    })));
+    victim.set(Some(
+        bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+            push(&sink, format!("victim {amount}"))
+        }),
+    ));
     bus.send(&tags::TEST_COMBAT_HEAL, 1);
     // The nested send started after `late` was added: it hears that one (M2).
     assert_eq!(*seen.borrow(), ["first 1", "first 2", "late 2"]);
@@ -436,7 +450,9 @@ fn gb5_a_panicking_listener_leaves_the_bus_consistent() {
         assert!(*amount != 13, "unlucky");
     });
     let sink = Rc::clone(&count);
-    let _after = bus.listen(&tags::TEST_COMBAT_HEAL, move |_, _| sink.set(sink.get() + 1));
+    let _after = bus.listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+        sink.set(sink.get() + 1)
+    });
     assert!(catch_unwind(AssertUnwindSafe(|| bus.send(&tags::TEST_COMBAT_HEAL, 13))).is_err());
     assert_eq!(count.get(), 0);
     bus.send(&tags::TEST_COMBAT_HEAL, 1);
@@ -459,7 +475,10 @@ fn gb5_posted_messages_wait_for_the_delivery_point_in_post_order() {
     });
     let sink = Rc::clone(&seen);
     let _damage = bus.listen(&tags::TEST_COMBAT_DAMAGE, move |damage, message| {
-        push(&sink, format!("damage {} to {:?}", damage.amount, message.entity()))
+        push(
+            &sink,
+            format!("damage {} to {:?}", damage.amount, message.entity()),
+        )
     });
     bus.post(&tags::TEST_COMBAT_HEAL, 1);
     bus.post_to(&tags::TEST_COMBAT_DAMAGE, 7, Damage { amount: 2 });
@@ -467,10 +486,7 @@ fn gb5_posted_messages_wait_for_the_delivery_point_in_post_order() {
     assert!(seen.borrow().is_empty());
     assert_eq!(bus.posted(), 3);
     assert_eq!(bus.deliver_posted(), 3);
-    assert_eq!(
-        *seen.borrow(),
-        ["heal 1", "damage 2 to Some(7)", "heal 3"]
-    );
+    assert_eq!(*seen.borrow(), ["heal 1", "damage 2 to Some(7)", "heal 3"]);
     assert_eq!(bus.deliver_posted(), 1);
     assert_eq!(seen.borrow().last().unwrap(), "heal 100");
     assert_eq!(bus.deliver_posted(), 0);
@@ -498,13 +514,17 @@ fn gb5_posters_on_other_threads_deliver_in_post_order_per_thread() {
     let bus: MessageBus<u32> = MessageBus::new();
     let seen = Rc::new(RefCell::new(Vec::new()));
     let sink = Rc::clone(&seen);
-    let _h = bus.listen(&tags::TEST_JOB_DONE, move |job, _| sink.borrow_mut().push(*job));
+    let _h = bus.listen(&tags::TEST_JOB_DONE, move |job, _| {
+        sink.borrow_mut().push(*job)
+    });
     let workers: Vec<_> = (0..3_u64)
         .map(|thread| {
             let poster = bus.poster();
             std::thread::spawn(move || {
                 for job in 0..50 {
-                    poster.post(&tags::TEST_JOB_DONE, thread * 1000 + job).unwrap();
+                    poster
+                        .post(&tags::TEST_JOB_DONE, thread * 1000 + job)
+                        .unwrap();
                 }
             })
         })
@@ -520,7 +540,10 @@ fn gb5_posters_on_other_threads_deliver_in_post_order_per_thread() {
             .copied()
             .filter(|job| job / 1000 == thread)
             .collect();
-        assert_eq!(mine, (0..50).map(|job| thread * 1000 + job).collect::<Vec<_>>());
+        assert_eq!(
+            mine,
+            (0..50).map(|job| thread * 1000 + job).collect::<Vec<_>>()
+        );
     }
 }
 
@@ -593,7 +616,9 @@ fn gb6_a_tag_not_retained_keeps_nothing() {
     bus.send(&tags::TEST_COMBAT_HEAL, 5);
     let count = Rc::new(Cell::new(0));
     let sink = Rc::clone(&count);
-    let _h = bus.listen(&tags::TEST_COMBAT_HEAL, move |_, _| sink.set(sink.get() + 1));
+    let _h = bus.listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+        sink.set(sink.get() + 1)
+    });
     assert_eq!(count.get(), 0);
     assert!(bus.retained(&tags::TEST_COMBAT_HEAL).is_none());
 }
@@ -608,12 +633,17 @@ fn gb6_a_replayed_listener_may_send_on_its_tag() {
     let _h = bus.listen(&tags::TEST_MATCH_STATE, move |state, _| {
         push(&sink, format!("{state:?}"));
         if *state == MatchState::Warmup {
-            b.upgrade().unwrap().send(&tags::TEST_MATCH_STATE, MatchState::Playing);
+            b.upgrade()
+                .unwrap()
+                .send(&tags::TEST_MATCH_STATE, MatchState::Playing);
         }
     });
     assert_eq!(*seen.borrow(), ["Warmup", "Playing"]);
     let retained = bus.retained(&tags::TEST_MATCH_STATE).unwrap();
-    assert_eq!(retained.downcast_ref::<MatchState>(), Some(&MatchState::Playing));
+    assert_eq!(
+        retained.downcast_ref::<MatchState>(),
+        Some(&MatchState::Playing)
+    );
 }
 
 // ---- GB7 ---------------------------------------------------------------------------------------
@@ -623,7 +653,9 @@ fn gb7_handles_and_scoped_guards_remove_listeners() {
     let bus: MessageBus<u32> = MessageBus::new();
     let count = Rc::new(Cell::new(0));
     let sink = Rc::clone(&count);
-    let handle = bus.listen(&tags::TEST_COMBAT_HEAL, move |_, _| sink.set(sink.get() + 1));
+    let handle = bus.listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+        sink.set(sink.get() + 1)
+    });
     let sink = Rc::clone(&count);
     let guard = bus.scoped(bus.listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
         sink.set(sink.get() + 10)

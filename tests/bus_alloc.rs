@@ -89,17 +89,26 @@ fn gb9_partial_matching_bubbling_consuming_and_retained_sends_allocate_nothing()
     // Warm up: keys resolved, the retained slot made.
     let _ = tags::ALLOC_DAMAGE_CRITICAL.tag();
     bus.send(&tags::ALLOC_DAMAGE_CRITICAL_HEADSHOT, Damage { amount: 1 });
-    bus.send_to(&tags::ALLOC_DAMAGE_CRITICAL_HEADSHOT, 4, Damage { amount: 1 });
+    bus.send_to(
+        &tags::ALLOC_DAMAGE_CRITICAL_HEADSHOT,
+        4,
+        Damage { amount: 1 },
+    );
     bus.send(&tags::ALLOC_SCORE, 1);
     let counted = allocations(|| {
         for round in 0..10 {
-            bus.send(&tags::ALLOC_DAMAGE_CRITICAL_HEADSHOT, Damage { amount: round });
+            bus.send(
+                &tags::ALLOC_DAMAGE_CRITICAL_HEADSHOT,
+                Damage { amount: round },
+            );
             bus.send_to(&tags::ALLOC_DAMAGE_CRITICAL, 4, Damage { amount: round });
             bus.send_to(&tags::ALLOC_DAMAGE, 4, Damage { amount: 99 });
             bus.send(&tags::ALLOC_SCORE, round);
         }
     });
-    println!("GB9 partial depth 3 + bubbling + consume + retained: {counted} allocations in 40 sends");
+    println!(
+        "GB9 partial depth 3 + bubbling + consume + retained: {counted} allocations in 40 sends"
+    );
     assert_eq!(counted, 0);
     assert!(hits.get() > 0);
 }
@@ -113,7 +122,9 @@ fn gb9_posting_allocates_nothing_once_the_queues_have_grown() {
         sink.set(sink.get() + damage.amount)
     });
     let sink = Rc::clone(&hits);
-    let _s = bus.listen(&tags::ALLOC_SCORE, move |score, _| sink.set(sink.get() + score));
+    let _s = bus.listen(&tags::ALLOC_SCORE, move |score, _| {
+        sink.set(sink.get() + score)
+    });
     let frame = |round: u64| {
         for i in 0..64 {
             bus.post(&tags::ALLOC_DAMAGE, Damage { amount: i });

@@ -329,9 +329,8 @@ impl Target for Real {
         let handle = match (listen.partial, listen.entity) {
             (true, None) => bus.listen_partial_with_priority(key, listen.priority, on_message),
             (true, Some(entity)) => bus.listen_entity_partial(key, entity, on_message),
-            (false, None) => bus.listen_with_priority(key, listen.priority, move |_, message| {
-                on_message(message)
-            }),
+            (false, None) => bus
+                .listen_with_priority(key, listen.priority, move |_, message| on_message(message)),
             (false, Some(entity)) => {
                 bus.listen_entity(key, entity, move |_, message| on_message(message))
             }
@@ -452,13 +451,7 @@ impl Model {
         if listener.dropped.replace(true) {
             return;
         }
-        guarded_drop(|| {
-            dropped(
-                self,
-                format!("L{}", listener.label),
-                &listener.spec.on_drop,
-            )
-        });
+        guarded_drop(|| dropped(self, format!("L{}", listener.label), &listener.spec.on_drop));
     }
 
     fn drop_payload(&self, label: usize, on_drop: &[Op]) {
@@ -475,13 +468,25 @@ impl Model {
             .cloned()
             .collect();
         // Entity listeners are added with priority 0.
-        let priority = |l: &ModelListener| if l.spec.entity.is_some() { 0 } else { l.spec.priority };
+        let priority = |l: &ModelListener| {
+            if l.spec.entity.is_some() {
+                0
+            } else {
+                l.spec.priority
+            }
+        };
         found.sort_by_key(|l| (-priority(l), l.label));
         found
     }
 
     /// The message's tag, then its ancestors: whether a listener consumed it.
-    fn walk_tags(&self, tag: usize, entity: Option<u8>, sent: (Option<u8>, usize), at: Option<u8>) -> bool {
+    fn walk_tags(
+        &self,
+        tag: usize,
+        entity: Option<u8>,
+        sent: (Option<u8>, usize),
+        at: Option<u8>,
+    ) -> bool {
         let mut current = Some(tag);
         while let Some(walked) = current {
             for listener in self.present(walked, at) {
@@ -706,17 +711,19 @@ fn listen(
         actions,
         on_drop,
     )
-        .prop_map(|(tag, partial, entity, priority, consume, actions, on_drop)| {
-            Op::Listen(Rc::new(Listen {
-                tag,
-                partial,
-                entity,
-                priority,
-                consume,
-                actions,
-                on_drop,
-            }))
-        })
+        .prop_map(
+            |(tag, partial, entity, priority, consume, actions, on_drop)| {
+                Op::Listen(Rc::new(Listen {
+                    tag,
+                    partial,
+                    entity,
+                    priority,
+                    consume,
+                    actions,
+                    on_drop,
+                }))
+            },
+        )
 }
 
 fn script() -> impl Strategy<Value = Script> {

@@ -36,7 +36,12 @@ mod gameplay_tags;
 mod script_delegate;
 
 /// The examples (in `examples/<name>.rs`) whose expansion lives in `examples/expanded/<name>.rs`.
-const EXAMPLES: &[&str] = &["delegates", "input_events", "script_delegates", "message_bus"];
+const EXAMPLES: &[&str] = &[
+    "delegates",
+    "input_events",
+    "script_delegates",
+    "message_bus",
+];
 
 /// How a macro was invoked.
 enum Invocation {

@@ -74,7 +74,9 @@ impl Parse for Node {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let attrs = input.call(Attribute::parse_outer)?;
         if !input.peek(Ident) {
-            return Err(input.error("expected a gameplay tag name, such as `Combat` or `Combat.Damage`"));
+            return Err(
+                input.error("expected a gameplay tag name, such as `Combat` or `Combat.Damage`")
+            );
         }
         let mut path = vec![input.parse::<Ident>()?];
         while input.peek(Token![.]) {

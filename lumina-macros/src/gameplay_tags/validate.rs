@@ -169,7 +169,10 @@ mod tests {
 
     #[test]
     fn gb1_constant_names_are_screaming_snake_per_segment() {
-        assert_eq!(constant_name("Combat.Damage.Critical"), "COMBAT_DAMAGE_CRITICAL");
+        assert_eq!(
+            constant_name("Combat.Damage.Critical"),
+            "COMBAT_DAMAGE_CRITICAL"
+        );
         assert_eq!(constant_name("Combat.HitPoints"), "COMBAT_HIT_POINTS");
         assert_eq!(constant_name("UI.Hud2"), "UI_HUD2");
     }

@@ -411,7 +411,13 @@ impl<E: EntityId> MessageBus<E> {
         entity: E,
         listener: impl Fn(&P, &Message<'_, E>) + 'static,
     ) -> DelegateHandle {
-        self.add(key.tag(), Some(entity), false, 0, exact(key.tag(), listener))
+        self.add(
+            key.tag(),
+            Some(entity),
+            false,
+            0,
+            exact(key.tag(), listener),
+        )
     }
 
     /// [`listen_partial`](Self::listen_partial) for one entity (GB4).
@@ -444,12 +450,12 @@ impl<E: EntityId> MessageBus<E> {
             ),
         };
         if is_partial {
-            channel.partials.set(channel.partials.get().saturating_add(1));
+            channel
+                .partials
+                .set(channel.partials.get().saturating_add(1));
             self.any_partial.set(true);
         }
-        let handle = channel
-            .list
-            .insert(priority, None, Rc::clone(&callable));
+        let handle = channel.list.insert(priority, None, Rc::clone(&callable));
         self.remember(
             handle,
             Record {
@@ -481,11 +487,12 @@ impl<E: EntityId> MessageBus<E> {
     }
 
     fn is_listening_with(&self, id: u64, record: &Record<E>) -> bool {
-        self.channel_of(record.tag, record.entity).is_some_and(|channel| {
-            channel
-                .list
-                .subscriber_matches(DelegateHandle::from_id(id), |_| true)
-        })
+        self.channel_of(record.tag, record.entity)
+            .is_some_and(|channel| {
+                channel
+                    .list
+                    .subscriber_matches(DelegateHandle::from_id(id), |_| true)
+            })
     }
 
     /// A new listener hears the retained messages it matches (GB6): its tag's, and for a
@@ -773,22 +780,22 @@ impl<E: EntityId> MessageBus<E> {
         let old = {
             let mut slot = channel.retained.borrow_mut();
             let reused = match slot.as_mut() {
-                Some((sent_to, shared)) => match Rc::get_mut(shared)
-                    .and_then(|value| value.downcast_mut::<P>())
-                {
-                    Some(value) => {
-                        *sent_to = entity;
-                        Some(std::mem::replace(value, payload))
+                Some((sent_to, shared)) => {
+                    match Rc::get_mut(shared).and_then(|value| value.downcast_mut::<P>()) {
+                        Some(value) => {
+                            *sent_to = entity;
+                            Some(std::mem::replace(value, payload))
+                        }
+                        None => {
+                            drop(slot);
+                            let old = channel
+                                .retained
+                                .replace(Some((entity, Rc::new(payload) as Rc<dyn Any>)));
+                            Drops::drop_one(old);
+                            return;
+                        }
                     }
-                    None => {
-                        drop(slot);
-                        let old = channel
-                            .retained
-                            .replace(Some((entity, Rc::new(payload) as Rc<dyn Any>)));
-                        Drops::drop_one(old);
-                        return;
-                    }
-                },
+                }
                 None => {
                     *slot = Some((entity, Rc::new(payload) as Rc<dyn Any>));
                     None
@@ -802,8 +809,13 @@ impl<E: EntityId> MessageBus<E> {
 
     /// The retained message of `key`'s tag, if any (GB6).
     pub fn retained<P: 'static>(&self, key: &TagKey<P>) -> Option<Rc<dyn Any>> {
-        self.channel(key.tag())
-            .and_then(|channel| channel.retained.borrow().as_ref().map(|(_, p)| Rc::clone(p)))
+        self.channel(key.tag()).and_then(|channel| {
+            channel
+                .retained
+                .borrow()
+                .as_ref()
+                .map(|(_, p)| Rc::clone(p))
+        })
     }
 
     /// Forgets the retained message of `key`'s tag; whether there was one.
@@ -962,7 +974,10 @@ impl<E: EntityId> Drop for MessageBus<E> {
                 queued + from_threads
             );
         }
-        for channel in std::mem::take(self.channels.get_mut()).into_iter().flatten() {
+        for channel in std::mem::take(self.channels.get_mut())
+            .into_iter()
+            .flatten()
+        {
             drops.drop(channel);
         }
         for (_, channel) in std::mem::take(self.entity_channels.get_mut()) {

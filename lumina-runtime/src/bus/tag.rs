@@ -393,11 +393,6 @@ impl<P: 'static> TagKey<P> {
 
 impl<P: 'static> fmt::Debug for TagKey<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "TagKey({}: {})",
-            self.name,
-            std::any::type_name::<P>()
-        )
+        write!(f, "TagKey({}: {})", self.name, std::any::type_name::<P>())
     }
 }
