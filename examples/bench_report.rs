@@ -430,7 +430,8 @@ fn message_bus() -> Vec<Planned<'static>> {
         }
         for &(id, n) in channels {
             map.entry(id).or_default().extend(
-                (0..n).map(|_| Box::new(move |x: &i32| common::work(sink, *x)) as Box<dyn Fn(&i32)>),
+                (0..n)
+                    .map(|_| Box::new(move |x: &i32| common::work(sink, *x)) as Box<dyn Fn(&i32)>),
             );
         }
         map

@@ -21,7 +21,8 @@
 //! Every mechanism is built on one private invocation list (subscribers in order, with handles,
 //! weak owners and priorities), which implements the reentrancy contract (M1-M13) once.
 //!
-//! `unsafe` code is in [`ffi`], in the invocation list's `raw` module (the unchecked reads of
+//! `unsafe` code is in [`ffi`], in [`bus`] (one cast of a message's payload to the type its
+//! `TypeId` names, on the send path), in the invocation list's `raw` module (the unchecked reads of
 //! the broadcast loops), in [`module`] (dynamic loading, and the records that let an unload reach
 //! a module's subscriptions) and in [`script_generation`] (the delegates a generation's bindings
 //! live in). (`thread_bound` adds vacuous `unsafe impl Send` / `Sync` bounds that never hold, so

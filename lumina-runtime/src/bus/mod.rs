@@ -67,7 +67,7 @@ mod tag;
 pub use poster::{BusGone, Poster};
 pub use tag::{Tag, TagKey, UnknownTag, WrongPayload};
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -90,10 +90,10 @@ impl<T: Copy + Eq + Hash + fmt::Debug + 'static> EntityId for T {}
 /// cycle stops there (with a warning) instead of looping forever.
 const MAX_ENTITY_DEPTH: usize = 1024;
 
-/// What a listener is: called with the payload and the message being delivered. Made by the
+/// What a listener is: called with the message being delivered. Made by the
 /// bus's `listen*` methods from the user's closure, in the caller's crate, so the callable's code
 /// lies in the game module that subscribed (MB4 finds it there).
-type Callable<E> = Rc<dyn Fn(&dyn Any, &Message<'_, E>)>;
+type Callable<E> = Rc<dyn Fn(&Message<'_, E>)>;
 
 /// The message a listener hears: its tag, the entity it is addressed to, its payload, and the
 /// power to stop it going further (GB3).
@@ -101,6 +101,9 @@ pub struct Message<'a, E: EntityId = u64> {
     tag: Tag,
     entity: Option<E>,
     payload: &'a dyn Any,
+    /// The `TypeId` of the value `payload` refers to, read once per message, so a listener
+    /// checks its payload type without a dynamic call (GB9).
+    payload_type: TypeId,
     /// The tag whose listeners run now (the message's tag or an ancestor).
     at: Cell<Tag>,
     /// The entity whose listeners run now (`None`: listeners of no particular entity).
@@ -113,11 +116,25 @@ pub struct Message<'a, E: EntityId = u64> {
 }
 
 impl<'a, E: EntityId> Message<'a, E> {
-    fn new(tag: Tag, entity: Option<E>, payload: &'a dyn Any) -> Self {
+    /// A message whose payload is a `P`.
+    #[inline(always)]
+    fn new<P: 'static>(tag: Tag, entity: Option<E>, payload: &'a P) -> Self {
+        Self::with_type(tag, entity, payload, TypeId::of::<P>())
+    }
+
+    /// A message whose payload type is known only at run time (a retained message replayed).
+    fn new_erased(tag: Tag, entity: Option<E>, payload: &'a dyn Any) -> Self {
+        Self::with_type(tag, entity, payload, payload.type_id())
+    }
+
+    /// `payload_type` must be the `TypeId` of the value `payload` refers to (see `payload`).
+    #[inline(always)]
+    fn with_type(tag: Tag, entity: Option<E>, payload: &'a dyn Any, payload_type: TypeId) -> Self {
         Message {
             tag,
             entity,
             payload,
+            payload_type,
             at: Cell::new(tag),
             at_entity: Cell::new(None),
             consumed: Cell::new(false),
@@ -147,9 +164,18 @@ impl<'a, E: EntityId> Message<'a, E> {
         self.at.get()
     }
 
-    /// The payload, if it is a `P`.
+    /// The payload, if it is a `P`. One comparison: no dynamic call.
+    #[inline(always)]
     pub fn payload<P: 'static>(&self) -> Option<&'a P> {
-        self.payload.downcast_ref()
+        if self.payload_type != TypeId::of::<P>() {
+            return None;
+        }
+        // SAFETY: `payload_type` is the `TypeId` of the value `payload` refers to (the only
+        // constructor, `with_type`, is given it by `new`, from the static type of that value, or
+        // by `new_erased`, from the value itself), and it is `P`'s: the data pointer of
+        // `payload` points to a live `P`, borrowed for `'a`. What `downcast_ref` does, without its
+        // dynamic `type_id` call per listener (GB9).
+        Some(unsafe { &*std::ptr::from_ref(self.payload).cast::<P>() })
     }
 
     /// The payload as declared with `key`, if the message's tag is `key`'s tag or a descendant
@@ -475,12 +501,12 @@ impl<E: EntityId> MessageBus<E> {
         records.insert(handle.id(), record);
         // Sweep listeners removed by guards or unloads once they could be half the table.
         if records.len() >= 64 && records.len().is_power_of_two() {
-            let live: Vec<u64> = records
+            let gone: Vec<u64> = records
                 .iter()
                 .filter(|(id, record)| !self.is_listening_with(**id, record))
                 .map(|(id, _)| *id)
                 .collect();
-            for id in live {
+            for id in gone {
                 records.remove(&id);
             }
         }
@@ -533,11 +559,11 @@ impl<E: EntityId> MessageBus<E> {
             if !channel.list.subscriber_matches(handle, |_| true) {
                 break;
             }
-            let mut message = Message::new(sent_on, sent_to, &*payload);
+            let mut message = Message::new_erased(sent_on, sent_to, &*payload);
             message.replayed = true;
             message.at.set(tag);
             message.at_entity.set(entity);
-            callable(&*payload, &message);
+            callable(&message);
             // The payload clone is the bus's: dropped here, guarded (R2).
             Drops::drop_one(payload);
         }
@@ -770,40 +796,27 @@ impl<E: EntityId> MessageBus<E> {
     fn walk_channel(&self, message: &Message<'_, E>, tag: Tag, channel: &Channel<E>) -> bool {
         message.at.set(tag);
         channel.list.broadcast_until(message, |listener, message| {
-            listener(message.payload, message);
+            listener(message);
             message.consumed.get()
         })
     }
 
     fn retain<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
         let channel = self.channel_or_new(tag);
-        let old = {
-            let mut slot = channel.retained.borrow_mut();
-            let reused = match slot.as_mut() {
-                Some((sent_to, shared)) => {
-                    match Rc::get_mut(shared).and_then(|value| value.downcast_mut::<P>()) {
-                        Some(value) => {
-                            *sent_to = entity;
-                            Some(std::mem::replace(value, payload))
-                        }
-                        None => {
-                            drop(slot);
-                            let old = channel
-                                .retained
-                                .replace(Some((entity, Rc::new(payload) as Rc<dyn Any>)));
-                            Drops::drop_one(old);
-                            return;
-                        }
-                    }
-                }
-                None => {
-                    *slot = Some((entity, Rc::new(payload) as Rc<dyn Any>));
-                    None
-                }
-            };
-            reused
-        };
-        // The previous message is user data: dropped outside the borrow, guarded.
+        let mut slot = channel.retained.borrow_mut();
+        // Reused in place when no replay holds the last message (amortized zero allocation).
+        if let Some((sent_to, shared)) = slot.as_mut()
+            && let Some(value) = Rc::get_mut(shared).and_then(|value| value.downcast_mut::<P>())
+        {
+            *sent_to = entity;
+            let old = std::mem::replace(value, payload);
+            drop(slot);
+            // The previous message is user data: dropped outside the borrow, guarded.
+            Drops::drop_one(old);
+            return;
+        }
+        let old = slot.replace((entity, Rc::new(payload) as Rc<dyn Any>));
+        drop(slot);
         Drops::drop_one(old);
     }
 
@@ -1000,11 +1013,11 @@ fn exact<P: 'static, E: EntityId>(
     tag: Tag,
     listener: impl Fn(&P, &Message<'_, E>) + 'static,
 ) -> Callable<E> {
-    Rc::new(move |payload: &dyn Any, message: &Message<'_, E>| {
+    Rc::new(move |message: &Message<'_, E>| {
         if message.tag != tag {
             return;
         }
-        if let Some(payload) = payload.downcast_ref::<P>() {
+        if let Some(payload) = message.payload::<P>() {
             message.heard.set(message.heard.get() + 1);
             listener(payload, message);
         }
@@ -1013,7 +1026,7 @@ fn exact<P: 'static, E: EntityId>(
 
 /// The callable of a partial listener.
 fn partial<E: EntityId>(listener: impl Fn(&Message<'_, E>) + 'static) -> Callable<E> {
-    Rc::new(move |_: &dyn Any, message: &Message<'_, E>| {
+    Rc::new(move |message: &Message<'_, E>| {
         message.heard.set(message.heard.get() + 1);
         listener(message);
     })
