@@ -68,7 +68,7 @@ fn gb9_a_send_to_exact_listeners_allocates_nothing() {
 #[test]
 fn gb9_partial_matching_bubbling_consuming_and_retained_sends_allocate_nothing() {
     let bus: MessageBus<u32> = MessageBus::new();
-    bus.set_entity_parents(|entity| (entity > 0).then(|| entity / 2));
+    bus.set_entity_parents(|entity| (entity > 0).then_some(entity / 2));
     let hits = Rc::new(Cell::new(0_u64));
     for tag in [tags::ALLOC.tag(), tags::ALLOC_DAMAGE.tag()] {
         let hits = Rc::clone(&hits);

@@ -216,6 +216,13 @@ impl<E: EntityId> fmt::Debug for Message<'_, E> {
     }
 }
 
+/// A retained message: the entity it was addressed to, and its payload.
+type Retained<E> = (Option<E>, Rc<dyn Any>);
+/// The channels of listeners of one entity, by tag id and entity.
+type EntityChannels<E> = HashMap<(u32, E), Rc<Channel<E>>>;
+/// The engine's entity parent relation (GB4).
+type ParentRelation<E> = Rc<dyn Fn(E) -> Option<E>>;
+
 /// The listeners of one tag (for one entity, or for none), with the tag's retained message and
 /// posted queue.
 struct Channel<E: EntityId> {
@@ -226,7 +233,7 @@ struct Channel<E: EntityId> {
     partials: Cell<u32>,
     /// The last message of a retained tag (GB6), shared so a listener hearing it at once can
     /// send on the tag meanwhile. Reused in place when nothing else holds it.
-    retained: RefCell<Option<(Option<E>, Rc<dyn Any>)>>,
+    retained: RefCell<Option<Retained<E>>>,
     /// The messages posted on this tag, typed (GB5); created by the first post.
     queue: RefCell<Option<Rc<dyn Posted<E>>>>,
 }
@@ -324,11 +331,11 @@ pub struct MessageBus<E: EntityId = u64> {
     /// its first listener, post or retained message.
     channels: RefCell<Vec<Option<Rc<Channel<E>>>>>,
     /// Listeners of one entity, by tag id and entity.
-    entity_channels: RefCell<HashMap<(u32, E), Rc<Channel<E>>>>,
+    entity_channels: RefCell<EntityChannels<E>>,
     /// Whether any partial listener was ever added: if not, a send looks up its own tag only.
     any_partial: Cell<bool>,
     /// The engine's entity parent relation (GB4).
-    parents: RefCell<Option<Rc<dyn Fn(E) -> Option<E>>>>,
+    parents: RefCell<Option<ParentRelation<E>>>,
     /// Every listener added, by handle id; an entry whose listener was removed another way (a
     /// guard, an unload) is swept out as the table grows.
     records: RefCell<HashMap<u64, Record<E>>>,
