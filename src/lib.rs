@@ -10,7 +10,7 @@
 //! 3. **Input events**: event types dispatched through a prioritized handler chain
 //!    ([`EventProcessor`]).
 //! 4. **The gameplay message bus**: tag-addressed messages between gameplay entities
-//!    ([`MessageBus`](bus::MessageBus), tags declared by [`gameplay_tags!`]).
+//!    ([`MessageBus`], tags declared by [`gameplay_tags!`]).
 //!
 //! Start with the [`guide`]: how to choose between the mechanisms, the game thread and the
 //! main-thread queue, script delegates and the C# host, input routing, how to see lumina's

@@ -53,9 +53,9 @@
 //! [`send`](MessageBus::send) delivers at once, through the same invocation list as every
 //! delegate, so its reentrancy contract holds (M1-M13): a listener added during a send does not
 //! hear it, one removed does not run, sends nest, a panic leaves the bus consistent. It allocates
-//! nothing. [`post`](MessageBus::post) queues the message for [`deliver_posted`]
-//! (MessageBus::deliver_posted), which the engine calls once a frame; the queues keep their
-//! storage, so posting allocates nothing once they have grown. A [`Poster`] posts from any
+//! nothing. [`post`](MessageBus::post) queues the message for
+//! [`deliver_posted`](MessageBus::deliver_posted), which the engine calls once a frame; the
+//! queues keep their storage, so posting allocates nothing once they have grown. A [`Poster`] posts from any
 //! thread. A retained tag (`#[retained]` in `gameplay_tags!`) keeps its last message, which a
 //! listener added later hears at once.
 //!
