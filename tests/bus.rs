@@ -2,10 +2,8 @@
 //! `tests/bus_alloc.rs`, its timings in the quick report).
 
 use std::cell::{Cell, RefCell};
-use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
-use std::sync::{Arc, Mutex, PoisonError};
 
 use lumina::bus::{BusGone, Message, MessageBus, Tag, TagKey, UnknownTag};
 use lumina::gameplay_tags;
@@ -65,41 +63,11 @@ fn push(log: &Log, line: impl Into<String>) {
     log.borrow_mut().push(line.into());
 }
 
+mod support;
+
 /// Runs `f` with a `tracing` subscriber recording debug-level events on this thread.
 fn capture_debug<R>(f: impl FnOnce() -> R) -> (R, String) {
-    let buffer = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&buffer);
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_writer(move || Sink(Arc::clone(&sink)))
-        .without_time()
-        .with_target(false)
-        .finish();
-    let result = tracing::subscriber::with_default(subscriber, f);
-    let text = String::from_utf8(
-        buffer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone(),
-    )
-    .expect("tracing output is UTF-8");
-    (result, text)
-}
-
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl io::Write for Sink {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
+    support::capture_tracing_at(tracing::Level::DEBUG, f)
 }
 
 // ---- GB1 ---------------------------------------------------------------------------------------
