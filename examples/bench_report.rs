@@ -446,6 +446,88 @@ fn churn() -> Vec<Planned<'static>> {
     rows
 }
 
+/// The message bus (GB9): a send to N exact listeners against a raw
+/// `HashMap<u32, Vec<Box<dyn Fn>>>` lookup and loop; a partial-match send on a tag of depth 3
+/// (one partial listener on each level) against three such lookups and loops.
+fn message_bus() -> Vec<Planned<'static>> {
+    use std::collections::HashMap;
+    use std::sync::atomic::AtomicU64;
+    static EXACT: lumina::TagKey<i32> = lumina::TagKey::new("BenchBus.Exact", false);
+    static DEEP: lumina::TagKey<i32> = lumina::TagKey::new("BenchBus.Deep.Level.Three", false);
+    type Floor = HashMap<u32, Vec<Box<dyn Fn(&i32)>>>;
+    let sink: &'static AtomicU64 = &common::SINK;
+    // A few other channels, so the floor's map is not a single entry.
+    let floor_with = |channels: &[(u32, usize)]| -> Floor {
+        let mut map: Floor = HashMap::new();
+        for id in 0..8 {
+            map.insert(1000 + id, Vec::new());
+        }
+        for &(id, n) in channels {
+            map.entry(id).or_default().extend(
+                (0..n)
+                    .map(|_| Box::new(move |x: &i32| common::work(sink, *x)) as Box<dyn Fn(&i32)>),
+            );
+        }
+        map
+    };
+    let floor_send = |map: &Floor, id: u32, x: i32| {
+        if let Some(listeners) = map.get(&id) {
+            for listener in listeners {
+                listener(&x);
+            }
+        }
+    };
+    let mut rows = Vec::new();
+    for n in [1, 16, 1024] {
+        let id = EXACT.tag().id();
+        let floor = floor_with(&[(id, n)]);
+        let bus: lumina::MessageBus<u32> = lumina::MessageBus::new();
+        for _ in 0..n {
+            let _ = bus.listen(&EXACT, move |x, _| common::work(sink, *x));
+        }
+        common::take_sink();
+        bus.send(&EXACT, 1);
+        floor_send(&floor, id, 1);
+        assert_eq!(common::take_sink(), 2 * n as u64, "every listener ran");
+        rows.push(measure(
+            "bus send exact",
+            vec![
+                Case::new("floor HashMap<u32, Vec<Box>>", n, n, move || {
+                    floor_send(&floor, id, black_box(1))
+                }),
+                Case::new("lumina MessageBus::send", n, n, move || {
+                    bus.send(&EXACT, black_box(1))
+                }),
+            ],
+        ));
+    }
+    let levels: Vec<u32> = DEEP.tag().ancestors().take(3).map(|tag| tag.id()).collect();
+    let floor = floor_with(&[(levels[0], 1), (levels[1], 1), (levels[2], 1)]);
+    let bus: lumina::MessageBus<u32> = lumina::MessageBus::new();
+    for tag in DEEP.tag().ancestors().take(3) {
+        let _ = bus.listen_partial(tag, move |message| {
+            common::work(sink, *message.payload::<i32>().expect("an i32"))
+        });
+    }
+    common::take_sink();
+    bus.send(&DEEP, 1);
+    assert_eq!(common::take_sink(), 3, "one partial listener per level");
+    rows.push(measure(
+        "bus send partial",
+        vec![
+            Case::new("floor 3 lookups + loops", "3 lvl", 3, move || {
+                for &id in &levels {
+                    floor_send(&floor, id, black_box(1));
+                }
+            }),
+            Case::new("lumina MessageBus::send", "3 lvl", 3, move || {
+                bus.send(&DEEP, black_box(1))
+            }),
+        ],
+    ));
+    rows
+}
+
 fn print_table(rows: &[Row]) {
     println!(
         "{:<20} {:<30} {:>7} {:>10} {:>8} {:>13}  allocs/op",
@@ -475,17 +557,22 @@ fn print_targets(rows: &[Row]) {
     };
     let verdict = |ok: bool| if ok { "PASS" } else { "FAIL" };
     println!();
-    let empty = find("broadcast", "lumina", "0").expect("lumina row");
-    let empty_ratio = empty.ratio.unwrap_or(f64::NAN);
-    println!(
-        "target broadcast N=0     <= 1.5x floor: {empty_ratio:.2}x {}   0 allocs: {} {}",
-        verdict(empty_ratio <= 1.5),
-        empty.allocs,
-        verdict(empty.allocs == "0.00"),
-    );
+    if let Some(empty) = find("broadcast", "lumina", "0") {
+        let empty_ratio = empty.ratio.unwrap_or(f64::NAN);
+        println!(
+            "target broadcast N=0     <= 1.5x floor: {empty_ratio:.2}x {}   0 allocs: {} {}",
+            verdict(empty_ratio <= 1.5),
+            empty.allocs,
+            verdict(empty.allocs == "0.00"),
+        );
+    }
     for n in ["1", "4", "16", "1024"] {
-        let lumina = find("broadcast", "lumina", n).expect("lumina row");
-        let signals2 = find("broadcast", "signals2", n).expect("signals2 row");
+        let (Some(lumina), Some(signals2)) = (
+            find("broadcast", "lumina", n),
+            find("broadcast", "signals2", n),
+        ) else {
+            continue;
+        };
         let ratio = lumina.ratio.unwrap_or(f64::NAN);
         let speedup =
             signals2.ns_per_call.unwrap_or(f64::NAN) / lumina.ns_per_call.unwrap_or(f64::NAN);
@@ -522,6 +609,26 @@ fn print_targets(rows: &[Row]) {
                 );
             }
         }
+    }
+    for n in ["1", "16", "1024"] {
+        if let Some(lumina) = find("bus send exact", "lumina", n) {
+            let ratio = lumina.ratio.unwrap_or(f64::NAN);
+            println!(
+                "target bus send  N={n:<5} <= 1.5x floor: {ratio:.2}x {}   0 allocs: {} {}",
+                verdict(ratio <= 1.5),
+                lumina.allocs,
+                verdict(lumina.allocs == "0.00"),
+            );
+        }
+    }
+    if let Some(lumina) = find("bus send partial", "lumina", "3 lvl") {
+        let ratio = lumina.ratio.unwrap_or(f64::NAN);
+        println!(
+            "target bus partial depth 3 vs 3 lookups: {ratio:.2}x (<= 1.5x {})   0 allocs: {} {}",
+            verdict(ratio <= 1.5),
+            lumina.allocs,
+            verdict(lumina.allocs == "0.00"),
+        );
     }
     for n in ["1", "8", "64"] {
         if let Some(lumina) = find("dispatch", "lumina", n) {
@@ -644,12 +751,17 @@ size_of (bytes; UE's FMulticastDelegateBase is 24, EnTT's sigh 24):"
 
 fn main() {
     let start = Instant::now();
-    let mut plan = broadcasts();
-    plan.extend(ticks());
-    plan.extend(dispatches());
-    plan.extend(script_delegates());
-    plan.extend(single_cast());
-    plan.extend(churn());
+    // `-- --bus`: only the message bus rows (GB9), for a quick look.
+    let mut plan = Vec::new();
+    if !std::env::args().any(|arg| arg == "--bus") {
+        plan.extend(broadcasts());
+        plan.extend(ticks());
+        plan.extend(dispatches());
+        plan.extend(script_delegates());
+        plan.extend(single_cast());
+        plan.extend(churn());
+    }
+    plan.extend(message_bus());
     // Passes over everything, so each benchmark is sampled at several moments of the run: a
     // stretch of load from the machine's other users (which slows a system that executes more
     // instructions more than the floor) then spoils only some passes.

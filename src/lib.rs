@@ -1,6 +1,6 @@
 //! # lumina
 //!
-//! The Lumina game engine's notification system. Three mechanisms, not interchangeable:
+//! The Lumina game engine's notification system. Four mechanisms, not interchangeable:
 //!
 //! 1. **Delegates**: single-cast [`Delegate`] and multicast [`MulticastDelegate`] callbacks with
 //!    [`DelegateHandle`]s, whose broadcast stays correct while subscribers add, remove, clear and
@@ -9,6 +9,8 @@
 //!    ([`ScriptDelegate`]).
 //! 3. **Input events**: event types dispatched through a prioritized handler chain
 //!    ([`EventProcessor`]).
+//! 4. **The gameplay message bus**: tag-addressed messages between gameplay entities
+//!    ([`MessageBus`], tags declared by [`gameplay_tags!`]).
 //!
 //! Start with the [`guide`]: how to choose between the mechanisms, the game thread and the
 //! main-thread queue, script delegates and the C# host, input routing, how to see lumina's
@@ -246,3 +248,61 @@ pub use lumina_macros::declare_multicast_delegate;
 /// the type) and `execute_if_bound` (returns `Option<R>`), and implements `Clone`, `Default` and
 /// `Debug`.
 pub use lumina_macros::declare_delegate;
+
+/// Declares gameplay tags for the message bus ([`bus`]), each with the payload type its messages
+/// carry (rules GB1, GB2).
+///
+/// Tags nest: `Combat { Damage: Damage { Critical: Damage } }` declares `Combat` (no payload),
+/// `Combat.Damage` and `Combat.Damage.Critical`, both carrying `Damage`; a dotted name
+/// (`Match.State: MatchState`) declares its parents too. Each tag becomes a typed `static`
+/// named after its path (`COMBAT_DAMAGE_CRITICAL`), so a misspelled tag is a compile error with
+/// rustc's "a static with a similar name exists", and a payload of the wrong type is a type
+/// error. `#[retained]` keeps the tag's last message for listeners added later (GB6); doc
+/// comments pass through.
+///
+/// Written as `vis mod name { ... }`, the statics go into that module (which sees the
+/// enclosing module's items, so payload types need no path); written bare, they are declared in
+/// place, private.
+///
+/// ```
+/// use lumina::bus::MessageBus;
+/// use lumina::gameplay_tags;
+/// use std::cell::RefCell;
+/// use std::rc::Rc;
+///
+/// #[derive(Debug, PartialEq)]
+/// pub enum MatchState {
+///     Warmup,
+///     Playing,
+/// }
+///
+/// pub struct Damage {
+///     pub amount: u32,
+/// }
+///
+/// gameplay_tags! {
+///     pub mod tags {
+///         /// Everything that happens in a fight.
+///         Combat {
+///             Damage: Damage {
+///                 Critical: Damage,
+///             },
+///             Heal: u32,
+///         },
+///         #[retained]
+///         Match.State: MatchState,
+///     }
+/// }
+///
+/// fn main() {
+///     let bus: MessageBus<u32> = MessageBus::new();
+///     bus.send(&tags::MATCH_STATE, MatchState::Playing);
+///     // Added later, a listener of a retained tag hears its last message at once.
+///     let seen = Rc::new(RefCell::new(Vec::new()));
+///     let sink = Rc::clone(&seen);
+///     let _scoreboard = bus.listen(&tags::MATCH_STATE, move |state, _| sink.borrow_mut().push(format!("{state:?}")));
+///     assert_eq!(*seen.borrow(), ["Playing"]);
+///     assert_eq!(tags::COMBAT_DAMAGE_CRITICAL.tag().parent(), Some(tags::COMBAT_DAMAGE.tag()));
+/// }
+/// ```
+pub use lumina_macros::gameplay_tags;

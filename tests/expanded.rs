@@ -30,11 +30,18 @@ mod ctxt;
 mod delegate_decl;
 #[path = "../lumina-macros/src/event_class/mod.rs"]
 mod event_class;
+#[path = "../lumina-macros/src/gameplay_tags/mod.rs"]
+mod gameplay_tags;
 #[path = "../lumina-macros/src/script_delegate/mod.rs"]
 mod script_delegate;
 
 /// The examples (in `examples/<name>.rs`) whose expansion lives in `examples/expanded/<name>.rs`.
-const EXAMPLES: &[&str] = &["delegates", "input_events", "script_delegates"];
+const EXAMPLES: &[&str] = &[
+    "delegates",
+    "input_events",
+    "script_delegates",
+    "message_bus",
+];
 
 /// How a macro was invoked.
 enum Invocation {
@@ -56,6 +63,9 @@ fn expand_macro(name: &str, invocation: Invocation) -> Option<TokenStream> {
             Some(delegate_decl::multicast(input))
         }
         ("declare_delegate", Invocation::FunctionLike(input)) => Some(delegate_decl::single(input)),
+        ("gameplay_tags", Invocation::FunctionLike(input)) => {
+            Some(gameplay_tags::gameplay_tags(input))
+        }
         ("event_class", Invocation::Attribute { args, item }) => {
             Some(event_class::event_class(args, item))
         }
@@ -391,6 +401,7 @@ const LUMINA_MACROS: &[&str] = &[
     "event_class",
     "script_delegate",
     "ScriptComponent",
+    "gameplay_tags",
 ];
 
 /// Collects the lumina macros still called in a file.

@@ -116,3 +116,24 @@ fn expanded_script_delegates_types_work_without_the_macros() {
     assert_eq!(seen.get(), 9);
     assert!(!body.clone().on_hit.is_bound());
 }
+
+#[rustfmt::skip]
+#[allow(dead_code)]
+#[path = "../examples/expanded/message_bus.rs"]
+mod message_bus;
+
+#[test]
+fn expanded_message_bus_tags_work_without_the_macro() {
+    use message_bus::{Damage, tags};
+
+    let bus: lumina::MessageBus<u32> = lumina::MessageBus::new();
+    let heard = Rc::new(std::cell::Cell::new(0));
+    let sink = Rc::clone(&heard);
+    let _ui = bus.listen_partial(&tags::COMBAT, move |message| {
+        sink.set(sink.get() + message.get(&tags::COMBAT_DAMAGE).map_or(0, |d| d.amount));
+    });
+    bus.send(&tags::COMBAT_DAMAGE_CRITICAL, Damage { amount: 9 });
+    assert_eq!(heard.get(), 9);
+    assert_eq!(tags::MATCH_STATE.tag().parent(), Some(tags::MATCH.tag()));
+    assert!(tags::MATCH_STATE.is_retained());
+}

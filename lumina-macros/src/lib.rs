@@ -9,6 +9,7 @@
 mod ctxt;
 mod delegate_decl;
 mod event_class;
+mod gameplay_tags;
 mod script_delegate;
 
 /// Declares a named multicast delegate type: any number of subscribers, called in the order
@@ -172,4 +173,22 @@ pub fn script_delegate(
 #[proc_macro_derive(ScriptComponent, attributes(property))]
 pub fn derive_script_component(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     script_delegate::component::expand_derive(input.into()).into()
+}
+
+/// Declares gameplay tags, each with the payload type its messages carry (rules GB1, GB2).
+///
+/// ```text
+/// gameplay_tags! {
+///     pub mod tags {
+///         Combat { Damage: Damage { Critical: Damage } },
+///         #[retained] Match.State: MatchState,
+///     }
+/// }
+/// ```
+///
+/// Use it through the facade, `lumina::gameplay_tags!`, whose documentation has the full, tested
+/// example. Each tag becomes a typed `static` (`tags::COMBAT_DAMAGE_CRITICAL`).
+#[proc_macro]
+pub fn gameplay_tags(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
+    gameplay_tags::gameplay_tags(input.into()).into()
 }

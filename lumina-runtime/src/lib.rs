@@ -16,11 +16,13 @@
 //!   processor (PL1-PL3).
 //! - [`module`]: game modules in dynamic libraries: load, unload, hot reload (MB1-MB5).
 //! - [`ffi`]: the C ABI a managed host calls (SD5).
+//! - [`bus`]: the gameplay message bus, tag-addressed messages between entities (GB1-GB9).
 //!
 //! Every mechanism is built on one private invocation list (subscribers in order, with handles,
 //! weak owners and priorities), which implements the reentrancy contract (M1-M13) once.
 //!
-//! `unsafe` code is in [`ffi`], in the invocation list's `raw` module (the unchecked reads of
+//! `unsafe` code is in [`ffi`], in [`bus`] (one cast of a message's payload to the type its
+//! `TypeId` names, on the send path), in the invocation list's `raw` module (the unchecked reads of
 //! the broadcast loops), in [`module`] (dynamic loading, and the records that let an unload reach
 //! a module's subscriptions). [`script_generation`] has none any more: a generation reaches its
 //! delegates through weak references to their heap blocks (R1; every address lumina keeps is
@@ -33,6 +35,7 @@
 extern crate self as lumina;
 
 pub mod bind_site;
+pub mod bus;
 pub mod core_delegates;
 pub mod coroutine;
 pub mod delegate;
@@ -52,6 +55,7 @@ pub mod script_delegate;
 pub mod script_generation;
 mod thread_bound;
 
+pub use bus::{MessageBus, Tag, TagKey};
 pub use core_delegates::CoreDelegates;
 pub use delegate::Delegate;
 pub use event::{Event, EventProcessor, EventType};
@@ -69,6 +73,8 @@ pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
 pub mod __private {
     #[doc(hidden)]
     pub use crate::bind_site::Subscription;
+    #[doc(hidden)]
+    pub use crate::bus::TagKey;
     #[doc(hidden)]
     pub use crate::delegate::Delegate;
     #[doc(hidden)]

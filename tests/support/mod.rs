@@ -20,9 +20,16 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
 /// Runs `f` with a `tracing` subscriber that records every event on this thread as text
 /// (`LEVEL fields message`), and returns what `f` returned and the recorded text.
 pub fn capture_tracing<R>(f: impl FnOnce() -> R) -> (R, String) {
+    capture_tracing_at(tracing::Level::INFO, f)
+}
+
+/// [`capture_tracing`], recording events down to `level` (`DEBUG` for the message bus's
+/// "nobody heard it", GB7).
+pub fn capture_tracing_at<R>(level: tracing::Level, f: impl FnOnce() -> R) -> (R, String) {
     let buffer = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&buffer);
     let subscriber = tracing_subscriber::fmt()
+        .with_max_level(level)
         .with_writer(move || Sink(Arc::clone(&sink)))
         .without_time()
         .with_target(false)

@@ -1,0 +1,1048 @@
+//! The gameplay message bus: tag-addressed messages between gameplay entities (rules GB1-GB9).
+//!
+//! The fourth mechanism, beside delegates, script delegates and input events. A sender and its
+//! listeners share only a [`Tag`] (`Combat.Damage.Critical`) and the payload type declared with
+//! it; neither holds the other. Tags are declared with `gameplay_tags!`, which makes one typed
+//! [`TagKey`] per tag:
+//!
+//! ```
+//! use lumina::bus::MessageBus;
+//! use lumina::gameplay_tags;
+//! use std::cell::Cell;
+//! use std::rc::Rc;
+//!
+//! #[derive(Debug)]
+//! pub struct Damage {
+//!     pub amount: u32,
+//! }
+//!
+//! gameplay_tags! {
+//!     pub mod tags {
+//!         Combat {
+//!             Damage: Damage {
+//!                 Critical: Damage,
+//!             },
+//!         },
+//!     }
+//! }
+//!
+//! let bus: MessageBus<u32> = MessageBus::new();
+//! let heard = Rc::new(Cell::new(0));
+//! let sink = Rc::clone(&heard);
+//! // Exact: the payload arrives typed.
+//! let _exact = bus.listen(&tags::COMBAT_DAMAGE, move |damage, _| sink.set(sink.get() + damage.amount));
+//! // Partial: every descendant of `Combat`, told the actual tag.
+//! let _ui = bus.listen_partial(&tags::COMBAT, |message| println!("{} {:?}", message.tag(), message.get(&tags::COMBAT_DAMAGE)));
+//! bus.send(&tags::COMBAT_DAMAGE, Damage { amount: 5 });
+//! bus.send(&tags::COMBAT_DAMAGE_CRITICAL, Damage { amount: 50 }); // not exact: `_exact` does not hear it
+//! assert_eq!(heard.get(), 5);
+//! ```
+//!
+//! # Order and consumption (GB3, GB4)
+//!
+//! A message on tag `T` goes to `T`'s listeners, then to the partial listeners of `T`'s parent,
+//! and so on up to the root; within one tag, higher priority first, then the order added. A
+//! message addressed to an entity ([`send_to`](MessageBus::send_to)) first goes that way through
+//! the listeners of that entity, then of its parent entity (the relation the engine gives with
+//! [`set_entity_parents`](MessageBus::set_entity_parents)) and so on, and last through the
+//! listeners of no particular entity. Any listener may [`consume`](Message::consume) the
+//! message: nothing after it hears it.
+//!
+//! # Delivery (GB5, GB6)
+//!
+//! [`send`](MessageBus::send) delivers at once, through the same invocation list as every
+//! delegate, so its reentrancy contract holds (M1-M13): a listener added during a send does not
+//! hear it, one removed does not run, sends nest, a panic leaves the bus consistent. It allocates
+//! nothing. [`post`](MessageBus::post) queues the message for
+//! [`deliver_posted`](MessageBus::deliver_posted), which the engine calls once a frame; the
+//! queues keep their storage, so posting allocates nothing once they have grown. A [`Poster`] posts from any
+//! thread. A retained tag (`#[retained]` in `gameplay_tags!`) keeps its last message, which a
+//! listener added later hears at once.
+//!
+//! The bus is game-thread state like every delegate (T1): it is neither `Send` nor `Sync`.
+
+mod poster;
+mod tag;
+
+pub use poster::{BusGone, Poster};
+pub use tag::{Tag, TagKey, UnknownTag, WrongPayload};
+
+use std::any::{Any, TypeId};
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::hash::Hash;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::bind_site::Subscription;
+use crate::handle::DelegateHandle;
+use crate::invocation::{Drops, InvocationList};
+use crate::scoped::ScopedSubscription;
+
+/// What identifies a gameplay entity on the bus: any small `Copy` id the engine chooses (an
+/// index, a generational id, a bevy-style `Entity`).
+pub trait EntityId: Copy + Eq + Hash + fmt::Debug + 'static {}
+
+impl<T: Copy + Eq + Hash + fmt::Debug + 'static> EntityId for T {}
+
+/// How far an addressed message climbs the entity hierarchy at most: a parent relation with a
+/// cycle stops there (with a warning) instead of looping forever.
+const MAX_ENTITY_DEPTH: usize = 1024;
+
+/// What a listener is: called with the message being delivered. Made by the
+/// bus's `listen*` methods from the user's closure, in the caller's crate, so the callable's code
+/// lies in the game module that subscribed (MB4 finds it there).
+type Callable<E> = Rc<dyn Fn(&Message<'_, E>)>;
+
+/// The message a listener hears: its tag, the entity it is addressed to, its payload, and the
+/// power to stop it going further (GB3).
+pub struct Message<'a, E: EntityId = u64> {
+    tag: Tag,
+    entity: Option<E>,
+    payload: &'a dyn Any,
+    /// The `TypeId` of the value `payload` refers to, read once per message, so a listener
+    /// checks its payload type without a dynamic call (GB9).
+    payload_type: TypeId,
+    /// The tag whose listeners run now (the message's tag or an ancestor).
+    at: Cell<Tag>,
+    /// The entity whose listeners run now (`None`: listeners of no particular entity).
+    at_entity: Cell<Option<E>>,
+    consumed: Cell<bool>,
+    /// How many listeners heard it.
+    heard: Cell<u32>,
+    /// Heard as a retained message by a listener added after it was sent (GB6).
+    replayed: bool,
+}
+
+impl<'a, E: EntityId> Message<'a, E> {
+    /// A message whose payload is a `P`.
+    #[inline(always)]
+    fn new<P: 'static>(tag: Tag, entity: Option<E>, payload: &'a P) -> Self {
+        Self::with_type(tag, entity, payload, TypeId::of::<P>())
+    }
+
+    /// A message whose payload type is known only at run time (a retained message replayed).
+    fn new_erased(tag: Tag, entity: Option<E>, payload: &'a dyn Any) -> Self {
+        Self::with_type(tag, entity, payload, payload.type_id())
+    }
+
+    /// `payload_type` must be the `TypeId` of the value `payload` refers to (see `payload`).
+    #[inline(always)]
+    fn with_type(tag: Tag, entity: Option<E>, payload: &'a dyn Any, payload_type: TypeId) -> Self {
+        Message {
+            tag,
+            entity,
+            payload,
+            payload_type,
+            at: Cell::new(tag),
+            at_entity: Cell::new(None),
+            consumed: Cell::new(false),
+            heard: Cell::new(0),
+            replayed: false,
+        }
+    }
+
+    /// The tag the message was sent on (a partial listener hears descendants of its own tag).
+    pub fn tag(&self) -> Tag {
+        self.tag
+    }
+
+    /// The entity the message is addressed to, if any.
+    pub fn entity(&self) -> Option<E> {
+        self.entity
+    }
+
+    /// The entity whose listeners hear the message now: the addressed entity, then its
+    /// ancestors (GB4); `None` while the listeners of no particular entity hear it.
+    pub fn current_entity(&self) -> Option<E> {
+        self.at_entity.get()
+    }
+
+    /// The tag whose listeners hear the message now: the message's tag, then its ancestors.
+    pub fn current_tag(&self) -> Tag {
+        self.at.get()
+    }
+
+    /// The payload, if it is a `P`. One comparison: no dynamic call.
+    #[inline(always)]
+    pub fn payload<P: 'static>(&self) -> Option<&'a P> {
+        if self.payload_type != TypeId::of::<P>() {
+            return None;
+        }
+        // SAFETY: `payload_type` is the `TypeId` of the value `payload` refers to (the only
+        // constructor, `with_type`, is given it by `new`, from the static type of that value, or
+        // by `new_erased`, from the value itself), and it is `P`'s: the data pointer of
+        // `payload` points to a live `P`, borrowed for `'a`. What `downcast_ref` does, without its
+        // dynamic `type_id` call per listener (GB9).
+        Some(unsafe { &*std::ptr::from_ref(self.payload).cast::<P>() })
+    }
+
+    /// The payload as declared with `key`, if the message's tag is `key`'s tag or a descendant
+    /// carrying the same payload type.
+    pub fn get<P: 'static>(&self, key: &TagKey<P>) -> Option<&'a P> {
+        if self.tag.matches(key.tag()) {
+            self.payload()
+        } else {
+            None
+        }
+    }
+
+    /// Stops the message: no listener after this one hears it (GB3, GB4).
+    pub fn consume(&self) {
+        self.consumed.set(true);
+    }
+
+    /// Whether a listener consumed the message.
+    pub fn is_consumed(&self) -> bool {
+        self.consumed.get()
+    }
+
+    /// Whether this is a retained message heard by a listener added after it was sent (GB6).
+    pub fn is_replay(&self) -> bool {
+        self.replayed
+    }
+}
+
+impl<E: EntityId> fmt::Debug for Message<'_, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Message")
+            .field("tag", &self.tag)
+            .field("entity", &self.entity)
+            .field("current_tag", &self.at.get())
+            .field("current_entity", &self.at_entity.get())
+            .field("consumed", &self.consumed.get())
+            .finish()
+    }
+}
+
+/// A retained message: the entity it was addressed to, and its payload.
+type Retained<E> = (Option<E>, Rc<dyn Any>);
+/// The channels of listeners of one entity, by tag id and entity.
+type EntityChannels<E> = HashMap<(u32, E), Rc<Channel<E>>>;
+/// The engine's entity parent relation (GB4).
+type ParentRelation<E> = Rc<dyn Fn(E) -> Option<E>>;
+
+/// The listeners of one tag (for one entity, or for none), with the tag's retained message and
+/// posted queue.
+struct Channel<E: EntityId> {
+    tag: Tag,
+    list: InvocationList<Callable<E>>,
+    /// How many partial listeners were ever added: 0 lets a message on a descendant skip this
+    /// channel.
+    partials: Cell<u32>,
+    /// The last message of a retained tag (GB6), shared so a listener hearing it at once can
+    /// send on the tag meanwhile. Reused in place when nothing else holds it.
+    retained: RefCell<Option<Retained<E>>>,
+    /// The messages posted on this tag, typed (GB5); created by the first post.
+    queue: RefCell<Option<Rc<dyn Posted<E>>>>,
+}
+
+impl<E: EntityId> Channel<E> {
+    fn new(tag: Tag) -> Self {
+        Channel {
+            tag,
+            list: InvocationList::new(),
+            partials: Cell::new(0),
+            retained: RefCell::new(None),
+            queue: RefCell::new(None),
+        }
+    }
+}
+
+/// The queue of one tag's posted messages, erased to the bus.
+trait Posted<E: EntityId>: Any {
+    /// Delivers the oldest message of this queue.
+    fn deliver_front(&self, bus: &MessageBus<E>, tag: Tag);
+    /// Drops every queued message; returns how many there were.
+    fn discard(&self, drops: &mut Drops) -> usize;
+    fn as_any(&self) -> &dyn Any;
+}
+
+struct TypedQueue<P, E> {
+    items: RefCell<VecDeque<(Option<E>, P)>>,
+}
+
+impl<P: 'static, E: EntityId> Posted<E> for TypedQueue<P, E> {
+    fn deliver_front(&self, bus: &MessageBus<E>, tag: Tag) {
+        // Taken out before any user code runs: the listeners may post on this tag again.
+        let front = self.items.borrow_mut().pop_front();
+        if let Some((entity, payload)) = front {
+            bus.deliver(tag, entity, payload);
+        }
+    }
+
+    fn discard(&self, drops: &mut Drops) -> usize {
+        let items = std::mem::take(&mut *self.items.borrow_mut());
+        let count = items.len();
+        for item in items {
+            drops.drop(item);
+        }
+        count
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// What the bus remembers of a listener, for [`MessageBus::remove`] and the listing.
+#[derive(Clone, Copy)]
+struct Record<E> {
+    tag: Tag,
+    entity: Option<E>,
+    partial: bool,
+}
+
+/// A listener of the bus as [`MessageBus::listeners`] lists it (GB7, B5).
+#[derive(Clone, Debug)]
+pub struct ListenerInfo<E> {
+    /// The tag it listens to.
+    pub tag: Tag,
+    /// The only entity it hears, if any.
+    pub entity: Option<E>,
+    /// Whether it hears every descendant of `tag` too.
+    pub partial: bool,
+    /// Its handle, bind site and owner state.
+    pub subscription: Subscription,
+}
+
+/// A user value held by the bus in its own frame (a payload being sent): dropped through
+/// [`Drops`] if the send unwinds, so a `Drop` that panics then is logged instead of aborting the
+/// process (R2).
+struct Held<P>(Option<P>);
+
+impl<P> Drop for Held<P> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(value) = self.0.take() {
+            Drops::drop_one(value);
+        }
+    }
+}
+
+/// The gameplay message bus (GB1-GB9); see the [module documentation](self).
+///
+/// `E` is the engine's entity id type. Each tag's listeners are one invocation list, the one
+/// behind every delegate, so listening and removing during a send follow the delegates' rules
+/// (M1-M13).
+pub struct MessageBus<E: EntityId = u64> {
+    /// Listeners of no particular entity, by tag id. Never shrinks; a tag's channel is made by
+    /// its first listener, post or retained message.
+    channels: RefCell<Vec<Option<Rc<Channel<E>>>>>,
+    /// Listeners of one entity, by tag id and entity.
+    entity_channels: RefCell<EntityChannels<E>>,
+    /// Whether any partial listener was ever added: if not, a send looks up its own tag only.
+    any_partial: Cell<bool>,
+    /// The engine's entity parent relation (GB4).
+    parents: RefCell<Option<ParentRelation<E>>>,
+    /// Every listener added, by handle id; an entry whose listener was removed another way (a
+    /// guard, an unload) is swept out as the table grows.
+    records: RefCell<HashMap<u64, Record<E>>>,
+    /// The posted messages' tags in post order, with their sequence numbers (GB5).
+    order: RefCell<VecDeque<(u64, Tag)>>,
+    next_seq: Cell<u64>,
+    /// What other threads post (GB5).
+    inbox: Arc<poster::Inbox<E>>,
+    /// The storage the inbox's messages are moved into while they are queued, kept between
+    /// frames.
+    spare: RefCell<Vec<poster::Boxed<E>>>,
+}
+
+impl<E: EntityId> Default for MessageBus<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E: EntityId> fmt::Debug for MessageBus<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MessageBus")
+            .field("listeners", &self.listeners())
+            .field("posted", &self.posted())
+            .finish()
+    }
+}
+
+impl<E: EntityId> MessageBus<E> {
+    /// An empty bus.
+    pub fn new() -> Self {
+        MessageBus {
+            channels: RefCell::new(Vec::new()),
+            entity_channels: RefCell::new(HashMap::new()),
+            any_partial: Cell::new(false),
+            parents: RefCell::new(None),
+            records: RefCell::new(HashMap::new()),
+            order: RefCell::new(VecDeque::new()),
+            next_seq: Cell::new(0),
+            inbox: Arc::new(poster::Inbox::new()),
+            spare: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Gives the bus the engine's entity hierarchy (GB4): `parent(entity)` is the entity an
+    /// addressed message bubbles to next, `None` at a root. Replaces the relation given before.
+    pub fn set_entity_parents(&self, parent: impl Fn(E) -> Option<E> + 'static) {
+        let old = self.parents.replace(Some(Rc::new(parent)));
+        Drops::drop_one(old);
+    }
+
+    // ---- listening -------------------------------------------------------------------------
+
+    /// Listens to `key`'s tag exactly (GB3): `listener(payload, message)` for every message on
+    /// that tag, whichever entity it is addressed to. If the tag is retained and has a message,
+    /// the listener hears it before this returns (GB6).
+    #[track_caller]
+    pub fn listen<P: 'static>(
+        &self,
+        key: &TagKey<P>,
+        listener: impl Fn(&P, &Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        self.add(key.tag(), None, false, 0, exact(key.tag(), listener))
+    }
+
+    /// [`listen`](Self::listen) with a priority: higher runs first within the tag (GB3).
+    #[track_caller]
+    pub fn listen_with_priority<P: 'static>(
+        &self,
+        key: &TagKey<P>,
+        priority: i32,
+        listener: impl Fn(&P, &Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        self.add(key.tag(), None, false, priority, exact(key.tag(), listener))
+    }
+
+    /// Listens to `tag` and every descendant (GB3): `listener(message)`, told the actual tag
+    /// ([`Message::tag`]) and reading the payload with [`Message::get`] or
+    /// [`Message::payload`]. Takes a [`Tag`], so a tag found by name works too.
+    #[track_caller]
+    pub fn listen_partial(
+        &self,
+        tag: impl Into<Tag>,
+        listener: impl Fn(&Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        self.add(tag.into(), None, true, 0, partial(listener))
+    }
+
+    /// [`listen_partial`](Self::listen_partial) with a priority.
+    #[track_caller]
+    pub fn listen_partial_with_priority(
+        &self,
+        tag: impl Into<Tag>,
+        priority: i32,
+        listener: impl Fn(&Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        self.add(tag.into(), None, true, priority, partial(listener))
+    }
+
+    /// Listens to `key`'s tag exactly, for messages addressed to `entity` or bubbling up through
+    /// it (GB4).
+    #[track_caller]
+    pub fn listen_entity<P: 'static>(
+        &self,
+        key: &TagKey<P>,
+        entity: E,
+        listener: impl Fn(&P, &Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        self.add(
+            key.tag(),
+            Some(entity),
+            false,
+            0,
+            exact(key.tag(), listener),
+        )
+    }
+
+    /// [`listen_partial`](Self::listen_partial) for one entity (GB4).
+    #[track_caller]
+    pub fn listen_entity_partial(
+        &self,
+        tag: impl Into<Tag>,
+        entity: E,
+        listener: impl Fn(&Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        self.add(tag.into(), Some(entity), true, 0, partial(listener))
+    }
+
+    #[track_caller]
+    fn add(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        is_partial: bool,
+        priority: i32,
+        callable: Callable<E>,
+    ) -> DelegateHandle {
+        let channel = match entity {
+            None => self.channel_or_new(tag),
+            Some(entity) => Rc::clone(
+                self.entity_channels
+                    .borrow_mut()
+                    .entry((tag.id(), entity))
+                    .or_insert_with(|| Rc::new(Channel::new(tag))),
+            ),
+        };
+        if is_partial {
+            channel
+                .partials
+                .set(channel.partials.get().saturating_add(1));
+            self.any_partial.set(true);
+        }
+        let handle = channel.list.insert(priority, None, Rc::clone(&callable));
+        self.remember(
+            handle,
+            Record {
+                tag,
+                entity,
+                partial: is_partial,
+            },
+        );
+        if tag.is_retained() || is_partial {
+            self.replay_retained(tag, entity, is_partial, &channel, handle, &callable);
+        }
+        handle
+    }
+
+    fn remember(&self, handle: DelegateHandle, record: Record<E>) {
+        let mut records = self.records.borrow_mut();
+        records.insert(handle.id(), record);
+        // Sweep listeners removed by guards or unloads once they could be half the table.
+        if records.len() >= 64 && records.len().is_power_of_two() {
+            let gone: Vec<u64> = records
+                .iter()
+                .filter(|(id, record)| !self.is_listening_with(**id, record))
+                .map(|(id, _)| *id)
+                .collect();
+            for id in gone {
+                records.remove(&id);
+            }
+        }
+    }
+
+    fn is_listening_with(&self, id: u64, record: &Record<E>) -> bool {
+        self.channel_of(record.tag, record.entity)
+            .is_some_and(|channel| {
+                channel
+                    .list
+                    .subscriber_matches(DelegateHandle::from_id(id), |_| true)
+            })
+    }
+
+    /// A new listener hears the retained messages it matches (GB6): its tag's, and for a
+    /// partial listener, those of every descendant, in tag order.
+    fn replay_retained(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        is_partial: bool,
+        channel: &Channel<E>,
+        handle: DelegateHandle,
+        callable: &Callable<E>,
+    ) {
+        let retained: Vec<(Tag, Option<E>, Rc<dyn Any>)> = self
+            .channels
+            .borrow()
+            .iter()
+            .flatten()
+            .filter(|found| {
+                if is_partial {
+                    found.tag.matches(tag)
+                } else {
+                    found.tag == tag
+                }
+            })
+            .filter_map(|found| {
+                let retained = found.retained.borrow();
+                retained
+                    .as_ref()
+                    .map(|(sent_to, payload)| (found.tag, *sent_to, Rc::clone(payload)))
+            })
+            .collect();
+        for (sent_on, sent_to, payload) in retained {
+            if entity.is_some() && sent_to != entity {
+                continue;
+            }
+            // Removed by an earlier replay's code: it hears no more.
+            if !channel.list.subscriber_matches(handle, |_| true) {
+                break;
+            }
+            let mut message = Message::new_erased(sent_on, sent_to, &*payload);
+            message.replayed = true;
+            message.at.set(tag);
+            message.at_entity.set(entity);
+            callable(&message);
+            // The payload clone is the bus's: dropped here, guarded (R2).
+            Drops::drop_one(payload);
+        }
+    }
+
+    /// Removes a listener; `false` if it was already gone (H2).
+    pub fn remove(&self, handle: DelegateHandle) -> bool {
+        let record = self.records.borrow_mut().remove(&handle.id());
+        record
+            .and_then(|record| self.channel_of(record.tag, record.entity))
+            .is_some_and(|channel| channel.list.remove(handle))
+    }
+
+    /// A guard that removes the listener of `handle` when dropped (B1). A handle this bus did
+    /// not make gives a guard that removes nothing.
+    pub fn scoped(&self, handle: DelegateHandle) -> ScopedSubscription {
+        let record = self.records.borrow().get(&handle.id()).copied();
+        let list = record
+            .and_then(|record| self.channel_of(record.tag, record.entity))
+            .and_then(|channel| channel.list.weak_remover());
+        ScopedSubscription::new(handle, list)
+    }
+
+    /// Whether the listener of `handle` is still listening.
+    pub fn is_listening(&self, handle: DelegateHandle) -> bool {
+        let record = self.records.borrow().get(&handle.id()).copied();
+        record.is_some_and(|record| self.is_listening_with(handle.id(), &record))
+    }
+
+    /// Every listener, by tag, then entity-less before per-entity, then dispatch order, with
+    /// where it was made (GB7, B5). Allocates: for diagnostics.
+    pub fn listeners(&self) -> Vec<ListenerInfo<E>> {
+        let mut channels: Vec<(Tag, Option<E>, Rc<Channel<E>>)> = self
+            .channels
+            .borrow()
+            .iter()
+            .flatten()
+            .map(|channel| (channel.tag, None, Rc::clone(channel)))
+            .collect();
+        channels.extend(
+            self.entity_channels
+                .borrow()
+                .iter()
+                .map(|(&(_, entity), channel)| (channel.tag, Some(entity), Rc::clone(channel))),
+        );
+        // By tag, entity-less first, then in the order each channel got its first listener.
+        channels.sort_by_key(|(tag, entity, channel)| {
+            let first = channel
+                .list
+                .subscriptions()
+                .iter()
+                .map(|subscription| subscription.handle.id())
+                .min()
+                .unwrap_or(0);
+            (*tag, entity.is_some(), first)
+        });
+        let records = self.records.borrow();
+        let mut listed = Vec::new();
+        for (tag, entity, channel) in channels {
+            for subscription in channel.list.subscriptions() {
+                let partial = records
+                    .get(&subscription.handle.id())
+                    .is_some_and(|record| record.partial);
+                listed.push(ListenerInfo {
+                    tag,
+                    entity,
+                    partial,
+                    subscription,
+                });
+            }
+        }
+        listed
+    }
+
+    /// Removes every listener of one entity (when the engine despawns it), and forgets its
+    /// channels; returns how many listeners were removed.
+    pub fn forget_entity(&self, entity: E) -> usize {
+        let removed: Vec<Rc<Channel<E>>> = {
+            let mut channels = self.entity_channels.borrow_mut();
+            let keys: Vec<(u32, E)> = channels
+                .keys()
+                .filter(|(_, owner)| *owner == entity)
+                .copied()
+                .collect();
+            keys.iter().filter_map(|key| channels.remove(key)).collect()
+        };
+        let mut count = 0;
+        let mut drops = Drops::default();
+        for channel in &removed {
+            count += channel.list.len();
+            channel.list.clear();
+        }
+        for channel in removed {
+            drops.drop(channel);
+        }
+        drops.finish();
+        count
+    }
+
+    // ---- sending ---------------------------------------------------------------------------
+
+    /// Sends a message on `key`'s tag now (GB5): every matching listener hears it before this
+    /// returns, in the order of GB3. Allocates nothing (a retained tag's first message stores
+    /// it once). Sending from a listener nests.
+    #[inline]
+    pub fn send<P: 'static>(&self, key: &TagKey<P>, payload: P) {
+        self.deliver(key.tag(), None, payload);
+    }
+
+    /// Sends a message addressed to `entity` now (GB4): it bubbles from `entity` up the entity
+    /// hierarchy, then reaches the listeners of no particular entity, unless consumed.
+    #[inline]
+    pub fn send_to<P: 'static>(&self, key: &TagKey<P>, entity: E, payload: P) {
+        self.deliver(key.tag(), Some(entity), payload);
+    }
+
+    /// Sends on a tag found by name at run time (data files, scripts): the payload type is
+    /// checked against the one declared with the tag (GB2).
+    pub fn send_tag<P: 'static>(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        payload: P,
+    ) -> Result<(), WrongPayload> {
+        if !tag.carries::<P>() {
+            tag.check_payload::<P>()?;
+        }
+        self.deliver(tag, entity, payload);
+        Ok(())
+    }
+
+    /// Delivers one message: the payload is held by the bus meanwhile (guarded, R2), then kept
+    /// if the tag is retained, dropped otherwise.
+    #[inline]
+    fn deliver<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
+        let held = Held(Some(payload));
+        let heard = match &held.0 {
+            Some(payload) => {
+                let message = Message::new(tag, entity, payload);
+                self.dispatch(&message);
+                message.heard.get()
+            }
+            None => 0,
+        };
+        if heard == 0 {
+            unheard(tag);
+        }
+        if tag.is_retained() {
+            let mut held = held;
+            if let Some(payload) = held.0.take() {
+                self.retain(tag, entity, payload);
+            }
+        }
+    }
+
+    /// Walks the listeners of the message, GB4 then GB3; stops once it is consumed.
+    #[inline]
+    fn dispatch(&self, message: &Message<'_, E>) {
+        if let Some(entity) = message.entity
+            && !self.entity_channels.borrow().is_empty()
+            && self.bubble(message, entity)
+        {
+            return;
+        }
+        message.at_entity.set(None);
+        self.walk_tags(message, |tag| self.channel(tag));
+    }
+
+    /// Up the entity hierarchy: whether the message was consumed on the way.
+    #[cold]
+    #[inline(never)]
+    fn bubble(&self, message: &Message<'_, E>, entity: E) -> bool {
+        let mut current = Some(entity);
+        let mut steps = 0;
+        while let Some(at) = current {
+            message.at_entity.set(Some(at));
+            if self.walk_tags(message, |tag| self.channel_of(tag, Some(at))) {
+                return true;
+            }
+            steps += 1;
+            if steps == MAX_ENTITY_DEPTH {
+                tracing::warn!(
+                    tag = %message.tag,
+                    "lumina: a message climbed {MAX_ENTITY_DEPTH} entities up the entity \
+                     hierarchy: the parent relation has a cycle? it goes no further"
+                );
+                break;
+            }
+            // The relation is user code: called through a clone, so it may replace itself.
+            let parents = self.parents.borrow().clone();
+            current = parents.and_then(|parent| {
+                let next = parent(at);
+                Drops::drop_one(parent);
+                next
+            });
+        }
+        false
+    }
+
+    /// The message's tag, then its ancestors that have partial listeners: whether a listener
+    /// consumed it.
+    #[inline(always)]
+    fn walk_tags(
+        &self,
+        message: &Message<'_, E>,
+        lookup: impl Fn(Tag) -> Option<Rc<Channel<E>>>,
+    ) -> bool {
+        let mut tag = message.tag;
+        if let Some(channel) = lookup(tag)
+            && self.walk_channel(message, tag, &channel)
+        {
+            return true;
+        }
+        if !self.any_partial.get() {
+            return false;
+        }
+        while let Some(parent) = tag.parent() {
+            tag = parent;
+            if let Some(channel) = lookup(tag)
+                && channel.partials.get() > 0
+                && self.walk_channel(message, tag, &channel)
+            {
+                return true;
+            }
+        }
+        false
+    }
+
+    #[inline(always)]
+    fn walk_channel(&self, message: &Message<'_, E>, tag: Tag, channel: &Channel<E>) -> bool {
+        message.at.set(tag);
+        channel
+            .list
+            .broadcast_until_with(message, |listener, message| {
+                listener(message);
+                message.consumed.get()
+            })
+    }
+
+    fn retain<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
+        let channel = self.channel_or_new(tag);
+        let mut slot = channel.retained.borrow_mut();
+        // Reused in place when no replay holds the last message (amortized zero allocation).
+        if let Some((sent_to, shared)) = slot.as_mut()
+            && let Some(value) = Rc::get_mut(shared).and_then(|value| value.downcast_mut::<P>())
+        {
+            *sent_to = entity;
+            let old = std::mem::replace(value, payload);
+            drop(slot);
+            // The previous message is user data: dropped outside the borrow, guarded.
+            Drops::drop_one(old);
+            return;
+        }
+        let old = slot.replace((entity, Rc::new(payload) as Rc<dyn Any>));
+        drop(slot);
+        Drops::drop_one(old);
+    }
+
+    /// The retained message of `key`'s tag, if any (GB6).
+    pub fn retained<P: 'static>(&self, key: &TagKey<P>) -> Option<Rc<dyn Any>> {
+        self.channel(key.tag()).and_then(|channel| {
+            channel
+                .retained
+                .borrow()
+                .as_ref()
+                .map(|(_, p)| Rc::clone(p))
+        })
+    }
+
+    /// Forgets the retained message of `key`'s tag; whether there was one.
+    pub fn clear_retained<P: 'static>(&self, key: &TagKey<P>) -> bool {
+        let old = self
+            .channel(key.tag())
+            .and_then(|channel| channel.retained.borrow_mut().take());
+        let had = old.is_some();
+        Drops::drop_one(old);
+        had
+    }
+
+    // ---- posting ---------------------------------------------------------------------------
+
+    /// Queues a message on `key`'s tag for the next [`deliver_posted`](Self::deliver_posted)
+    /// (GB5). The payload is moved in now; the queues keep their storage, so once they have
+    /// grown a post allocates nothing.
+    pub fn post<P: 'static>(&self, key: &TagKey<P>, payload: P) {
+        self.enqueue(key.tag(), None, payload);
+    }
+
+    /// [`post`](Self::post), addressed to `entity`.
+    pub fn post_to<P: 'static>(&self, key: &TagKey<P>, entity: E, payload: P) {
+        self.enqueue(key.tag(), Some(entity), payload);
+    }
+
+    fn enqueue<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
+        let channel = self.channel_or_new(tag);
+        let queue = {
+            let mut slot = channel.queue.borrow_mut();
+            Rc::clone(slot.get_or_insert_with(|| {
+                Rc::new(TypedQueue::<P, E> {
+                    items: RefCell::new(VecDeque::new()),
+                })
+            }))
+        };
+        let Some(typed) = queue.as_any().downcast_ref::<TypedQueue<P, E>>() else {
+            unreachable!("a tag's posted queue holds the tag's one payload type (GB2)");
+        };
+        typed.items.borrow_mut().push_back((entity, payload));
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq + 1);
+        self.order.borrow_mut().push_back((seq, tag));
+    }
+
+    /// How many posted messages wait for delivery (those other threads posted not counted until
+    /// a delivery point moves them in).
+    pub fn posted(&self) -> usize {
+        self.order.borrow().len()
+    }
+
+    /// The delivery point the engine calls once a frame (GB5): moves in what other threads
+    /// posted (in post order per thread), then delivers every message posted before this call,
+    /// in post order, each exactly once. Messages posted meanwhile wait for the next call.
+    /// Returns how many it delivered. If a listener panics, the message it was hearing counts as
+    /// delivered and the rest stay queued.
+    pub fn deliver_posted(&self) -> usize {
+        self.drain_inbox();
+        let limit = self.next_seq.get();
+        let mut delivered = 0;
+        loop {
+            let next = {
+                let mut order = self.order.borrow_mut();
+                match order.front() {
+                    Some(&(seq, tag)) if seq < limit => {
+                        order.pop_front();
+                        Some(tag)
+                    }
+                    _ => None,
+                }
+            };
+            let Some(tag) = next else { break };
+            let queue = self
+                .channel(tag)
+                .and_then(|channel| channel.queue.borrow().clone());
+            if let Some(queue) = queue {
+                queue.deliver_front(self, tag);
+                delivered += 1;
+            }
+        }
+        delivered
+    }
+
+    /// A handle other threads post through (GB5): `Send`, `Clone`, and dropping the bus makes
+    /// its posts fail instead of queuing.
+    pub fn poster(&self) -> Poster<E>
+    where
+        E: Send,
+    {
+        Poster::new(Arc::clone(&self.inbox))
+    }
+
+    fn drain_inbox(&self) {
+        if !self.inbox.has_items() {
+            return;
+        }
+        let mut spare = self.spare.borrow_mut();
+        self.inbox.swap_into(&mut spare);
+        let mut drops = Drops::default();
+        for item in spare.drain(..) {
+            // Moves the message into its queue: no user code runs.
+            item.enqueue(self, &mut drops);
+        }
+        drop(spare);
+        drops.finish();
+    }
+
+    // ---- channels --------------------------------------------------------------------------
+
+    #[inline(always)]
+    fn channel(&self, tag: Tag) -> Option<Rc<Channel<E>>> {
+        self.channels
+            .borrow()
+            .get(tag.id() as usize)
+            .and_then(Option::clone)
+    }
+
+    fn channel_of(&self, tag: Tag, entity: Option<E>) -> Option<Rc<Channel<E>>> {
+        match entity {
+            None => self.channel(tag),
+            Some(entity) => self
+                .entity_channels
+                .borrow()
+                .get(&(tag.id(), entity))
+                .cloned(),
+        }
+    }
+
+    fn channel_or_new(&self, tag: Tag) -> Rc<Channel<E>> {
+        let mut channels = self.channels.borrow_mut();
+        let index = tag.id() as usize;
+        if channels.len() <= index {
+            channels.resize_with(index + 1, || None);
+        }
+        Rc::clone(channels[index].get_or_insert_with(|| Rc::new(Channel::new(tag))))
+    }
+}
+
+impl<E: EntityId> Drop for MessageBus<E> {
+    /// Drops every queued message with a diagnostic (nothing can hear them any more, GB5), then
+    /// every listener and retained message; every `Drop` runs even if one panics (R3).
+    fn drop(&mut self) {
+        let mut drops = Drops::default();
+        let from_threads = self.inbox.close(&mut drops);
+        let mut queued = 0;
+        for channel in self.channels.get_mut().iter().flatten() {
+            if let Some(queue) = channel.queue.borrow_mut().take() {
+                queued += queue.discard(&mut drops);
+                drops.drop(queue);
+            }
+        }
+        if queued + from_threads > 0 {
+            tracing::warn!(
+                "lumina: a message bus was dropped with {} posted messages not delivered; \
+                 nothing can hear them any more",
+                queued + from_threads
+            );
+        }
+        for channel in std::mem::take(self.channels.get_mut())
+            .into_iter()
+            .flatten()
+        {
+            drops.drop(channel);
+        }
+        for (_, channel) in std::mem::take(self.entity_channels.get_mut()) {
+            drops.drop(channel);
+        }
+        drops.drop(self.parents.get_mut().take());
+        drops.finish();
+    }
+}
+
+/// A message nobody heard: visible at debug level (GB7).
+#[cold]
+#[inline(never)]
+fn unheard(tag: Tag) {
+    tracing::debug!(tag = %tag, "lumina: a message on `{tag}` was sent and nobody heard it");
+}
+
+/// The callable of an exact listener: runs only while the message's own tag is walked.
+fn exact<P: 'static, E: EntityId>(
+    tag: Tag,
+    listener: impl Fn(&P, &Message<'_, E>) + 'static,
+) -> Callable<E> {
+    Rc::new(move |message: &Message<'_, E>| {
+        if message.tag != tag {
+            return;
+        }
+        if let Some(payload) = message.payload::<P>() {
+            message.heard.set(message.heard.get() + 1);
+            listener(payload, message);
+        }
+    })
+}
+
+/// The callable of a partial listener.
+fn partial<E: EntityId>(listener: impl Fn(&Message<'_, E>) + 'static) -> Callable<E> {
+    Rc::new(move |message: &Message<'_, E>| {
+        message.heard.set(message.heard.get() + 1);
+        listener(message);
+    })
+}
+
+impl<P: 'static> From<&TagKey<P>> for Tag {
+    fn from(key: &TagKey<P>) -> Tag {
+        key.tag()
+    }
+}

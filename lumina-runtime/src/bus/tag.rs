@@ -1,0 +1,398 @@
+//! Gameplay tags (rule GB1): hierarchical names such as `Combat.Damage.Critical`, interned once
+//! per process.
+//!
+//! A [`Tag`] is one pointer to the tag's entry in the process-wide registry, so copying,
+//! comparing, [`parent`](Tag::parent), [`depth`](Tag::depth) and [`matches`](Tag::matches) take
+//! no lock and allocate nothing. The registry is a static of the runtime: game modules link the
+//! engine's own runtime (MB1), so the engine and every module see the same tags, as they see the
+//! same handle counter.
+//!
+//! Game code declares its tags with `gameplay_tags!`, which makes a typed [`TagKey`] per tag
+//! (GB2). Data files, scripts and the C ABI ask for tags by name with [`Tag::find`], which
+//! returns [`UnknownTag`] for a name nobody registered.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// One tag's entry in the registry. Leaked on registration and never freed: the registry only
+/// grows, so a [`Tag`] (a reference to its entry) is valid for the rest of the process.
+struct TagInfo {
+    /// Dense, from 0 in registration order: the bus indexes its channels by it.
+    id: u32,
+    /// The full dotted name; the registry's own copy (a module's string literal would go away
+    /// with its library, R5).
+    name: &'static str,
+    parent: Option<Tag>,
+    depth: u32,
+    /// The payload type declared with the tag (GB2), set by the first typed declaration.
+    payload: OnceLock<PayloadType>,
+    /// Declared `#[retained]` (GB6) by any declaration.
+    retained: AtomicBool,
+}
+
+/// A payload type as the registry records it: its `TypeId` and name (the registry's own copy).
+#[derive(Clone, Copy)]
+struct PayloadType {
+    id: TypeId,
+    name: &'static str,
+}
+
+/// The process-wide registry: name -> tag, and tags by id.
+struct Registry {
+    by_name: HashMap<&'static str, Tag>,
+    by_id: Vec<Tag>,
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
+    let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    f(registry.get_or_insert_with(|| Registry {
+        by_name: HashMap::new(),
+        by_id: Vec::new(),
+    }))
+}
+
+/// A hierarchical gameplay tag: `Combat`, `Combat.Damage`, `Combat.Damage.Critical` (GB1).
+///
+/// A pointer-sized handle to the tag's entry in the process-wide registry: `Copy`, `Send`,
+/// `Sync`, compared and hashed by identity. Every tag of a registered name exists once per
+/// process, with all its ancestors.
+///
+/// ```
+/// use lumina::bus::Tag;
+///
+/// let critical = Tag::register("Doc.Combat.Damage.Critical").unwrap();
+/// let combat = Tag::find("Doc.Combat").unwrap();
+/// assert_eq!(critical.depth(), 4);
+/// assert_eq!(critical.parent().unwrap().name(), "Doc.Combat.Damage");
+/// assert!(critical.matches(combat));
+/// assert!(!combat.matches(critical));
+/// assert!(Tag::find("Doc.Combat.Damag").is_err());
+/// ```
+#[derive(Clone, Copy)]
+pub struct Tag(&'static TagInfo);
+
+impl PartialEq for Tag {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for Tag {}
+
+impl std::hash::Hash for Tag {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.id.hash(state);
+    }
+}
+
+impl PartialOrd for Tag {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Tag {
+    /// By registration order.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.id.cmp(&other.0.id)
+    }
+}
+
+impl fmt::Debug for Tag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tag({})", self.0.name)
+    }
+}
+
+impl fmt::Display for Tag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.name)
+    }
+}
+
+/// A tag name that is not registered ([`Tag::find`]) or not well formed ([`Tag::register`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UnknownTag {
+    /// No tag of this name is registered in this process.
+    NotRegistered(String),
+    /// The name is not dot-separated identifiers (`Combat.Damage`): empty, an empty segment, or a
+    /// character other than ASCII letters, digits and `_`.
+    Malformed(String),
+}
+
+impl fmt::Display for UnknownTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnknownTag::NotRegistered(name) => write!(
+                f,
+                "no gameplay tag `{name}` is registered (declare it with `gameplay_tags!` or \
+                 register it with `Tag::register`)"
+            ),
+            UnknownTag::Malformed(name) => write!(
+                f,
+                "`{name}` is not a gameplay tag name: expected identifiers separated by dots, \
+                 like `Combat.Damage`"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UnknownTag {}
+
+/// The payload type a tag was declared with differs from the one used (GB2): what a send by
+/// [`Tag`] (a name read at run time) returns instead of delivering.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WrongPayload {
+    /// The tag.
+    pub tag: Tag,
+    /// The payload type declared with the tag.
+    pub declared: &'static str,
+    /// The payload type used.
+    pub used: &'static str,
+}
+
+impl fmt::Display for WrongPayload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "gameplay tag `{}` carries `{}`, not `{}`",
+            self.tag, self.declared, self.used
+        )
+    }
+}
+
+impl std::error::Error for WrongPayload {}
+
+fn well_formed(name: &str) -> bool {
+    !name.is_empty()
+        && name.split('.').all(|segment| {
+            !segment.is_empty()
+                && segment
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
+        })
+}
+
+impl Tag {
+    /// The tag of `name`, registered with its ancestors if it is new. Takes the registry's lock;
+    /// allocates only for a new name.
+    pub fn register(name: &str) -> Result<Tag, UnknownTag> {
+        if !well_formed(name) {
+            return Err(UnknownTag::Malformed(name.to_owned()));
+        }
+        Ok(with_registry(|registry| register_in(registry, name)))
+    }
+
+    /// The registered tag of `name`, or [`UnknownTag`]: what data files, scripts and the C ABI
+    /// use (GB1).
+    pub fn find(name: &str) -> Result<Tag, UnknownTag> {
+        if !well_formed(name) {
+            return Err(UnknownTag::Malformed(name.to_owned()));
+        }
+        with_registry(|registry| registry.by_name.get(name).copied())
+            .ok_or_else(|| UnknownTag::NotRegistered(name.to_owned()))
+    }
+
+    /// Every registered tag, in registration order (parents before their children).
+    pub fn all() -> Vec<Tag> {
+        with_registry(|registry| registry.by_id.clone())
+    }
+
+    /// The full dotted name.
+    #[inline]
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+
+    /// The last segment of the name (`Critical` for `Combat.Damage.Critical`).
+    pub fn leaf(self) -> &'static str {
+        self.0.name.rsplit('.').next().unwrap_or(self.0.name)
+    }
+
+    /// The tag one level up, `None` for a root tag. No lock, no allocation.
+    #[inline]
+    pub fn parent(self) -> Option<Tag> {
+        self.0.parent
+    }
+
+    /// How many segments the name has: 1 for a root tag. No lock, no allocation.
+    #[inline]
+    pub fn depth(self) -> u32 {
+        self.0.depth
+    }
+
+    /// Whether this tag is `other` or one of its descendants (`Combat.Damage` matches `Combat`).
+    /// At most `depth` steps up; no lock, no allocation.
+    #[inline]
+    pub fn matches(self, other: Tag) -> bool {
+        let mut tag = self;
+        while tag.depth() > other.depth() {
+            match tag.parent() {
+                Some(parent) => tag = parent,
+                None => return false,
+            }
+        }
+        tag == other
+    }
+
+    /// The tag and its ancestors, nearest first.
+    pub fn ancestors(self) -> impl Iterator<Item = Tag> {
+        std::iter::successors(Some(self), |tag| tag.parent())
+    }
+
+    /// Dense process-wide number, from 0 in registration order.
+    #[inline]
+    pub fn id(self) -> u32 {
+        self.0.id
+    }
+
+    /// Whether a declaration made this tag retained (GB6): the bus keeps its last message.
+    #[inline]
+    pub fn is_retained(self) -> bool {
+        self.0.retained.load(Ordering::Relaxed)
+    }
+
+    /// The name of the payload type declared with the tag, if a typed declaration was made.
+    pub fn payload_type_name(self) -> Option<&'static str> {
+        self.0.payload.get().map(|payload| payload.name)
+    }
+
+    /// Checks that `P` is the payload type declared with this tag (GB2); declares it if none
+    /// was declared yet.
+    pub fn check_payload<P: 'static>(self) -> Result<(), WrongPayload> {
+        let used = PayloadType {
+            id: TypeId::of::<P>(),
+            name: std::any::type_name::<P>(),
+        };
+        let declared = *self.0.payload.get_or_init(|| PayloadType {
+            id: used.id,
+            name: leak_str(used.name),
+        });
+        if declared.id == used.id {
+            Ok(())
+        } else {
+            Err(WrongPayload {
+                tag: self,
+                declared: declared.name,
+                used: used.name,
+            })
+        }
+    }
+
+    /// Whether `P` is the payload type declared with this tag.
+    pub(crate) fn carries<P: 'static>(self) -> bool {
+        self.0
+            .payload
+            .get()
+            .is_some_and(|payload| payload.id == TypeId::of::<P>())
+    }
+}
+
+/// Copies a string out for the rest of the process (the registry's names; bounded by the number
+/// of distinct tags).
+fn leak_str(name: &str) -> &'static str {
+    Box::leak(name.to_owned().into_boxed_str())
+}
+
+fn register_in(registry: &mut Registry, name: &str) -> Tag {
+    if let Some(&tag) = registry.by_name.get(name) {
+        return tag;
+    }
+    let parent = name
+        .rsplit_once('.')
+        .map(|(parent, _)| register_in(registry, parent));
+    let id = u32::try_from(registry.by_id.len()).expect("lumina: more than 2^32 gameplay tags");
+    let info: &'static TagInfo = Box::leak(Box::new(TagInfo {
+        id,
+        name: leak_str(name),
+        parent,
+        depth: parent.map_or(1, |parent| parent.depth() + 1),
+        payload: OnceLock::new(),
+        retained: AtomicBool::new(false),
+    }));
+    let tag = Tag(info);
+    registry.by_name.insert(info.name, tag);
+    registry.by_id.push(tag);
+    tag
+}
+
+/// A declared tag with its payload type: what `gameplay_tags!` makes, one `static` per tag, so
+/// a misspelled name is a compile error with rustc's "a static with a similar name exists"
+/// (GB1), and a payload of the wrong type is a type error (GB2).
+///
+/// The tag is registered on first use and remembered in the key, so later uses are one atomic
+/// load. `P` is `()` for a tag declared without a payload.
+pub struct TagKey<P: 'static> {
+    name: &'static str,
+    retained: bool,
+    /// The registered tag once resolved.
+    resolved: OnceLock<Tag>,
+    payload: PhantomData<fn(P) -> P>,
+}
+
+impl<P: 'static> TagKey<P> {
+    /// A key for the tag `name` (dot-separated identifiers); `retained` keeps the channel's last
+    /// message (GB6). Registered on first use. Game code uses `gameplay_tags!` instead.
+    #[doc(hidden)]
+    pub const fn new(name: &'static str, retained: bool) -> Self {
+        TagKey {
+            name,
+            retained,
+            resolved: OnceLock::new(),
+            payload: PhantomData,
+        }
+    }
+
+    /// The tag, registered on first use with this key's payload type and retention.
+    ///
+    /// # Panics
+    ///
+    /// If the name is not well formed (the macro checks it), or the tag was declared elsewhere
+    /// (another module) with another payload type (GB2).
+    #[inline]
+    pub fn tag(&self) -> Tag {
+        match self.resolved.get() {
+            Some(&tag) => tag,
+            None => self.resolve(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn resolve(&self) -> Tag {
+        let tag = match Tag::register(self.name) {
+            Ok(tag) => tag,
+            Err(error) => panic!("lumina: {error}"),
+        };
+        if let Err(error) = tag.check_payload::<P>() {
+            panic!("lumina: {error} (declared twice with different payload types)");
+        }
+        if self.retained {
+            tag.0.retained.store(true, Ordering::Relaxed);
+        }
+        *self.resolved.get_or_init(|| tag)
+    }
+
+    /// The full dotted name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Whether the tag is declared retained.
+    pub fn is_retained(&self) -> bool {
+        self.retained
+    }
+}
+
+impl<P: 'static> fmt::Debug for TagKey<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TagKey({}: {})", self.name, std::any::type_name::<P>())
+    }
+}

@@ -1,0 +1,699 @@
+//! The gameplay message bus, rule by rule (GB1-GB7; GB9's allocation counts are in
+//! `tests/bus_alloc.rs`, its timings in the quick report).
+
+use std::cell::{Cell, RefCell};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::rc::Rc;
+
+use lumina::bus::{BusGone, Message, MessageBus, Tag, TagKey, UnknownTag};
+use lumina::gameplay_tags;
+
+/// A damage message's payload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Damage {
+    /// Hit points lost.
+    pub amount: u32,
+}
+
+/// The retained match state.
+#[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub enum MatchState {
+    Warmup,
+    Playing,
+    Over,
+}
+
+gameplay_tags! {
+    /// The tags of these tests.
+    pub mod tags {
+        /// Everything that happens in a fight.
+        Test.Combat {
+            Damage: Damage {
+                Critical: Damage {
+                    Headshot: Damage,
+                },
+            },
+            Heal: u32,
+        },
+        #[retained]
+        Test.Match.State: MatchState,
+        Test.Job.Done: u64,
+        Test.Dropped: Counted,
+    }
+}
+
+/// A payload that counts its drops.
+#[derive(Debug)]
+pub struct Counted(pub Rc<Cell<u32>>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
+type Log = Rc<RefCell<Vec<String>>>;
+
+fn log() -> Log {
+    Rc::new(RefCell::new(Vec::new()))
+}
+
+fn push(log: &Log, line: impl Into<String>) {
+    log.borrow_mut().push(line.into());
+}
+
+mod support;
+
+/// Runs `f` with a `tracing` subscriber recording debug-level events on this thread.
+fn capture_debug<R>(f: impl FnOnce() -> R) -> (R, String) {
+    support::capture_tracing_at(tracing::Level::DEBUG, f)
+}
+
+// ---- GB1 ---------------------------------------------------------------------------------------
+
+#[test]
+fn gb1_tags_nest_with_parent_depth_and_matches() {
+    let headshot = tags::TEST_COMBAT_DAMAGE_CRITICAL_HEADSHOT.tag();
+    let combat = tags::TEST_COMBAT.tag();
+    assert_eq!(headshot.name(), "Test.Combat.Damage.Critical.Headshot");
+    assert_eq!(headshot.leaf(), "Headshot");
+    assert_eq!(headshot.depth(), 5);
+    assert_eq!(
+        headshot.parent(),
+        Some(tags::TEST_COMBAT_DAMAGE_CRITICAL.tag())
+    );
+    assert!(headshot.matches(combat));
+    assert!(headshot.matches(headshot));
+    assert!(!combat.matches(headshot));
+    assert!(
+        !tags::TEST_COMBAT_HEAL
+            .tag()
+            .matches(tags::TEST_COMBAT_DAMAGE.tag())
+    );
+    let names: Vec<&str> = headshot.ancestors().map(Tag::name).collect();
+    assert_eq!(
+        names,
+        [
+            "Test.Combat.Damage.Critical.Headshot",
+            "Test.Combat.Damage.Critical",
+            "Test.Combat.Damage",
+            "Test.Combat",
+            "Test"
+        ]
+    );
+    // The implicit parent `Test.Match` exists and carries nothing.
+    assert_eq!(tags::TEST_MATCH.tag().name(), "Test.Match");
+    assert_eq!(tags::TEST_MATCH.tag().payload_type_name(), Some("()"));
+}
+
+#[test]
+fn gb1_a_tag_is_one_per_process_and_found_by_name() {
+    let damage = tags::TEST_COMBAT_DAMAGE.tag();
+    assert_eq!(Tag::find("Test.Combat.Damage"), Ok(damage));
+    assert_eq!(Tag::register("Test.Combat.Damage"), Ok(damage));
+    // A second key for the same name and type resolves to the same tag.
+    static AGAIN: TagKey<Damage> = TagKey::new("Test.Combat.Damage", false);
+    assert_eq!(AGAIN.tag(), damage);
+    assert_eq!(Tag::from(&tags::TEST_COMBAT_DAMAGE), damage);
+}
+
+#[test]
+fn gb1_unknown_or_malformed_names_are_typed_errors() {
+    assert_eq!(
+        Tag::find("Test.Combat.Damag"),
+        Err(UnknownTag::NotRegistered("Test.Combat.Damag".into()))
+    );
+    for bad in ["", "Test..Combat", ".Test", "Test.", "Test.Com bat"] {
+        assert_eq!(Tag::find(bad), Err(UnknownTag::Malformed(bad.into())));
+        assert_eq!(Tag::register(bad), Err(UnknownTag::Malformed(bad.into())));
+    }
+    let message = Tag::find("Nope.Nothing").unwrap_err().to_string();
+    assert!(
+        message.contains("no gameplay tag `Nope.Nothing`"),
+        "{message}"
+    );
+}
+
+// ---- GB2 ---------------------------------------------------------------------------------------
+
+#[test]
+fn gb2_a_send_by_name_checks_the_declared_payload_type() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let heard = Rc::new(Cell::new(0));
+    let sink = Rc::clone(&heard);
+    let _h = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        sink.set(sink.get() + amount)
+    });
+    let heal = Tag::find("Test.Combat.Heal").unwrap();
+    let wrong = bus.send_tag(heal, None, Damage { amount: 1 }).unwrap_err();
+    assert_eq!(wrong.declared, "u32");
+    assert!(wrong.to_string().contains("carries `u32`"), "{wrong}");
+    assert_eq!(heard.get(), 0);
+    bus.send_tag(heal, None, 4_u32).unwrap();
+    assert_eq!(heard.get(), 4);
+}
+
+#[test]
+fn gb2_declaring_a_tag_again_with_another_payload_type_panics_clearly() {
+    static OTHER: TagKey<String> = TagKey::new("Test.Combat.Heal", false);
+    let _ = tags::TEST_COMBAT_HEAL.tag();
+    let panic = catch_unwind(|| OTHER.tag()).unwrap_err();
+    let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        text.contains("carries `u32`, not `alloc::string::String`"),
+        "{text}"
+    );
+}
+
+// ---- GB3 ---------------------------------------------------------------------------------------
+
+#[test]
+fn gb3_a_partial_listener_hears_descendants_and_is_told_the_tag() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let seen = log();
+    let sink = Rc::clone(&seen);
+    let _ui = bus.listen_partial(&tags::TEST_COMBAT, move |message| {
+        let amount = message
+            .get(&tags::TEST_COMBAT_DAMAGE)
+            .map(|damage| damage.amount)
+            .or(message.payload::<u32>().copied());
+        push(&sink, format!("{} {amount:?}", message.tag()));
+    });
+    bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 3 });
+    bus.send(
+        &tags::TEST_COMBAT_DAMAGE_CRITICAL_HEADSHOT,
+        Damage { amount: 9 },
+    );
+    bus.send(&tags::TEST_COMBAT_HEAL, 2);
+    bus.send(&tags::TEST_COMBAT, ());
+    bus.send(&tags::TEST_MATCH_STATE, MatchState::Warmup); // not a descendant
+    assert_eq!(
+        *seen.borrow(),
+        [
+            "Test.Combat.Damage Some(3)",
+            "Test.Combat.Damage.Critical.Headshot Some(9)",
+            "Test.Combat.Heal Some(2)",
+            "Test.Combat None",
+        ]
+    );
+}
+
+#[test]
+fn gb3_an_exact_listener_hears_its_tag_only() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let count = Rc::new(Cell::new(0));
+    let sink = Rc::clone(&count);
+    let _h = bus.listen(&tags::TEST_COMBAT_DAMAGE, move |_, _| {
+        sink.set(sink.get() + 1)
+    });
+    bus.send(&tags::TEST_COMBAT_DAMAGE_CRITICAL, Damage { amount: 1 });
+    assert_eq!(count.get(), 0);
+    bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 1 });
+    assert_eq!(count.get(), 1);
+}
+
+#[test]
+fn gb3_order_is_own_tag_then_parents_and_priority_then_order_added_within_a_tag() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let seen = log();
+    let add_partial = |tag: Tag, priority: i32, name: &'static str| {
+        let sink = Rc::clone(&seen);
+        bus.listen_partial_with_priority(tag, priority, move |message| {
+            push(&sink, format!("{name}@{}", message.current_tag().leaf()))
+        })
+    };
+    let _a = add_partial(tags::TEST_COMBAT.tag(), 0, "combat-a");
+    let _b = add_partial(tags::TEST_COMBAT_DAMAGE.tag(), 0, "damage-partial");
+    let _c = add_partial(tags::TEST_COMBAT.tag(), 5, "combat-high");
+    let sink = Rc::clone(&seen);
+    let _d = bus.listen(&tags::TEST_COMBAT_DAMAGE_CRITICAL, move |_, _| {
+        push(&sink, "critical-exact")
+    });
+    let sink = Rc::clone(&seen);
+    let _e = bus.listen_with_priority(&tags::TEST_COMBAT_DAMAGE_CRITICAL, 9, move |_, _| {
+        push(&sink, "critical-high")
+    });
+    let _f = add_partial(tags::TEST.tag(), 0, "root");
+    bus.send(&tags::TEST_COMBAT_DAMAGE_CRITICAL, Damage { amount: 1 });
+    assert_eq!(
+        *seen.borrow(),
+        [
+            "critical-high",
+            "critical-exact",
+            "damage-partial@Damage",
+            "combat-high@Combat",
+            "combat-a@Combat",
+            "root@Test",
+        ]
+    );
+}
+
+#[test]
+fn gb3_a_consumed_message_goes_no_further() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let seen = log();
+    let sink = Rc::clone(&seen);
+    let _a = bus.listen(&tags::TEST_COMBAT_DAMAGE, move |damage, message| {
+        push(&sink, "first");
+        if damage.amount > 10 {
+            message.consume();
+        }
+    });
+    let sink = Rc::clone(&seen);
+    let _b = bus.listen(&tags::TEST_COMBAT_DAMAGE, move |_, _| push(&sink, "second"));
+    let sink = Rc::clone(&seen);
+    let _c = bus.listen_partial(&tags::TEST_COMBAT, move |message| {
+        assert!(!message.is_consumed());
+        push(&sink, "parent")
+    });
+    bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 50 });
+    assert_eq!(*seen.borrow(), ["first"]);
+    bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 5 });
+    assert_eq!(*seen.borrow(), ["first", "first", "second", "parent"]);
+}
+
+// ---- GB4 ---------------------------------------------------------------------------------------
+
+/// Entities 1 and 2 are in squad 10, which is in army 100.
+fn squads(entity: u32) -> Option<u32> {
+    match entity {
+        1 | 2 => Some(10),
+        10 => Some(100),
+        _ => None,
+    }
+}
+
+#[test]
+fn gb4_an_entity_listener_hears_its_entity_only() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let seen = log();
+    let sink = Rc::clone(&seen);
+    let _h = bus.listen_entity(&tags::TEST_COMBAT_DAMAGE, 1, move |damage, message| {
+        push(
+            &sink,
+            format!("1 hit {} (to {:?})", damage.amount, message.entity()),
+        )
+    });
+    bus.send_to(&tags::TEST_COMBAT_DAMAGE, 2, Damage { amount: 5 });
+    bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 6 });
+    bus.send_to(&tags::TEST_COMBAT_DAMAGE, 1, Damage { amount: 7 });
+    assert_eq!(*seen.borrow(), ["1 hit 7 (to Some(1))"]);
+}
+
+#[test]
+fn gb4_an_addressed_message_bubbles_up_the_entity_hierarchy_until_consumed() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    bus.set_entity_parents(squads);
+    let seen = log();
+    let listen = |entity: u32, consume_above: u32| {
+        let sink = Rc::clone(&seen);
+        bus.listen_entity_partial(&tags::TEST_COMBAT, entity, move |message| {
+            let amount = message.payload::<Damage>().map_or(0, |d| d.amount);
+            push(
+                &sink,
+                format!(
+                    "{entity} heard {amount} for {:?} at {:?}",
+                    message.entity(),
+                    message.current_entity()
+                ),
+            );
+            if amount > consume_above {
+                message.consume();
+            }
+        })
+    };
+    let _soldier = listen(1, u32::MAX);
+    let _squad = listen(10, 100);
+    let _army = listen(100, u32::MAX);
+    let sink = Rc::clone(&seen);
+    let _global = bus.listen(&tags::TEST_COMBAT_DAMAGE, move |damage, message| {
+        assert_eq!(message.current_entity(), None);
+        push(&sink, format!("global {}", damage.amount))
+    });
+    bus.send_to(&tags::TEST_COMBAT_DAMAGE, 1, Damage { amount: 5 });
+    assert_eq!(
+        *seen.borrow(),
+        [
+            "1 heard 5 for Some(1) at Some(1)",
+            "10 heard 5 for Some(1) at Some(10)",
+            "100 heard 5 for Some(1) at Some(100)",
+            "global 5",
+        ]
+    );
+    seen.borrow_mut().clear();
+    bus.send_to(&tags::TEST_COMBAT_DAMAGE, 2, Damage { amount: 500 });
+    assert_eq!(*seen.borrow(), ["10 heard 500 for Some(2) at Some(10)"]);
+}
+
+#[test]
+fn gb4_a_parent_relation_with_a_cycle_stops() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    bus.set_entity_parents(|entity| Some(entity ^ 1));
+    let count = Rc::new(Cell::new(0));
+    let sink = Rc::clone(&count);
+    let _h = bus.listen_entity(&tags::TEST_COMBAT_HEAL, 0, move |_, _| {
+        sink.set(sink.get() + 1)
+    });
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 0, 1);
+    assert_eq!(count.get(), 512);
+}
+
+#[test]
+fn gb4_forgetting_an_entity_removes_its_listeners() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let count = Rc::new(Cell::new(0));
+    let sink = Rc::clone(&count);
+    let handle = bus.listen_entity(&tags::TEST_COMBAT_HEAL, 3, move |_, _| {
+        sink.set(sink.get() + 1)
+    });
+    assert_eq!(bus.forget_entity(3), 1);
+    assert!(!bus.is_listening(handle));
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 3, 1);
+    assert_eq!(count.get(), 0);
+}
+
+// ---- GB5 ---------------------------------------------------------------------------------------
+
+#[test]
+fn gb5_send_follows_the_delegates_reentrancy_rules() {
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    let seen = log();
+    let victim = Rc::new(Cell::new(None));
+    let (b, sink, v) = (Rc::downgrade(&bus), Rc::clone(&seen), Rc::clone(&victim));
+    let _first = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        push(&sink, format!("first {amount}"));
+        let bus = b.upgrade().unwrap();
+        if *amount == 1 {
+            // Added during the send: does not hear it (M2).
+            let late = Rc::clone(&sink);
+            let _ = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+                push(&late, format!("late {amount}"))
+            });
+            // Removed during the send: does not run (M3).
+            assert!(bus.remove(v.get().unwrap()));
+            // Nested send (M5).
+            bus.send(&tags::TEST_COMBAT_HEAL, 2);
+        }
+    });
+    let sink = Rc::clone(&seen);
+    victim.set(Some(
+        bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+            push(&sink, format!("victim {amount}"))
+        }),
+    ));
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    // The nested send started after `late` was added: it hears that one (M2).
+    assert_eq!(*seen.borrow(), ["first 1", "first 2", "late 2"]);
+    seen.borrow_mut().clear();
+    bus.send(&tags::TEST_COMBAT_HEAL, 3);
+    assert_eq!(*seen.borrow(), ["first 3", "late 3"]);
+}
+
+#[test]
+fn gb5_a_panicking_listener_leaves_the_bus_consistent() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let count = Rc::new(Cell::new(0));
+    let _boom = bus.listen(&tags::TEST_COMBAT_HEAL, |amount, _| {
+        assert!(*amount != 13, "unlucky");
+    });
+    let sink = Rc::clone(&count);
+    let _after = bus.listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+        sink.set(sink.get() + 1)
+    });
+    assert!(catch_unwind(AssertUnwindSafe(|| bus.send(&tags::TEST_COMBAT_HEAL, 13))).is_err());
+    assert_eq!(count.get(), 0);
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    assert_eq!(count.get(), 1);
+    assert_eq!(bus.listeners().len(), 2);
+}
+
+#[test]
+fn gb5_posted_messages_wait_for_the_delivery_point_in_post_order() {
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    let seen = log();
+    let sink = Rc::clone(&seen);
+    let b = Rc::downgrade(&bus);
+    let _heal = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        push(&sink, format!("heal {amount}"));
+        if *amount == 1 {
+            // Posted during delivery: waits for the next frame.
+            b.upgrade().unwrap().post(&tags::TEST_COMBAT_HEAL, 100);
+        }
+    });
+    let sink = Rc::clone(&seen);
+    let _damage = bus.listen(&tags::TEST_COMBAT_DAMAGE, move |damage, message| {
+        push(
+            &sink,
+            format!("damage {} to {:?}", damage.amount, message.entity()),
+        )
+    });
+    bus.post(&tags::TEST_COMBAT_HEAL, 1);
+    bus.post_to(&tags::TEST_COMBAT_DAMAGE, 7, Damage { amount: 2 });
+    bus.post(&tags::TEST_COMBAT_HEAL, 3);
+    assert!(seen.borrow().is_empty());
+    assert_eq!(bus.posted(), 3);
+    assert_eq!(bus.deliver_posted(), 3);
+    assert_eq!(*seen.borrow(), ["heal 1", "damage 2 to Some(7)", "heal 3"]);
+    assert_eq!(bus.deliver_posted(), 1);
+    assert_eq!(seen.borrow().last().unwrap(), "heal 100");
+    assert_eq!(bus.deliver_posted(), 0);
+}
+
+#[test]
+fn gb5_a_panic_during_delivery_delivers_that_message_once_and_keeps_the_rest() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let seen = log();
+    let sink = Rc::clone(&seen);
+    let _h = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        push(&sink, amount.to_string());
+        assert!(*amount != 2, "listener fails on 2");
+    });
+    for amount in 1..=3 {
+        bus.post(&tags::TEST_COMBAT_HEAL, amount);
+    }
+    assert!(catch_unwind(AssertUnwindSafe(|| bus.deliver_posted())).is_err());
+    assert_eq!(bus.deliver_posted(), 1);
+    assert_eq!(*seen.borrow(), ["1", "2", "3"]);
+}
+
+#[test]
+fn gb5_posters_on_other_threads_deliver_in_post_order_per_thread() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let sink = Rc::clone(&seen);
+    let _h = bus.listen(&tags::TEST_JOB_DONE, move |job, _| {
+        sink.borrow_mut().push(*job)
+    });
+    let workers: Vec<_> = (0..3_u64)
+        .map(|thread| {
+            let poster = bus.poster();
+            std::thread::spawn(move || {
+                for job in 0..50 {
+                    poster
+                        .post(&tags::TEST_JOB_DONE, thread * 1000 + job)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    assert_eq!(bus.deliver_posted(), 150);
+    let seen = seen.borrow();
+    for thread in 0..3 {
+        let mine: Vec<u64> = seen
+            .iter()
+            .copied()
+            .filter(|job| job / 1000 == thread)
+            .collect();
+        assert_eq!(
+            mine,
+            (0..50).map(|job| thread * 1000 + job).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn gb5_nothing_can_hear_after_the_bus_is_dropped_so_messages_are_dropped_once_with_a_diagnostic() {
+    let drops = Rc::new(Cell::new(0));
+    let (poster, text) = capture_debug(|| {
+        let bus: MessageBus<u32> = MessageBus::new();
+        bus.post(&tags::TEST_DROPPED, Counted(Rc::clone(&drops)));
+        bus.post(&tags::TEST_DROPPED, Counted(Rc::clone(&drops)));
+        let poster = bus.poster();
+        poster.post(&tags::TEST_JOB_DONE, 1).unwrap();
+        drop(bus);
+        poster
+    });
+    assert_eq!(drops.get(), 2);
+    assert!(text.contains("3 posted messages not delivered"), "{text}");
+    let (result, text) = capture_debug(|| poster.post(&tags::TEST_JOB_DONE, 2));
+    assert_eq!(result, Err(BusGone));
+    assert!(text.contains("after its bus was dropped"), "{text}");
+}
+
+#[test]
+fn gb5_a_delivered_message_is_dropped_exactly_once() {
+    let drops = Rc::new(Cell::new(0));
+    let bus: MessageBus<u32> = MessageBus::new();
+    let heard = Rc::new(Cell::new(0));
+    let sink = Rc::clone(&heard);
+    let _h = bus.listen(&tags::TEST_DROPPED, move |_, _| sink.set(sink.get() + 1));
+    bus.post(&tags::TEST_DROPPED, Counted(Rc::clone(&drops)));
+    bus.send(&tags::TEST_DROPPED, Counted(Rc::clone(&drops)));
+    assert_eq!((heard.get(), drops.get()), (1, 1));
+    bus.deliver_posted();
+    assert_eq!((heard.get(), drops.get()), (2, 2));
+    drop(bus);
+    assert_eq!(drops.get(), 2);
+}
+
+// ---- GB6 ---------------------------------------------------------------------------------------
+
+#[test]
+fn gb6_a_late_listener_hears_the_retained_message_at_once() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let seen = log();
+    bus.send(&tags::TEST_MATCH_STATE, MatchState::Warmup);
+    bus.send(&tags::TEST_MATCH_STATE, MatchState::Playing);
+    let sink = Rc::clone(&seen);
+    let _board = bus.listen(&tags::TEST_MATCH_STATE, move |state, message| {
+        push(&sink, format!("{state:?} replay={}", message.is_replay()))
+    });
+    assert_eq!(*seen.borrow(), ["Playing replay=true"]);
+    bus.send(&tags::TEST_MATCH_STATE, MatchState::Over);
+    assert_eq!(*seen.borrow(), ["Playing replay=true", "Over replay=false"]);
+    // A partial listener on an ancestor hears the retained descendants too.
+    let sink = Rc::clone(&seen);
+    let _all = bus.listen_partial(&tags::TEST, move |message| {
+        push(&sink, format!("partial {}", message.tag()))
+    });
+    assert_eq!(seen.borrow().last().unwrap(), "partial Test.Match.State");
+    assert!(bus.clear_retained(&tags::TEST_MATCH_STATE));
+    let sink = Rc::clone(&seen);
+    let before = seen.borrow().len();
+    let _later = bus.listen(&tags::TEST_MATCH_STATE, move |_, _| push(&sink, "late"));
+    assert_eq!(seen.borrow().len(), before);
+}
+
+#[test]
+fn gb6_a_tag_not_retained_keeps_nothing() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    bus.send(&tags::TEST_COMBAT_HEAL, 5);
+    let count = Rc::new(Cell::new(0));
+    let sink = Rc::clone(&count);
+    let _h = bus.listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+        sink.set(sink.get() + 1)
+    });
+    assert_eq!(count.get(), 0);
+    assert!(bus.retained(&tags::TEST_COMBAT_HEAL).is_none());
+}
+
+#[test]
+fn gb6_a_replayed_listener_may_send_on_its_tag() {
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    bus.send(&tags::TEST_MATCH_STATE, MatchState::Warmup);
+    let b = Rc::downgrade(&bus);
+    let seen = log();
+    let sink = Rc::clone(&seen);
+    let _h = bus.listen(&tags::TEST_MATCH_STATE, move |state, _| {
+        push(&sink, format!("{state:?}"));
+        if *state == MatchState::Warmup {
+            b.upgrade()
+                .unwrap()
+                .send(&tags::TEST_MATCH_STATE, MatchState::Playing);
+        }
+    });
+    assert_eq!(*seen.borrow(), ["Warmup", "Playing"]);
+    let retained = bus.retained(&tags::TEST_MATCH_STATE).unwrap();
+    assert_eq!(
+        retained.downcast_ref::<MatchState>(),
+        Some(&MatchState::Playing)
+    );
+}
+
+// ---- GB7 ---------------------------------------------------------------------------------------
+
+#[test]
+fn gb7_handles_and_scoped_guards_remove_listeners() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let count = Rc::new(Cell::new(0));
+    let sink = Rc::clone(&count);
+    let handle = bus.listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+        sink.set(sink.get() + 1)
+    });
+    let sink = Rc::clone(&count);
+    let guard = bus.scoped(bus.listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+        sink.set(sink.get() + 10)
+    }));
+    bus.send(&tags::TEST_COMBAT_HEAL, 0);
+    assert_eq!(count.get(), 11);
+    drop(guard);
+    bus.send(&tags::TEST_COMBAT_HEAL, 0);
+    assert_eq!(count.get(), 12);
+    assert!(bus.remove(handle));
+    assert!(!bus.remove(handle));
+    bus.send(&tags::TEST_COMBAT_HEAL, 0);
+    assert_eq!(count.get(), 12);
+}
+
+#[test]
+fn gb7_the_listing_names_each_listener_with_its_bind_site() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let exact = bus.listen(&tags::TEST_COMBAT_HEAL, |_, _| {});
+    let line = line!() - 1;
+    let partial = bus.listen_partial(&tags::TEST_COMBAT, |_: &Message<'_, u32>| {});
+    let entity = bus.listen_entity(&tags::TEST_COMBAT_HEAL, 4, |_, _| {});
+    let listed = bus.listeners();
+    let summary: Vec<(String, Option<u32>, bool)> = listed
+        .iter()
+        .map(|info| (info.tag.to_string(), info.entity, info.partial))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("Test.Combat".to_owned(), None, true),
+            ("Test.Combat.Heal".to_owned(), None, false),
+            ("Test.Combat.Heal".to_owned(), Some(4), false),
+        ]
+    );
+    assert_eq!(listed[1].subscription.handle, exact);
+    assert_eq!(listed[0].subscription.handle, partial);
+    assert_eq!(listed[2].subscription.handle, entity);
+    let site = listed[1].subscription.bind_site.unwrap();
+    assert!(site.file().ends_with("bus.rs"), "{site}");
+    assert_eq!(site.line(), line);
+    assert!(format!("{bus:?}").contains("Test.Combat.Heal"));
+}
+
+#[test]
+fn gb7_a_message_nobody_heard_is_visible_at_debug_level() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let ((), text) = capture_debug(|| bus.send(&tags::TEST_COMBAT_HEAL, 1));
+    assert!(
+        text.contains("a message on `Test.Combat.Heal` was sent and nobody heard it"),
+        "{text}"
+    );
+    let _h = bus.listen_partial(&tags::TEST_COMBAT, |_| {});
+    let ((), text) = capture_debug(|| bus.send(&tags::TEST_COMBAT_HEAL, 1));
+    assert!(!text.contains("nobody heard"), "{text}");
+}
+
+#[test]
+fn gb7_a_panicking_payload_drop_while_unwinding_does_not_abort() {
+    struct Bomb;
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("payload drop panics");
+        }
+    }
+    static BOMB: TagKey<Bomb> = TagKey::new("Test.Bomb", false);
+    let bus: MessageBus<u32> = MessageBus::new();
+    let _h = bus.listen(&BOMB, |_, _| panic!("listener panics"));
+    // The listener's panic unwinds through the bus, which drops the payload: its panic is
+    // logged, the listener's propagates.
+    let panic = catch_unwind(AssertUnwindSafe(|| bus.send(&BOMB, Bomb))).unwrap_err();
+    assert_eq!(panic.downcast_ref::<&str>(), Some(&"listener panics"));
+}

@@ -1,0 +1,144 @@
+//! Rule GB9, measured with the counting allocator: a send allocates nothing, whatever the number
+//! of listeners, partial matching, entity bubbling, consumption or a retained tag; a post
+//! allocates nothing once the queues have grown (amortized zero).
+//!
+//! Run with `--nocapture` to see the measured figures.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use lumina::bus::MessageBus;
+use lumina::gameplay_tags;
+
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::allocations;
+
+/// A damage message's payload.
+#[derive(Clone, Debug)]
+pub struct Damage {
+    /// Hit points lost.
+    pub amount: u64,
+}
+
+gameplay_tags! {
+    /// The tags of these tests.
+    pub mod tags {
+        Alloc {
+            Damage: Damage {
+                Critical: Damage {
+                    Headshot: Damage,
+                },
+            },
+            #[retained]
+            Score: u64,
+        },
+    }
+}
+
+fn bus_with(n: usize, hits: &Rc<Cell<u64>>) -> MessageBus<u32> {
+    let bus: MessageBus<u32> = MessageBus::new();
+    for i in 0..n {
+        let hits = Rc::clone(hits);
+        let _ = bus.listen(&tags::ALLOC_DAMAGE, move |damage, _| {
+            hits.set(hits.get() + damage.amount + i as u64)
+        });
+    }
+    bus
+}
+
+#[test]
+fn gb9_a_send_to_exact_listeners_allocates_nothing() {
+    let hits = Rc::new(Cell::new(0));
+    for n in [0, 1, 16, 1024] {
+        let bus = bus_with(n, &hits);
+        // The first send resolves the tag key (registry insert): not part of the steady state.
+        bus.send(&tags::ALLOC_DAMAGE, Damage { amount: 1 });
+        let counted = allocations(|| {
+            for round in 0..10 {
+                bus.send(&tags::ALLOC_DAMAGE, Damage { amount: round });
+            }
+        });
+        println!("GB9 send, N = {n}: {counted} allocations in 10 sends");
+        assert_eq!(counted, 0, "N = {n}");
+    }
+    assert!(hits.get() > 0);
+}
+
+#[test]
+fn gb9_partial_matching_bubbling_consuming_and_retained_sends_allocate_nothing() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    bus.set_entity_parents(|entity| (entity > 0).then_some(entity / 2));
+    let hits = Rc::new(Cell::new(0_u64));
+    for tag in [tags::ALLOC.tag(), tags::ALLOC_DAMAGE.tag()] {
+        let hits = Rc::clone(&hits);
+        let _ = bus.listen_partial(tag, move |message| {
+            hits.set(hits.get() + message.payload::<Damage>().map_or(1, |d| d.amount));
+        });
+    }
+    for entity in [1, 2, 4] {
+        let hits = Rc::clone(&hits);
+        let _ = bus.listen_entity_partial(&tags::ALLOC_DAMAGE, entity, move |message| {
+            hits.set(hits.get() + 1);
+            if message.payload::<Damage>().is_some_and(|d| d.amount == 99) {
+                message.consume();
+            }
+        });
+    }
+    let _score = bus.listen(&tags::ALLOC_SCORE, |_, _| {});
+    // Warm up: keys resolved, the retained slot made.
+    let _ = tags::ALLOC_DAMAGE_CRITICAL.tag();
+    bus.send(&tags::ALLOC_DAMAGE_CRITICAL_HEADSHOT, Damage { amount: 1 });
+    bus.send_to(
+        &tags::ALLOC_DAMAGE_CRITICAL_HEADSHOT,
+        4,
+        Damage { amount: 1 },
+    );
+    bus.send(&tags::ALLOC_SCORE, 1);
+    let counted = allocations(|| {
+        for round in 0..10 {
+            bus.send(
+                &tags::ALLOC_DAMAGE_CRITICAL_HEADSHOT,
+                Damage { amount: round },
+            );
+            bus.send_to(&tags::ALLOC_DAMAGE_CRITICAL, 4, Damage { amount: round });
+            bus.send_to(&tags::ALLOC_DAMAGE, 4, Damage { amount: 99 });
+            bus.send(&tags::ALLOC_SCORE, round);
+        }
+    });
+    println!(
+        "GB9 partial depth 3 + bubbling + consume + retained: {counted} allocations in 40 sends"
+    );
+    assert_eq!(counted, 0);
+    assert!(hits.get() > 0);
+}
+
+#[test]
+fn gb9_posting_allocates_nothing_once_the_queues_have_grown() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let hits = Rc::new(Cell::new(0_u64));
+    let sink = Rc::clone(&hits);
+    let _h = bus.listen(&tags::ALLOC_DAMAGE, move |damage, _| {
+        sink.set(sink.get() + damage.amount)
+    });
+    let sink = Rc::clone(&hits);
+    let _s = bus.listen(&tags::ALLOC_SCORE, move |score, _| {
+        sink.set(sink.get() + score)
+    });
+    let frame = |round: u64| {
+        for i in 0..64 {
+            bus.post(&tags::ALLOC_DAMAGE, Damage { amount: i });
+            bus.post_to(&tags::ALLOC_SCORE, 3, round);
+        }
+        assert_eq!(bus.deliver_posted(), 128);
+    };
+    frame(0);
+    let counted = allocations(|| {
+        for round in 1..=20 {
+            frame(round);
+        }
+    });
+    println!("GB9 post + deliver, 128 messages a frame: {counted} allocations in 20 frames");
+    assert_eq!(counted, 0);
+    assert!(hits.get() > 0);
+}

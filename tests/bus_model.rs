@@ -1,0 +1,778 @@
+//! Model-based property test of the gameplay message bus (rules GB3-GB5, M1-M4, M7, M13, R2).
+//!
+//! Random scripts of operations (listen exactly or partially, for one entity or none, with a
+//! priority, consuming or not; remove by handle; send, addressed or not; post; deliver the posted
+//! messages; panic) run against the real `MessageBus` and against `Model`, a deliberately naive
+//! interpreter of the rules: a `Vec` of listeners with flags, where a send walks the addressed
+//! entity and its ancestors, and for each the message's tag and its ancestors, taking the
+//! listeners present when that walk starts and calling each one still live when reached.
+//!
+//! Scripts act at every point where the bus runs user code, each with its own little script, so
+//! every operation is also issued from there, re-entering the bus, to any nesting depth up to
+//! `MAX_DEPTH`:
+//!
+//! - a listener's call (`Listen::actions`);
+//! - the `Drop` of a listener's closure (`Listen::on_drop`): at remove, after its own call when it
+//!   was removed while running, and when the bus is dropped (the last step of every script);
+//! - the `Drop` of a payload (`Send::on_drop`): after its delivery, also while a panic unwinds
+//!   (a panic there is then logged, not raised: R2), and when the bus is dropped with the message
+//!   still queued;
+//! - the engine's entity parent relation (`Script::parent_actions`), called as a message bubbles.
+//!
+//! The bus never clones a payload (the payload type here is not `Clone`). Both runs log every
+//! call with the tag and entity it was heard at, every drop, and the result of every operation;
+//! the logs must be identical, and every listener and payload must be dropped exactly once.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::panic::{self, AssertUnwindSafe};
+use std::rc::{Rc, Weak};
+use std::sync::Once;
+
+use lumina::DelegateHandle;
+use lumina::bus::{Message, MessageBus, TagKey};
+use proptest::collection::vec;
+use proptest::prelude::*;
+
+/// The tags: a root, a child, a grandchild and a second child.
+static KEYS: [TagKey<Pay>; 4] = [
+    TagKey::new("BusModel", false),
+    TagKey::new("BusModel.A", false),
+    TagKey::new("BusModel.A.B", false),
+    TagKey::new("BusModel.C", false),
+];
+/// Each tag's parent index.
+const TAG_PARENT: [Option<usize>; 4] = [None, Some(0), Some(1), Some(0)];
+/// The entity hierarchy: 2 and 3 are in 1, which is in 0.
+const ENTITY_PARENT: [Option<u8>; 4] = [None, Some(0), Some(1), Some(1)];
+/// How deep sends and deliveries nest at most.
+const MAX_DEPTH: u32 = 4;
+/// How many scripted operations one top-level step may run.
+const OPS_PER_STEP: u32 = 60;
+/// The payload of the panics the scripts raise on purpose.
+const PANIC_MARKER: &str = "scripted panic";
+
+/// A listener to add.
+#[derive(Debug)]
+struct Listen {
+    tag: usize,
+    partial: bool,
+    entity: Option<u8>,
+    priority: i32,
+    consume: bool,
+    actions: Vec<Op>,
+    on_drop: Vec<Op>,
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Listen(Rc<Listen>),
+    /// Removes the listener made `n`-th (modulo how many were made); a foreign handle if none.
+    Remove(usize),
+    Send {
+        tag: usize,
+        entity: Option<u8>,
+        on_drop: Rc<Vec<Op>>,
+    },
+    Post {
+        tag: usize,
+        entity: Option<u8>,
+        on_drop: Rc<Vec<Op>>,
+    },
+    Deliver,
+    Panic,
+}
+
+#[derive(Debug)]
+struct Script {
+    parent_actions: Rc<Vec<Op>>,
+    steps: Vec<Op>,
+}
+
+/// What both runs share: the log and the counters that make labels.
+#[derive(Default)]
+struct Shared {
+    log: RefCell<Vec<String>>,
+    budget: Cell<u32>,
+    depth: Cell<u32>,
+    listeners: Cell<usize>,
+    payloads: Cell<usize>,
+    /// How often each listener (`L3`) and payload (`P2`) was dropped.
+    drops: RefCell<BTreeMap<String, u32>>,
+    /// The bus is being dropped: drop hooks only count.
+    finishing: Cell<bool>,
+}
+
+impl Shared {
+    fn push(&self, line: String) {
+        self.log.borrow_mut().push(line);
+    }
+}
+
+trait Target {
+    fn shared(&self) -> &Shared;
+    fn parent_actions(&self) -> &Rc<Vec<Op>>;
+    fn listen(&self, listen: &Rc<Listen>, label: usize);
+    fn remove(&self, index: usize) -> bool;
+    fn send(&self, tag: usize, entity: Option<u8>, label: usize, on_drop: &Rc<Vec<Op>>);
+    fn post(&self, tag: usize, entity: Option<u8>, label: usize, on_drop: &Rc<Vec<Op>>);
+    fn deliver(&self) -> usize;
+}
+
+/// Raises the nesting depth for a scope, restored when it ends (also while unwinding).
+struct Deeper<'a>(&'a Shared);
+
+impl<'a> Deeper<'a> {
+    fn enter(shared: &'a Shared) -> Option<Self> {
+        (shared.depth.get() < MAX_DEPTH).then(|| {
+            shared.depth.set(shared.depth.get() + 1);
+            Deeper(shared)
+        })
+    }
+}
+
+impl Drop for Deeper<'_> {
+    fn drop(&mut self) {
+        self.0.depth.set(self.0.depth.get() - 1);
+    }
+}
+
+fn exec<T: Target + ?Sized>(target: &T, op: &Op) {
+    let shared = target.shared();
+    if shared.budget.get() == 0 {
+        return;
+    }
+    shared.budget.set(shared.budget.get() - 1);
+    match op {
+        Op::Listen(listen) => {
+            let label = shared.listeners.get();
+            shared.listeners.set(label + 1);
+            target.listen(listen, label);
+            shared.push(format!("listen L{label}"));
+        }
+        Op::Remove(index) => {
+            let removed = target.remove(*index);
+            shared.push(format!("remove #{index} -> {removed}"));
+        }
+        Op::Send {
+            tag,
+            entity,
+            on_drop,
+        } => {
+            let Some(_deeper) = Deeper::enter(shared) else {
+                return;
+            };
+            let label = shared.payloads.get();
+            shared.payloads.set(label + 1);
+            target.send(*tag, *entity, label, on_drop);
+            shared.push(format!("sent P{label}"));
+        }
+        Op::Post {
+            tag,
+            entity,
+            on_drop,
+        } => {
+            let label = shared.payloads.get();
+            shared.payloads.set(label + 1);
+            target.post(*tag, *entity, label, on_drop);
+            shared.push(format!("posted P{label}"));
+        }
+        Op::Deliver => {
+            let Some(_deeper) = Deeper::enter(shared) else {
+                return;
+            };
+            let delivered = target.deliver();
+            shared.push(format!("delivered {delivered}"));
+        }
+        Op::Panic => panic::panic_any(PANIC_MARKER),
+    }
+}
+
+/// Logs `event` and runs `actions` (user code at one of the bus's points).
+fn hook<T: Target + ?Sized>(target: &T, event: String, actions: &[Op]) {
+    target.shared().push(event);
+    for op in actions {
+        exec(target, op);
+    }
+}
+
+/// A drop of a listener or payload: counted, then its actions run, unless the bus is being
+/// dropped (then only counted: the order of that final drop is not part of the contract).
+fn dropped<T: Target + ?Sized>(target: &T, name: String, actions: &[Op]) {
+    let shared = target.shared();
+    *shared.drops.borrow_mut().entry(name.clone()).or_default() += 1;
+    if !shared.finishing.get() {
+        hook(target, format!("drop {name}"), actions);
+    }
+}
+
+/// Runs a user `Drop` the way the bus does (`Drops`): a panic is raised once it is over, or
+/// logged and dropped if the thread already unwinds.
+fn guarded_drop(run: impl FnOnce()) {
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(run))
+        && !std::thread::panicking()
+    {
+        panic::resume_unwind(payload);
+    }
+}
+
+fn step<T: Target + ?Sized>(target: &T, op: &Op) {
+    let shared = target.shared();
+    shared.budget.set(OPS_PER_STEP);
+    shared.depth.set(0);
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| exec(target, op))) {
+        assert_eq!(
+            payload.downcast_ref::<&str>(),
+            Some(&PANIC_MARKER),
+            "only scripted panics"
+        );
+        shared.push("panicked".into());
+    }
+}
+
+// ---- the real bus ------------------------------------------------------------------------------
+
+struct Real {
+    shared: Shared,
+    parent_actions: Rc<Vec<Op>>,
+    bus: RefCell<Option<Rc<MessageBus<u8>>>>,
+    handles: RefCell<Vec<DelegateHandle>>,
+    me: Weak<Real>,
+}
+
+/// What a listener's closure and a payload carry: runs its drop hook.
+struct DropHook {
+    target: Weak<Real>,
+    name: String,
+    actions: Rc<Vec<Op>>,
+}
+
+impl Drop for DropHook {
+    fn drop(&mut self) {
+        if let Some(target) = self.target.upgrade() {
+            dropped(&*target, std::mem::take(&mut self.name), &self.actions);
+        }
+    }
+}
+
+/// The payload: not `Clone` (the bus never clones one).
+#[derive(Debug)]
+struct Pay {
+    label: usize,
+    _hook: DropHookBox,
+}
+
+/// `DropHook` in a `Debug` wrapper.
+struct DropHookBox(#[allow(dead_code)] DropHook);
+
+impl std::fmt::Debug for DropHookBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DropHook")
+    }
+}
+
+fn describe(listener: usize, message: &Message<'_, u8>) -> String {
+    let payload = message.payload::<Pay>().map_or(usize::MAX, |pay| pay.label);
+    format!(
+        "call L{listener} P{payload} {} at {} entity {:?} at {:?}",
+        message.tag(),
+        message.current_tag(),
+        message.entity(),
+        message.current_entity()
+    )
+}
+
+impl Real {
+    fn bus(&self) -> Option<Rc<MessageBus<u8>>> {
+        self.bus.borrow().clone()
+    }
+
+    fn payload(&self, label: usize, on_drop: &Rc<Vec<Op>>) -> Pay {
+        Pay {
+            label,
+            _hook: DropHookBox(DropHook {
+                target: self.me.clone(),
+                name: format!("P{label}"),
+                actions: Rc::clone(on_drop),
+            }),
+        }
+    }
+}
+
+impl Target for Real {
+    fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    fn parent_actions(&self) -> &Rc<Vec<Op>> {
+        &self.parent_actions
+    }
+
+    fn listen(&self, listen: &Rc<Listen>, label: usize) {
+        let Some(bus) = self.bus() else { return };
+        let hook_on_drop = DropHook {
+            target: self.me.clone(),
+            name: format!("L{label}"),
+            actions: Rc::new(listen.on_drop.clone()),
+        };
+        let (me, spec) = (self.me.clone(), Rc::clone(listen));
+        let on_message = move |message: &Message<'_, u8>| {
+            let _keep = &hook_on_drop;
+            if let Some(target) = me.upgrade() {
+                hook(&*target, describe(label, message), &spec.actions);
+            }
+            if spec.consume {
+                message.consume();
+            }
+        };
+        let key = &KEYS[listen.tag];
+        let handle = match (listen.partial, listen.entity) {
+            (true, None) => bus.listen_partial_with_priority(key, listen.priority, on_message),
+            (true, Some(entity)) => bus.listen_entity_partial(key, entity, on_message),
+            (false, None) => bus
+                .listen_with_priority(key, listen.priority, move |_, message| on_message(message)),
+            (false, Some(entity)) => {
+                bus.listen_entity(key, entity, move |_, message| on_message(message))
+            }
+        };
+        self.handles.borrow_mut().push(handle);
+    }
+
+    fn remove(&self, index: usize) -> bool {
+        let Some(bus) = self.bus() else { return false };
+        let handle = {
+            let handles = self.handles.borrow();
+            match handles.len() {
+                0 => DelegateHandle::default(),
+                len => handles[index % len],
+            }
+        };
+        bus.remove(handle)
+    }
+
+    fn send(&self, tag: usize, entity: Option<u8>, label: usize, on_drop: &Rc<Vec<Op>>) {
+        let payload = self.payload(label, on_drop);
+        let Some(bus) = self.bus() else { return };
+        match entity {
+            None => bus.send(&KEYS[tag], payload),
+            Some(entity) => bus.send_to(&KEYS[tag], entity, payload),
+        }
+    }
+
+    fn post(&self, tag: usize, entity: Option<u8>, label: usize, on_drop: &Rc<Vec<Op>>) {
+        let payload = self.payload(label, on_drop);
+        let Some(bus) = self.bus() else { return };
+        match entity {
+            None => bus.post(&KEYS[tag], payload),
+            Some(entity) => bus.post_to(&KEYS[tag], entity, payload),
+        }
+    }
+
+    fn deliver(&self) -> usize {
+        self.bus().map_or(0, |bus| bus.deliver_posted())
+    }
+}
+
+fn run_real(script: &Script) -> Shared {
+    let real = Rc::new_cyclic(|me: &Weak<Real>| Real {
+        shared: Shared::default(),
+        parent_actions: Rc::clone(&script.parent_actions),
+        bus: RefCell::new(Some(Rc::new(MessageBus::new()))),
+        handles: RefCell::new(Vec::new()),
+        me: me.clone(),
+    });
+    let bus = real.bus().unwrap();
+    let me = Rc::downgrade(&real);
+    bus.set_entity_parents(move |entity: u8| {
+        if let Some(target) = me.upgrade() {
+            let actions = Rc::clone(target.parent_actions());
+            hook(&*target, format!("parent of {entity}"), &actions);
+        }
+        ENTITY_PARENT[usize::from(entity)]
+    });
+    drop(bus);
+    for op in &script.steps {
+        step(&*real, op);
+    }
+    real.shared.finishing.set(true);
+    let bus = real.bus.borrow_mut().take();
+    drop(bus);
+    let real = Rc::try_unwrap(real).unwrap_or_else(|_| panic!("nothing else holds the target"));
+    real.shared
+}
+
+// ---- the model ---------------------------------------------------------------------------------
+
+struct ModelListener {
+    label: usize,
+    spec: Rc<Listen>,
+    removed: Cell<bool>,
+    running: Cell<u32>,
+    dropped: Cell<bool>,
+}
+
+struct Queued {
+    seq: u64,
+    tag: usize,
+    entity: Option<u8>,
+    label: usize,
+    on_drop: Rc<Vec<Op>>,
+}
+
+struct Model {
+    shared: Shared,
+    parent_actions: Rc<Vec<Op>>,
+    listeners: RefCell<Vec<Rc<ModelListener>>>,
+    queue: RefCell<VecDeque<Queued>>,
+    next_seq: Cell<u64>,
+    /// Whether any entity listener was ever added (the bus looks at entities only then).
+    entity_listened: Cell<bool>,
+}
+
+/// Counts a listener's running call; when the last one ends (also by unwinding) a listener
+/// removed meanwhile is dropped (M4).
+struct Running<'a> {
+    model: &'a Model,
+    listener: &'a ModelListener,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let listener = self.listener;
+        listener.running.set(listener.running.get() - 1);
+        if listener.removed.get() && listener.running.get() == 0 {
+            self.model.drop_listener(listener);
+        }
+    }
+}
+
+impl Model {
+    fn drop_listener(&self, listener: &ModelListener) {
+        if listener.dropped.replace(true) {
+            return;
+        }
+        guarded_drop(|| dropped(self, format!("L{}", listener.label), &listener.spec.on_drop));
+    }
+
+    fn drop_payload(&self, label: usize, on_drop: &[Op]) {
+        guarded_drop(|| dropped(self, format!("P{label}"), on_drop));
+    }
+
+    /// One tag's listeners for one entity (or none), present now, in dispatch order.
+    fn present(&self, tag: usize, entity: Option<u8>) -> Vec<Rc<ModelListener>> {
+        let mut found: Vec<Rc<ModelListener>> = self
+            .listeners
+            .borrow()
+            .iter()
+            .filter(|l| !l.removed.get() && l.spec.tag == tag && l.spec.entity == entity)
+            .cloned()
+            .collect();
+        // Entity listeners are added with priority 0.
+        let priority = |l: &ModelListener| {
+            if l.spec.entity.is_some() {
+                0
+            } else {
+                l.spec.priority
+            }
+        };
+        found.sort_by_key(|l| (-priority(l), l.label));
+        found
+    }
+
+    /// The message's tag, then its ancestors: whether a listener consumed it.
+    fn walk_tags(
+        &self,
+        tag: usize,
+        entity: Option<u8>,
+        sent: (Option<u8>, usize),
+        at: Option<u8>,
+    ) -> bool {
+        let mut current = Some(tag);
+        while let Some(walked) = current {
+            for listener in self.present(walked, at) {
+                if listener.removed.get() || (!listener.spec.partial && walked != tag) {
+                    continue;
+                }
+                listener.running.set(listener.running.get() + 1);
+                let running = Running {
+                    model: self,
+                    listener: &listener,
+                };
+                hook(
+                    self,
+                    format!(
+                        "call L{} P{} {} at {} entity {:?} at {:?}",
+                        listener.label,
+                        sent.1,
+                        KEYS[tag].name(),
+                        KEYS[walked].name(),
+                        entity,
+                        at
+                    ),
+                    &listener.spec.actions,
+                );
+                drop(running);
+                if listener.spec.consume {
+                    return true;
+                }
+            }
+            current = TAG_PARENT[walked];
+        }
+        let _ = sent.0;
+        false
+    }
+
+    fn deliver_one(&self, tag: usize, entity: Option<u8>, label: usize, on_drop: Rc<Vec<Op>>) {
+        /// The payload, dropped after delivery, also while unwinding.
+        struct Held<'a> {
+            model: &'a Model,
+            label: usize,
+            on_drop: Rc<Vec<Op>>,
+        }
+        impl Drop for Held<'_> {
+            fn drop(&mut self) {
+                self.model.drop_payload(self.label, &self.on_drop);
+            }
+        }
+        let _held = Held {
+            model: self,
+            label,
+            on_drop,
+        };
+        if let Some(target) = entity
+            && self.entity_listened.get()
+        {
+            let mut at = Some(target);
+            while let Some(current) = at {
+                if self.walk_tags(tag, entity, (entity, label), Some(current)) {
+                    return;
+                }
+                let actions = Rc::clone(&self.parent_actions);
+                hook(self, format!("parent of {current}"), &actions);
+                at = ENTITY_PARENT[usize::from(current)];
+            }
+        }
+        self.walk_tags(tag, entity, (entity, label), None);
+    }
+}
+
+impl Target for Model {
+    fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    fn parent_actions(&self) -> &Rc<Vec<Op>> {
+        &self.parent_actions
+    }
+
+    fn listen(&self, listen: &Rc<Listen>, label: usize) {
+        if listen.entity.is_some() {
+            self.entity_listened.set(true);
+        }
+        self.listeners.borrow_mut().push(Rc::new(ModelListener {
+            label,
+            spec: Rc::clone(listen),
+            removed: Cell::new(false),
+            running: Cell::new(0),
+            dropped: Cell::new(false),
+        }));
+    }
+
+    fn remove(&self, index: usize) -> bool {
+        let listener = {
+            let listeners = self.listeners.borrow();
+            match listeners.len() {
+                0 => return false,
+                len => Rc::clone(&listeners[index % len]),
+            }
+        };
+        if listener.removed.replace(true) {
+            return false;
+        }
+        if listener.running.get() == 0 {
+            self.drop_listener(&listener);
+        }
+        true
+    }
+
+    fn send(&self, tag: usize, entity: Option<u8>, label: usize, on_drop: &Rc<Vec<Op>>) {
+        self.deliver_one(tag, entity, label, Rc::clone(on_drop));
+    }
+
+    fn post(&self, tag: usize, entity: Option<u8>, label: usize, on_drop: &Rc<Vec<Op>>) {
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq + 1);
+        self.queue.borrow_mut().push_back(Queued {
+            seq,
+            tag,
+            entity,
+            label,
+            on_drop: Rc::clone(on_drop),
+        });
+    }
+
+    fn deliver(&self) -> usize {
+        let limit = self.next_seq.get();
+        let mut delivered = 0;
+        loop {
+            let next = {
+                let mut queue = self.queue.borrow_mut();
+                match queue.front() {
+                    Some(front) if front.seq < limit => queue.pop_front(),
+                    _ => None,
+                }
+            };
+            let Some(message) = next else { break };
+            delivered += 1;
+            self.deliver_one(message.tag, message.entity, message.label, message.on_drop);
+        }
+        delivered
+    }
+}
+
+fn run_model(script: &Script) -> Shared {
+    let model = Model {
+        shared: Shared::default(),
+        parent_actions: Rc::clone(&script.parent_actions),
+        listeners: RefCell::new(Vec::new()),
+        queue: RefCell::new(VecDeque::new()),
+        next_seq: Cell::new(0),
+        entity_listened: Cell::new(false),
+    };
+    for op in &script.steps {
+        step(&model, op);
+    }
+    model.shared.finishing.set(true);
+    for listener in model.listeners.borrow().iter() {
+        if !listener.dropped.replace(true) {
+            dropped(&model, format!("L{}", listener.label), &[]);
+        }
+    }
+    for queued in model.queue.borrow_mut().drain(..) {
+        dropped(&model, format!("P{}", queued.label), &[]);
+    }
+    model.shared
+}
+
+// ---- strategies --------------------------------------------------------------------------------
+
+fn entity() -> impl Strategy<Value = Option<u8>> {
+    prop::option::weighted(0.4, 0..4_u8)
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let leaf = prop_oneof![
+        3 => (0..4_usize, entity()).prop_map(|(tag, entity)| Op::Send {
+            tag,
+            entity,
+            on_drop: Rc::new(Vec::new())
+        }),
+        2 => (0..4_usize, entity()).prop_map(|(tag, entity)| Op::Post {
+            tag,
+            entity,
+            on_drop: Rc::new(Vec::new())
+        }),
+        2 => (0..16_usize).prop_map(Op::Remove),
+        1 => Just(Op::Deliver),
+        1 => Just(Op::Panic),
+        2 => listen(Just(Vec::new()), Just(Vec::new())),
+    ];
+    leaf.prop_recursive(3, 32, 3, |inner| {
+        prop_oneof![
+            3 => listen(vec(inner.clone(), 0..3), vec(inner.clone(), 0..2)),
+            1 => (0..4_usize, entity(), vec(inner.clone(), 1..3)).prop_map(
+                |(tag, entity, on_drop)| Op::Send {
+                    tag,
+                    entity,
+                    on_drop: Rc::new(on_drop)
+                }
+            ),
+            1 => (0..4_usize, entity(), vec(inner, 1..3)).prop_map(|(tag, entity, on_drop)| {
+                Op::Post {
+                    tag,
+                    entity,
+                    on_drop: Rc::new(on_drop),
+                }
+            }),
+        ]
+    })
+}
+
+fn listen(
+    actions: impl Strategy<Value = Vec<Op>>,
+    on_drop: impl Strategy<Value = Vec<Op>>,
+) -> impl Strategy<Value = Op> {
+    (
+        0..4_usize,
+        any::<bool>(),
+        entity(),
+        -1..=1_i32,
+        prop::bool::weighted(0.2),
+        actions,
+        on_drop,
+    )
+        .prop_map(
+            |(tag, partial, entity, priority, consume, actions, on_drop)| {
+                Op::Listen(Rc::new(Listen {
+                    tag,
+                    partial,
+                    entity,
+                    priority,
+                    consume,
+                    actions,
+                    on_drop,
+                }))
+            },
+        )
+}
+
+fn script() -> impl Strategy<Value = Script> {
+    (
+        prop_oneof![
+            4 => Just(Vec::new()),
+            1 => vec(op(), 1..2),
+        ],
+        vec(op(), 1..24),
+    )
+        .prop_map(|(parent_actions, steps)| Script {
+            parent_actions: Rc::new(parent_actions),
+            steps,
+        })
+}
+
+fn quiet_scripted_panics() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let default = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if info.payload().downcast_ref::<&str>() != Some(&PANIC_MARKER) {
+                default(info);
+            }
+        }));
+    });
+}
+
+fn cases() -> u32 {
+    if cfg!(miri) { 4 } else { 256 }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn gb5_the_bus_behaves_like_its_model_with_user_code_reentering_everywhere(script in script()) {
+        quiet_scripted_panics();
+        let real = run_real(&script);
+        let model = run_model(&script);
+        prop_assert_eq!(&*real.log.borrow(), &*model.log.borrow());
+        let real_drops = real.drops.borrow();
+        prop_assert_eq!(&*real_drops, &*model.drops.borrow());
+        // Every listener made and every payload made is dropped exactly once.
+        prop_assert_eq!(
+            real_drops.len(),
+            real.listeners.get() + real.payloads.get(),
+            "{:?}", real_drops
+        );
+        prop_assert!(real_drops.values().all(|&count| count == 1), "{:?}", real_drops);
+    }
+}

@@ -1,0 +1,20 @@
+// An attribute other than `#[retained]` or a doc comment is one error on it; the tag is still
+// declared.
+use lumina::bus::MessageBus;
+use lumina::gameplay_tags;
+
+pub enum MatchState {
+    Playing,
+}
+
+gameplay_tags! {
+    pub mod tags {
+        #[retain]
+        Match.State: MatchState,
+    }
+}
+
+fn main() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    bus.send(&tags::MATCH_STATE, MatchState::Playing);
+}
