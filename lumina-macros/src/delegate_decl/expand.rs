@@ -857,12 +857,15 @@ fn expand_registration(
                 self.0.set_priority(handle, #priority)
             }
 
-            /// Not available on a view: only the delegate's owner fires it.
+            /// Not available on a view: only the delegate's owner fires it. Generic (its
+            /// parameter is always `Self`), so that it is never compiled unless called: a
+            /// method whose bounds never hold must not be exported by the runtime's `dylib`.
             #[doc(hidden)]
             #[allow(unused_variables, clippy::ptr_arg)]
-            pub fn broadcast(&self, #(#names: #types),*)
+            pub fn broadcast<__LuminaView: ?Sized>(&self, #(#names: #types),*)
             where
-                Self: ::lumina::__private::OwnerBroadcasts,
+                Self: ::lumina::__private::Is<__LuminaView>,
+                __LuminaView: ::lumina::__private::OwnerBroadcasts,
             {
                 ::core::unreachable!()
             }
@@ -870,18 +873,20 @@ fn expand_registration(
             /// Not available on a view: only the delegate's owner fires it.
             #[doc(hidden)]
             #[allow(unused_variables, clippy::ptr_arg)]
-            pub fn broadcast_and_clear(&self, #(#names: #types),*)
+            pub fn broadcast_and_clear<__LuminaView: ?Sized>(&self, #(#names: #types),*)
             where
-                Self: ::lumina::__private::OwnerBroadcasts,
+                Self: ::lumina::__private::Is<__LuminaView>,
+                __LuminaView: ::lumina::__private::OwnerBroadcasts,
             {
                 ::core::unreachable!()
             }
 
             /// Not available on a view: only the delegate's owner clears it.
             #[doc(hidden)]
-            pub fn clear(&self)
+            pub fn clear<__LuminaView: ?Sized>(&self)
             where
-                Self: ::lumina::__private::OwnerClears,
+                Self: ::lumina::__private::Is<__LuminaView>,
+                __LuminaView: ::lumina::__private::OwnerClears,
             {
                 ::core::unreachable!()
             }

@@ -26,6 +26,7 @@
 //!     }
 //! }
 //!
+//! # fn main() {
 //! let bus: MessageBus<u32> = MessageBus::new();
 //! let heard = Rc::new(Cell::new(0));
 //! let sink = Rc::clone(&heard);
@@ -36,6 +37,7 @@
 //! bus.send(&tags::COMBAT_DAMAGE, Damage { amount: 5 });
 //! bus.send(&tags::COMBAT_DAMAGE_CRITICAL, Damage { amount: 50 }); // not exact: `_exact` does not hear it
 //! assert_eq!(heard.get(), 5);
+//! # }
 //! ```
 //!
 //! # Order and consumption (GB3, GB4)

@@ -36,6 +36,7 @@ mod bits;
 mod class;
 mod event_type;
 mod events;
+mod handler;
 mod input;
 mod processor;
 mod typed;
@@ -44,8 +45,9 @@ mod viewport;
 pub use class::{Envelope, Event, EventClass};
 pub use event_type::{EventCategory, EventType, ParseEventTypeError};
 pub use events::*;
+pub use handler::EventHandler;
 pub use input::{IVec2, Key, Modifiers, MouseButton, UVec2, Vec2};
-pub use processor::{EventHandler, EventProcessor, InputLayer};
+pub use processor::{EventProcessor, InputLayer};
 pub use typed::{
     AppEvent, EventSelector, EventSubscription, JoystickEvent, KeyboardEvent, MouseEvent,
     TypedHandler, WindowEvent, category,

@@ -6,31 +6,10 @@ use std::fmt;
 use std::rc::{Rc, Weak};
 
 use super::class::{Envelope, Event, EventClass};
+use super::handler::EventHandler;
 use super::typed::{EventSelector, EventSubscription, TypedHandler};
 use crate::handle::DelegateHandle;
 use crate::invocation::InvocationList;
-
-/// Receives events from an [`EventProcessor`] (`IEventHandler` of the original).
-///
-/// Return `true` to consume the event: no handler after this one sees it. Calling
-/// [`set_handled(true)`](Event::set_handled) on the event does the same.
-///
-/// Closures `Fn(&mut dyn Event) -> bool` are handlers too.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an event handler",
-    label = "not an event handler",
-    note = "implement `lumina::event::EventHandler` for `{Self}` (`fn on_event(&self, event: &mut dyn Event) -> bool`), or register a closure `Fn(&mut dyn Event) -> bool`"
-)]
-pub trait EventHandler: Any {
-    /// Handles `event`; `true` consumes it (`OnEvent`).
-    fn on_event(&self, event: &mut dyn Event) -> bool;
-}
-
-impl<F: Fn(&mut dyn Event) -> bool + 'static> EventHandler for F {
-    fn on_event(&self, event: &mut dyn Event) -> bool {
-        self(event)
-    }
-}
 
 /// The standard priorities of handlers (`EInputLayer`): higher layers see events first.
 ///

@@ -20,7 +20,7 @@ use std::rc::Rc;
 
 use super::class::{Event, EventClass};
 use super::events::*;
-use super::processor::EventHandler;
+use super::handler::EventHandler;
 use crate::handle::DelegateHandle;
 use crate::scoped::ScopedSubscription;
 

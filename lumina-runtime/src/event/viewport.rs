@@ -12,8 +12,9 @@ use super::event_type::EventCategory;
 use super::events::{
     MouseButtonPressedEvent, MouseButtonReleasedEvent, MouseMovedEvent, MouseScrolledEvent,
 };
+use super::handler::EventHandler;
 use super::input::Vec2;
-use super::processor::{EventHandler, EventProcessor, InputLayer};
+use super::processor::{EventProcessor, InputLayer};
 use super::typed::{EventSelector, TypedHandler};
 
 /// A rectangle in window coordinates: `origin` is its top-left corner.
