@@ -66,7 +66,11 @@ impl ProjectLoaded {
             .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move || {
-                    method(&::lumina::__private::upgrade_owner(&weak))
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (),
+                        |object, ()| method(object),
+                    )
                 }),
             )
     }
@@ -104,7 +108,11 @@ impl ProjectLoaded {
                 priority,
                 owner,
                 ::lumina::__private::Rc::new(move || {
-                    method(&::lumina::__private::upgrade_owner(&weak))
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (),
+                        |object, ()| method(object),
+                    )
                 }),
             )
     }
@@ -321,7 +329,11 @@ impl WindowResize {
             .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
-                    method(&::lumina::__private::upgrade_owner(&weak), window, size)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (window, size),
+                        |object, (window, size)| method(object, window, size),
+                    )
                 }),
             )
     }
@@ -359,7 +371,11 @@ impl WindowResize {
                 priority,
                 owner,
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
-                    method(&::lumina::__private::upgrade_owner(&weak), window, size)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (window, size),
+                        |object, (window, size)| method(object, window, size),
+                    )
                 }),
             )
     }
@@ -573,7 +589,11 @@ impl SaveQuery {
             .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |path: &str| {
-                    method(&::lumina::__private::upgrade_owner(&weak), path)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path,),
+                        |object, (path,)| method(object, path),
+                    )
                 }),
             )
     }
@@ -611,7 +631,11 @@ impl SaveQuery {
                 priority,
                 owner,
                 ::lumina::__private::Rc::new(move |path: &str| {
-                    method(&::lumina::__private::upgrade_owner(&weak), path)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path,),
+                        |object, (path,)| method(object, path),
+                    )
                 }),
             )
     }
@@ -688,15 +712,7 @@ impl SaveQuery {
     /// Calls every subscriber like `broadcast` and returns their results in call order.
     #[must_use]
     pub fn broadcast_collect(&self, path: &str) -> ::std::vec::Vec<bool> {
-        let mut results = ::std::vec::Vec::new();
-        ::lumina::__private::broadcast_with(
-            &self.0,
-            (),
-            |f, ()| {
-                results.push(f(path));
-            },
-        );
-        results
+        ::lumina::__private::broadcast_collect(&self.0, (), |f, ()| f(path))
     }
 }
 /// A bind-only view of `SaveQuery`, made by `SaveQuery::registration`: it subscribes and unsubscribes, but cannot broadcast or clear, so only the owner of the `SaveQuery` fires it.
@@ -838,7 +854,11 @@ impl AssetImported {
             .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
-                    method(&::lumina::__private::upgrade_owner(&weak), path, bytes)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path, bytes),
+                        |object, (path, bytes)| method(object, path, bytes),
+                    )
                 }),
             )
     }
@@ -876,7 +896,11 @@ impl AssetImported {
                 priority,
                 owner,
                 ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
-                    method(&::lumina::__private::upgrade_owner(&weak), path, bytes)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path, bytes),
+                        |object, (path, bytes)| method(object, path, bytes),
+                    )
                 }),
             )
     }
@@ -1088,7 +1112,11 @@ impl CanQuit {
             ::lumina::__private::Delegate::from_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move || {
-                    method(&::lumina::__private::upgrade_owner(&weak))
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (),
+                        |object, ()| method(object),
+                    )
                 }),
             ),
         )
@@ -1114,7 +1142,7 @@ impl CanQuit {
     /// or call `execute_if_bound`, which returns `None` instead.
     #[track_caller]
     pub fn execute(&self) -> bool {
-        let f = self.0.callable_or_panic("CanQuit");
+        let (f, ()) = ::lumina::__private::callable_for(&self.0, "CanQuit", ());
         f()
     }
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is
@@ -1161,7 +1189,11 @@ impl StatusLine {
             ::lumina::__private::Delegate::from_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |message: &str| {
-                    method(&::lumina::__private::upgrade_owner(&weak), message)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (message,),
+                        |object, (message,)| method(object, message),
+                    )
                 }),
             ),
         )
@@ -1187,7 +1219,11 @@ impl StatusLine {
     /// or call `execute_if_bound`, which returns `None` instead.
     #[track_caller]
     pub fn execute(&self, message: &str) {
-        let f = self.0.callable_or_panic("StatusLine");
+        let (f, (message,)) = ::lumina::__private::callable_for(
+            &self.0,
+            "StatusLine",
+            (message,),
+        );
         f(message)
     }
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is

@@ -14,6 +14,7 @@ use super::events::{
 };
 use super::input::Vec2;
 use super::processor::{EventHandler, EventProcessor, InputLayer};
+use crate::invocation::Guarded;
 
 /// A rectangle in window coordinates: `origin` is its top-left corner.
 #[derive(Clone, Copy, PartialEq, Debug, Default)]
@@ -252,7 +253,9 @@ impl EventHandler for InputViewportRegistry {
     fn on_event(&self, event: &mut dyn Event) -> bool {
         // No borrow is held while the viewport runs: it may add or remove viewports.
         match self.route(event).and_then(|id| self.handler(id)) {
-            Some(viewport) => viewport.on_event(event),
+            // The viewport's last reference if it was removed and dropped during its call:
+            // dropped under the guard if the call unwinds (R2).
+            Some(viewport) => Guarded::hold(viewport, |viewport| viewport.on_event(event)),
             None => false,
         }
     }

@@ -10,7 +10,7 @@ use std::rc::{Rc, Weak};
 use smallvec::SmallVec;
 
 use super::entry::{Entry, OWNED, Pending, RUNNING_OUTER, Subscriber};
-use super::settle::Drops;
+use super::settle::{Drops, Guarded};
 use crate::handle::DelegateHandle;
 
 /// Lock-state bit: tombstones or pending subscribers wait for the end of the outermost
@@ -307,14 +307,17 @@ impl<C: Subscriber> InvocationList<C> {
         let Some(block) = self.block() else {
             return Vec::new();
         };
+        // The clones gathered are guarded while a prune's `Drop` may run (R2).
         let mut live = Vec::new();
         let mut broadcast = block.begin();
         while let Some((id, callable)) = broadcast.next_entry() {
-            live.push((DelegateHandle::from_id(id), callable));
+            live.push((DelegateHandle::from_id(id), Guarded::new(callable)));
         }
         drop(broadcast);
         live.sort_by_key(|(handle, _)| *handle);
-        live
+        live.into_iter()
+            .map(|(handle, callable)| (handle, callable.into_inner()))
+            .collect()
     }
 }
 
