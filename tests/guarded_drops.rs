@@ -6,9 +6,9 @@
 //! cleanup"), so each runs in a child process (`support/child.rs`) and the test asserts that the
 //! child exits normally. Under Miri the scenarios run in the test's own process.
 
-mod support;
 #[path = "support/child.rs"]
 mod child;
+mod support;
 
 use std::cell::RefCell;
 use std::mem::forget;
@@ -76,37 +76,43 @@ fn assert_guarded(message: &str, f: impl FnOnce()) {
 
 #[test]
 fn r2_broadcast_argument_held_when_a_subscriber_panics() {
-    in_child_process("r2_broadcast_argument_held_when_a_subscriber_panics", || {
-        let d: MulticastDelegate<dyn Fn(Bomb)> = MulticastDelegate::new();
-        let _a = d.add_lambda(|b| {
-            forget(b);
-            panic!("subscriber");
-        });
-        let _b = d.add_lambda(forget);
-        // The original argument waits for `_b` while `_a` panics.
-        assert_guarded("subscriber", || d.broadcast(Bomb));
-        assert!(!d.is_broadcasting());
-        assert_eq!(d.len(), 2);
-    });
+    in_child_process(
+        "r2_broadcast_argument_held_when_a_subscriber_panics",
+        || {
+            let d: MulticastDelegate<dyn Fn(Bomb)> = MulticastDelegate::new();
+            let _a = d.add_lambda(|b| {
+                forget(b);
+                panic!("subscriber");
+            });
+            let _b = d.add_lambda(forget);
+            // The original argument waits for `_b` while `_a` panics.
+            assert_guarded("subscriber", || d.broadcast(Bomb));
+            assert!(!d.is_broadcasting());
+            assert_eq!(d.len(), 2);
+        },
+    );
 }
 
 #[test]
 fn r2_broadcast_argument_held_when_a_prune_drop_panics() {
-    in_child_process("r2_broadcast_argument_held_when_a_prune_drop_panics", || {
-        let d: MulticastDelegate<dyn Fn(Bomb)> = MulticastDelegate::new();
-        let owner = Rc::new(());
-        let capture = Loud("capture dropped");
-        let _member = d.add_member(&owner, move |_, b| {
-            let _ = &capture;
-            forget(b);
-        });
-        let _last = d.add_lambda(forget);
-        drop(owner);
-        // The broadcast prunes the member on its way: its capture's `Drop` panics while the
-        // loop holds the argument.
-        assert_guarded("capture dropped", || d.broadcast(Bomb));
-        assert_eq!(d.len(), 1);
-    });
+    in_child_process(
+        "r2_broadcast_argument_held_when_a_prune_drop_panics",
+        || {
+            let d: MulticastDelegate<dyn Fn(Bomb)> = MulticastDelegate::new();
+            let owner = Rc::new(());
+            let capture = Loud("capture dropped");
+            let _member = d.add_member(&owner, move |_, b| {
+                let _ = &capture;
+                forget(b);
+            });
+            let _last = d.add_lambda(forget);
+            drop(owner);
+            // The broadcast prunes the member on its way: its capture's `Drop` panics while the
+            // loop holds the argument.
+            assert_guarded("capture dropped", || d.broadcast(Bomb));
+            assert_eq!(d.len(), 1);
+        },
+    );
 }
 
 declare_multicast_delegate!(OnAsk(question: &str) -> Bomb);
@@ -223,35 +229,39 @@ declare_multicast_delegate!(OnPing(n: u32));
 
 #[test]
 fn r2_member_owner_reference_held_when_the_call_panics() {
-    in_child_process("r2_member_owner_reference_held_when_the_call_panics", || {
-        let member = |owner: &Doomed| {
-            owner.let_go();
-            panic!("member");
-        };
+    in_child_process(
+        "r2_member_owner_reference_held_when_the_call_panics",
+        || {
+            let member = |owner: &Doomed| {
+                owner.let_go();
+                panic!("member");
+            };
 
-        let multicast: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
-        let _h = multicast.add_member(&Doomed::new(), move |owner, _| member(owner));
-        assert_guarded("member", || multicast.broadcast(1));
+            let multicast: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+            let _h = multicast.add_member(&Doomed::new(), move |owner, _| member(owner));
+            assert_guarded("member", || multicast.broadcast(1));
 
-        let declared = OnPing::new();
-        let _h = declared.add_member(&Doomed::new(), move |owner, _| member(owner));
-        assert_guarded("member", || declared.broadcast(1));
+            let declared = OnPing::new();
+            let _h = declared.add_member(&Doomed::new(), move |owner, _| member(owner));
+            assert_guarded("member", || declared.broadcast(1));
 
-        let by_reference: MulticastDelegate<dyn Fn(&str)> = MulticastDelegate::new();
-        let _h = ByReference::add_member(&by_reference, &Doomed::new(), move |owner, _: &str| {
-            member(owner);
-        });
-        assert_guarded("member", || ByReference::broadcast(&by_reference, "!"));
+            let by_reference: MulticastDelegate<dyn Fn(&str)> = MulticastDelegate::new();
+            let _h =
+                ByReference::add_member(&by_reference, &Doomed::new(), move |owner, _: &str| {
+                    member(owner);
+                });
+            assert_guarded("member", || ByReference::broadcast(&by_reference, "!"));
 
-        let single = Delegate::<dyn Fn(u32)>::create_member(&Doomed::new(), move |owner, _| {
-            member(owner);
-        });
-        assert_guarded("member", || single.execute(1));
+            let single = Delegate::<dyn Fn(u32)>::create_member(&Doomed::new(), move |owner, _| {
+                member(owner);
+            });
+            assert_guarded("member", || single.execute(1));
 
-        let script = ScriptDelegate::<()>::new();
-        let _h = script.add_member(&Doomed::new(), move |owner, _: &()| member(owner));
-        assert_guarded("member", || script.broadcast(&()));
-    });
+            let script = ScriptDelegate::<()>::new();
+            let _h = script.add_member(&Doomed::new(), move |owner, _: &()| member(owner));
+            assert_guarded("member", || script.broadcast(&()));
+        },
+    );
 }
 
 declare_delegate!(Fuse(bomb: Bomb));
