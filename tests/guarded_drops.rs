@@ -321,6 +321,17 @@ fn r2_queued_sender_delivery_held_when_the_broadcast_panics() {
     );
 }
 
+/// Subscribes to a core delegate a closure whose capture's `Drop` panics with "subscriber
+/// dropped": the end of the session drops it.
+fn subscribe_a_loud_drop_to_core() {
+    let capture = Loud("subscriber dropped");
+    let _ = CoreDelegates::get()
+        .on_module_unloaded()
+        .add_lambda(move || {
+            let _ = &capture;
+        });
+}
+
 #[test]
 fn r2_game_thread_scope_ended_by_a_panic_drops_its_session_under_the_guard() {
     in_child_process(
@@ -328,12 +339,7 @@ fn r2_game_thread_scope_ended_by_a_panic_drops_its_session_under_the_guard() {
         || {
             assert_guarded("test body", || {
                 let _game = GameThreadScope::enter();
-                let capture = Loud("subscriber dropped");
-                let _ = CoreDelegates::get()
-                    .on_module_unloaded()
-                    .add_lambda(move || {
-                        let _ = &capture;
-                    });
+                subscribe_a_loud_drop_to_core();
                 let bomb = Bomb;
                 main_thread::enqueue(move || forget(bomb));
                 panic!("test body");
@@ -349,12 +355,7 @@ fn r2_game_thread_scope_ended_by_a_panic_drops_its_session_under_the_guard() {
 #[test]
 fn r3_game_thread_scope_end_empties_the_queue_when_a_subscriber_drop_panics() {
     let game = GameThreadScope::enter();
-    let capture = Loud("subscriber dropped");
-    let _ = CoreDelegates::get()
-        .on_module_unloaded()
-        .add_lambda(move || {
-            let _ = &capture;
-        });
+    subscribe_a_loud_drop_to_core();
     let ran = Arc::new(AtomicUsize::new(0));
     let runs = Arc::clone(&ran);
     main_thread::enqueue(move || {
@@ -392,6 +393,29 @@ fn r3_game_thread_scope_end_drops_every_queued_task_when_their_drops_panic() {
             assert_eq!(dropped.load(Ordering::SeqCst), 3, "every task was dropped");
             let _next = GameThreadScope::enter();
             assert_eq!(main_thread::process_queue(), 0);
+        },
+    );
+}
+
+#[test]
+fn r2_viewport_reference_held_when_the_viewport_panics() {
+    in_child_process(
+        "r2_viewport_reference_held_when_the_viewport_panics",
+        || {
+            use lumina::event::{InputViewportRegistry, Key, KeyPressedEvent, Modifiers, Rect};
+            let processor = EventProcessor::new();
+            let registry = Rc::new(InputViewportRegistry::new());
+            assert!(registry.register(&processor));
+            let doomed = Doomed::new();
+            let id = registry.add_viewport(&doomed, Rect::new(0.0, 0.0, 100.0, 100.0));
+            assert!(registry.focus(id));
+            drop(doomed);
+            // The registry's strong reference to the focused viewport is its last one once the
+            // viewport lets go of itself in its call.
+            assert_guarded("handler", || {
+                processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE));
+            });
+            assert!(!processor.is_dispatching());
         },
     );
 }
