@@ -419,3 +419,41 @@ fn r2_viewport_reference_held_when_the_viewport_panics() {
         },
     );
 }
+
+#[test]
+fn r2_script_delegate_nested_merging_pass_holds_its_listener_under_the_guard() {
+    in_child_process(
+        "r2_script_delegate_nested_merging_pass_holds_its_listener_under_the_guard",
+        || {
+            use std::cell::Cell;
+            let d = Rc::new(ScriptDelegate::<()>::new());
+            let nested = Rc::new(Cell::new(false));
+            let weak = Rc::downgrade(&d);
+            let in_nested = Rc::clone(&nested);
+            // Adds a listener (it waits in the pending list), then broadcasts again: the nested
+            // broadcast merges the pending one in, calling clones of the listeners.
+            let _a = d.add_lambda(move |()| {
+                if !in_nested.replace(true) {
+                    let d = weak.upgrade().expect("alive");
+                    let _c = d.add_lambda(|()| {});
+                    d.broadcast(&());
+                }
+            });
+            let handle = Rc::new(Cell::new(None));
+            let own = Rc::clone(&handle);
+            let weak = Rc::downgrade(&d);
+            let capture = Loud("listener dropped");
+            let b = d.add_lambda(move |()| {
+                let _ = &capture;
+                if let Some(handle) = own.take() {
+                    // Removed in its call: the nested pass's clone is its last reference.
+                    weak.upgrade().expect("alive").remove(handle);
+                    panic!("listener");
+                }
+            });
+            handle.set(Some(b));
+            assert_guarded("listener", || d.broadcast(&()));
+            assert!(!d.is_broadcasting());
+        },
+    );
+}
