@@ -175,7 +175,11 @@ impl ProjectLoaded {
             .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move || {
-                    method(&::lumina::__private::upgrade_owner(&weak))
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (),
+                        |object, ()| method(object),
+                    )
                 }),
             )
     }
@@ -219,7 +223,11 @@ impl ProjectLoaded {
                 priority,
                 owner,
                 ::lumina::__private::Rc::new(move || {
-                    method(&::lumina::__private::upgrade_owner(&weak))
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (),
+                        |object, ()| method(object),
+                    )
                 }),
             )
     }
@@ -700,7 +708,11 @@ impl WindowResize {
             .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
-                    method(&::lumina::__private::upgrade_owner(&weak), window, size)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (window, size),
+                        |object, (window, size)| method(object, window, size),
+                    )
                 }),
             )
     }
@@ -744,7 +756,11 @@ impl WindowResize {
                 priority,
                 owner,
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
-                    method(&::lumina::__private::upgrade_owner(&weak), window, size)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (window, size),
+                        |object, (window, size)| method(object, window, size),
+                    )
                 }),
             )
     }
@@ -1246,7 +1262,11 @@ impl SaveQuery {
             .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |path: &str| {
-                    method(&::lumina::__private::upgrade_owner(&weak), path)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path,),
+                        |object, (path,)| method(object, path),
+                    )
                 }),
             )
     }
@@ -1290,7 +1310,11 @@ impl SaveQuery {
                 priority,
                 owner,
                 ::lumina::__private::Rc::new(move |path: &str| {
-                    method(&::lumina::__private::upgrade_owner(&weak), path)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path,),
+                        |object, (path,)| method(object, path),
+                    )
                 }),
             )
     }
@@ -1367,15 +1391,7 @@ impl SaveQuery {
     /// Calls every subscriber like `broadcast` and returns their results in call order.
     #[must_use]
     pub fn broadcast_collect(&self, path: &str) -> ::std::vec::Vec<bool> {
-        let mut results = ::std::vec::Vec::new();
-        ::lumina::__private::broadcast_with(
-            &self.0,
-            (),
-            |f, ()| {
-                results.push(f(path));
-            },
-        );
-        results
+        ::lumina::__private::broadcast_collect(&self.0, (), |f, ()| f(path))
     }
     /// Calls subscribers in order and folds their results as they come: the fold
     /// returns `Continue(next)` to go on or `Break(last)` to stop, and then no further
@@ -1855,7 +1871,11 @@ impl AssetImported {
             .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
-                    method(&::lumina::__private::upgrade_owner(&weak), path, bytes)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path, bytes),
+                        |object, (path, bytes)| method(object, path, bytes),
+                    )
                 }),
             )
     }
@@ -1899,7 +1919,11 @@ impl AssetImported {
                 priority,
                 owner,
                 ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
-                    method(&::lumina::__private::upgrade_owner(&weak), path, bytes)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path, bytes),
+                        |object, (path, bytes)| method(object, path, bytes),
+                    )
                 }),
             )
     }
@@ -2257,7 +2281,11 @@ impl CanQuit {
             ::lumina::__private::Delegate::from_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move || {
-                    method(&::lumina::__private::upgrade_owner(&weak))
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (),
+                        |object, ()| method(object),
+                    )
                 }),
             ),
         )
@@ -2283,7 +2311,7 @@ impl CanQuit {
     /// or call `execute_if_bound`, which returns `None` instead.
     #[track_caller]
     pub fn execute(&self) -> bool {
-        let f = self.0.callable_or_panic("CanQuit");
+        let (f, ()) = ::lumina::__private::callable_for(&self.0, "CanQuit", ());
         f()
     }
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is
@@ -2330,7 +2358,11 @@ impl StatusLine {
             ::lumina::__private::Delegate::from_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |message: &str| {
-                    method(&::lumina::__private::upgrade_owner(&weak), message)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (message,),
+                        |object, (message,)| method(object, message),
+                    )
                 }),
             ),
         )
@@ -2356,7 +2388,11 @@ impl StatusLine {
     /// or call `execute_if_bound`, which returns `None` instead.
     #[track_caller]
     pub fn execute(&self, message: &str) {
-        let f = self.0.callable_or_panic("StatusLine");
+        let (f, (message,)) = ::lumina::__private::callable_for(
+            &self.0,
+            "StatusLine",
+            (message,),
+        );
         f(message)
     }
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is

@@ -47,12 +47,12 @@ use std::any::Any;
 use std::cell::{Cell, OnceCell};
 use std::fmt;
 use std::num::NonZeroU64;
-use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::handle::DelegateHandle;
+use crate::invocation::Drops;
 use crate::main_thread;
 use crate::multicast::MulticastDelegate;
 use lumina_macros::declare_multicast_delegate;
@@ -352,10 +352,11 @@ impl LifecycleSignal {
         self.delegate.broadcast();
     }
 
-    /// Back to "not fired, no subscribers": the start of a new engine session.
+    /// Back to "not fired, no subscribers": the start of a new engine session. Re-armed first,
+    /// so a subscriber's `Drop` that panics in the clear leaves it re-armed (R3).
     fn reset(&self) {
-        self.delegate.clear();
         self.fired.set(false);
+        self.delegate.clear();
     }
 
     /// Whether the signal fired already; then the subscription the caller is making is reported
@@ -643,7 +644,8 @@ impl CoreDelegates {
 
     /// Drops every subscriber and re-arms the one-shot signals. A subscriber whose destructor
     /// panics does not stop the others from being dropped: the first panic propagates once the
-    /// whole set is empty, so the next session never finds a stale subscriber.
+    /// whole set is empty, so the next session never finds a stale subscriber (R3); while the
+    /// thread already unwinds it is logged instead (R2).
     fn reset(&self) {
         let steps: [&dyn Fn(); 11] = [
             &|| self.on_pre_engine_init.reset(),
@@ -658,15 +660,11 @@ impl CoreDelegates {
             &|| self.on_settings_saved.clear(),
             &|| self.on_game_quit_requested.clear(),
         ];
-        let mut first_panic = None;
+        let mut drops = Drops::default();
         for step in steps {
-            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(step)) {
-                first_panic.get_or_insert(payload);
-            }
+            drops.run(step);
         }
-        if let Some(payload) = first_panic {
-            panic::resume_unwind(payload);
-        }
+        drops.finish();
     }
 }
 

@@ -168,7 +168,7 @@ macro_rules! impl_delegate_arity {
                 let weak = Rc::downgrade(owner);
                 Self::from_shared_member(
                     owner,
-                    Rc::new(move |$($arg: $Arg),*| method(&crate::__private::upgrade_owner(&weak), $($arg),*)),
+                    Rc::new(move |$($arg: $Arg),*| crate::__private::call_member(&weak, ($($arg,)*), |owner, ($($arg,)*)| method(owner, $($arg),*))),
                 )
             }
 
@@ -180,7 +180,11 @@ macro_rules! impl_delegate_arity {
             /// [`execute_if_bound`](Self::execute_if_bound).
             #[track_caller]
             pub fn execute(&self, $($arg: $Arg),*) -> R {
-                let callable = self.callable_or_panic(::core::any::type_name::<Self>());
+                let (callable, ($($arg,)*)) = crate::__private::callable_for(
+                    self,
+                    ::core::any::type_name::<Self>(),
+                    ($($arg,)*),
+                );
                 callable($($arg),*)
             }
 

@@ -217,6 +217,19 @@ pub mod __private {
         }
     }
 
+    /// Not public API; used by expansions of `declare_multicast_delegate!`: `broadcast_collect`,
+    /// which returns what each `call` gave, in call order (results held meanwhile are guarded,
+    /// R2).
+    #[doc(hidden)]
+    #[inline]
+    pub fn broadcast_collect<F: ?Sized + 'static, A: Clone, R>(
+        delegate: &crate::multicast::MulticastDelegate<F>,
+        args: A,
+        call: impl FnMut(&std::rc::Rc<F>, A) -> R,
+    ) -> Vec<R> {
+        delegate.collect_with(args, call)
+    }
+
     /// Not public API; used by expansions. Upgrades the weak owner of a member binding; the
     /// invocation list checks the owner is alive right before it calls the binding.
     #[doc(hidden)]
@@ -225,6 +238,24 @@ pub mod __private {
         owner
             .upgrade()
             .expect("lumina: a member binding ran after its owner was dropped")
+    }
+
+    /// Not public API; used by expansions and the member bindings of every delegate kind.
+    /// Calls `call` with the upgraded owner of a member binding and `args`. The arguments are
+    /// guarded until the call, and the strong reference to the owner (the last one if the owner
+    /// was dropped during the call) is dropped under the guard if the call unwinds, so an owner
+    /// whose `Drop` panics then does not abort the process (R2). Free when nothing panics.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn call_member<T, A, R>(
+        owner: &std::rc::Weak<T>,
+        args: A,
+        call: impl FnOnce(&T, A) -> R,
+    ) -> R {
+        let args = crate::invocation::Guarded::new(args);
+        let owner = upgrade_owner(owner);
+        let args = args.into_inner();
+        crate::invocation::Guarded::hold(owner, |owner| call(owner, args))
     }
 
     /// Not public API; used by expansions. A multicast delegate hands an owned argument to
@@ -281,6 +312,23 @@ pub mod __private {
             value,
             clone: T::clone_for_subscriber,
         }
+    }
+
+    /// Not public API; used by `execute` of single-cast delegates (generic and declared): the
+    /// bound callable, or the panic of an unbound `execute` (S2). The arguments are guarded
+    /// meanwhile: if it panics they are dropped under the guard, so an argument whose `Drop`
+    /// panics too does not abort the process (R2). Free when a callable is bound.
+    #[doc(hidden)]
+    #[inline(always)]
+    #[track_caller]
+    pub fn callable_for<'a, F: ?Sized + 'static, A>(
+        delegate: &'a crate::delegate::Delegate<F>,
+        delegate_name: &str,
+        args: A,
+    ) -> (&'a F, A) {
+        let args = crate::invocation::Guarded::new(args);
+        let callable = delegate.callable_or_panic(delegate_name);
+        (callable, args.into_inner())
     }
 
     /// Not public API; used by expansions. The panic of `execute` on an unbound delegate (S2).

@@ -53,6 +53,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, ThreadId};
 
+use crate::invocation::Drops;
+
 mod queued;
 pub use queued::{QueuedBroadcast, QueuedSender, queued_targets};
 
@@ -396,28 +398,42 @@ impl GameThreadScope {
 }
 
 impl Drop for GameThreadScope {
+    /// Ends the session. The teardown always runs to its end (R3): every step runs even when a
+    /// `Drop` it runs (a subscriber's, a queued task's captures') panics, and the first such
+    /// panic resumes once the session's state is gone; while the thread already unwinds it is
+    /// logged instead, so the process does not abort (R2).
     fn drop(&mut self) {
         // Released last, and also if a destructor run by the teardown panics: a thread waiting
         // in `enter` must never wait forever.
         let _release = ReleaseDesignation;
-        // Tear down while this thread is still the game thread: dropped subscribers may touch
-        // engine-wide state from their destructors.
-        end_session();
-        let leftover = std::mem::take(&mut *lock(&QUEUE));
-        if !leftover.is_empty() {
+        let mut drops = Drops::default();
+        let mut dropped = 0;
+        loop {
+            // Tear down while this thread is still the game thread: dropped subscribers may
+            // touch engine-wide state from their destructors.
+            drops.run(end_session);
+            let leftover = std::mem::take(&mut *lock(&QUEUE));
+            if leftover.is_empty() {
+                break;
+            }
+            // One at a time, outside the queue's lock: a capture's drop may enqueue (that task
+            // is the session's too, and is dropped by the next round) or subscribe.
+            dropped += leftover.len();
+            for task in leftover {
+                drops.drop(task);
+            }
+        }
+        if dropped > 0 {
             tracing::warn!(
-                dropped = leftover.len(),
-                "lumina: a GameThreadScope ended with {} task(s) still queued by \
+                dropped,
+                "lumina: a GameThreadScope ended with {dropped} task(s) still queued by \
                  `main_thread::enqueue`; they belonged to that session and were dropped unrun \
-                 (call `main_thread::process_queue()` before the scope ends to run them)",
-                leftover.len()
+                 (call `main_thread::process_queue()` before the scope ends to run them)"
             );
         }
-        drop(leftover);
         SPARE.with(|spare| spare.take());
         FRAME.with(|frame| frame.set(0));
         let wakers = FRAME_WAKERS.with(|wakers| std::mem::take(&mut *wakers.borrow_mut()));
-        let mut drops = crate::invocation::Drops::default();
         for waker in wakers {
             drops.drop(waker);
         }
@@ -462,7 +478,14 @@ pub(crate) fn drop_queued(mut doomed: impl FnMut(&(dyn FnOnce() + Send)) -> bool
     take_doomed(&mut lock(&QUEUE), &mut doomed, &mut taken);
     // The rest of a running drain's batch (this is the game thread).
     let _ = BATCH.try_with(|batch| take_doomed(&mut batch.borrow_mut(), &mut doomed, &mut taken));
-    taken.len()
+    // One at a time: a panicking `Drop` does not keep the others from running (R3).
+    let count = taken.len();
+    let mut drops = Drops::default();
+    for task in taken {
+        drops.drop(task);
+    }
+    drops.finish();
+    count
 }
 
 /// Queues `task` ahead of every waiting task: at the front of the running drain's batch (which

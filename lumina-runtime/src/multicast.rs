@@ -9,7 +9,7 @@ use std::fmt;
 use std::rc::Rc;
 
 use crate::handle::DelegateHandle;
-use crate::invocation::{InvocationList, Spec};
+use crate::invocation::{Guarded, InvocationList, Spec};
 use crate::scoped::{ScopedBlock, ThisSubscription};
 
 mod by_reference;
@@ -308,6 +308,23 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     pub(crate) fn list(&self) -> &InvocationList<Rc<F>> {
         &self.list
     }
+
+    /// Broadcasts `args` (cloned as for `broadcast`, M11) and returns what each `call` gave, in
+    /// call order: every `broadcast_collect` (generic, by reference, declared) is this. The
+    /// results gathered so far are user values in this frame while later subscribers run: each
+    /// is guarded, so if a subscriber panics and a result's `Drop` panics too, the process does
+    /// not abort (R2).
+    pub(crate) fn collect_with<A: Clone, R>(
+        &self,
+        args: A,
+        mut call: impl FnMut(&Rc<F>, A) -> R,
+    ) -> Vec<R> {
+        let mut results: Vec<Guarded<R>> = Vec::new();
+        self.list
+            .broadcast_with(args, |f, args| results.push(Guarded::new(call(f, args))));
+        // `Guarded<R>` has the layout of `R`: collected in place, without a new allocation.
+        results.into_iter().map(Guarded::into_inner).collect()
+    }
 }
 
 /// Implements the typed API for `MulticastDelegate<dyn Fn(A..) -> R>` with owned arguments.
@@ -577,7 +594,7 @@ macro_rules! impl_multicast_arity {
                 self.add_shared_member_with_priority(
                     priority,
                     owner,
-                    Rc::new(move |$($arg: $Arg),*| method(&crate::__private::upgrade_owner(&weak), $($arg),*)),
+                    Rc::new(move |$($arg: $Arg),*| crate::__private::call_member(&weak, ($($arg,)*), |owner, ($($arg,)*)| method(owner, $($arg),*))),
                 )
             }
 
@@ -619,11 +636,7 @@ macro_rules! impl_multicast_arity {
             /// Calls every subscriber like [`broadcast`](Self::broadcast) and returns their
             /// results in call order.
             pub fn broadcast_collect(&self, $($arg: $Arg),*) -> Vec<R> {
-                let mut results = Vec::new();
-                self.list.broadcast_with(($($arg,)*), |f, ($($arg,)*)| {
-                    results.push(f($($arg),*));
-                });
-                results
+                self.collect_with(($($arg,)*), |f, ($($arg,)*)| f($($arg),*))
             }
         }
     };

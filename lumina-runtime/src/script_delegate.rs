@@ -573,7 +573,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     ) -> DelegateHandle {
         let weak = Rc::downgrade(owner);
         let listener = native(move |payload: &P| {
-            method(&crate::__private::upgrade_owner(&weak), payload);
+            crate::__private::call_member(&weak, payload, &method);
         });
         self.base.list.add_owned(owner, Listener::Native(listener))
     }

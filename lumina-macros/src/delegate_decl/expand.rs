@@ -203,10 +203,15 @@ impl<'a> Common<'a> {
             ..
         } = self;
         let weak = local("weak");
+        let object = local("object");
         let downgrade = quote!(let #weak = #rc::downgrade(#owner););
         let callable = quote! {
             #rc::new(move |#(#names: #types),*| {
-                #method(&::lumina::__private::upgrade_owner(&#weak), #(#names),*)
+                ::lumina::__private::call_member(
+                    &#weak,
+                    (#(#names,)*),
+                    |#object, (#(#names,)*)| #method(#object, #(#names),*),
+                )
             })
         };
         (downgrade, callable)
@@ -379,16 +384,18 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             }
         }
     });
+    // The results are gathered by the runtime, which guards those held while later
+    // subscribers run (R2).
     let collect = decl.output.as_ref().map(|output| {
-        let results = local("results");
-        let body = broadcast_body(quote!(#results.push(#f(#(#passed),*))));
         quote! {
             /// Calls every subscriber like `broadcast` and returns their results in call order.
             #[must_use]
             pub fn broadcast_collect(&self, #(#names: #types),*) -> ::std::vec::Vec<#output> {
-                let mut #results = ::std::vec::Vec::new();
-                #body
-                #results
+                ::lumina::__private::broadcast_collect(
+                    &self.0,
+                    (#(#wrapped,)*),
+                    |#f, (#(#owned_names,)*)| #f(#(#passed),*),
+                )
             }
         }
     });
@@ -1173,7 +1180,8 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// or call `execute_if_bound`, which returns `None` instead.
             #[track_caller]
             pub fn execute(&self, #(#names: #types),*) #output_arrow {
-                let #f = self.0.callable_or_panic(#type_name);
+                let (#f, (#(#names,)*)) =
+                    ::lumina::__private::callable_for(&self.0, #type_name, (#(#names,)*));
                 #f(#(#names),*)
             }
 

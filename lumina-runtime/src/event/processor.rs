@@ -9,7 +9,7 @@ use super::class::{Envelope, Event, EventClass};
 use super::handler::EventHandler;
 use super::typed::{EventSelector, EventSubscription, TypedHandler};
 use crate::handle::DelegateHandle;
-use crate::invocation::InvocationList;
+use crate::invocation::{Guarded, InvocationList};
 
 /// The standard priorities of handlers (`EInputLayer`): higher layers see events first.
 ///
@@ -320,8 +320,12 @@ impl EventProcessor {
     /// (no heap allocation, P2) and runs [`dispatch_event`](Self::dispatch_event). Returns whether
     /// a handler consumed it.
     pub fn dispatch<E: EventClass>(&self, event: E) -> bool {
-        let mut envelope = Envelope::new(event);
-        self.run(&mut envelope, |envelope| envelope)
+        // Guarded while handlers run: if one panics, the event is dropped under the guard, so
+        // an event whose `Drop` panics too does not abort the process (R2). Free otherwise.
+        let mut envelope = Guarded::new(Envelope::new(event));
+        let consumed = self.run(&mut *envelope, |envelope| envelope);
+        drop(envelope.into_inner());
+        consumed
     }
 
     /// Runs the handlers on `event` in priority order until one returns `true` or leaves the
@@ -350,7 +354,9 @@ impl EventProcessor {
         // Each entry's owner is its handler: the upgrade both checks that it is alive and keeps
         // it alive for its call. A dead one is pruned by the list (P3).
         let consumed = self.handlers.dispatch_until(Weak::upgrade, |handler| {
-            handler.on_event(as_dyn(event)) || event.is_handled()
+            // The strong reference may be the handler's last (unregistered and dropped during
+            // its call): dropped under the guard if the call unwinds (R2).
+            Guarded::hold(handler, |handler| handler.on_event(as_dyn(event))) || event.is_handled()
         });
         if consumed {
             event.set_handled(true);

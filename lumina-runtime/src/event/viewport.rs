@@ -16,6 +16,7 @@ use super::handler::EventHandler;
 use super::input::Vec2;
 use super::processor::{EventProcessor, InputLayer};
 use super::typed::{EventSelector, TypedHandler};
+use crate::invocation::Guarded;
 
 /// A rectangle in window coordinates: `origin` is its top-left corner.
 #[derive(Clone, Copy, PartialEq, Debug, Default)]
@@ -319,7 +320,9 @@ impl EventHandler for InputViewportRegistry {
     fn on_event(&self, event: &mut dyn Event) -> bool {
         // No borrow is held while the viewport runs: it may add or remove viewports.
         match self.route(event).and_then(|id| self.handler(id)) {
-            Some(viewport) => viewport.on_event(event),
+            // The viewport's last reference if it was removed and dropped during its call:
+            // dropped under the guard if the call unwinds (R2).
+            Some(viewport) => Guarded::hold(viewport, |viewport| viewport.on_event(event)),
             None => false,
         }
     }

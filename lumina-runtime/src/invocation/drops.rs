@@ -4,13 +4,16 @@
 //! uses none of them (N3).
 
 use std::any::Any;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
 use std::panic::{self, AssertUnwindSafe};
 
 /// Drops user values for an operation that drops several of them (clear, settle, the list's own
-/// drop) or that may run while the thread unwinds: each `Drop` runs even when an earlier one
-/// panicked, and [`finish`](Drops::finish) resumes the first panic once the operation is complete
-/// (M13: a clear still clears). A panic while the thread is already unwinding cannot propagate
-/// (it would abort the process): it is logged and dropped.
+/// drop, the end of a game-thread session) or that may run while the thread unwinds: each `Drop`
+/// runs even when an earlier one panicked, and [`finish`](Drops::finish) resumes the first panic
+/// once the operation is complete (M13, R3: a clear still clears, a teardown runs to its end). A
+/// panic while the thread is already unwinding cannot propagate (it would abort the process): it
+/// is logged and dropped (R2).
 #[derive(Default)]
 pub(crate) struct Drops {
     panic: Option<Box<dyn Any + Send>>,
@@ -19,7 +22,13 @@ pub(crate) struct Drops {
 impl Drops {
     /// Drops `value`, keeping its panic (the first one) for [`finish`](Self::finish).
     pub(crate) fn drop<T>(&mut self, value: T) {
-        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
+        self.run(move || drop(value));
+    }
+
+    /// Runs one step of a teardown (user code: drops, clears), keeping its panic (the first one)
+    /// for [`finish`](Self::finish), so the steps after it still run (R3).
+    pub(crate) fn run(&mut self, step: impl FnOnce()) {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(step)) {
             match self.panic {
                 None => self.panic = Some(payload),
                 // Only one panic can propagate: a later one's payload is dropped here.
@@ -36,7 +45,7 @@ impl Drops {
     }
 
     /// Ends the operation: resumes the first panic of a `Drop`, if any. While the thread is
-    /// already unwinding the panic is logged and its payload leaked instead.
+    /// already unwinding the panic is logged and its payload dropped instead.
     pub(crate) fn finish(self) {
         let Some(payload) = self.panic else { return };
         if std::thread::panicking() {
@@ -51,15 +60,6 @@ impl Drops {
     }
 }
 
-/// The text of a panic's payload (`panic!` with a literal or a format), for reports.
-pub(crate) fn panic_text(payload: &(dyn Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|text| (*text).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
-}
-
 /// Drops a panic's payload that will not propagate. Its own `Drop` could panic again: that is
 /// caught too, and only then (a payload whose drop panics, twice) is anything leaked.
 fn drop_payload(payload: Box<dyn Any + Send>) {
@@ -68,16 +68,114 @@ fn drop_payload(payload: Box<dyn Any + Send>) {
     }
 }
 
-/// A user value the library holds (a broadcast argument, a clone of a subscriber): dropped
-/// through [`Drops`], so a `Drop` that panics while the thread unwinds is logged instead of
-/// aborting the process (M13).
-pub(super) struct Guarded<T>(pub(super) Option<T>);
+/// A user value the library holds in its own frame while user code runs (a broadcast argument
+/// or its clone, a collected result, an event being dispatched, the strong reference a call
+/// holds, a queued delivery's object): R2's guard. If the frame unwinds, the value is dropped
+/// through [`Drops`], so a `Drop` that panics then is logged instead of aborting the process.
+///
+/// Free on the path that does not panic: the value is taken out with
+/// [`into_inner`](Self::into_inner) (which compiles to a move), so the guard's own `Drop` runs only
+/// on an unwinding or early-return path, where it checks [`std::thread::panicking`]. A value
+/// whose type has no drop glue costs nothing on any path. For several values, hold a
+/// `Vec<Guarded<T>>`: each element's drop is guarded on its own, so two panicking `Drop`s do not
+/// abort either.
+#[repr(transparent)]
+pub(crate) struct Guarded<T>(ManuallyDrop<T>);
 
-impl<T> Drop for Guarded<T> {
-    #[inline]
+impl<T> Guarded<T> {
+    /// Guards `value`.
+    #[inline(always)]
+    pub(crate) const fn new(value: T) -> Self {
+        Guarded(ManuallyDrop::new(value))
+    }
+
+    /// Takes the value out, disarming the guard.
+    #[inline(always)]
+    pub(crate) fn into_inner(self) -> T {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never used again and its `Drop` does not run (it is a
+        // `ManuallyDrop`), so the value is taken out exactly once.
+        unsafe { ManuallyDrop::take(&mut this.0) }
+    }
+
+    /// Runs `f` on `value` and then drops `value`; if `f` unwinds, `value` is dropped under the
+    /// guard. For the strong reference a call holds (the last one, if the callee was removed
+    /// meanwhile).
+    ///
+    /// The value stays in one place throughout: the guard is a pointer to it, armed only for
+    /// the call (forgetting it costs nothing), and the value is dropped where it is afterwards.
+    /// Taking it out of a [`Guarded`] first would copy it (5 instructions per handler in the
+    /// dispatch loop).
+    #[inline(always)]
+    pub(crate) fn hold<R>(value: T, f: impl FnOnce(&T) -> R) -> R {
+        let mut slot = ManuallyDrop::new(value);
+        let armed = Armed(&mut slot);
+        let result = f(armed.0);
+        std::mem::forget(armed);
+        // SAFETY: the only other path that drops the value, `armed`, is forgotten, and `slot`
+        // is not used again. A panic in this drop unwinds with nothing left to drop it twice.
+        unsafe { ManuallyDrop::drop(&mut slot) };
+        result
+    }
+}
+
+/// [`Guarded::hold`]'s guard: drops the value of its slot (under the guard) if the call unwinds.
+struct Armed<'a, T>(&'a mut ManuallyDrop<T>);
+
+impl<T> Drop for Armed<'_, T> {
+    #[inline(always)]
     fn drop(&mut self) {
-        if let Some(value) = self.0.take() {
-            Drops::drop_one(value);
+        if std::mem::needs_drop::<T>() {
+            drop_guarded(self.0);
         }
     }
+}
+
+impl<T> Deref for Guarded<T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> DerefMut for Guarded<T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+impl<T> Drop for Guarded<T> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if std::mem::needs_drop::<T>() {
+            drop_guarded(&mut self.0);
+        }
+    }
+}
+
+/// The drop of an armed [`Guarded`] (an unwinding or early-return path): out of line, so a
+/// landing pad is one call and the guard adds no code to its callers' normal paths. Under the
+/// guard while the thread unwinds, a plain drop otherwise.
+#[cold]
+#[inline(never)]
+fn drop_guarded<T>(slot: &mut ManuallyDrop<T>) {
+    // SAFETY: called once, by the guard's drop; the guard is not used afterwards.
+    let value = unsafe { ManuallyDrop::take(slot) };
+    if std::thread::panicking() {
+        Drops::drop_one(value);
+    } else {
+        drop(value);
+    }
+}
+
+/// The text of a panic's payload (`panic!` with a literal or a format), for reports.
+pub(crate) fn panic_text(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
 }

@@ -9,7 +9,7 @@ use std::rc::{Rc, Weak};
 
 use smallvec::SmallVec;
 
-use super::drops::Drops;
+use super::drops::{Drops, Guarded};
 use super::entry::{BLOCKED, Entry, ONCE, OWNED, Pending, RUNNING_OUTER, Subscriber};
 use crate::handle::DelegateHandle;
 
@@ -324,14 +324,17 @@ impl<C: Subscriber> InvocationList<C> {
         let Some(block) = self.block() else {
             return Vec::new();
         };
+        // The clones gathered are guarded while a prune's `Drop` may run (R2).
         let mut live = Vec::new();
         let mut broadcast = block.begin();
         while let Some((id, callable)) = broadcast.next_entry() {
-            live.push((DelegateHandle::from_id(id), callable));
+            live.push((DelegateHandle::from_id(id), Guarded::new(callable)));
         }
         drop(broadcast);
         live.sort_by_key(|(handle, _)| *handle);
-        live
+        live.into_iter()
+            .map(|(handle, callable)| (handle, callable.into_inner()))
+            .collect()
     }
 }
 

@@ -38,7 +38,8 @@
 //! Files by concern: `entry.rs` (one subscriber: an id-and-state word and its callable),
 //! `list.rs` (the list and its block: adding, removing, clearing, queries), `walk.rs` (the
 //! broadcast and dispatch loops, the `Broadcast` iterator), `settle.rs` (dropping what was
-//! removed, merging and compacting), and `raw.rs`, every `unsafe` block of the module.
+//! removed, merging and compacting, and R2's guard `Guarded`, whose three `unsafe` blocks take a
+//! value out of its `ManuallyDrop` or drop it there), and `raw.rs`, every other `unsafe` block of the module.
 //!
 //! Every method takes `&self`: subscribers re-enter the list through a shared reference. The main
 //! list is borrowed mutably only while no broadcast runs, and never across user code (removed
@@ -84,7 +85,12 @@
 //!
 //! An operation that drops several callables drops them all even when one `Drop` panics, and then
 //! resumes the first panic, so a clear still clears (M13); a panic that comes while the thread is
-//! already unwinding is logged and dropped instead, so the process never aborts (`Drops`). The
+//! already unwinding is logged and dropped instead, so the process never aborts (`Drops`). A user
+//! value the library holds in a frame while user code runs (an argument and its clones, the
+//! results `broadcast_collect` gathers, the event `dispatch` holds, the strong reference a call
+//! holds, a queued delivery's object) is held in a `Guarded`: dropped through `Drops` if the frame
+//! unwinds, and taken out by a move (or dropped in place) otherwise, so the guard costs the path
+//! that does not panic nothing (R2; BENCHMARKS.md has the instruction counts). The
 //! internal filters and predicates (script delegates' native or managed test) and the subscribers'
 //! own `Clone` run no user code; they are called without any borrow of the lists held anyway.
 
@@ -98,6 +104,6 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use drops::{Drops, panic_text};
+pub(crate) use drops::{Drops, Guarded, panic_text};
 pub(crate) use entry::Subscriber;
 pub(crate) use list::{Block, InvocationList, RemoveByHandle, Spec};

@@ -1,5 +1,6 @@
-//! Every `unsafe` block of the invocation list, in one place: how the hot loops read the main
-//! list and a live entry's callable without a `RefCell` borrow, and how a slot is taken.
+//! Every `unsafe` block of the invocation list but those of R2's guard (`settle.rs`), in one
+//! place: how the hot loops read the main list and a live entry's callable without a `RefCell`
+//! borrow, and how a slot is taken.
 //!
 //! The rules they rely on, kept by the rest of the module:
 //!

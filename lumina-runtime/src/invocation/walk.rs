@@ -211,9 +211,14 @@ impl<C: Subscriber> Block<C> {
     /// is for is checked (M13): see [`visit_cloned`].
     #[inline(always)]
     fn walk<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> bool) -> bool {
-        // Declared first, so it ends last: after the loop's scope has restored `running`.
+        // The argument and its clones are guarded until they are handed to a subscriber: a
+        // panic meanwhile (a subscriber's, a prune's `Drop`) drops them under the guard (R2).
+        // Free when nothing panics: each is taken out of its guard by a move.
+        let args = Guarded::new(args);
+        // Declared after the argument, so it ends first: after the loop's scope has restored
+        // `running`, and before the argument is dropped.
         let Some(locked) = Locked::new(self) else {
-            return self.walk_merging(args, visit);
+            return self.walk_merging(args.into_inner(), visit);
         };
         let entries = locked.entries;
         let scope = LoopScope::new(self, entries);
@@ -236,7 +241,7 @@ impl<C: Subscriber> Block<C> {
             // The argument's clone is user code (M13): this entry is checked again after it, as
             // the clone may have removed it or dropped its owner (M3, M9). (`running` is 0 here:
             // the previous call is over.)
-            let cloned = args.clone();
+            let cloned = Guarded::new((*args).clone());
             if entry.state() != 0 && !live_slow_claim(self, entry) {
                 // Rare: the clone waits for the next subscriber.
                 return self.walk_with_spare(
@@ -249,7 +254,7 @@ impl<C: Subscriber> Block<C> {
                     visit,
                 );
             }
-            if call_live(self, entry, |current| visit(current, cloned)) {
+            if call_live(self, entry, |current| visit(current, cloned.into_inner())) {
                 return true;
             }
         }
@@ -264,10 +269,10 @@ impl<C: Subscriber> Block<C> {
         scope: LoopScope<'_, C>,
         last: &Entry<C>,
         after: &[Entry<C>],
-        args: A,
+        args: Guarded<A>,
         mut visit: impl FnMut(&C, A) -> bool,
     ) -> bool {
-        if visit_entry(self, last, |current| visit(current, args)) {
+        if visit_entry(self, last, |current| visit(current, args.into_inner())) {
             return true;
         }
         prune_passed(self, after);
@@ -287,14 +292,14 @@ impl<C: Subscriber> Block<C> {
         before: &[Entry<C>],
         last: &Entry<C>,
         after: &[Entry<C>],
-        args: A,
-        spare: A,
+        args: Guarded<A>,
+        spare: Guarded<A>,
         mut visit: impl FnMut(&C, A) -> bool,
     ) -> bool {
-        let mut spare = Guarded(Some(spare));
+        let mut spare = Guarded::new(Some(spare.into_inner()));
         let scope = scope;
         for entry in before {
-            if visit_cloned(self, entry, &args, &mut spare.0, &mut visit) {
+            if visit_cloned(self, entry, &*args, &mut *spare, &mut visit) {
                 return true;
             }
         }
@@ -314,21 +319,21 @@ impl<C: Subscriber> Block<C> {
             while broadcast.next_entry().is_some() {}
             return false;
         };
-        let mut args = Guarded(Some(args));
-        let mut spare = Guarded(None);
+        let mut args = Guarded::new(Some(args));
+        let mut spare = Guarded::new(None);
         while let Some(id) = broadcast.peek_id() {
             let args = if id == last {
-                args.0.take()
-            } else if let Some(spare) = spare.0.take() {
+                args.take()
+            } else if let Some(spare) = spare.take() {
                 Some(spare)
             } else {
-                let cloned = args.0.clone();
+                let cloned = Guarded::new((*args).clone());
                 // The clone ran user code: take the subscriber only if it is still the next one.
                 if broadcast.peek_id() != Some(id) {
-                    spare.0 = cloned;
+                    *spare = cloned.into_inner();
                     continue;
                 }
-                cloned
+                cloned.into_inner()
             };
             // None only if a subscriber followed the one that was the last (cannot happen).
             let Some(args) = args else { break };
@@ -336,13 +341,8 @@ impl<C: Subscriber> Block<C> {
                 break;
             };
             // The last reference to a subscriber removed during its call, once it returns or
-            // unwinds (M4).
-            let current = Guarded(Some(current));
-            if current
-                .0
-                .as_ref()
-                .is_some_and(|current| visit(current, args))
-            {
+            // unwinds (M4, R2).
+            if Guarded::hold(current, |current| visit(current, args)) {
                 return true;
             }
         }
@@ -374,12 +374,13 @@ fn visit_cloned<C: Subscriber, A: Clone>(
             args
         }
         None => {
-            let cloned = args.clone();
+            // Guarded while the check may run a prune's `Drop` (R2).
+            let cloned = Guarded::new(args.clone());
             if entry.state() != 0 && !live_slow_claim(block, entry) {
-                *spare = Some(cloned);
+                *spare = Some(cloned.into_inner());
                 return false;
             }
-            cloned
+            cloned.into_inner()
         }
     };
     call_live(block, entry, |current| visit(current, args))
@@ -711,7 +712,8 @@ impl<C: Subscriber> Broadcast<'_, C> {
         if self.merge_pending {
             // Rare: a nested broadcast while subscribers added during the outer one wait.
             while let Some(subscriber) = self.next_matching(&mut filter) {
-                call(&subscriber);
+                // Its last reference if it was removed during its call (M4, R2).
+                Guarded::hold(subscriber, &mut call);
             }
             return;
         }

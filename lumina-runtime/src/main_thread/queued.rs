@@ -21,6 +21,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::invocation::Guarded;
 use crate::multicast::MulticastDelegate;
 
 /// A delegate that a [`QueuedSender`] can broadcast: its parameters, as one tuple of owned
@@ -127,12 +128,18 @@ impl<Args: Send + 'static> QueuedSender<Args> {
     {
         super::assert_game_thread("`QueuedSender::new` (its delegate's registry)");
         let weak = Rc::downgrade(owner);
-        let deliver: Deliver<Args> = Rc::new(move |args| match weak.upgrade() {
-            Some(object) => {
-                delegate(&object).broadcast_args(args);
-                true
+        let deliver: Deliver<Args> = Rc::new(move |args| {
+            // Guarded while the accessor (user code) runs.
+            let args = Guarded::new(args);
+            match weak.upgrade() {
+                // This strong reference is the object's last if the broadcast dropped the
+                // others: dropped under the guard if the broadcast unwinds (R2).
+                Some(object) => Guarded::hold(object, |object| {
+                    delegate(object).broadcast_args(args.into_inner());
+                    true
+                }),
+                None => false,
             }
-            None => false,
         });
         let owner: Weak<dyn Any> = Rc::downgrade(owner) as Weak<dyn Any>;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
@@ -166,7 +173,11 @@ macro_rules! impl_send {
             /// been dropped by then: then nothing runs and the arguments are dropped.
             pub fn send(&self, $($arg: $Arg),*) {
                 let ticket = Arc::clone(&self.ticket);
-                super::enqueue(move || deliver(&ticket, ($($arg,)*)));
+                // The ticket may be the sender's last clone (its drop unregisters the delegate's
+                // entry, user code): dropped under the guard if the delivery unwinds (R2).
+                super::enqueue(move || {
+                    Guarded::hold(ticket, |ticket| deliver(ticket, ($($arg,)*)));
+                });
             }
         }
     };
@@ -287,8 +298,10 @@ fn deliver<Args: 'static>(ticket: &Ticket, args: Args) {
         })
         .ok()
         .flatten();
+    // The clone is the entry's last if the broadcast unregistered it: dropped under the guard
+    // if the broadcast unwinds (R2).
     if let Some(deliver) = deliver
-        && !deliver(args)
+        && !Guarded::hold(deliver, |deliver| deliver(args))
     {
         unregister(ticket.id);
     }

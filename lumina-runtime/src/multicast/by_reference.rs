@@ -86,7 +86,7 @@ impl<A: ?Sized + 'static, R: 'static> ByReference<A, R> for MulticastDelegate<dy
         let weak = Rc::downgrade(owner);
         self.add_shared_member(
             owner,
-            Rc::new(move |a: &A| method(&crate::__private::upgrade_owner(&weak), a)),
+            Rc::new(move |a: &A| crate::__private::call_member(&weak, a, &method)),
         )
     }
 
@@ -117,8 +117,6 @@ impl<A: ?Sized + 'static, R: 'static> ByReference<A, R> for MulticastDelegate<dy
     }
 
     fn broadcast_collect(&self, a: &A) -> Vec<R> {
-        let mut results = Vec::new();
-        self.list().broadcast_with((), |f, ()| results.push(f(a)));
-        results
+        self.collect_with((), |f, ()| f(a))
     }
 }

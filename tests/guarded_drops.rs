@@ -1,0 +1,459 @@
+//! R2 and R3: user values the library holds in its own frames survive a panicking `Drop` while
+//! another panic unwinds (the process does not abort; the second panic is logged), and a
+//! teardown runs to its end when a `Drop` it runs panics, then resumes the first panic.
+//!
+//! Without the guards each R2 scenario aborts the process ("panic in a destructor during
+//! cleanup"), so each runs in a child process (`support/child.rs`) and the test asserts that the
+//! child exits normally. Under Miri the scenarios run in the test's own process.
+
+#[path = "support/child.rs"]
+mod child;
+mod support;
+
+use std::cell::RefCell;
+use std::mem::forget;
+use std::panic::{self, AssertUnwindSafe};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use child::in_child_process;
+use lumina::core_delegates::CoreDelegates;
+use lumina::event::{Event, EventProcessor};
+use lumina::main_thread::{self, GameThreadScope, QueuedSender};
+use lumina::multicast::ByReference;
+use lumina::{
+    Delegate, MulticastDelegate, ScriptDelegate, declare_delegate, declare_multicast_delegate,
+    event_class,
+};
+use support::{capture_tracing, panic_message};
+
+/// What the guard logs when it drops a panic that came while the thread was unwinding.
+const GUARD_LOG: &str = "a Drop panicked while the thread was already unwinding";
+
+/// An argument (or result) whose `Drop` panics.
+#[derive(Clone)]
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("bomb dropped");
+    }
+}
+
+/// A capture whose `Drop` panics with its message.
+struct Loud(&'static str);
+
+impl Drop for Loud {
+    fn drop(&mut self) {
+        panic!("{}", self.0);
+    }
+}
+
+/// Counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Runs `f`, which must panic; the panic's message and what was logged meanwhile.
+fn panics_with_log(f: impl FnOnce()) -> (String, String) {
+    let (payload, log) =
+        capture_tracing(|| panic::catch_unwind(AssertUnwindSafe(f)).expect_err("it panics"));
+    (panic_message(&*payload), log)
+}
+
+/// Asserts that `f` panics with `message` and that the guard logged a second panic.
+#[track_caller]
+fn assert_guarded(message: &str, f: impl FnOnce()) {
+    let (got, log) = panics_with_log(f);
+    assert_eq!(got, message);
+    assert!(log.contains(GUARD_LOG), "the guard logged nothing: {log:?}");
+}
+
+#[test]
+fn r2_broadcast_argument_held_when_a_subscriber_panics() {
+    in_child_process(
+        "r2_broadcast_argument_held_when_a_subscriber_panics",
+        || {
+            let d: MulticastDelegate<dyn Fn(Bomb)> = MulticastDelegate::new();
+            let _a = d.add_lambda(|b| {
+                forget(b);
+                panic!("subscriber");
+            });
+            let _b = d.add_lambda(forget);
+            // The original argument waits for `_b` while `_a` panics.
+            assert_guarded("subscriber", || d.broadcast(Bomb));
+            assert!(!d.is_broadcasting());
+            assert_eq!(d.len(), 2);
+        },
+    );
+}
+
+#[test]
+fn r2_broadcast_argument_held_when_a_prune_drop_panics() {
+    in_child_process(
+        "r2_broadcast_argument_held_when_a_prune_drop_panics",
+        || {
+            let d: MulticastDelegate<dyn Fn(Bomb)> = MulticastDelegate::new();
+            let owner = Rc::new(());
+            let capture = Loud("capture dropped");
+            let _member = d.add_member(&owner, move |_, b| {
+                let _ = &capture;
+                forget(b);
+            });
+            let _last = d.add_lambda(forget);
+            drop(owner);
+            // The broadcast prunes the member on its way: its capture's `Drop` panics while the
+            // loop holds the argument.
+            assert_guarded("capture dropped", || d.broadcast(Bomb));
+            assert_eq!(d.len(), 1);
+        },
+    );
+}
+
+declare_multicast_delegate!(OnAsk(question: &str) -> Bomb);
+
+#[test]
+fn r2_broadcast_collect_results_held_when_a_subscriber_panics() {
+    in_child_process(
+        "r2_broadcast_collect_results_held_when_a_subscriber_panics",
+        || {
+            // Two results wait (two panicking drops) when the third subscriber panics.
+            let owned: MulticastDelegate<dyn Fn(u32) -> Bomb> = MulticastDelegate::new();
+            let _a = owned.add_lambda(|_| Bomb);
+            let _b = owned.add_lambda(|_| Bomb);
+            let _c = owned.add_lambda(|_| panic!("subscriber"));
+            assert_guarded("subscriber", || forget(owned.broadcast_collect(1)));
+
+            let by_reference: MulticastDelegate<dyn Fn(&str) -> Bomb> = MulticastDelegate::new();
+            let _a = ByReference::add_lambda(&by_reference, |_: &str| Bomb);
+            let _b = ByReference::add_lambda(&by_reference, |_: &str| panic!("by reference"));
+            assert_guarded("by reference", || {
+                forget(ByReference::broadcast_collect(&by_reference, "?"));
+            });
+
+            let declared = OnAsk::new();
+            let _a = declared.add_lambda(|_| Bomb);
+            let _b = declared.add_lambda(|_| panic!("declared"));
+            assert_guarded("declared", || forget(declared.broadcast_collect("?")));
+        },
+    );
+}
+
+#[event_class]
+struct Fragile {
+    id: u32,
+}
+
+impl Drop for Fragile {
+    fn drop(&mut self) {
+        panic!("event {} dropped", self.id);
+    }
+}
+
+#[test]
+fn r2_dispatch_event_held_when_a_handler_panics() {
+    in_child_process("r2_dispatch_event_held_when_a_handler_panics", || {
+        let processor = EventProcessor::new();
+        let handler = Rc::new(|_: &mut dyn Event| -> bool { panic!("handler") });
+        assert!(processor.register_event_handler(&handler, 0));
+        assert_guarded("handler", || {
+            processor.dispatch(Fragile { id: 1 });
+        });
+        assert!(!processor.is_dispatching());
+        assert!(processor.is_registered(&handler));
+    });
+}
+
+/// A handler or owner that the test keeps alive only through `keeper`: its own code takes
+/// itself out of there, so the library's strong reference for the call is the last one.
+struct Doomed {
+    keeper: RefCell<Option<Rc<Doomed>>>,
+}
+
+impl Doomed {
+    /// A `Doomed` that keeps itself alive until [`let_go`](Self::let_go).
+    fn new() -> Rc<Doomed> {
+        let doomed = Rc::new(Doomed {
+            keeper: RefCell::new(None),
+        });
+        *doomed.keeper.borrow_mut() = Some(Rc::clone(&doomed));
+        doomed
+    }
+
+    /// Drops its own reference to itself (not the last one: the caller's call holds one).
+    fn let_go(&self) {
+        let me = self.keeper.borrow_mut().take();
+        drop(me);
+    }
+}
+
+impl Drop for Doomed {
+    fn drop(&mut self) {
+        panic!("doomed dropped");
+    }
+}
+
+impl lumina::event::EventHandler for Doomed {
+    fn on_event(&self, _: &mut dyn Event) -> bool {
+        self.let_go();
+        panic!("handler");
+    }
+}
+
+#[test]
+fn r2_dispatch_handler_reference_held_when_a_handler_panics() {
+    in_child_process(
+        "r2_dispatch_handler_reference_held_when_a_handler_panics",
+        || {
+            let processor = EventProcessor::new();
+            let doomed = Doomed::new();
+            assert!(processor.register_event_handler(&doomed, 0));
+            drop(doomed);
+            assert_guarded("handler", || {
+                processor.dispatch(lumina::event::KeyPressedEvent::new(
+                    lumina::event::Key::W,
+                    lumina::event::Modifiers::NONE,
+                ));
+            });
+            assert!(processor.is_empty());
+        },
+    );
+}
+
+declare_multicast_delegate!(OnPing(n: u32));
+
+#[test]
+fn r2_member_owner_reference_held_when_the_call_panics() {
+    in_child_process(
+        "r2_member_owner_reference_held_when_the_call_panics",
+        || {
+            let member = |owner: &Doomed| {
+                owner.let_go();
+                panic!("member");
+            };
+
+            let multicast: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+            let _h = multicast.add_member(&Doomed::new(), move |owner, _| member(owner));
+            assert_guarded("member", || multicast.broadcast(1));
+
+            let declared = OnPing::new();
+            let _h = declared.add_member(&Doomed::new(), move |owner, _| member(owner));
+            assert_guarded("member", || declared.broadcast(1));
+
+            let by_reference: MulticastDelegate<dyn Fn(&str)> = MulticastDelegate::new();
+            let _h =
+                ByReference::add_member(&by_reference, &Doomed::new(), move |owner, _: &str| {
+                    member(owner);
+                });
+            assert_guarded("member", || ByReference::broadcast(&by_reference, "!"));
+
+            let single = Delegate::<dyn Fn(u32)>::create_member(&Doomed::new(), move |owner, _| {
+                member(owner);
+            });
+            assert_guarded("member", || single.execute(1));
+
+            let script = ScriptDelegate::<()>::new();
+            let _h = script.add_member(&Doomed::new(), move |owner, _: &()| member(owner));
+            assert_guarded("member", || script.broadcast(&()));
+        },
+    );
+}
+
+declare_delegate!(Fuse(bomb: Bomb));
+
+#[test]
+fn r2_single_cast_execute_arguments_held_when_unbound() {
+    in_child_process("r2_single_cast_execute_arguments_held_when_unbound", || {
+        let generic = Delegate::<dyn Fn(Bomb)>::new();
+        let (message, log) = panics_with_log(|| generic.execute(Bomb));
+        assert!(message.contains("called with nothing bound"), "{message}");
+        assert!(log.contains(GUARD_LOG), "{log:?}");
+
+        let declared = Fuse::new();
+        let (message, log) = panics_with_log(|| declared.execute(Bomb));
+        assert!(message.contains("called with nothing bound"), "{message}");
+        assert!(log.contains(GUARD_LOG), "{log:?}");
+    });
+}
+
+/// An object with a delegate, reached by a queued sender.
+struct Player {
+    on_hit: MulticastDelegate<dyn Fn(u32)>,
+}
+
+impl Drop for Player {
+    fn drop(&mut self) {
+        panic!("player dropped");
+    }
+}
+
+#[test]
+fn r2_queued_sender_delivery_held_when_the_broadcast_panics() {
+    in_child_process(
+        "r2_queued_sender_delivery_held_when_the_broadcast_panics",
+        || {
+            let _game = GameThreadScope::enter();
+            let keeper: Rc<RefCell<Option<Rc<Player>>>> = Rc::new(RefCell::new(None));
+            let player = Rc::new(Player {
+                on_hit: MulticastDelegate::new(),
+            });
+            let let_go = Rc::clone(&keeper);
+            // Drops the test's last reference to the player (the delivery still holds one),
+            // then panics.
+            let _h = player.on_hit.add_lambda(move |_| {
+                let player = let_go.borrow_mut().take();
+                drop(player);
+                panic!("subscriber");
+            });
+            let sender = QueuedSender::new(&player, |player: &Player| &player.on_hit);
+            *keeper.borrow_mut() = Some(player);
+            sender.send(7);
+            assert_guarded("subscriber", || {
+                main_thread::process_queue();
+            });
+            assert_eq!(main_thread::pending(), 0);
+        },
+    );
+}
+
+/// Subscribes to a core delegate a closure whose capture's `Drop` panics with "subscriber
+/// dropped": the end of the session drops it.
+fn subscribe_a_loud_drop_to_core() {
+    let capture = Loud("subscriber dropped");
+    let _ = CoreDelegates::get()
+        .on_module_unloaded()
+        .add_lambda(move || {
+            let _ = &capture;
+        });
+}
+
+#[test]
+fn r2_game_thread_scope_ended_by_a_panic_drops_its_session_under_the_guard() {
+    in_child_process(
+        "r2_game_thread_scope_ended_by_a_panic_drops_its_session_under_the_guard",
+        || {
+            assert_guarded("test body", || {
+                let _game = GameThreadScope::enter();
+                subscribe_a_loud_drop_to_core();
+                let bomb = Bomb;
+                main_thread::enqueue(move || forget(bomb));
+                panic!("test body");
+            });
+            // The next session starts fresh.
+            let _game = GameThreadScope::enter();
+            assert!(!CoreDelegates::get().on_module_unloaded().is_bound());
+            assert_eq!(main_thread::process_queue(), 0);
+        },
+    );
+}
+
+#[test]
+fn r3_game_thread_scope_end_empties_the_queue_when_a_subscriber_drop_panics() {
+    let game = GameThreadScope::enter();
+    subscribe_a_loud_drop_to_core();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let runs = Arc::clone(&ran);
+    main_thread::enqueue(move || {
+        runs.fetch_add(1, Ordering::SeqCst);
+    });
+    let (message, _) = panics_with_log(|| drop(game));
+    assert_eq!(message, "subscriber dropped");
+    // The ended session's task is gone: it does not run in the next scope.
+    let _next = GameThreadScope::enter();
+    assert_eq!(main_thread::process_queue(), 0);
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    assert!(!CoreDelegates::get().on_module_unloaded().is_bound());
+}
+
+#[test]
+fn r3_game_thread_scope_end_drops_every_queued_task_when_their_drops_panic() {
+    in_child_process(
+        "r3_game_thread_scope_end_drops_every_queued_task_when_their_drops_panic",
+        || {
+            let dropped = Arc::new(AtomicUsize::new(0));
+            let game = GameThreadScope::enter();
+            for message in ["first task dropped", "second task dropped"] {
+                let loud = Loud(message);
+                let counted = Counted(Arc::clone(&dropped));
+                main_thread::enqueue(move || {
+                    let _ = (&loud, &counted);
+                });
+            }
+            let counted = Counted(Arc::clone(&dropped));
+            main_thread::enqueue(move || {
+                let _ = &counted;
+            });
+            let (message, _) = panics_with_log(|| drop(game));
+            assert_eq!(message, "first task dropped");
+            assert_eq!(dropped.load(Ordering::SeqCst), 3, "every task was dropped");
+            let _next = GameThreadScope::enter();
+            assert_eq!(main_thread::process_queue(), 0);
+        },
+    );
+}
+
+#[test]
+fn r2_viewport_reference_held_when_the_viewport_panics() {
+    in_child_process(
+        "r2_viewport_reference_held_when_the_viewport_panics",
+        || {
+            use lumina::event::{InputViewportRegistry, Key, KeyPressedEvent, Modifiers, Rect};
+            let processor = EventProcessor::new();
+            let registry = Rc::new(InputViewportRegistry::new());
+            assert!(registry.register(&processor));
+            let doomed = Doomed::new();
+            let id = registry.add_viewport(&doomed, Rect::new(0.0, 0.0, 100.0, 100.0));
+            assert!(registry.focus(id));
+            drop(doomed);
+            // The registry's strong reference to the focused viewport is its last one once the
+            // viewport lets go of itself in its call.
+            assert_guarded("handler", || {
+                processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE));
+            });
+            assert!(!processor.is_dispatching());
+        },
+    );
+}
+
+#[test]
+fn r2_script_delegate_nested_merging_pass_holds_its_listener_under_the_guard() {
+    in_child_process(
+        "r2_script_delegate_nested_merging_pass_holds_its_listener_under_the_guard",
+        || {
+            use std::cell::Cell;
+            let d = Rc::new(ScriptDelegate::<()>::new());
+            let nested = Rc::new(Cell::new(false));
+            let weak = Rc::downgrade(&d);
+            let in_nested = Rc::clone(&nested);
+            // Adds a listener (it waits in the pending list), then broadcasts again: the nested
+            // broadcast merges the pending one in, calling clones of the listeners.
+            let _a = d.add_lambda(move |()| {
+                if !in_nested.replace(true) {
+                    let d = weak.upgrade().expect("alive");
+                    let _c = d.add_lambda(|()| {});
+                    d.broadcast(&());
+                }
+            });
+            let handle = Rc::new(Cell::new(None));
+            let own = Rc::clone(&handle);
+            let weak = Rc::downgrade(&d);
+            let capture = Loud("listener dropped");
+            let b = d.add_lambda(move |()| {
+                let _ = &capture;
+                if let Some(handle) = own.take() {
+                    // Removed in its call: the nested pass's clone is its last reference.
+                    weak.upgrade().expect("alive").remove(handle);
+                    panic!("listener");
+                }
+            });
+            handle.set(Some(b));
+            assert_guarded("listener", || d.broadcast(&()));
+            assert!(!d.is_broadcasting());
+        },
+    );
+}
