@@ -92,7 +92,11 @@ impl ProjectLoaded {
             .add_shared_member_once(
                 owner,
                 ::lumina::__private::Rc::new(move || {
-                    method(&::lumina::__private::upgrade_owner(&weak))
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (),
+                        |object, ()| method(object),
+                    )
                 }),
             )
     }
@@ -490,29 +494,34 @@ impl ProjectLoadedRegistration<'_> {
     ) -> bool {
         self.0.set_priority(handle, priority)
     }
-    /// Not available on a view: only the delegate's owner fires it.
+    /// Not available on a view: only the delegate's owner fires it. Generic (its
+    /// parameter is always `Self`), so that it is never compiled unless called: a
+    /// method whose bounds never hold must not be exported by the runtime's `dylib`.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast(&self)
+    pub fn broadcast<__LuminaView: ?Sized>(&self)
     where
-        Self: ::lumina::__private::OwnerBroadcasts,
+        Self: ::lumina::__private::Is<__LuminaView>,
+        __LuminaView: ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner fires it.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast_and_clear(&self)
+    pub fn broadcast_and_clear<__LuminaView: ?Sized>(&self)
     where
-        Self: ::lumina::__private::OwnerBroadcasts,
+        Self: ::lumina::__private::Is<__LuminaView>,
+        __LuminaView: ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner clears it.
     #[doc(hidden)]
-    pub fn clear(&self)
+    pub fn clear<__LuminaView: ?Sized>(&self)
     where
-        Self: ::lumina::__private::OwnerClears,
+        Self: ::lumina::__private::Is<__LuminaView>,
+        __LuminaView: ::lumina::__private::OwnerClears,
     {
         ::core::unreachable!()
     }
@@ -610,7 +619,11 @@ impl WindowResize {
             .add_shared_member_once(
                 owner,
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
-                    method(&::lumina::__private::upgrade_owner(&weak), window, size)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (window, size),
+                        |object, (window, size)| method(object, window, size),
+                    )
                 }),
             )
     }
@@ -1052,29 +1065,34 @@ impl WindowResizeRegistration<'_> {
     ) -> bool {
         self.0.set_priority(handle, priority)
     }
-    /// Not available on a view: only the delegate's owner fires it.
+    /// Not available on a view: only the delegate's owner fires it. Generic (its
+    /// parameter is always `Self`), so that it is never compiled unless called: a
+    /// method whose bounds never hold must not be exported by the runtime's `dylib`.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast(&self, window: &Window, size: UVec2)
+    pub fn broadcast<__LuminaView: ?Sized>(&self, window: &Window, size: UVec2)
     where
-        Self: ::lumina::__private::OwnerBroadcasts,
+        Self: ::lumina::__private::Is<__LuminaView>,
+        __LuminaView: ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner fires it.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast_and_clear(&self, window: &Window, size: UVec2)
+    pub fn broadcast_and_clear<__LuminaView: ?Sized>(&self, window: &Window, size: UVec2)
     where
-        Self: ::lumina::__private::OwnerBroadcasts,
+        Self: ::lumina::__private::Is<__LuminaView>,
+        __LuminaView: ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner clears it.
     #[doc(hidden)]
-    pub fn clear(&self)
+    pub fn clear<__LuminaView: ?Sized>(&self)
     where
-        Self: ::lumina::__private::OwnerClears,
+        Self: ::lumina::__private::Is<__LuminaView>,
+        __LuminaView: ::lumina::__private::OwnerClears,
     {
         ::core::unreachable!()
     }
@@ -1175,7 +1193,11 @@ impl SaveQuery {
             .add_shared_member_once(
                 owner,
                 ::lumina::__private::Rc::new(move |path: &str| {
-                    method(&::lumina::__private::upgrade_owner(&weak), path)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path,),
+                        |object, (path,)| method(object, path),
+                    )
                 }),
             )
     }
@@ -1648,29 +1670,34 @@ impl SaveQueryRegistration<'_> {
     ) -> bool {
         self.0.set_priority(handle, priority)
     }
-    /// Not available on a view: only the delegate's owner fires it.
+    /// Not available on a view: only the delegate's owner fires it. Generic (its
+    /// parameter is always `Self`), so that it is never compiled unless called: a
+    /// method whose bounds never hold must not be exported by the runtime's `dylib`.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast(&self, path: &str)
+    pub fn broadcast<__LuminaView: ?Sized>(&self, path: &str)
     where
-        Self: ::lumina::__private::OwnerBroadcasts,
+        Self: ::lumina::__private::Is<__LuminaView>,
+        __LuminaView: ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner fires it.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast_and_clear(&self, path: &str)
+    pub fn broadcast_and_clear<__LuminaView: ?Sized>(&self, path: &str)
     where
-        Self: ::lumina::__private::OwnerBroadcasts,
+        Self: ::lumina::__private::Is<__LuminaView>,
+        __LuminaView: ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner clears it.
     #[doc(hidden)]
-    pub fn clear(&self)
+    pub fn clear<__LuminaView: ?Sized>(&self)
     where
-        Self: ::lumina::__private::OwnerClears,
+        Self: ::lumina::__private::Is<__LuminaView>,
+        __LuminaView: ::lumina::__private::OwnerClears,
     {
         ::core::unreachable!()
     }
@@ -1773,7 +1800,11 @@ impl AssetImported {
             .add_shared_member_once(
                 owner,
                 ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
-                    method(&::lumina::__private::upgrade_owner(&weak), path, bytes)
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path, bytes),
+                        |object, (path, bytes)| method(object, path, bytes),
+                    )
                 }),
             )
     }
@@ -2201,29 +2232,34 @@ impl AssetImportedRegistration<'_> {
     ) -> bool {
         self.0.set_priority(handle, priority)
     }
-    /// Not available on a view: only the delegate's owner fires it.
+    /// Not available on a view: only the delegate's owner fires it. Generic (its
+    /// parameter is always `Self`), so that it is never compiled unless called: a
+    /// method whose bounds never hold must not be exported by the runtime's `dylib`.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast(&self, path: String, bytes: usize)
+    pub fn broadcast<__LuminaView: ?Sized>(&self, path: String, bytes: usize)
     where
-        Self: ::lumina::__private::OwnerBroadcasts,
+        Self: ::lumina::__private::Is<__LuminaView>,
+        __LuminaView: ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner fires it.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast_and_clear(&self, path: String, bytes: usize)
+    pub fn broadcast_and_clear<__LuminaView: ?Sized>(&self, path: String, bytes: usize)
     where
-        Self: ::lumina::__private::OwnerBroadcasts,
+        Self: ::lumina::__private::Is<__LuminaView>,
+        __LuminaView: ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner clears it.
     #[doc(hidden)]
-    pub fn clear(&self)
+    pub fn clear<__LuminaView: ?Sized>(&self)
     where
-        Self: ::lumina::__private::OwnerClears,
+        Self: ::lumina::__private::Is<__LuminaView>,
+        __LuminaView: ::lumina::__private::OwnerClears,
     {
         ::core::unreachable!()
     }
