@@ -499,29 +499,29 @@ impl ProjectLoadedRegistration<'_> {
     /// method whose bounds never hold must not be exported by the runtime's `dylib`.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast<__LuminaView: ?Sized>(&self)
+    pub fn broadcast<__LuminaView>(&self)
     where
         Self: ::lumina::__private::Is<__LuminaView>,
-        __LuminaView: ::lumina::__private::OwnerBroadcasts,
+        __LuminaView: ?Sized + ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner fires it.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast_and_clear<__LuminaView: ?Sized>(&self)
+    pub fn broadcast_and_clear<__LuminaView>(&self)
     where
         Self: ::lumina::__private::Is<__LuminaView>,
-        __LuminaView: ::lumina::__private::OwnerBroadcasts,
+        __LuminaView: ?Sized + ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner clears it.
     #[doc(hidden)]
-    pub fn clear<__LuminaView: ?Sized>(&self)
+    pub fn clear<__LuminaView>(&self)
     where
         Self: ::lumina::__private::Is<__LuminaView>,
-        __LuminaView: ::lumina::__private::OwnerClears,
+        __LuminaView: ?Sized + ::lumina::__private::OwnerClears,
     {
         ::core::unreachable!()
     }
@@ -1070,29 +1070,29 @@ impl WindowResizeRegistration<'_> {
     /// method whose bounds never hold must not be exported by the runtime's `dylib`.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast<__LuminaView: ?Sized>(&self, window: &Window, size: UVec2)
+    pub fn broadcast<__LuminaView>(&self, window: &Window, size: UVec2)
     where
         Self: ::lumina::__private::Is<__LuminaView>,
-        __LuminaView: ::lumina::__private::OwnerBroadcasts,
+        __LuminaView: ?Sized + ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner fires it.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast_and_clear<__LuminaView: ?Sized>(&self, window: &Window, size: UVec2)
+    pub fn broadcast_and_clear<__LuminaView>(&self, window: &Window, size: UVec2)
     where
         Self: ::lumina::__private::Is<__LuminaView>,
-        __LuminaView: ::lumina::__private::OwnerBroadcasts,
+        __LuminaView: ?Sized + ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner clears it.
     #[doc(hidden)]
-    pub fn clear<__LuminaView: ?Sized>(&self)
+    pub fn clear<__LuminaView>(&self)
     where
         Self: ::lumina::__private::Is<__LuminaView>,
-        __LuminaView: ::lumina::__private::OwnerClears,
+        __LuminaView: ?Sized + ::lumina::__private::OwnerClears,
     {
         ::core::unreachable!()
     }
@@ -1675,29 +1675,29 @@ impl SaveQueryRegistration<'_> {
     /// method whose bounds never hold must not be exported by the runtime's `dylib`.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast<__LuminaView: ?Sized>(&self, path: &str)
+    pub fn broadcast<__LuminaView>(&self, path: &str)
     where
         Self: ::lumina::__private::Is<__LuminaView>,
-        __LuminaView: ::lumina::__private::OwnerBroadcasts,
+        __LuminaView: ?Sized + ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner fires it.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast_and_clear<__LuminaView: ?Sized>(&self, path: &str)
+    pub fn broadcast_and_clear<__LuminaView>(&self, path: &str)
     where
         Self: ::lumina::__private::Is<__LuminaView>,
-        __LuminaView: ::lumina::__private::OwnerBroadcasts,
+        __LuminaView: ?Sized + ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner clears it.
     #[doc(hidden)]
-    pub fn clear<__LuminaView: ?Sized>(&self)
+    pub fn clear<__LuminaView>(&self)
     where
         Self: ::lumina::__private::Is<__LuminaView>,
-        __LuminaView: ::lumina::__private::OwnerClears,
+        __LuminaView: ?Sized + ::lumina::__private::OwnerClears,
     {
         ::core::unreachable!()
     }
@@ -2237,29 +2237,29 @@ impl AssetImportedRegistration<'_> {
     /// method whose bounds never hold must not be exported by the runtime's `dylib`.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast<__LuminaView: ?Sized>(&self, path: String, bytes: usize)
+    pub fn broadcast<__LuminaView>(&self, path: String, bytes: usize)
     where
         Self: ::lumina::__private::Is<__LuminaView>,
-        __LuminaView: ::lumina::__private::OwnerBroadcasts,
+        __LuminaView: ?Sized + ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner fires it.
     #[doc(hidden)]
     #[allow(unused_variables, clippy::ptr_arg)]
-    pub fn broadcast_and_clear<__LuminaView: ?Sized>(&self, path: String, bytes: usize)
+    pub fn broadcast_and_clear<__LuminaView>(&self, path: String, bytes: usize)
     where
         Self: ::lumina::__private::Is<__LuminaView>,
-        __LuminaView: ::lumina::__private::OwnerBroadcasts,
+        __LuminaView: ?Sized + ::lumina::__private::OwnerBroadcasts,
     {
         ::core::unreachable!()
     }
     /// Not available on a view: only the delegate's owner clears it.
     #[doc(hidden)]
-    pub fn clear<__LuminaView: ?Sized>(&self)
+    pub fn clear<__LuminaView>(&self)
     where
         Self: ::lumina::__private::Is<__LuminaView>,
-        __LuminaView: ::lumina::__private::OwnerClears,
+        __LuminaView: ?Sized + ::lumina::__private::OwnerClears,
     {
         ::core::unreachable!()
     }

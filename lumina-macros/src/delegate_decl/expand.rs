@@ -869,10 +869,10 @@ fn expand_registration(
             /// method whose bounds never hold must not be exported by the runtime's `dylib`.
             #[doc(hidden)]
             #[allow(unused_variables, clippy::ptr_arg)]
-            pub fn broadcast<__LuminaView: ?Sized>(&self, #(#names: #types),*)
+            pub fn broadcast<__LuminaView>(&self, #(#names: #types),*)
             where
                 Self: ::lumina::__private::Is<__LuminaView>,
-                __LuminaView: ::lumina::__private::OwnerBroadcasts,
+                __LuminaView: ?Sized + ::lumina::__private::OwnerBroadcasts,
             {
                 ::core::unreachable!()
             }
@@ -880,20 +880,20 @@ fn expand_registration(
             /// Not available on a view: only the delegate's owner fires it.
             #[doc(hidden)]
             #[allow(unused_variables, clippy::ptr_arg)]
-            pub fn broadcast_and_clear<__LuminaView: ?Sized>(&self, #(#names: #types),*)
+            pub fn broadcast_and_clear<__LuminaView>(&self, #(#names: #types),*)
             where
                 Self: ::lumina::__private::Is<__LuminaView>,
-                __LuminaView: ::lumina::__private::OwnerBroadcasts,
+                __LuminaView: ?Sized + ::lumina::__private::OwnerBroadcasts,
             {
                 ::core::unreachable!()
             }
 
             /// Not available on a view: only the delegate's owner clears it.
             #[doc(hidden)]
-            pub fn clear<__LuminaView: ?Sized>(&self)
+            pub fn clear<__LuminaView>(&self)
             where
                 Self: ::lumina::__private::Is<__LuminaView>,
-                __LuminaView: ::lumina::__private::OwnerClears,
+                __LuminaView: ?Sized + ::lumina::__private::OwnerClears,
             {
                 ::core::unreachable!()
             }
