@@ -79,7 +79,7 @@ use std::sync::Arc;
 
 use crate::bind_site::Subscription;
 use crate::handle::DelegateHandle;
-use crate::invocation::{Drops, InvocationList};
+use crate::invocation::{Drops, Guarded, InvocationList};
 use crate::scoped::ScopedSubscription;
 
 /// What identifies a gameplay entity on the bus: any small `Copy` id the engine chooses (an
@@ -307,20 +307,6 @@ pub struct ListenerInfo<E> {
     pub partial: bool,
     /// Its handle, bind site and owner state.
     pub subscription: Subscription,
-}
-
-/// A user value held by the bus in its own frame (a payload being sent): dropped through
-/// [`Drops`] if the send unwinds, so a `Drop` that panics then is logged instead of aborting the
-/// process (R2).
-struct Held<P>(Option<P>);
-
-impl<P> Drop for Held<P> {
-    #[inline]
-    fn drop(&mut self) {
-        if let Some(value) = self.0.take() {
-            Drops::drop_one(value);
-        }
-    }
 }
 
 /// The gameplay message bus (GB1-GB9); see the [module documentation](self).
@@ -708,23 +694,14 @@ impl<E: EntityId> MessageBus<E> {
     /// if the tag is retained, dropped otherwise.
     #[inline]
     fn deliver<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
-        let held = Held(Some(payload));
-        let heard = match &held.0 {
-            Some(payload) => {
-                let message = Message::new(tag, entity, payload);
-                self.dispatch(&message);
-                message.heard.get()
-            }
-            None => 0,
-        };
-        if heard == 0 {
+        let held = Guarded::new(payload);
+        let message = Message::new(tag, entity, &*held);
+        self.dispatch(&message);
+        if message.heard.get() == 0 {
             unheard(tag);
         }
         if tag.is_retained() {
-            let mut held = held;
-            if let Some(payload) = held.0.take() {
-                self.retain(tag, entity, payload);
-            }
+            self.retain(tag, entity, held.into_inner());
         }
     }
 
