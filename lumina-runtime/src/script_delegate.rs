@@ -67,7 +67,7 @@ use crate::reflect::{PayloadInfo, ScriptPayload};
 
 mod release;
 
-use release::{Managed, Operation, Removal};
+pub(crate) use release::{Managed, Operation, Removal};
 
 /// A managed listener's entry point: `thunk(context, payload)`. `payload` points at the payload
 /// for the duration of the call (null for the void payload). The thunk must not unwind (a managed
@@ -90,13 +90,17 @@ pub struct ManagedBinding {
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReleaseReason {
-    /// The delegate was dropped (its component was destroyed).
+    /// The delegate was dropped (its component was destroyed), or the message bus the managed
+    /// listener listened on (GB8).
     Destroyed = 0,
-    /// The delegate was cleared by `clear()` on the Rust side.
+    /// The delegate, or the message bus, was cleared by `clear()` on the Rust side.
     Cleared = 1,
     /// The host unloaded the script generation the bindings were made in (SD8, see
     /// `script_generation`). The hook's `delegate` is null then.
     GenerationUnloaded = 2,
+    /// A managed listener of the message bus was removed from Rust: by its handle, a guard, or
+    /// `forget_entity` (GB8). The hook's `delegate` is null.
+    Removed = 3,
 }
 
 /// The host's destroyed hook (the C++ `GOnScriptDelegateDestroyed`), also called the release

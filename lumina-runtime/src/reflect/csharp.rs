@@ -47,10 +47,15 @@ fn status_name(status: LuminaStatus) -> &'static str {
         LuminaStatus::InvalidUtf8 => "InvalidUtf8",
         LuminaStatus::Panicked => "Panicked",
         LuminaStatus::Destroyed => "Destroyed",
+        LuminaStatus::UnknownTag => "UnknownTag",
+        LuminaStatus::NotScriptVisible => "NotScriptVisible",
+        LuminaStatus::WrongPayload => "WrongPayload",
+        LuminaStatus::WrongLayout => "WrongLayout",
+        LuminaStatus::Retained => "Retained",
     }
 }
 
-const STATUSES: [LuminaStatus; 10] = [
+const STATUSES: [LuminaStatus; 15] = [
     LuminaStatus::Ok,
     LuminaStatus::NullPointer,
     LuminaStatus::NotGameThread,
@@ -61,6 +66,11 @@ const STATUSES: [LuminaStatus; 10] = [
     LuminaStatus::InvalidUtf8,
     LuminaStatus::Panicked,
     LuminaStatus::Destroyed,
+    LuminaStatus::UnknownTag,
+    LuminaStatus::NotScriptVisible,
+    LuminaStatus::WrongPayload,
+    LuminaStatus::WrongLayout,
+    LuminaStatus::Retained,
 ];
 
 /// The C# type of a payload field.
