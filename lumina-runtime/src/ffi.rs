@@ -770,6 +770,9 @@ pub unsafe extern "C" fn lumina_reflect_find_property(
 }
 
 #[cfg(test)]
+mod bus_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::ScriptDelegate;
@@ -905,6 +908,9 @@ mod tests {
 
     static BIND_IN_HOOK: std::sync::Mutex<Vec<LuminaStatus>> = std::sync::Mutex::new(Vec::new());
 
+    /// Taken by every test that installs the (process-wide) release hook.
+    pub(super) static HOOK_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     extern "C" fn binding_hook(
         delegate: *const ScriptDelegateBase,
         _bindings: *const crate::script_delegate::ManagedBinding,
@@ -924,6 +930,9 @@ mod tests {
         let delegate = ScriptDelegate::<()>::new();
         let calls = Cell::new(0);
         let _ = delegate.bind_managed(Some(count_thunk), context(&calls));
+        let _lock = HOOK_LOCK
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let previous = set_destroyed_hook(Some(binding_hook));
         drop(delegate);
         set_destroyed_hook(previous);

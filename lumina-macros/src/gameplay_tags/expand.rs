@@ -23,11 +23,17 @@ pub(crate) fn expand(decl: &TagsDecl, tags: &[FlatTag]) -> TokenStream {
             None => quote!(()),
         };
         let summary = match (payload, explicit) {
-            (Some(ty), _) => format!(
-                " Gameplay tag `{name}`, carrying `{}`{}.",
-                quote!(#ty).to_string().replace(' ', ""),
-                if *retained { ", retained" } else { "" }
-            ) + if *script { " Managed scripts send and hear it (`#[script]`)." } else { "" },
+            (Some(ty), _) => {
+                format!(
+                    " Gameplay tag `{name}`, carrying `{}`{}.",
+                    quote!(#ty).to_string().replace(' ', ""),
+                    if *retained { ", retained" } else { "" }
+                ) + if *script {
+                    " Managed scripts send and hear it (`#[script]`)."
+                } else {
+                    ""
+                }
+            }
             (None, true) => format!(
                 " Gameplay tag `{name}`, without payload{}.",
                 if *retained { ", retained" } else { "" }

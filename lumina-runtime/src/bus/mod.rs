@@ -131,7 +131,14 @@ impl<'a, E: EntityId> Message<'a, E> {
     #[inline(always)]
     fn new<P: 'static>(tag: Tag, entity: Option<E>, payload: &'a P) -> Self {
         // SAFETY: `payload` is a live `P` borrowed for `'a`, and the type given is `P`'s.
-        unsafe { Self::with_type(tag, entity, NonNull::from(payload).cast(), TypeId::of::<P>()) }
+        unsafe {
+            Self::with_type(
+                tag,
+                entity,
+                NonNull::from(payload).cast(),
+                TypeId::of::<P>(),
+            )
+        }
     }
 
     /// A message whose payload type is known only at run time (a retained message replayed).

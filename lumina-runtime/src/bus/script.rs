@@ -263,11 +263,10 @@ impl crate::script_generation::Member for ScriptListeners {
 fn call_managed(managed: &Managed, message: &Message<'_, u64>) -> bool {
     let tag = message.tag;
     let (payload, payload_size) = match tag.script_payload() {
-        Some(layout)
-            if layout.size > 0 && tag.payload_type_id() == Some(message.payload_type) =>
-        {
-            (message.payload.as_ptr().cast_const().cast::<c_void>(), layout.size)
-        }
+        Some(layout) if layout.size > 0 && tag.payload_type_id() == Some(message.payload_type) => (
+            message.payload.as_ptr().cast_const().cast::<c_void>(),
+            layout.size,
+        ),
         _ => (std::ptr::null(), 0),
     };
     let mut raw = BusMessage {
@@ -283,7 +282,10 @@ fn call_managed(managed: &Managed, message: &Message<'_, u64>) -> bool {
         payload_size,
     };
     // The pointer is made from `&mut raw`, so the thunk may write `consume` through it.
-    (managed.thunk)(managed.context, std::ptr::from_mut(&mut raw).cast_const().cast());
+    (managed.thunk)(
+        managed.context,
+        std::ptr::from_mut(&mut raw).cast_const().cast(),
+    );
     raw.consume != 0
 }
 
