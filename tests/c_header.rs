@@ -9,11 +9,11 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use lumina::bus::BusMessage;
 use lumina::ffi::{
     LuminaComponentInfo, LuminaFieldInfo, LuminaPayloadInfo, LuminaPropertyInfo, LuminaStatus,
     LuminaStr,
 };
-use lumina::bus::BusMessage;
 use lumina::script_delegate::{ManagedBinding, ReleaseReason};
 
 fn root() -> PathBuf {
