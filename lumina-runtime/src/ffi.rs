@@ -1,12 +1,14 @@
 //! The C ABI a managed host calls (rule SD5): bind, unbind and query script delegates, install the
-//! destroyed hook, and read reflection data. Declared for C in `lumina-runtime/include/lumina.h`
+//! destroyed hook, read reflection data, and listen and send on a message bus by tag name (GB8,
+//! the `lumina_bus_*` functions). Declared for C in `lumina-runtime/include/lumina.h`
 //! (kept current by the test `tests/c_header.rs`).
 //!
 //! Every function returns a [`LuminaStatus`] and writes its result through an out pointer. No call
 //! unwinds into the host: a panic is caught, logged through `tracing`, and returned as
 //! [`LuminaStatus::Panicked`]. Null pointers, ids that are stale or belong to another delegate, and
 //! reflection handles that the registry never issued give an error status, not undefined
-//! behaviour. This is the only module of lumina with `unsafe` code.
+//! behaviour. Every `unsafe` function of the C ABI is here (the bus's byte copy and its typed view of
+//! a payload are in `bus`).
 //!
 //! What the host must guarantee (the functions are `unsafe` for it): a non-null delegate pointer
 //! points at a live `ScriptDelegate` (see [`crate::script_delegate`] on stable addresses: the

@@ -119,7 +119,8 @@ pub enum ReleaseReason {
 /// bound, valid for the duration of the call; the host releases each context's GC handle.
 /// `delegate` is the address of the delegate's base, for identification only (during
 /// `Destroyed` it is being dropped: do not call into it); it is null for `GenerationUnloaded`,
-/// since lumina keeps no delegate's address (R1). It is called on the delegate's thread, and
+/// since lumina keeps no delegate's address (R1), and for every managed listener of a message
+/// bus (GB8, whose ids are handle ids too, unique in the process). It is called on the delegate's thread, and
 /// never for bindings the host removed with `unbind_managed`. The hook may call back into lumina
 /// (bind, clear, unload, drop other delegates).
 pub type DestroyedHook = extern "C" fn(

@@ -62,6 +62,14 @@
 //! listener added later hears at once.
 //!
 //! The bus is game-thread state like every delegate (T1): it is neither `Send` nor `Sync`.
+//!
+//! # Scripts (GB8)
+//!
+//! A tag declared `#[script]` (its payload a reflected `#[script_delegate]` struct) is visible to
+//! a managed host: [`listen_managed`](MessageBus::listen_managed) and
+//! [`send_script`](MessageBus::send_script), which the C ABI's `lumina_bus_*` functions call. A
+//! managed listener is released through the host's release hook exactly once, and goes with its
+//! script generation, like a script delegate's managed binding.
 
 mod poster;
 mod script;
