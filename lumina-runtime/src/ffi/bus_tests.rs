@@ -45,13 +45,16 @@ enum Action {
     UnloadGeneration(u64),
 }
 
+/// What a thunk heard: the tag's name, the entity, the payload.
+type Heard = (String, Option<u64>, Option<FfiHit>);
+
 /// A managed listener's state: its context points here.
 struct Recorder {
     bus: *const MessageBus,
     id: Cell<u64>,
     action: Cell<Action>,
     running: Cell<bool>,
-    heard: RefCell<Vec<(String, Option<u64>, Option<FfiHit>)>>,
+    heard: RefCell<Vec<Heard>>,
     remove_status: Cell<Option<LuminaStatus>>,
 }
 
@@ -325,10 +328,8 @@ fn gb8_a_managed_listener_hears_a_rust_send_with_its_payload() {
         assert_eq!(partial.heard.borrow()[3].0, "FfiGb8.Hit.Quiet");
         let mut count = 0;
         // SAFETY: a live bus and a local out pointer.
-        assert_eq!(
-            unsafe { lumina_bus_managed_count(&bus, &mut count) },
-            LuminaStatus::Ok
-        );
+        let status = unsafe { lumina_bus_managed_count(&bus, &mut count) };
+        assert_eq!(status, LuminaStatus::Ok);
         assert_eq!(count, 3);
         drop(bus);
         let mut reasons = released();
@@ -522,8 +523,9 @@ fn gb8_wrong_payloads_and_layouts_are_clear_error_results_not_reads() {
     );
     let rust = bus.listen(&tags::FFI_GB8_HIT, |_, _| {});
     // SAFETY: a live bus.
+    let status = unsafe { lumina_bus_remove(&bus, rust.id()) };
     assert_eq!(
-        unsafe { lumina_bus_remove(&bus, rust.id()) },
+        status,
         LuminaStatus::UnknownId,
         "a Rust listener is not the host's to remove"
     );
@@ -558,15 +560,11 @@ fn gb8_every_removal_path_releases_once_with_its_reason_never_while_running() {
         );
 
         // SAFETY: a live bus.
-        assert_eq!(
-            unsafe { lumina_bus_remove(&bus, host_removed.id.get()) },
-            LuminaStatus::Ok
-        );
+        let status = unsafe { lumina_bus_remove(&bus, host_removed.id.get()) };
+        assert_eq!(status, LuminaStatus::Ok);
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { lumina_bus_remove(&bus, host_removed.id.get()) },
-            LuminaStatus::UnknownId
-        );
+        let status = unsafe { lumina_bus_remove(&bus, host_removed.id.get()) };
+        assert_eq!(status, LuminaStatus::UnknownId);
         assert!(released().is_empty(), "the host's own remove calls no hook");
         assert!(bus.remove(DelegateHandleExt::of(rust_removed.id.get())));
         assert_eq!(
@@ -602,11 +600,8 @@ fn gb8_every_removal_path_releases_once_with_its_reason_never_while_running() {
             [(survivor.id.get(), ReleaseReason::GenerationUnloaded)]
         );
         // SAFETY: a local out pointer.
-        assert_eq!(
-            unsafe { lumina_script_generation_unload(generation, &mut released_count) },
-            LuminaStatus::UnknownId,
-            "a generation unloads once"
-        );
+        let status = unsafe { lumina_script_generation_unload(generation, &mut released_count) };
+        assert_eq!(status, LuminaStatus::UnknownId, "a generation unloads once");
         drop(bus);
         assert!(released().is_empty(), "nothing is released twice");
     });
