@@ -504,6 +504,23 @@ impl<E: EntityId> MessageBus<E> {
         priority: i32,
         callable: Callable<E>,
     ) -> DelegateHandle {
+        let handle = self.add_quietly(tag, entity, is_partial, priority, Rc::clone(&callable));
+        self.replay_to(tag, entity, is_partial, handle, &callable);
+        handle
+    }
+
+    /// Adds a listener without the retained messages it should hear at once: the caller calls
+    /// [`replay_to`](Self::replay_to) when it is ready (a managed listener, once its id is
+    /// recorded, so a release its thunk causes meanwhile is not lost).
+    #[track_caller]
+    fn add_quietly(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        is_partial: bool,
+        priority: i32,
+        callable: Callable<E>,
+    ) -> DelegateHandle {
         let channel = match entity {
             None => self.channel_or_new(tag),
             Some(entity) => Rc::clone(
@@ -528,10 +545,23 @@ impl<E: EntityId> MessageBus<E> {
                 partial: is_partial,
             },
         );
-        if tag.is_retained() || is_partial {
-            self.replay_retained(tag, entity, is_partial, &channel, handle, &callable);
-        }
         handle
+    }
+
+    /// The retained messages a listener just added hears at once (GB6).
+    fn replay_to(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        is_partial: bool,
+        handle: DelegateHandle,
+        callable: &Callable<E>,
+    ) {
+        if (tag.is_retained() || is_partial)
+            && let Some(channel) = self.channel_of(tag, entity)
+        {
+            self.replay_retained(tag, entity, is_partial, &channel, handle, callable);
+        }
     }
 
     fn remember(&self, handle: DelegateHandle, record: Record<E>) {
@@ -610,7 +640,7 @@ impl<E: EntityId> MessageBus<E> {
     /// Removes a listener; `false` if it was already gone (H2).
     pub fn remove(&self, handle: DelegateHandle) -> bool {
         // A managed listener (GB8) removed from Rust reaches the host's hook when this returns.
-        let _operation = crate::script_delegate::Operation::begin();
+        let _operation = self.script_operation();
         self.mark_removed(handle.id());
         let record = self.records.borrow_mut().remove(&handle.id());
         record
@@ -691,12 +721,14 @@ impl<E: EntityId> MessageBus<E> {
                 .collect();
             keys.iter().filter_map(|key| channels.remove(key)).collect()
         };
-        let _operation = crate::script_delegate::Operation::begin();
+        let operation = self.script_operation();
         let mut count = 0;
         let mut drops = Drops::default();
         for channel in &removed {
-            for subscription in channel.list.subscriptions() {
-                self.mark_removed(subscription.handle.id());
+            if operation.is_some() {
+                for subscription in channel.list.subscriptions() {
+                    self.mark_removed(subscription.handle.id());
+                }
             }
             count += channel.list.len();
             channel.list.clear();
@@ -1010,7 +1042,7 @@ impl<E: EntityId> Drop for MessageBus<E> {
     /// every listener and retained message; every `Drop` runs even if one panics (R3).
     fn drop(&mut self) {
         // Managed listeners (GB8) reach the host's hook, as `Destroyed`, once every drop ran.
-        let _operation = crate::script_delegate::Operation::begin();
+        let _operation = self.script_operation();
         let mut drops = Drops::default();
         let from_threads = self.inbox.close(&mut drops);
         let mut queued = 0;

@@ -296,6 +296,12 @@ impl<E: EntityId> MessageBus<E> {
         std::thread::current().id() == self.thread
     }
 
+    /// An operation that hands the managed listeners it releases to the host's hook when it
+    /// ends, when the bus has managed listeners (`None`, costing nothing, when it has none).
+    pub(super) fn script_operation(&self) -> Option<Operation> {
+        self.scripts.borrow().is_some().then(Operation::begin)
+    }
+
     /// Marks the managed listener `id`, if it is one, as removed from Rust.
     pub(super) fn mark_removed(&self, id: u64) {
         if let Some(scripts) = self.scripts.borrow().as_ref() {
@@ -389,10 +395,9 @@ impl MessageBus<u64> {
                 .borrow_mut()
                 .get_or_insert_with(|| Rc::new(ScriptListeners::default())),
         );
-        // A retained message is replayed inside `add`, so the id is set from the first handle
-        // the list hands out: `insert_with`-free, the id is known only after `add` returns, and
-        // a replayed call before that is harmless (the binding is not released before it).
-        let handle = self.add(tag, entity, partial, 0, callable);
+        // The id is recorded before any thunk runs (a binding without one is never released):
+        // the retained messages it hears at once come after.
+        let handle = self.add_quietly(tag, entity, partial, 0, Rc::clone(&callable));
         managed.id.set(handle.id());
         let list = self
             .channel_of(tag, entity)
@@ -408,6 +413,10 @@ impl MessageBus<u64> {
         if generation != 0 {
             crate::script_generation::note_member(generation, Rc::downgrade(&scripts));
         }
+        // Its thunk may remove it, clear or unload meanwhile: it is recorded, so that is released.
+        let _operation = Operation::begin();
+        self.replay_to(tag, entity, partial, handle, &callable);
+        drop(callable);
         Ok(handle.id())
     }
 

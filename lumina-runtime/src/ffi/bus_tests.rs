@@ -43,6 +43,7 @@ enum Action {
     Consume,
     RemoveSelf,
     UnloadGeneration(u64),
+    Clear,
 }
 
 /// What a thunk heard: the tag's name, the entity, the payload.
@@ -113,6 +114,10 @@ extern "C" fn thunk(context: *mut c_void, message: *const c_void) {
             // SAFETY: the bus outlives its listeners' calls.
             let status = unsafe { lumina_bus_remove(recorder.bus, recorder.id.get()) };
             recorder.remove_status.set(Some(status));
+        }
+        Action::Clear => {
+            // SAFETY: the bus outlives its listeners' calls.
+            unsafe { &*recorder.bus }.clear();
         }
         Action::UnloadGeneration(generation) => {
             let mut released = 0;
@@ -604,6 +609,33 @@ fn gb8_every_removal_path_releases_once_with_its_reason_never_while_running() {
         assert_eq!(status, LuminaStatus::UnknownId, "a generation unloads once");
         drop(bus);
         assert!(released().is_empty(), "nothing is released twice");
+    });
+}
+
+#[test]
+fn gb8_a_managed_listener_hears_a_retained_message_at_once_and_a_clear_from_it_releases_once() {
+    with_hook(|| {
+        let bus = MessageBus::new();
+        bus.send(&tags::FFI_GB8_STATE, FfiHit { amount: 11, ..HIT });
+        let late = Recorder::new(&bus);
+        late.action.set(Action::Clear);
+        assert_eq!(
+            listen(&bus, "FfiGb8.State", false, None, &late),
+            LuminaStatus::Ok
+        );
+        assert_eq!(
+            late.amounts(),
+            [Some(11)],
+            "heard the retained message at once"
+        );
+        assert_eq!(
+            released(),
+            [(late.id.get(), ReleaseReason::Cleared)],
+            "the clear its own replay made released it once, with its id, after its call"
+        );
+        assert_eq!(bus.managed_len(), 0);
+        drop(bus);
+        assert!(released().is_empty());
     });
 }
 
