@@ -390,6 +390,23 @@ unsafe fn bus_on_its_thread<'a>(bus: *const MessageBus) -> Result<&'a MessageBus
     }
 }
 
+/// The bus behind `bus` (on its thread) and the registered tag named by `(name, len)`.
+///
+/// # Safety
+/// As [`bus_on_its_thread`] and [`tag_arg`].
+unsafe fn bus_and_tag<'a>(
+    function: &str,
+    bus: *const MessageBus,
+    name: *const u8,
+    len: usize,
+) -> Result<(&'a MessageBus, Tag), LuminaStatus> {
+    // SAFETY: forwarded caller contract.
+    let bus = unsafe { bus_on_its_thread(bus) }?;
+    // SAFETY: forwarded caller contract.
+    let tag = unsafe { tag_arg(function, name, len) }?;
+    Ok((bus, tag))
+}
+
 /// The registered tag named by `(name, len)`; an unknown or malformed name is `UnknownTag`,
 /// with the reason logged.
 ///
@@ -471,13 +488,8 @@ pub unsafe extern "C" fn lumina_bus_listen(
             return LuminaStatus::NullPointer;
         }
         // SAFETY: forwarded caller contract.
-        let bus = match unsafe { bus_on_its_thread(bus) } {
-            Ok(bus) => bus,
-            Err(status) => return status,
-        };
-        // SAFETY: forwarded caller contract.
-        let tag = match unsafe { tag_arg(FUNCTION, name, name_len) } {
-            Ok(tag) => tag,
+        let (bus, tag) = match unsafe { bus_and_tag(FUNCTION, bus, name, name_len) } {
+            Ok(found) => found,
             Err(status) => return status,
         };
         let entity = (has_entity != 0).then_some(entity);
@@ -538,13 +550,8 @@ pub unsafe extern "C" fn lumina_bus_send(
             return LuminaStatus::NullPointer;
         }
         // SAFETY: forwarded caller contract.
-        let bus = match unsafe { bus_on_its_thread(bus) } {
-            Ok(bus) => bus,
-            Err(status) => return status,
-        };
-        // SAFETY: forwarded caller contract.
-        let tag = match unsafe { tag_arg(FUNCTION, name, name_len) } {
-            Ok(tag) => tag,
+        let (bus, tag) = match unsafe { bus_and_tag(FUNCTION, bus, name, name_len) } {
+            Ok(found) => found,
             Err(status) => return status,
         };
         // SAFETY: non-null and valid for a read (caller contract); a plain `Copy` struct.

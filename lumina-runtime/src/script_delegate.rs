@@ -53,7 +53,7 @@
 //! can release its GC handles and forget the pointer.
 
 use std::any::Any;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
@@ -287,15 +287,8 @@ impl ScriptDelegateBase {
         if self.is_dropping() {
             return Err(BindError::Destroyed);
         }
-        let generation = crate::script_generation::current();
-        let managed = Rc::new(Managed {
-            thunk,
-            context,
-            id: Cell::new(0),
-            generation,
-            payload: self.payload.name,
-            removal: Cell::new(Removal::Bound),
-        });
+        let managed = Managed::new(thunk, context, self.payload.name);
+        let generation = managed.generation;
         let id = self.list.add(Listener::Managed(Rc::clone(&managed))).id();
         managed.id.set(id);
         if generation != 0

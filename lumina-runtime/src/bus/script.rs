@@ -371,15 +371,8 @@ impl MessageBus<u64> {
         if !partial && tag.script_payload().is_none() {
             return Err(ScriptBusError::NotScriptVisible(tag));
         }
-        let generation = crate::script_generation::current();
-        let managed = Rc::new(Managed {
-            thunk,
-            context,
-            id: Cell::new(0),
-            generation,
-            payload: tag.name(),
-            removal: Cell::new(Removal::Bound),
-        });
+        let managed = Managed::new(thunk, context, tag.name());
+        let generation = managed.generation;
         let held = Rc::clone(&managed);
         let callable: Callable<u64> = Rc::new(move |message: &Message<'_, u64>| {
             if !partial && message.tag != tag {

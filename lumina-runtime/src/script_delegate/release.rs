@@ -23,6 +23,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
+use std::rc::Rc;
 
 use super::{ManagedBinding, ManagedThunk, ReleaseReason, ScriptDelegateBase, destroyed_hook};
 
@@ -58,6 +59,24 @@ pub(crate) struct Managed {
 }
 
 impl Managed {
+    /// A binding of `(thunk, context)` not added anywhere yet, in the calling thread's current
+    /// script generation (SD8); `payload` names what it hears, for the leak log. Its id is set
+    /// once its list entry exists.
+    pub(crate) fn new(
+        thunk: ManagedThunk,
+        context: *mut c_void,
+        payload: &'static str,
+    ) -> Rc<Self> {
+        Rc::new(Managed {
+            thunk,
+            context,
+            id: Cell::new(0),
+            generation: crate::script_generation::current(),
+            payload,
+            removal: Cell::new(Removal::Bound),
+        })
+    }
+
     /// Records how the binding leaves. The first mark wins (only live entries are marked, so a
     /// second one cannot happen; this keeps it so).
     pub(crate) fn mark(&self, removal: Removal) {
