@@ -257,8 +257,10 @@ pub use lumina_macros::declare_delegate;
 /// (`Match.State: MatchState`) declares its parents too. Each tag becomes a typed `static`
 /// named after its path (`COMBAT_DAMAGE_CRITICAL`), so a misspelled tag is a compile error with
 /// rustc's "a static with a similar name exists", and a payload of the wrong type is a type
-/// error. `#[retained]` keeps the tag's last message for listeners added later (GB6); doc
-/// comments pass through.
+/// error. `#[retained]` keeps the tag's last message for listeners added later (GB6);
+/// `#[script]` lets managed scripts listen and send on the tag through the C ABI (GB8) and needs a
+/// reflected `#[script_delegate]` payload (or none): any other payload type is an error on that
+/// type. Doc comments pass through.
 ///
 /// Written as `vis mod name { ... }`, the statics go into that module (which sees the
 /// enclosing module's items, so payload types need no path); written bare, they are declared in

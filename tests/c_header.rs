@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use lumina::bus::BusMessage;
 use lumina::ffi::{
     LuminaComponentInfo, LuminaFieldInfo, LuminaPayloadInfo, LuminaPropertyInfo, LuminaStatus,
     LuminaStr,
@@ -183,16 +184,19 @@ fn generate() -> String {
     let script = parse("lumina-runtime/src/script_delegate.rs");
     let ffi = parse("lumina-runtime/src/ffi.rs");
     let reflect = parse("lumina-runtime/src/reflect.rs");
+    let bus = parse("lumina-runtime/src/bus/script.rs");
     let mut out = String::new();
     out.push_str(
         "/* lumina.h: the C ABI of lumina's script delegates (rule SD5).\n \
-         * Generated from lumina-runtime/src/{ffi,script_delegate,reflect}.rs by tests/c_header.rs;\n \
+         * Generated from lumina-runtime/src/{ffi,script_delegate,reflect,bus/script}.rs by tests/c_header.rs;\n \
          * do not edit: run `LUMINA_BLESS=1 cargo test --test c_header` after changing the ABI.\n \
          * Every function returns a LuminaStatus and never unwinds; see ffi.rs for the contracts. */\n\
          #ifndef LUMINA_H\n#define LUMINA_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n\
          #ifdef __cplusplus\nextern \"C\" {\n#endif\n\n\
          /* Opaque: any ScriptDelegate<P>, through its base at offset 0 (SD1). */\n\
-         typedef struct LuminaScriptDelegate LuminaScriptDelegate;\n\n",
+         typedef struct LuminaScriptDelegate LuminaScriptDelegate;\n\n\
+         /* Opaque: a MessageBus (of u64 entities) the engine keeps at a stable address (GB8). */\n\
+         typedef struct LuminaMessageBus LuminaMessageBus;\n\n",
     );
     // Field type codes, from `FieldType::code`.
     for item in &reflect.items {
@@ -222,7 +226,7 @@ fn generate() -> String {
         }
     }
     out.push_str("/* PropertyFlags::EDITABLE */\n#define LUMINA_PROPERTY_EDITABLE 1u\n\n");
-    for file in [&script, &ffi] {
+    for file in [&script, &bus, &ffi] {
         for item in &file.items {
             match item {
                 syn::Item::Enum(e) if is_repr_c_like(&e.attrs) => {
@@ -344,6 +348,7 @@ fn sd5_c_header_compiles_and_struct_sizes_match_rust() {
         ("LuminaManagedBinding", size_of::<ManagedBinding>()),
         ("LuminaStatus", size_of::<LuminaStatus>()),
         ("LuminaReleaseReason", size_of::<ReleaseReason>()),
+        ("LuminaBusMessage", size_of::<BusMessage>()),
     ];
     let mut source = format!(
         "#include \"{}\"\n#include <stdio.h>\nint main(void) {{\n",

@@ -202,3 +202,31 @@ fn sd8_csharp_host_unloads_a_script_generation_appdomain_and_loads_the_next() {
         );
     }
 }
+
+#[test]
+fn gb8_csharp_host_listens_and_sends_on_the_bus_and_its_generation_releases_once() {
+    let output = host_output();
+    for expected in [
+        "ok: bus: C# hears a message Rust sends, every payload field intact",
+        "ok: bus: a partial C# listener on Combat hears Combat.Hit",
+        "ok: bus: Rust hears a message C# sends, every payload field intact",
+        "bus: sending a Vec3 on Combat.Hit: WrongPayload",
+        "ok: bus: a payload of the wrong type is refused (WrongPayload)",
+        "bus: sending 12 bytes as a CollisionEvent: WrongLayout",
+        "ok: bus: a payload whose layout is not the declared one is refused (WrongLayout)",
+        "ok: bus: an unknown tag name is refused (UnknownTag)",
+        "ok: bus: refused sends deliver nothing",
+        "ok: bus: the host's own remove calls no hook",
+        "bus: generation 3 unloaded: 1 listener(s) released",
+        "ok: bus: unloading the generation released its bus listener through the hook, once",
+        "ok: bus: the unloaded generation's listener is not called",
+        "ok: bus: dropping the bus released its last listener, once",
+        "live GC handles after the bus: 0",
+        "ALL CHECKS PASSED",
+    ] {
+        assert!(
+            output.contains(expected),
+            "the C# host did not report `{expected}`:\n{output}"
+        );
+    }
+}

@@ -48,10 +48,12 @@ const _: () = {
             },
         ],
     };
-    impl ::lumina::__private::ScriptPayload for Vec3 {
+    // SAFETY: written by the macro, whose source gives the argument (reflection computed from the `#[repr(C)]` struct, every field blittable).
+    unsafe impl ::lumina::__private::ScriptPayload for Vec3 {
         const PAYLOAD: &'static ::lumina::__private::PayloadInfo = &REFLECTION;
     }
-    impl ::lumina::__private::Blittable for Vec3 {
+    // SAFETY: written by the macro, whose source gives the argument (reflection computed from the `#[repr(C)]` struct, every field blittable).
+    unsafe impl ::lumina::__private::Blittable for Vec3 {
         const FIELD_TYPE: ::lumina::__private::FieldType = ::lumina::__private::FieldType::Struct(
             <Vec3 as ::lumina::__private::ScriptPayload>::PAYLOAD,
         );
@@ -98,10 +100,12 @@ const _: () = {
             },
         ],
     };
-    impl ::lumina::__private::ScriptPayload for CollisionEvent {
+    // SAFETY: written by the macro, whose source gives the argument (reflection computed from the `#[repr(C)]` struct, every field blittable).
+    unsafe impl ::lumina::__private::ScriptPayload for CollisionEvent {
         const PAYLOAD: &'static ::lumina::__private::PayloadInfo = &REFLECTION;
     }
-    impl ::lumina::__private::Blittable for CollisionEvent {
+    // SAFETY: written by the macro, whose source gives the argument (reflection computed from the `#[repr(C)]` struct, every field blittable).
+    unsafe impl ::lumina::__private::Blittable for CollisionEvent {
         const FIELD_TYPE: ::lumina::__private::FieldType = ::lumina::__private::FieldType::Struct(
             <CollisionEvent as ::lumina::__private::ScriptPayload>::PAYLOAD,
         );

@@ -22,6 +22,11 @@ namespace Lumina.Generated
         InvalidUtf8 = 7,
         Panicked = 8,
         Destroyed = 9,
+        UnknownTag = 10,
+        NotScriptVisible = 11,
+        WrongPayload = 12,
+        WrongLayout = 13,
+        Retained = 14,
     }
 
     /// <summary>An error status from lumina's C ABI.</summary>
@@ -93,6 +98,28 @@ namespace Lumina.Generated
         public IntPtr Context;
     }
 
+    /// <summary>What a message bus listener's thunk receives (GB8); valid during the call only.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct LuminaBusMessage
+    {
+        public uint TagId;
+        public byte HasEntity;
+        public byte Replay;
+        public byte Consume;
+        public byte Reserved;
+        public ulong Entity;
+        public IntPtr TagName;
+        public UIntPtr TagNameLen;
+        public IntPtr Payload;
+        public UIntPtr PayloadSize;
+
+        /// <summary>The tag the message was sent on.</summary>
+        public string Tag()
+        {
+            return new LuminaStr { Ptr = TagName, Len = TagNameLen }.ToString();
+        }
+    }
+
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     public delegate void LuminaManagedThunk(IntPtr context, IntPtr payload);
 
@@ -124,6 +151,21 @@ namespace Lumina.Generated
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         public static extern LuminaStatus lumina_reflect_payload_field(IntPtr payload, UIntPtr index, out LuminaFieldInfo info);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        public static extern LuminaStatus lumina_bus_find_tag(byte[] name, UIntPtr nameLen, out uint tag);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        public static extern LuminaStatus lumina_bus_listen(IntPtr bus, byte[] name, UIntPtr nameLen, byte partial, byte hasEntity, ulong entity, LuminaManagedThunk thunk, IntPtr context, out ulong id);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        public static extern LuminaStatus lumina_bus_remove(IntPtr bus, ulong id);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        public static extern LuminaStatus lumina_bus_send(IntPtr bus, byte[] name, UIntPtr nameLen, byte hasEntity, ulong entity, IntPtr payload, UIntPtr payloadLen, ref LuminaPayloadInfo layout);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        public static extern LuminaStatus lumina_bus_managed_count(IntPtr bus, out UIntPtr count);
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         public static extern LuminaStatus lumina_reflect_find_property(byte[] component, UIntPtr componentLen, byte[] property, UIntPtr propertyLen, out LuminaPropertyInfo info);
@@ -183,6 +225,50 @@ namespace Lumina.Generated
             byte bound;
             Check(LuminaNative.lumina_script_delegate_is_bound(scriptDelegate, out bound), "lumina_script_delegate_is_bound");
             return bound != 0;
+        }
+
+        internal static ulong BusListen(IntPtr bus, string tag, bool partial, bool hasEntity, ulong entity, Action<IntPtr> invoke)
+        {
+            var name = Encoding.UTF8.GetBytes(tag);
+            var handle = GCHandle.Alloc(invoke);
+            ulong id;
+            var status = LuminaNative.lumina_bus_listen(bus, name, new UIntPtr((uint)name.Length), (byte)(partial ? 1 : 0), (byte)(hasEntity ? 1 : 0), entity, thunk, GCHandle.ToIntPtr(handle), out id);
+            if (status != LuminaStatus.Ok)
+            {
+                handle.Free();
+                throw new LuminaException(status, "lumina_bus_listen(" + tag + ")");
+            }
+            lock (handles) handles.Add(id, handle);
+            return id;
+        }
+
+        internal static bool BusRemove(IntPtr bus, ulong id)
+        {
+            var status = LuminaNative.lumina_bus_remove(bus, id);
+            if (status == LuminaStatus.UnknownId) return false;
+            Check(status, "lumina_bus_remove");
+            Release(id);
+            return true;
+        }
+
+        internal static LuminaStatus BusSend(IntPtr bus, string tag, bool hasEntity, ulong entity, object payload, string layoutName)
+        {
+            var n = Encoding.UTF8.GetBytes(layoutName);
+            LuminaPayloadInfo layout;
+            var found = LuminaNative.lumina_reflect_find_payload(n, new UIntPtr((uint)n.Length), out layout);
+            if (found != LuminaStatus.Ok) return found;
+            int size = Marshal.SizeOf(payload.GetType());
+            var buffer = Marshal.AllocHGlobal(Math.Max(size, 1));
+            try
+            {
+                Marshal.StructureToPtr(payload, buffer, false);
+                var name = Encoding.UTF8.GetBytes(tag);
+                return LuminaNative.lumina_bus_send(bus, name, new UIntPtr((uint)name.Length), (byte)(hasEntity ? 1 : 0), entity, buffer, new UIntPtr((uint)size), ref layout);
+            }
+            finally
+            {
+                Marshal.FreeHGlobal(buffer);
+            }
         }
 
         internal static bool Unbind(IntPtr scriptDelegate, ulong id)
@@ -270,6 +356,79 @@ namespace Lumina.Generated
                 long offset = Marshal.OffsetOf(mirror, fields[i]).ToInt64();
                 if ((long)field.Offset.ToUInt64() != offset)
                     throw new InvalidOperationException(name + "." + field.Name + ": offset " + field.Offset + " in Rust, " + offset + " in C#");
+            }
+        }
+    }
+
+    /// <summary>
+    /// A lumina message bus (GB8), reached by the address the engine hands out: listen and send by
+    /// tag name. Payloads are the generated mirror structs; a send names its mirror's type, and lumina
+    /// checks it against the tag's declared payload before reading a byte.
+    /// </summary>
+    public struct LuminaBus
+    {
+        /// <summary>The bus's address.</summary>
+        public readonly IntPtr Address;
+
+        /// <summary>Wraps the bus at <paramref name="address"/>.</summary>
+        public LuminaBus(IntPtr address) { Address = address; }
+
+        static Action<IntPtr> Typed<T>(Action<T, LuminaBusMessage> handler) where T : struct
+        {
+            return raw => {
+                var message = (LuminaBusMessage)Marshal.PtrToStructure(raw, typeof(LuminaBusMessage));
+                var payload = message.Payload == IntPtr.Zero ? default(T) : (T)Marshal.PtrToStructure(message.Payload, typeof(T));
+                handler(payload, message);
+            };
+        }
+
+        /// <summary>Listens to <paramref name="tag"/> exactly; returns the listener's id.</summary>
+        public ulong Listen<T>(string tag, Action<T, LuminaBusMessage> handler) where T : struct
+        {
+            return LuminaHost.BusListen(Address, tag, false, false, 0, Typed(handler));
+        }
+
+        /// <summary>Listens to <paramref name="tag"/> exactly, for messages to <paramref name="entity"/> only.</summary>
+        public ulong ListenEntity<T>(string tag, ulong entity, Action<T, LuminaBusMessage> handler) where T : struct
+        {
+            return LuminaHost.BusListen(Address, tag, false, true, entity, Typed(handler));
+        }
+
+        /// <summary>Listens to <paramref name="tag"/> and every descendant; the payload stays raw.</summary>
+        public ulong ListenPartial(string tag, Action<LuminaBusMessage> handler)
+        {
+            return LuminaHost.BusListen(Address, tag, true, false, 0, raw => handler((LuminaBusMessage)Marshal.PtrToStructure(raw, typeof(LuminaBusMessage))));
+        }
+
+        /// <summary>Removes a listener this host added; false for a stale id.</summary>
+        public bool Remove(ulong id) { return LuminaHost.BusRemove(Address, id); }
+
+        /// <summary>Sends <paramref name="payload"/> on <paramref name="tag"/>; throws on a refusal.</summary>
+        public void Send<T>(string tag, T payload) where T : struct
+        {
+            LuminaHost.Check(TrySend(tag, payload), "lumina_bus_send(" + tag + ")");
+        }
+
+        /// <summary>Sends, returning lumina's status; <paramref name="layoutName"/> names the payload type claimed (the mirror's by default).</summary>
+        public LuminaStatus TrySend<T>(string tag, T payload, string layoutName = null) where T : struct
+        {
+            return LuminaHost.BusSend(Address, tag, false, 0, payload, layoutName ?? typeof(T).Name);
+        }
+
+        /// <summary>Sends to <paramref name="entity"/>, returning lumina's status.</summary>
+        public LuminaStatus TrySendTo<T>(string tag, ulong entity, T payload) where T : struct
+        {
+            return LuminaHost.BusSend(Address, tag, true, entity, payload, typeof(T).Name);
+        }
+
+        /// <summary>How many managed listeners the bus has.</summary>
+        public int ManagedCount
+        {
+            get
+            {
+                UIntPtr count;
+                LuminaHost.Check(LuminaNative.lumina_bus_managed_count(Address, out count), "lumina_bus_managed_count");
+                return (int)count.ToUInt64();
             }
         }
     }

@@ -22,6 +22,13 @@ static class Engine
     [DllImport(Library)] public static extern IntPtr script_host_component_ptr(ulong id);
     [DllImport(Library)] public static extern int script_host_destroy(ulong id);
 
+    // The message bus (GB8).
+    [DllImport(Library)] public static extern IntPtr script_host_bus();
+    [DllImport(Library)] public static extern int script_host_bus_send_hit(CollisionEvent hit);
+    [DllImport(Library)] public static extern uint script_host_bus_heard();
+    [DllImport(Library)] public static extern CollisionEvent script_host_bus_last_heard();
+    [DllImport(Library)] public static extern int script_host_bus_drop();
+
     // Script generations (SD8).
     [DllImport(Library)] public static extern LuminaStatus lumina_script_generation_begin(out ulong generation);
     [DllImport(Library)] public static extern LuminaStatus lumina_script_generation_unload(ulong generation, out UIntPtr released);
@@ -153,6 +160,59 @@ static class Host
         Check(LuminaHost.LiveHandles == 0, "no GC handle leaks across generations");
     }
 
+    // GB8: C# listens and sends on lumina's message bus by tag name; its listeners go with
+    // their script generation and through the release hook like script delegate bindings.
+    static void Bus()
+    {
+        var bus = new LuminaBus(Engine.script_host_bus());
+        var hit = SampleHit();
+        int releasedBefore = LuminaHost.ReleasedByHook;
+        int exceptionsBefore = LuminaHost.HandlerExceptions;
+
+        var heard = new List<CollisionEvent>();
+        ulong listener = bus.Listen<CollisionEvent>("Combat.Hit", (h, m) => heard.Add(h));
+        var partialTags = new List<string>();
+        bus.ListenPartial("Combat", m => partialTags.Add(m.Tag() + (m.Payload != IntPtr.Zero ? " with payload" : "")));
+        Engine.script_host_bus_send_hit(hit);
+        Check(heard.Count == 1 && SameHit(heard[0], hit), "bus: C# hears a message Rust sends, every payload field intact");
+        Check(partialTags.Count == 1 && partialTags[0] == "Combat.Hit with payload", "bus: a partial C# listener on Combat hears Combat.Hit");
+
+        uint rustBefore = Engine.script_host_bus_heard();
+        bus.Send("Combat.Hit", hit);
+        Check(Engine.script_host_bus_heard() == rustBefore + 1 && SameHit(Engine.script_host_bus_last_heard(), hit), "bus: Rust hears a message C# sends, every payload field intact");
+        Check(heard.Count == 2 && partialTags.Count == 2, "bus: C# listeners hear C#'s send too");
+
+        var wrong = new Vec3 { X = 1f, Y = 2f, Z = 3f };
+        var status = bus.TrySend("Combat.Hit", wrong);
+        Console.WriteLine("bus: sending a Vec3 on Combat.Hit: " + status);
+        Check(status == LuminaStatus.WrongPayload, "bus: a payload of the wrong type is refused (WrongPayload)");
+        status = bus.TrySend("Combat.Hit", wrong, "CollisionEvent");
+        Console.WriteLine("bus: sending 12 bytes as a CollisionEvent: " + status);
+        Check(status == LuminaStatus.WrongLayout, "bus: a payload whose layout is not the declared one is refused (WrongLayout)");
+        Check(bus.TrySend("Combat.Hti", hit) == LuminaStatus.UnknownTag, "bus: an unknown tag name is refused (UnknownTag)");
+        Check(Engine.script_host_bus_heard() == rustBefore + 1 && heard.Count == 2, "bus: refused sends deliver nothing");
+        Check(bus.Remove(listener) && !bus.Remove(listener), "bus: C# removes its listener, once");
+        Check(LuminaHost.ReleasedByHook == releasedBefore, "bus: the host's own remove calls no hook");
+
+        var generation = new ScriptGeneration(3);
+        var script = generation.Script;
+        bus.Listen<CollisionEvent>("Combat.Hit", (h, m) => script.OnHit(h.Impulse));
+        Engine.script_host_bus_send_hit(hit);
+        Check(script.State() == "1 hit(s), impulse 12.5, 0 death(s)", "bus: a generation's C# listener hears Rust's send");
+        Check(bus.ManagedCount == 2, "bus: two managed listeners");
+        ulong released = generation.Unload();
+        Console.WriteLine("bus: generation 3 unloaded: " + released + " listener(s) released");
+        Check(released == 1 && LuminaHost.ReleasedByHook - releasedBefore == 1, "bus: unloading the generation released its bus listener through the hook, once");
+        Engine.script_host_bus_send_hit(hit);
+        Check(LuminaHost.HandlerExceptions == exceptionsBefore, "bus: the unloaded generation's listener is not called");
+        Check(bus.ManagedCount == 1 && partialTags.Count == 4, "bus: the listener of no generation still hears");
+
+        Engine.script_host_bus_drop();
+        Check(LuminaHost.ReleasedByHook - releasedBefore == 2, "bus: dropping the bus released its last listener, once");
+        Console.WriteLine("live GC handles after the bus: " + LuminaHost.LiveHandles);
+        Check(LuminaHost.LiveHandles == 0, "bus: no GC handle leaks");
+    }
+
     static int Main()
     {
         LuminaHost.Install();
@@ -247,6 +307,7 @@ static class Host
         Check(LuminaHost.LiveHandles == 0, "no GC handle leaks");
 
         ScriptGenerations();
+        Bus();
 
         Console.WriteLine("ALL CHECKS PASSED (" + checks + " checks)");
         return 0;

@@ -6,7 +6,7 @@ use lumina::{ScriptComponent, ScriptDelegate, script_delegate};
 
 /// A direction or position in world space.
 #[script_delegate]
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Vec3 {
     /// X.
     pub x: f32,
@@ -18,7 +18,7 @@ pub struct Vec3 {
 
 /// What `RigidBody::on_hit` carries.
 #[script_delegate]
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CollisionEvent {
     /// The entity hit.
     pub other_entity: u64,

@@ -12,6 +12,8 @@
 mod components;
 
 use components::{CollisionEvent, Health, RigidBody};
+use lumina::bus::MessageBus;
+use lumina::gameplay_tags;
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -128,6 +130,81 @@ pub extern "C" fn script_host_component_ptr(id: u64) -> *const c_void {
             .get(&id)
             .map_or(std::ptr::null(), |component| Rc::as_ptr(component).cast())
     })
+}
+
+// ---- the message bus (GB8)
+
+gameplay_tags! {
+    /// The tags of the sample: `Combat.Hit` is `#[script]`, so C# listens and sends on it.
+    pub mod tags {
+        Combat {
+            #[script]
+            Hit: CollisionEvent,
+        },
+    }
+}
+
+thread_local! {
+    /// The sample's bus, in an `Rc` so its address is stable while C# holds it.
+    static BUS: RefCell<Option<Rc<MessageBus>>> = const { RefCell::new(None) };
+    /// What the Rust listener heard: how many, and the last one.
+    static BUS_HEARD: RefCell<(u32, CollisionEvent)> = RefCell::new((0, CollisionEvent::default()));
+}
+
+/// The bus's address, made with a Rust listener of `Combat.Hit` by the first call; valid until
+/// `script_host_bus_drop`. Resolves the `#[script]` tags, so C# finds them by name.
+#[unsafe(no_mangle)]
+pub extern "C" fn script_host_bus() -> *const c_void {
+    BUS.with_borrow_mut(|slot| {
+        let bus = slot.get_or_insert_with(|| {
+            let bus = MessageBus::new();
+            let _ = bus.listen(&tags::COMBAT_HIT, |hit, _| {
+                BUS_HEARD.with_borrow_mut(|heard| *heard = (heard.0 + 1, *hit));
+            });
+            Rc::new(bus)
+        });
+        Rc::as_ptr(bus).cast()
+    })
+}
+
+/// Sends `event` on `Combat.Hit` from Rust (to no entity); -1 without a bus.
+#[unsafe(no_mangle)]
+pub extern "C" fn script_host_bus_send_hit(event: CollisionEvent) -> i32 {
+    let bus = BUS.with_borrow(Clone::clone);
+    match bus {
+        Some(bus) => {
+            bus.send(&tags::COMBAT_HIT, event);
+            0
+        }
+        None => -1,
+    }
+}
+
+/// How many `Combat.Hit` messages the Rust listener heard.
+#[unsafe(no_mangle)]
+pub extern "C" fn script_host_bus_heard() -> u32 {
+    BUS_HEARD.with_borrow(|heard| heard.0)
+}
+
+/// The last `Combat.Hit` the Rust listener heard.
+#[unsafe(no_mangle)]
+pub extern "C" fn script_host_bus_last_heard() -> CollisionEvent {
+    BUS_HEARD.with_borrow(|heard| heard.1)
+}
+
+/// Drops the bus: its managed listeners reach the release hook (`Destroyed`). 0, or -1 without
+/// a bus.
+#[unsafe(no_mangle)]
+pub extern "C" fn script_host_bus_drop() -> i32 {
+    let bus = BUS.with_borrow_mut(Option::take);
+    // Dropped outside the slot's borrow: the release hook may call back in.
+    match bus {
+        Some(bus) => {
+            drop(bus);
+            0
+        }
+        None => -1,
+    }
 }
 
 /// Destroys component `id`: its delegates are dropped, and the destroyed hook releases their

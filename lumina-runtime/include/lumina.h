@@ -1,5 +1,5 @@
 /* lumina.h: the C ABI of lumina's script delegates (rule SD5).
- * Generated from lumina-runtime/src/{ffi,script_delegate,reflect}.rs by tests/c_header.rs;
+ * Generated from lumina-runtime/src/{ffi,script_delegate,reflect,bus/script}.rs by tests/c_header.rs;
  * do not edit: run `LUMINA_BLESS=1 cargo test --test c_header` after changing the ABI.
  * Every function returns a LuminaStatus and never unwinds; see ffi.rs for the contracts. */
 #ifndef LUMINA_H
@@ -14,6 +14,9 @@ extern "C" {
 
 /* Opaque: any ScriptDelegate<P>, through its base at offset 0 (SD1). */
 typedef struct LuminaScriptDelegate LuminaScriptDelegate;
+
+/* Opaque: a MessageBus (of u64 entities) the engine keeps at a stable address (GB8). */
+typedef struct LuminaMessageBus LuminaMessageBus;
 
 #define LUMINA_FIELD_I8 1
 #define LUMINA_FIELD_U8 2
@@ -47,16 +50,42 @@ typedef struct LuminaManagedBinding {
 
 /* Why the destroyed hook is called: the bindings it receives are gone either way. */
 typedef enum LuminaReleaseReason {
-    /* The delegate was dropped (its component was destroyed). */
+    /* The delegate was dropped (its component was destroyed), or the message bus the managed listener listened on (GB8). */
     LUMINA_RELEASE_REASON_DESTROYED = 0,
-    /* The delegate was cleared by clear() on the Rust side. */
+    /* The delegate, or the message bus, was cleared by clear() on the Rust side. */
     LUMINA_RELEASE_REASON_CLEARED = 1,
     /* The host unloaded the script generation the bindings were made in (SD8, see script_generation). The hook's delegate is null then. */
     LUMINA_RELEASE_REASON_GENERATION_UNLOADED = 2,
+    /* A managed listener of the message bus was removed from Rust: by its handle, a guard, or forget_entity (GB8). The hook's delegate is null. */
+    LUMINA_RELEASE_REASON_REMOVED = 3,
 } LuminaReleaseReason;
 
 /* The host's destroyed hook (the C++ GOnScriptDelegateDestroyed), also called the release hook: hook(delegate, bindings, count, reason). */
 typedef void (*LuminaDestroyedHook)(const LuminaScriptDelegate *delegate, const LuminaManagedBinding *bindings, size_t count, LuminaReleaseReason reason);
+
+/* What a managed listener's thunk receives as its payload argument: a pointer to this, valid for the duration of the call only (so are the tag name and payload it points at). */
+typedef struct LuminaBusMessage {
+    /* The id of the tag the message was sent on (Tag::id). */
+    uint32_t tag_id;
+    /* 1 when the message is addressed to entity, else 0. */
+    uint8_t has_entity;
+    /* 1 when this is a retained message heard by a listener added later (GB6). */
+    uint8_t replay;
+    /* The thunk writes 1 here to consume the message: nothing after it hears it (GB3). */
+    uint8_t consume;
+    /* Reserved, 0. */
+    uint8_t reserved;
+    /* The entity the message is addressed to (0 when has_entity is 0). */
+    uint64_t entity;
+    /* The tag's full name, UTF-8, not NUL-terminated. */
+    const uint8_t *tag_name;
+    /* Its length in bytes. */
+    size_t tag_name_len;
+    /* The payload, laid out as the tag's reflected payload type; null when the tag is not #script (a partial listener hearing a descendant scripts cannot see) or carries no payload. */
+    const void *payload;
+    /* The payload's size in bytes (0 with a null payload). */
+    size_t payload_size;
+} LuminaBusMessage;
 
 /* The result of every C ABI call. */
 typedef enum LuminaStatus {
@@ -80,6 +109,16 @@ typedef enum LuminaStatus {
     LUMINA_STATUS_PANICKED = 8,
     /* The delegate is being dropped (the destroyed hook tried to bind to it). */
     LUMINA_STATUS_DESTROYED = 9,
+    /* No gameplay tag of that name is registered, or the name is not a tag name (GB1, GB8). */
+    LUMINA_STATUS_UNKNOWN_TAG = 10,
+    /* The gameplay tag was not declared #script: scripts cannot send it or hear it exactly. */
+    LUMINA_STATUS_NOT_SCRIPT_VISIBLE = 11,
+    /* The payload type the sender named is not the one declared with the tag (GB2, GB8). */
+    LUMINA_STATUS_WRONG_PAYLOAD = 12,
+    /* The sender's payload layout (size, alignment, field count) or byte count differs from the declared payload type's: the managed mirror is out of date (SD6, GB8). */
+    LUMINA_STATUS_WRONG_LAYOUT = 13,
+    /* The gameplay tag is retained: scripts cannot send it (GB6, GB8). */
+    LUMINA_STATUS_RETAINED = 14,
 } LuminaStatus;
 
 /* A borrowed UTF-8 string that lives as long as the program (reflection names). */
@@ -170,6 +209,21 @@ LuminaStatus lumina_script_generation_begin(uint64_t *out_generation);
 
 /* The host unloads script generation generation (call it before unloading the generation's code): every managed binding made in it that is still bound, in every script delegate of this thread, is removed and handed to the destroyed hook once, with reason GenerationUnloaded; writes how many to out_released (SD8). UnknownId for a generation not begun on this thread, or already unloaded. */
 LuminaStatus lumina_script_generation_unload(uint64_t generation, size_t *out_released);
+
+/* Looks up a gameplay tag by name (GB1) and writes its id to out_tag. UnknownTag (and a log line saying why) for a name no one registered or that is not a tag name. */
+LuminaStatus lumina_bus_find_tag(const uint8_t *name, size_t name_len, uint32_t *out_tag);
+
+/* Adds a managed listener (thunk, context) to the tag named (name, name_len) of bus (GB8): exactly, or with partial = 1 every descendant too; with has_entity = 1 only messages addressed to (or bubbling through) entity. Writes its id (never 0) to out_id. The thunk gets a pointer to a LuminaBusMessage, valid during the call only. The listener belongs to the current script generation; it reaches the release hook exactly once unless removed with lumina_bus_remove. */
+LuminaStatus lumina_bus_listen(const LuminaMessageBus *bus, const uint8_t *name, size_t name_len, uint8_t partial, uint8_t has_entity, uint64_t entity, LuminaManagedThunk thunk, void *context, uint64_t *out_id);
+
+/* Removes the managed listener id from bus (GB8); the host releases its own handle (no hook call). Safe during a send, also from the listener's own thunk. UnknownId for 0, a stale id, or a Rust listener's handle. */
+LuminaStatus lumina_bus_remove(const LuminaMessageBus *bus, uint64_t id);
+
+/* Sends a message on the tag named (name, name_len) of bus now (GB5, GB8), addressed to entity when has_entity is 1. payload points at payload_len bytes laid out as layout says (what lumina_reflect_find_payload reports for the managed mirror's type); they are checked against the tag's declared payload type before a byte is read: NotScriptVisible, WrongPayload (another type), WrongLayout (size, alignment, field count or payload_len differ), Retained, each with a log line saying what differs. Every matching listener, Rust or managed, hears it before this returns. */
+LuminaStatus lumina_bus_send(const LuminaMessageBus *bus, const uint8_t *name, size_t name_len, uint8_t has_entity, uint64_t entity, const void *payload, size_t payload_len, const LuminaPayloadInfo *layout);
+
+/* Writes how many managed listeners bus has to out_count (GB8). */
+LuminaStatus lumina_bus_managed_count(const LuminaMessageBus *bus, size_t *out_count);
 
 /* Looks up a reflected payload by name (void for none). */
 LuminaStatus lumina_reflect_find_payload(const uint8_t *name, size_t name_len, LuminaPayloadInfo *out);

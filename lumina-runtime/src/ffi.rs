@@ -1,12 +1,14 @@
 //! The C ABI a managed host calls (rule SD5): bind, unbind and query script delegates, install the
-//! destroyed hook, and read reflection data. Declared for C in `lumina-runtime/include/lumina.h`
+//! destroyed hook, read reflection data, and listen and send on a message bus by tag name (GB8,
+//! the `lumina_bus_*` functions). Declared for C in `lumina-runtime/include/lumina.h`
 //! (kept current by the test `tests/c_header.rs`).
 //!
 //! Every function returns a [`LuminaStatus`] and writes its result through an out pointer. No call
 //! unwinds into the host: a panic is caught, logged through `tracing`, and returned as
 //! [`LuminaStatus::Panicked`]. Null pointers, ids that are stale or belong to another delegate, and
 //! reflection handles that the registry never issued give an error status, not undefined
-//! behaviour. This is the only module of lumina with `unsafe` code.
+//! behaviour. Every `unsafe` function of the C ABI is here (the bus's byte copy and its typed view of
+//! a payload are in `bus`).
 //!
 //! What the host must guarantee (the functions are `unsafe` for it): a non-null delegate pointer
 //! points at a live `ScriptDelegate` (see [`crate::script_delegate`] on stable addresses: the
@@ -22,6 +24,7 @@
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::bus::{MessageBus, ScriptBusError, ScriptLayout, Tag};
 use crate::reflect::{self, ComponentInfo, PayloadInfo, PropertyInfo};
 use crate::script_delegate::{
     BindError, DestroyedHook, ManagedThunk, ScriptDelegateBase, set_destroyed_hook,
@@ -51,6 +54,17 @@ pub enum LuminaStatus {
     Panicked = 8,
     /// The delegate is being dropped (the destroyed hook tried to bind to it).
     Destroyed = 9,
+    /// No gameplay tag of that name is registered, or the name is not a tag name (GB1, GB8).
+    UnknownTag = 10,
+    /// The gameplay tag was not declared `#[script]`: scripts cannot send it or hear it exactly.
+    NotScriptVisible = 11,
+    /// The payload type the sender named is not the one declared with the tag (GB2, GB8).
+    WrongPayload = 12,
+    /// The sender's payload layout (size, alignment, field count) or byte count differs from
+    /// the declared payload type's: the managed mirror is out of date (SD6, GB8).
+    WrongLayout = 13,
+    /// The gameplay tag is retained: scripts cannot send it (GB6, GB8).
+    Retained = 14,
 }
 
 /// A borrowed UTF-8 string that lives as long as the program (reflection names).
@@ -351,6 +365,238 @@ pub unsafe extern "C" fn lumina_script_generation_unload(
     })
 }
 
+// ---- the message bus from scripts (GB8)
+
+/// The bus behind `bus`, if it is non-null and called on its own thread.
+///
+/// # Safety
+/// A non-null `bus` must point at a live `MessageBus` (of `u64` entities).
+unsafe fn bus_on_its_thread<'a>(bus: *const MessageBus) -> Result<&'a MessageBus, LuminaStatus> {
+    if bus.is_null() {
+        return Err(LuminaStatus::NullPointer);
+    }
+    // SAFETY: non-null and, by the caller's contract, pointing at a live bus. As for a delegate,
+    // the only thing read before the thread check is the bus's thread id, never written after
+    // construction.
+    let bus = unsafe { &*bus };
+    if bus.is_owner_thread() {
+        Ok(bus)
+    } else {
+        tracing::error!(
+            "lumina: a message bus was called from a thread other than its game thread; \
+             marshal the call to the game thread"
+        );
+        Err(LuminaStatus::NotGameThread)
+    }
+}
+
+/// The bus behind `bus` (on its thread) and the registered tag named by `(name, len)`.
+///
+/// # Safety
+/// As [`bus_on_its_thread`] and [`tag_arg`].
+unsafe fn bus_and_tag<'a>(
+    function: &str,
+    bus: *const MessageBus,
+    name: *const u8,
+    len: usize,
+) -> Result<(&'a MessageBus, Tag), LuminaStatus> {
+    // SAFETY: forwarded caller contract.
+    let bus = unsafe { bus_on_its_thread(bus) }?;
+    // SAFETY: forwarded caller contract.
+    let tag = unsafe { tag_arg(function, name, len) }?;
+    Ok((bus, tag))
+}
+
+/// The registered tag named by `(name, len)`; an unknown or malformed name is `UnknownTag`,
+/// with the reason logged.
+///
+/// # Safety
+/// A non-null `name` must be valid for reads of `len` bytes.
+unsafe fn tag_arg(function: &str, name: *const u8, len: usize) -> Result<Tag, LuminaStatus> {
+    // SAFETY: forwarded caller contract.
+    let name = unsafe { name_arg(name, len) }?;
+    Tag::find(name).map_err(|error| {
+        tracing::error!("lumina: {function}: {error}");
+        LuminaStatus::UnknownTag
+    })
+}
+
+/// The status of a refused bus call, with its reason logged.
+fn bus_error(function: &str, error: &ScriptBusError) -> LuminaStatus {
+    tracing::error!("lumina: {function}: {error}");
+    match error {
+        ScriptBusError::NotGameThread => LuminaStatus::NotGameThread,
+        ScriptBusError::NullThunk => LuminaStatus::NullThunk,
+        ScriptBusError::NullPayload => LuminaStatus::NullPointer,
+        ScriptBusError::NotScriptVisible(_) => LuminaStatus::NotScriptVisible,
+        ScriptBusError::Retained(_) => LuminaStatus::Retained,
+        ScriptBusError::WrongPayload { .. } => LuminaStatus::WrongPayload,
+        ScriptBusError::WrongLayout { .. } => LuminaStatus::WrongLayout,
+    }
+}
+
+/// Looks up a gameplay tag by name (GB1) and writes its id to `out_tag`. `UnknownTag` (and a
+/// log line saying why) for a name no one registered or that is not a tag name.
+///
+/// # Safety
+/// `name` is null or valid for reads of `name_len` bytes; `out_tag` is null or valid for a write.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_bus_find_tag(
+    name: *const u8,
+    name_len: usize,
+    out_tag: *mut u32,
+) -> LuminaStatus {
+    guard("lumina_bus_find_tag", || {
+        if out_tag.is_null() {
+            return LuminaStatus::NullPointer;
+        }
+        // SAFETY: forwarded caller contract.
+        match unsafe { tag_arg("lumina_bus_find_tag", name, name_len) } {
+            // SAFETY: forwarded caller contract.
+            Ok(tag) => unsafe { write_out(out_tag, tag.id()) },
+            Err(status) => status,
+        }
+    })
+}
+
+/// Adds a managed listener `(thunk, context)` to the tag named `(name, name_len)` of `bus`
+/// (GB8): exactly, or with `partial` = 1 every descendant too; with `has_entity` = 1 only
+/// messages addressed to (or bubbling through) `entity`. Writes its id (never 0) to `out_id`.
+/// The thunk gets a pointer to a `LuminaBusMessage`, valid during the call only. The listener
+/// belongs to the current script generation; it reaches the release hook exactly once unless
+/// removed with `lumina_bus_remove`.
+///
+/// # Safety
+/// `bus` is null or points at a live `MessageBus`; `name` is null or valid for reads of
+/// `name_len` bytes; `out_id` is null or valid for a write.
+#[allow(clippy::too_many_arguments)] // a C signature: flat scalars are what every host can pass
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_bus_listen(
+    bus: *const MessageBus,
+    name: *const u8,
+    name_len: usize,
+    partial: u8,
+    has_entity: u8,
+    entity: u64,
+    thunk: Option<ManagedThunk>,
+    context: *mut c_void,
+    out_id: *mut u64,
+) -> LuminaStatus {
+    const FUNCTION: &str = "lumina_bus_listen";
+    guard(FUNCTION, || {
+        if out_id.is_null() {
+            return LuminaStatus::NullPointer;
+        }
+        // SAFETY: forwarded caller contract.
+        let (bus, tag) = match unsafe { bus_and_tag(FUNCTION, bus, name, name_len) } {
+            Ok(found) => found,
+            Err(status) => return status,
+        };
+        let entity = (has_entity != 0).then_some(entity);
+        match bus.listen_managed(tag, partial != 0, entity, thunk, context) {
+            // SAFETY: `out_id` is non-null and valid for a write (caller contract).
+            Ok(id) => unsafe { write_out(out_id, id) },
+            Err(error) => bus_error(FUNCTION, &error),
+        }
+    })
+}
+
+/// Removes the managed listener `id` from `bus` (GB8); the host releases its own handle (no
+/// hook call). Safe during a send, also from the listener's own thunk. `UnknownId` for 0, a
+/// stale id, or a Rust listener's handle.
+///
+/// # Safety
+/// `bus` is null or points at a live `MessageBus`.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_bus_remove(bus: *const MessageBus, id: u64) -> LuminaStatus {
+    guard("lumina_bus_remove", || {
+        // SAFETY: forwarded caller contract.
+        match unsafe { bus_on_its_thread(bus) } {
+            Ok(bus) if bus.remove_managed(id) => LuminaStatus::Ok,
+            Ok(_) => LuminaStatus::UnknownId,
+            Err(status) => status,
+        }
+    })
+}
+
+/// Sends a message on the tag named `(name, name_len)` of `bus` now (GB5, GB8), addressed to
+/// `entity` when `has_entity` is 1. `payload` points at `payload_len` bytes laid out as `layout`
+/// says (what `lumina_reflect_find_payload` reports for the managed mirror's type); they are
+/// checked against the tag's declared payload type before a byte is read: `NotScriptVisible`,
+/// `WrongPayload` (another type), `WrongLayout` (size, alignment, field count or `payload_len`
+/// differ), `Retained`, each with a log line saying what differs. Every matching listener, Rust
+/// or managed, hears it before this returns.
+///
+/// # Safety
+/// `bus` is null or points at a live `MessageBus`; `name` is null or valid for reads of
+/// `name_len` bytes; `layout` is null or valid for a read, its name valid for reads of its
+/// length; `payload` is null or valid for reads of `payload_len` bytes, every byte of a field
+/// initialized.
+#[allow(clippy::too_many_arguments)] // a C signature: flat scalars are what every host can pass
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_bus_send(
+    bus: *const MessageBus,
+    name: *const u8,
+    name_len: usize,
+    has_entity: u8,
+    entity: u64,
+    payload: *const c_void,
+    payload_len: usize,
+    layout: *const LuminaPayloadInfo,
+) -> LuminaStatus {
+    const FUNCTION: &str = "lumina_bus_send";
+    guard(FUNCTION, || {
+        if layout.is_null() {
+            return LuminaStatus::NullPointer;
+        }
+        // SAFETY: forwarded caller contract.
+        let (bus, tag) = match unsafe { bus_and_tag(FUNCTION, bus, name, name_len) } {
+            Ok(found) => found,
+            Err(status) => return status,
+        };
+        // SAFETY: non-null and valid for a read (caller contract); a plain `Copy` struct.
+        let claimed = unsafe { layout.read() };
+        // SAFETY: forwarded caller contract on the layout's name.
+        let claimed_name = match unsafe { name_arg(claimed.name.ptr, claimed.name.len) } {
+            Ok(name) => name,
+            Err(status) => return status,
+        };
+        let layout = ScriptLayout {
+            name: claimed_name,
+            size: claimed.size,
+            align: claimed.align,
+            field_count: claimed.field_count,
+        };
+        let entity = (has_entity != 0).then_some(entity);
+        // SAFETY: `payload` is null or valid for reads of `payload_len` bytes with initialized
+        // fields (forwarded caller contract); `send_script` reads none before checking the
+        // layout.
+        match unsafe { bus.send_script(tag, entity, layout, payload, payload_len) } {
+            Ok(()) => LuminaStatus::Ok,
+            Err(error) => bus_error(FUNCTION, &error),
+        }
+    })
+}
+
+/// Writes how many managed listeners `bus` has to `out_count` (GB8).
+///
+/// # Safety
+/// `bus` is null or points at a live `MessageBus`; `out_count` is null or valid for a write.
+#[cfg_attr(not(test), unsafe(no_mangle))]
+pub unsafe extern "C" fn lumina_bus_managed_count(
+    bus: *const MessageBus,
+    out_count: *mut usize,
+) -> LuminaStatus {
+    guard("lumina_bus_managed_count", || {
+        // SAFETY: forwarded caller contract.
+        match unsafe { bus_on_its_thread(bus) } {
+            // SAFETY: forwarded caller contract.
+            Ok(bus) => unsafe { write_out(out_count, bus.managed_len()) },
+            Err(status) => status,
+        }
+    })
+}
+
 fn payload_info(payload: &'static PayloadInfo) -> LuminaPayloadInfo {
     LuminaPayloadInfo {
         handle: std::ptr::from_ref(payload).cast(),
@@ -533,6 +779,9 @@ pub unsafe extern "C" fn lumina_reflect_find_property(
 }
 
 #[cfg(test)]
+mod bus_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::ScriptDelegate;
@@ -668,6 +917,9 @@ mod tests {
 
     static BIND_IN_HOOK: std::sync::Mutex<Vec<LuminaStatus>> = std::sync::Mutex::new(Vec::new());
 
+    /// Taken by every test that installs the (process-wide) release hook.
+    pub(super) static HOOK_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     extern "C" fn binding_hook(
         delegate: *const ScriptDelegateBase,
         _bindings: *const crate::script_delegate::ManagedBinding,
@@ -687,6 +939,9 @@ mod tests {
         let delegate = ScriptDelegate::<()>::new();
         let calls = Cell::new(0);
         let _ = delegate.bind_managed(Some(count_thunk), context(&calls));
+        let _lock = HOOK_LOCK
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let previous = set_destroyed_hook(Some(binding_hook));
         drop(delegate);
         set_destroyed_hook(previous);

@@ -76,6 +76,8 @@ pub mod __private {
     #[doc(hidden)]
     pub use crate::bus::TagKey;
     #[doc(hidden)]
+    pub use crate::bus::script_tag_key;
+    #[doc(hidden)]
     pub use crate::delegate::Delegate;
     #[doc(hidden)]
     pub use crate::event::{EventClass, EventType};

@@ -252,13 +252,20 @@ impl ComponentInfo {
 
 /// A payload a script delegate can carry; implemented by `#[script_delegate]` (and for `()`, the
 /// void payload). Every field is blittable (see the [module documentation](self)).
+///
+/// # Safety
+///
+/// `PAYLOAD` describes `Self` exactly (name, `size_of`, `align_of`, each field's offset, size and
+/// type), `Self` is `#[repr(C)]`, and any bytes in its fields form a valid `Self`: a managed
+/// script's bytes are read as a `Self` when it sends on a `#[script]` gameplay tag (GB8).
+/// `#[script_delegate]` checks all of this; implement it by hand only with the same care.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a script delegate payload",
     label = "not a `#[script_delegate]` struct",
     note = "a script delegate carries a blittable struct marked `#[script_delegate]`, or `()` for \
             no payload"
 )]
-pub trait ScriptPayload: 'static {
+pub unsafe trait ScriptPayload: 'static {
     /// The payload's reflection data.
     const PAYLOAD: &'static PayloadInfo;
 }
@@ -266,7 +273,8 @@ pub trait ScriptPayload: 'static {
 /// The void payload's one address (a `const` may be duplicated; reflection data must not be).
 static VOID_PAYLOAD: PayloadInfo = PayloadInfo::VOID;
 
-impl ScriptPayload for () {
+// SAFETY: `()` has no bytes; `VOID` describes it.
+unsafe impl ScriptPayload for () {
     const PAYLOAD: &'static PayloadInfo = &VOID_PAYLOAD;
 }
 
@@ -284,14 +292,21 @@ pub trait ScriptComponent: 'static {
     note = "payload fields must be fixed-size numbers (i8..i64, u8..u64, isize, usize, f32, f64) \
             or another `#[script_delegate]` struct"
 )]
-pub trait Blittable {
+///
+/// # Safety
+///
+/// `FIELD_TYPE` describes `Self`, and any bytes of its size form a valid `Self` (see
+/// [`ScriptPayload`]).
+pub unsafe trait Blittable {
     /// How the field is described to the managed side.
     const FIELD_TYPE: FieldType;
 }
 
 macro_rules! blittable {
     ($($ty:ty => $variant:ident),* $(,)?) => {
-        $(impl Blittable for $ty {
+        // SAFETY: plain integers and floats: any bytes are a valid value, described by
+        // `FIELD_TYPE`.
+        $(unsafe impl Blittable for $ty {
             const FIELD_TYPE: FieldType = FieldType::$variant;
         })*
     };

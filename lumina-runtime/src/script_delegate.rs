@@ -53,7 +53,7 @@
 //! can release its GC handles and forget the pointer.
 
 use std::any::Any;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
@@ -67,7 +67,7 @@ use crate::reflect::{PayloadInfo, ScriptPayload};
 
 mod release;
 
-use release::{Managed, Operation, Removal};
+pub(crate) use release::{Managed, Operation, Removal};
 
 /// A managed listener's entry point: `thunk(context, payload)`. `payload` points at the payload
 /// for the duration of the call (null for the void payload). The thunk must not unwind (a managed
@@ -90,13 +90,17 @@ pub struct ManagedBinding {
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReleaseReason {
-    /// The delegate was dropped (its component was destroyed).
+    /// The delegate was dropped (its component was destroyed), or the message bus the managed
+    /// listener listened on (GB8).
     Destroyed = 0,
-    /// The delegate was cleared by `clear()` on the Rust side.
+    /// The delegate, or the message bus, was cleared by `clear()` on the Rust side.
     Cleared = 1,
     /// The host unloaded the script generation the bindings were made in (SD8, see
     /// `script_generation`). The hook's `delegate` is null then.
     GenerationUnloaded = 2,
+    /// A managed listener of the message bus was removed from Rust: by its handle, a guard, or
+    /// `forget_entity` (GB8). The hook's `delegate` is null.
+    Removed = 3,
 }
 
 /// The host's destroyed hook (the C++ `GOnScriptDelegateDestroyed`), also called the release
@@ -115,7 +119,8 @@ pub enum ReleaseReason {
 /// bound, valid for the duration of the call; the host releases each context's GC handle.
 /// `delegate` is the address of the delegate's base, for identification only (during
 /// `Destroyed` it is being dropped: do not call into it); it is null for `GenerationUnloaded`,
-/// since lumina keeps no delegate's address (R1). It is called on the delegate's thread, and
+/// since lumina keeps no delegate's address (R1), and for every managed listener of a message
+/// bus (GB8, whose ids are handle ids too, unique in the process). It is called on the delegate's thread, and
 /// never for bindings the host removed with `unbind_managed`. The hook may call back into lumina
 /// (bind, clear, unload, drop other delegates).
 pub type DestroyedHook = extern "C" fn(
@@ -282,15 +287,8 @@ impl ScriptDelegateBase {
         if self.is_dropping() {
             return Err(BindError::Destroyed);
         }
-        let generation = crate::script_generation::current();
-        let managed = Rc::new(Managed {
-            thunk,
-            context,
-            id: Cell::new(0),
-            generation,
-            payload: self.payload.name,
-            removal: Cell::new(Removal::Bound),
-        });
+        let managed = Managed::new(thunk, context, self.payload.name);
+        let generation = managed.generation;
         let id = self.list.add(Listener::Managed(Rc::clone(&managed))).id();
         managed.id.set(id);
         if generation != 0

@@ -2,6 +2,7 @@
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
 
 use super::parse::TagsDecl;
 use super::validate::FlatTag;
@@ -13,6 +14,7 @@ pub(crate) fn expand(decl: &TagsDecl, tags: &[FlatTag]) -> TokenStream {
             constant,
             payload,
             retained,
+            script,
             docs,
             explicit,
         } = tag;
@@ -21,11 +23,17 @@ pub(crate) fn expand(decl: &TagsDecl, tags: &[FlatTag]) -> TokenStream {
             None => quote!(()),
         };
         let summary = match (payload, explicit) {
-            (Some(ty), _) => format!(
-                " Gameplay tag `{name}`, carrying `{}`{}.",
-                quote!(#ty).to_string().replace(' ', ""),
-                if *retained { ", retained" } else { "" }
-            ),
+            (Some(ty), _) => {
+                format!(
+                    " Gameplay tag `{name}`, carrying `{}`{}.",
+                    quote!(#ty).to_string().replace(' ', ""),
+                    if *retained { ", retained" } else { "" }
+                ) + if *script {
+                    " Managed scripts send and hear it (`#[script]`)."
+                } else {
+                    ""
+                }
+            }
             (None, true) => format!(
                 " Gameplay tag `{name}`, without payload{}.",
                 if *retained { ", retained" } else { "" }
@@ -33,6 +41,18 @@ pub(crate) fn expand(decl: &TagsDecl, tags: &[FlatTag]) -> TokenStream {
             (None, false) => format!(" Gameplay tag `{name}`, the parent of tags declared below."),
         };
         let separator = (!docs.is_empty()).then(|| quote!(#[doc = ""]));
+        // `#[script]`: the payload's reflected layout goes with the key, so a payload that is not
+        // reflected is one trait error, on the payload type (GB8).
+        let key = if *script {
+            match payload {
+                Some(ty) => quote_spanned! {ty.span()=>
+                    ::lumina::__private::script_tag_key::<#ty>(#name, #retained)
+                },
+                None => quote!(::lumina::__private::script_tag_key::<()>(#name, #retained)),
+            }
+        } else {
+            quote!(::lumina::__private::TagKey::new(#name, #retained))
+        };
         let span = constant.span();
         let vis = if decl.module.is_some() {
             quote!(pub)
@@ -43,8 +63,7 @@ pub(crate) fn expand(decl: &TagsDecl, tags: &[FlatTag]) -> TokenStream {
             #(#docs)*
             #separator
             #[doc = #summary]
-            #vis static #constant: ::lumina::__private::TagKey<#payload_ty> =
-                ::lumina::__private::TagKey::new(#name, #retained);
+            #vis static #constant: ::lumina::__private::TagKey<#payload_ty> = #key;
         }
     });
     match &decl.module {

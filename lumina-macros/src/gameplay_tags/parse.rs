@@ -3,7 +3,7 @@
 //! ```text
 //! gameplay_tags! {
 //!     [#[attrs] vis mod name {]
-//!         #[doc] #[retained] Segment(.Segment)* [: PayloadType] [{ children }],
+//!         #[doc] #[retained] #[script] Segment(.Segment)* [: PayloadType] [{ children }],
 //!         ...
 //!     [}]
 //! }

@@ -17,6 +17,8 @@ pub(crate) struct FlatTag {
     pub(crate) constant: Ident,
     pub(crate) payload: Option<Type>,
     pub(crate) retained: bool,
+    /// `#[script]`: managed scripts send and hear it through the C ABI (GB8).
+    pub(crate) script: bool,
     pub(crate) docs: Vec<Attribute>,
     /// Written by the user (`Combat.Damage` writes `Combat` implicitly).
     pub(crate) explicit: bool,
@@ -52,19 +54,20 @@ fn flatten(
                     // The first declaration stands; this one's children are still declared.
                 }
                 Some(&found) if last => {
-                    let (docs, retained) = attributes(cx, &node.attrs);
+                    let (docs, Flags { retained, script }) = attributes(cx, &node.attrs);
                     let tag = &mut tags[found];
                     tag.explicit = true;
                     tag.payload.clone_from(&node.payload);
                     tag.retained = retained;
+                    tag.script = script;
                     tag.docs = docs;
                 }
                 Some(_) => {}
                 None => {
-                    let (docs, retained) = if last {
+                    let (docs, Flags { retained, script }) = if last {
                         attributes(cx, &node.attrs)
                     } else {
-                        (Vec::new(), false)
+                        (Vec::new(), Flags::default())
                     };
                     index.insert(name.clone(), tags.len());
                     tags.push(FlatTag {
@@ -72,6 +75,7 @@ fn flatten(
                         constant: Ident::new(&constant_name(&name), segment.span()),
                         payload: if last { node.payload.clone() } else { None },
                         retained,
+                        script,
                         docs,
                         explicit: last,
                     });
@@ -92,31 +96,47 @@ fn duplicate(cx: &Ctxt, segment: &Ident, name: &str) {
     );
 }
 
-/// Doc comments pass through; `#[retained]` keeps the channel's last message (GB6); any other
-/// attribute is an error.
-fn attributes(cx: &Ctxt, attrs: &[Attribute]) -> (Vec<Attribute>, bool) {
+/// The flag attributes of one tag.
+#[derive(Default)]
+struct Flags {
+    /// `#[retained]`.
+    retained: bool,
+    /// `#[script]`.
+    script: bool,
+}
+
+/// Doc comments pass through; `#[retained]` keeps the channel's last message (GB6); `#[script]`
+/// lets managed scripts send and hear the tag (GB8); any other attribute is an error.
+fn attributes(cx: &Ctxt, attrs: &[Attribute]) -> (Vec<Attribute>, Flags) {
     let mut docs = Vec::new();
-    let mut retained = false;
+    let mut flags = Flags::default();
     for attr in attrs {
         if attr.path().is_ident("doc") {
             docs.push(attr.clone());
-        } else if attr.path().is_ident("retained") {
-            if matches!(attr.meta, syn::Meta::Path(_)) {
-                retained = true;
-            } else {
-                cx.error_spanned_by(
-                    attr,
-                    "`#[retained]` takes no arguments: expected `#[retained]`",
-                );
-            }
+            continue;
+        }
+        let (flag, name) = if attr.path().is_ident("retained") {
+            (&mut flags.retained, "retained")
+        } else if attr.path().is_ident("script") {
+            (&mut flags.script, "script")
         } else {
             cx.error_spanned_by(
                 attr,
-                "unknown attribute on a gameplay tag: expected `#[retained]` or a doc comment",
+                "unknown attribute on a gameplay tag: expected `#[retained]`, `#[script]` or a \
+                 doc comment",
+            );
+            continue;
+        };
+        if matches!(attr.meta, syn::Meta::Path(_)) {
+            *flag = true;
+        } else {
+            cx.error_spanned_by(
+                attr,
+                format!("`#[{name}]` takes no arguments: expected `#[{name}]`"),
             );
         }
     }
-    (docs, retained)
+    (docs, flags)
 }
 
 /// Two tags cannot make the same constant (`A.B` and `A_B` both make `A_B`): the later one is an

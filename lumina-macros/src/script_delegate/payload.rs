@@ -51,7 +51,8 @@ fn fallback_impls(ident: &syn::Ident, generics: &syn::Generics) -> TokenStream {
     let (impl_generics, type_args) = crate::ctxt::static_generics(generics);
     quote! {
         #[automatically_derived]
-        impl #impl_generics ::lumina::__private::ScriptPayload for #ident #type_args {
+        // SAFETY: the fallback of a payload with an error: the program does not compile.
+        unsafe impl #impl_generics ::lumina::__private::ScriptPayload for #ident #type_args {
             const PAYLOAD: &'static ::lumina::__private::PayloadInfo =
                 &::lumina::__private::PayloadInfo {
                     name: #name,
@@ -62,7 +63,8 @@ fn fallback_impls(ident: &syn::Ident, generics: &syn::Generics) -> TokenStream {
         }
 
         #[automatically_derived]
-        impl #impl_generics ::lumina::__private::Blittable for #ident #type_args {
+        // SAFETY: as above.
+        unsafe impl #impl_generics ::lumina::__private::Blittable for #ident #type_args {
             const FIELD_TYPE: ::lumina::__private::FieldType =
                 ::lumina::__private::FieldType::Struct(
                     <Self as ::lumina::__private::ScriptPayload>::PAYLOAD,
@@ -295,11 +297,15 @@ fn expand(payload: &Payload) -> TokenStream {
                 fields: &[#(#fields),*],
             };
 
-            impl ::lumina::__private::ScriptPayload for #ident {
+            // SAFETY: `REFLECTION` is computed from the `#[repr(C)]` struct itself (`size_of`,
+            // `align_of`, `offset_of` of each field), whose fields are all `Blittable`: any
+            // bytes in them form a valid value.
+            unsafe impl ::lumina::__private::ScriptPayload for #ident {
                 const PAYLOAD: &'static ::lumina::__private::PayloadInfo = &REFLECTION;
             }
 
-            impl ::lumina::__private::Blittable for #ident {
+            // SAFETY: as above; a nested payload is described by its own reflection.
+            unsafe impl ::lumina::__private::Blittable for #ident {
                 const FIELD_TYPE: ::lumina::__private::FieldType =
                     ::lumina::__private::FieldType::Struct(
                         <#ident as ::lumina::__private::ScriptPayload>::PAYLOAD,

@@ -62,11 +62,23 @@
 //! listener added later hears at once.
 //!
 //! The bus is game-thread state like every delegate (T1): it is neither `Send` nor `Sync`.
+//!
+//! # Scripts (GB8)
+//!
+//! A tag declared `#[script]` (its payload a reflected `#[script_delegate]` struct) is visible to
+//! a managed host: [`listen_managed`](MessageBus::listen_managed) and
+//! [`send_script`](MessageBus::send_script), which the C ABI's `lumina_bus_*` functions call. A
+//! managed listener is released through the host's release hook exactly once, and goes with its
+//! script generation, like a script delegate's managed binding.
 
 mod poster;
+mod script;
 mod tag;
 
 pub use poster::{BusGone, Poster};
+pub use script::{BusMessage, ScriptBusError, ScriptLayout};
+#[doc(hidden)]
+pub use tag::script_tag_key;
 pub use tag::{Tag, TagKey, UnknownTag, WrongPayload};
 
 use std::any::{Any, TypeId};
@@ -74,6 +86,8 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::Hash;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -102,8 +116,11 @@ type Callable<E> = Rc<dyn Fn(&Message<'_, E>)>;
 pub struct Message<'a, E: EntityId = u64> {
     tag: Tag,
     entity: Option<E>,
-    payload: &'a dyn Any,
-    /// The `TypeId` of the value `payload` refers to, read once per message, so a listener
+    /// The payload's address: a value of type `payload_type`, borrowed for `'a` (from Rust, or
+    /// the bus's aligned copy of a managed sender's bytes, GB8).
+    payload: NonNull<()>,
+    borrow: PhantomData<&'a ()>,
+    /// The `TypeId` of the value `payload` points at, read once per message, so a listener
     /// checks its payload type without a dynamic call (GB9).
     payload_type: TypeId,
     /// The tag whose listeners run now (the message's tag or an ancestor).
@@ -121,21 +138,40 @@ impl<'a, E: EntityId> Message<'a, E> {
     /// A message whose payload is a `P`.
     #[inline(always)]
     fn new<P: 'static>(tag: Tag, entity: Option<E>, payload: &'a P) -> Self {
-        Self::with_type(tag, entity, payload, TypeId::of::<P>())
+        // SAFETY: `payload` is a live `P` borrowed for `'a`, and the type given is `P`'s.
+        unsafe {
+            Self::with_type(
+                tag,
+                entity,
+                NonNull::from(payload).cast(),
+                TypeId::of::<P>(),
+            )
+        }
     }
 
     /// A message whose payload type is known only at run time (a retained message replayed).
     fn new_erased(tag: Tag, entity: Option<E>, payload: &'a dyn Any) -> Self {
-        Self::with_type(tag, entity, payload, payload.type_id())
+        let payload_type = payload.type_id();
+        // SAFETY: the data pointer of `payload` points at a live value of the type whose
+        // `TypeId` its own vtable gives, borrowed for `'a`.
+        unsafe { Self::with_type(tag, entity, NonNull::from(payload).cast(), payload_type) }
     }
 
-    /// `payload_type` must be the `TypeId` of the value `payload` refers to (see `payload`).
+    /// # Safety
+    /// `payload` must point at a live, initialized value of the type whose `TypeId` is
+    /// `payload_type`, valid for shared reads for `'a` (see `payload`).
     #[inline(always)]
-    fn with_type(tag: Tag, entity: Option<E>, payload: &'a dyn Any, payload_type: TypeId) -> Self {
+    unsafe fn with_type(
+        tag: Tag,
+        entity: Option<E>,
+        payload: NonNull<()>,
+        payload_type: TypeId,
+    ) -> Self {
         Message {
             tag,
             entity,
             payload,
+            borrow: PhantomData,
             payload_type,
             at: Cell::new(tag),
             at_entity: Cell::new(None),
@@ -172,12 +208,12 @@ impl<'a, E: EntityId> Message<'a, E> {
         if self.payload_type != TypeId::of::<P>() {
             return None;
         }
-        // SAFETY: `payload_type` is the `TypeId` of the value `payload` refers to (the only
-        // constructor, `with_type`, is given it by `new`, from the static type of that value, or
-        // by `new_erased`, from the value itself), and it is `P`'s: the data pointer of
-        // `payload` points to a live `P`, borrowed for `'a`. What `downcast_ref` does, without its
-        // dynamic `type_id` call per listener (GB9).
-        Some(unsafe { &*std::ptr::from_ref(self.payload).cast::<P>() })
+        // SAFETY: `payload_type` is the `TypeId` of the value `payload` points at (the contract of
+        // the only constructor, `with_type`, kept by `new` from the static type of that value, by
+        // `new_erased` from the value itself, and by `script::ScriptBytes` from the tag's
+        // declared type), and it is `P`'s: `payload` points to a live `P`, borrowed for `'a`.
+        // What `downcast_ref` does, without its dynamic `type_id` call per listener (GB9).
+        Some(unsafe { self.payload.cast::<P>().as_ref() })
     }
 
     /// The payload as declared with `key`, if the message's tag is `key`'s tag or a descendant
@@ -335,6 +371,11 @@ pub struct MessageBus<E: EntityId = u64> {
     /// The storage the inbox's messages are moved into while they are queued, kept between
     /// frames.
     spare: RefCell<Vec<poster::Boxed<E>>>,
+    /// The thread that made the bus: the C ABI refuses calls from any other (T1, GB8).
+    thread: std::thread::ThreadId,
+    /// Managed listeners (GB8), made by the first; a heap block of its own, which script
+    /// generations refer to weakly (R1).
+    scripts: RefCell<Option<Rc<script::ScriptListeners>>>,
 }
 
 impl<E: EntityId> Default for MessageBus<E> {
@@ -365,6 +406,8 @@ impl<E: EntityId> MessageBus<E> {
             next_seq: Cell::new(0),
             inbox: Arc::new(poster::Inbox::new()),
             spare: RefCell::new(Vec::new()),
+            thread: std::thread::current().id(),
+            scripts: RefCell::new(None),
         }
     }
 
@@ -461,6 +504,23 @@ impl<E: EntityId> MessageBus<E> {
         priority: i32,
         callable: Callable<E>,
     ) -> DelegateHandle {
+        let handle = self.add_quietly(tag, entity, is_partial, priority, Rc::clone(&callable));
+        self.replay_to(tag, entity, is_partial, handle, &callable);
+        handle
+    }
+
+    /// Adds a listener without the retained messages it should hear at once: the caller calls
+    /// [`replay_to`](Self::replay_to) when it is ready (a managed listener, once its id is
+    /// recorded, so a release its thunk causes meanwhile is not lost).
+    #[track_caller]
+    fn add_quietly(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        is_partial: bool,
+        priority: i32,
+        callable: Callable<E>,
+    ) -> DelegateHandle {
         let channel = match entity {
             None => self.channel_or_new(tag),
             Some(entity) => Rc::clone(
@@ -485,10 +545,23 @@ impl<E: EntityId> MessageBus<E> {
                 partial: is_partial,
             },
         );
-        if tag.is_retained() || is_partial {
-            self.replay_retained(tag, entity, is_partial, &channel, handle, &callable);
-        }
         handle
+    }
+
+    /// The retained messages a listener just added hears at once (GB6).
+    fn replay_to(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        is_partial: bool,
+        handle: DelegateHandle,
+        callable: &Callable<E>,
+    ) {
+        if (tag.is_retained() || is_partial)
+            && let Some(channel) = self.channel_of(tag, entity)
+        {
+            self.replay_retained(tag, entity, is_partial, &channel, handle, callable);
+        }
     }
 
     fn remember(&self, handle: DelegateHandle, record: Record<E>) {
@@ -566,6 +639,9 @@ impl<E: EntityId> MessageBus<E> {
 
     /// Removes a listener; `false` if it was already gone (H2).
     pub fn remove(&self, handle: DelegateHandle) -> bool {
+        // A managed listener (GB8) removed from Rust reaches the host's hook when this returns.
+        let _operation = self.script_operation();
+        self.mark_removed(handle.id());
         let record = self.records.borrow_mut().remove(&handle.id());
         record
             .and_then(|record| self.channel_of(record.tag, record.entity))
@@ -645,9 +721,15 @@ impl<E: EntityId> MessageBus<E> {
                 .collect();
             keys.iter().filter_map(|key| channels.remove(key)).collect()
         };
+        let operation = self.script_operation();
         let mut count = 0;
         let mut drops = Drops::default();
         for channel in &removed {
+            if operation.is_some() {
+                for subscription in channel.list.subscriptions() {
+                    self.mark_removed(subscription.handle.id());
+                }
+            }
             count += channel.list.len();
             channel.list.clear();
         }
@@ -959,6 +1041,8 @@ impl<E: EntityId> Drop for MessageBus<E> {
     /// Drops every queued message with a diagnostic (nothing can hear them any more, GB5), then
     /// every listener and retained message; every `Drop` runs even if one panics (R3).
     fn drop(&mut self) {
+        // Managed listeners (GB8) reach the host's hook, as `Destroyed`, once every drop ran.
+        let _operation = self.script_operation();
         let mut drops = Drops::default();
         let from_threads = self.inbox.close(&mut drops);
         let mut queued = 0;

@@ -18,6 +18,8 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
+use crate::reflect::{FieldInfo, FieldType, PayloadInfo, ScriptPayload};
+
 /// One tag's entry in the registry. Leaked on registration and never freed: the registry only
 /// grows, so a [`Tag`] (a reference to its entry) is valid for the rest of the process.
 struct TagInfo {
@@ -32,6 +34,9 @@ struct TagInfo {
     payload: OnceLock<PayloadType>,
     /// Declared `#[retained]` (GB6) by any declaration.
     retained: AtomicBool,
+    /// The reflected layout of the payload, when the tag was declared `#[script]` (GB8): the
+    /// registry's own deep copy (a module's reflection statics go away with its library, R5).
+    script: OnceLock<&'static PayloadInfo>,
 }
 
 /// A payload type as the registry records it: its `TypeId` and name (the registry's own copy).
@@ -286,6 +291,18 @@ impl Tag {
         }
     }
 
+    /// The reflected layout of the tag's payload when it was declared `#[script]` (GB8): what
+    /// the C ABI checks a managed sender's payload against, and what managed listeners are
+    /// told. `None` for a tag whose payload scripts cannot see.
+    pub fn script_payload(self) -> Option<&'static PayloadInfo> {
+        self.0.script.get().copied()
+    }
+
+    /// The `TypeId` of the payload type declared with the tag.
+    pub(crate) fn payload_type_id(self) -> Option<TypeId> {
+        self.0.payload.get().map(|payload| payload.id)
+    }
+
     /// Whether `P` is the payload type declared with this tag.
     pub(crate) fn carries<P: 'static>(self) -> bool {
         self.0
@@ -293,6 +310,31 @@ impl Tag {
             .get()
             .is_some_and(|payload| payload.id == TypeId::of::<P>())
     }
+}
+
+/// A deep copy of a reflected layout for the rest of the process: the registry's own, so a
+/// `#[script]` tag declared in a game module keeps its layout after the module is unloaded (R5).
+/// Bounded by the number of distinct `#[script]` tags.
+fn leak_layout(info: &PayloadInfo) -> &'static PayloadInfo {
+    let fields: Vec<FieldInfo> = info
+        .fields
+        .iter()
+        .map(|field| FieldInfo {
+            name: leak_str(field.name),
+            ty: match field.ty {
+                FieldType::Struct(nested) => FieldType::Struct(leak_layout(nested)),
+                other => other,
+            },
+            offset: field.offset,
+            size: field.size,
+        })
+        .collect();
+    Box::leak(Box::new(PayloadInfo {
+        name: leak_str(info.name),
+        size: info.size,
+        align: info.align,
+        fields: Box::leak(fields.into_boxed_slice()),
+    }))
 }
 
 /// Copies a string out for the rest of the process (the registry's names; bounded by the number
@@ -316,6 +358,7 @@ fn register_in(registry: &mut Registry, name: &str) -> Tag {
         depth: parent.map_or(1, |parent| parent.depth() + 1),
         payload: OnceLock::new(),
         retained: AtomicBool::new(false),
+        script: OnceLock::new(),
     }));
     let tag = Tag(info);
     registry.by_name.insert(info.name, tag);
@@ -332,6 +375,8 @@ fn register_in(registry: &mut Registry, name: &str) -> Tag {
 pub struct TagKey<P: 'static> {
     name: &'static str,
     retained: bool,
+    /// The payload's reflected layout, for a tag declared `#[script]` (GB8).
+    script: Option<&'static PayloadInfo>,
     /// The registered tag once resolved.
     resolved: OnceLock<Tag>,
     payload: PhantomData<fn(P) -> P>,
@@ -345,6 +390,7 @@ impl<P: 'static> TagKey<P> {
         TagKey {
             name,
             retained,
+            script: None,
             resolved: OnceLock::new(),
             payload: PhantomData,
         }
@@ -377,6 +423,9 @@ impl<P: 'static> TagKey<P> {
         if self.retained {
             tag.0.retained.store(true, Ordering::Relaxed);
         }
+        if let Some(script) = self.script {
+            tag.0.script.get_or_init(|| leak_layout(script));
+        }
         *self.resolved.get_or_init(|| tag)
     }
 
@@ -389,6 +438,34 @@ impl<P: 'static> TagKey<P> {
     pub fn is_retained(&self) -> bool {
         self.retained
     }
+
+    /// Whether the tag is declared `#[script]`: managed scripts can send and hear it (GB8).
+    pub fn is_script(&self) -> bool {
+        self.script.is_some()
+    }
+}
+
+impl<P: ScriptPayload> TagKey<P> {
+    /// A key for a tag whose payload managed scripts can send and hear through the C ABI (GB8):
+    /// the key carries `P`'s reflected layout, so only a reflected, blittable payload can be
+    /// declared so. What `#[script]` in `gameplay_tags!` makes (through [`script_tag_key`]).
+    #[doc(hidden)]
+    pub const fn new_script(name: &'static str, retained: bool) -> Self {
+        TagKey {
+            name,
+            retained,
+            script: Some(P::PAYLOAD),
+            resolved: OnceLock::new(),
+            payload: PhantomData,
+        }
+    }
+}
+
+/// Not public API: [`TagKey::new_script`] as a free function, so a payload that is not reflected
+/// is one error saying so, on the payload type `gameplay_tags!` was given.
+#[doc(hidden)]
+pub const fn script_tag_key<P: ScriptPayload>(name: &'static str, retained: bool) -> TagKey<P> {
+    TagKey::new_script(name, retained)
 }
 
 impl<P: 'static> fmt::Debug for TagKey<P> {

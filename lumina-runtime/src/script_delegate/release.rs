@@ -23,12 +23,13 @@
 
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
+use std::rc::Rc;
 
 use super::{ManagedBinding, ManagedThunk, ReleaseReason, ScriptDelegateBase, destroyed_hook};
 
 /// How a managed binding left, recorded by the path that removed it.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Removal {
+pub(crate) enum Removal {
     /// Still bound. A binding dropped in this state went with its list: `Destroyed`.
     Bound,
     /// The host unbound it (`unbind_managed`): it released its handle itself, no hook call.
@@ -43,30 +44,49 @@ pub(super) enum Removal {
     },
 }
 
-/// A managed binding: what its list entry holds (see the [module documentation](self)).
-pub(super) struct Managed {
-    pub(super) thunk: ManagedThunk,
-    pub(super) context: *mut c_void,
+/// A managed binding: what its list entry holds (see the [module documentation](self)). The
+/// message bus's managed listeners are the same (GB8): their callable holds one.
+pub(crate) struct Managed {
+    pub(crate) thunk: ManagedThunk,
+    pub(crate) context: *mut c_void,
     /// Its id, set right after it is added (0 before: such a binding is never released).
-    pub(super) id: Cell<u64>,
+    pub(crate) id: Cell<u64>,
     /// The script generation it was made in (0: none, SD8).
-    pub(super) generation: u64,
+    pub(crate) generation: u64,
     /// The payload's name, for the log when no hook is installed.
-    pub(super) payload: &'static str,
-    pub(super) removal: Cell<Removal>,
+    pub(crate) payload: &'static str,
+    pub(crate) removal: Cell<Removal>,
 }
 
 impl Managed {
+    /// A binding of `(thunk, context)` not added anywhere yet, in the calling thread's current
+    /// script generation (SD8); `payload` names what it hears, for the leak log. Its id is set
+    /// once its list entry exists.
+    pub(crate) fn new(
+        thunk: ManagedThunk,
+        context: *mut c_void,
+        payload: &'static str,
+    ) -> Rc<Self> {
+        Rc::new(Managed {
+            thunk,
+            context,
+            id: Cell::new(0),
+            generation: crate::script_generation::current(),
+            payload,
+            removal: Cell::new(Removal::Bound),
+        })
+    }
+
     /// Records how the binding leaves. The first mark wins (only live entries are marked, so a
     /// second one cannot happen; this keeps it so).
-    pub(super) fn mark(&self, removal: Removal) {
+    pub(crate) fn mark(&self, removal: Removal) {
         if matches!(self.removal.get(), Removal::Bound) {
             self.removal.set(removal);
         }
     }
 
     /// The binding as the hook receives it.
-    pub(super) fn binding(&self) -> ManagedBinding {
+    pub(crate) fn binding(&self) -> ManagedBinding {
         ManagedBinding {
             id: self.id.get(),
             thunk: self.thunk,
@@ -144,12 +164,12 @@ fn queue(release: Release) {
 
 /// An operation that may queue releases; dropping it (also while unwinding) flushes what was
 /// queued since it began.
-pub(super) struct Operation {
+pub(crate) struct Operation {
     mark: usize,
 }
 
 impl Operation {
-    pub(super) fn begin() -> Self {
+    pub(crate) fn begin() -> Self {
         let mark = RELEASES
             .try_with(|releases| {
                 releases.depth.set(releases.depth.get() + 1);

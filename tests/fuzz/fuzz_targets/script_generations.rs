@@ -1,7 +1,8 @@
 //! Fuzz target (R6): an operation stream over the C ABI of script delegates (bind, unbind,
-//! is_bound, managed_count, generations begun and unloaded) and the Rust calls a host's engine
-//! makes around it (delegates made, moved, dropped, cleared, broadcast), decoded from the fuzz
-//! input. Managed thunks and the release hook act too (unload a generation, clear, bind, unbind,
+//! is_bound, managed_count, generations begun and unloaded) and of the message bus (listen,
+//! remove, script sends checked against a layout; GB8), and the Rust calls a host's engine
+//! makes around it (delegates made, moved, dropped, cleared, broadcast; the bus's Rust sends,
+//! clears and drops), decoded from the fuzz input. Managed thunks and the release hook act too (unload a generation, clear, bind, unbind,
 //! drop a delegate). Checked, as in the model test (`tests/script_delegate_model.rs`): every
 //! managed binding reaches the release hook exactly once unless the host unbound it, never
 //! while its thunk runs, and no thunk runs after its binding was unbound or released.
@@ -12,18 +13,38 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lumina::ScriptDelegate;
+use lumina::bus::{BusMessage, MessageBus};
 use lumina::ffi::{
-    LuminaStatus, lumina_script_delegate_bind, lumina_script_delegate_is_bound,
+    LuminaPayloadInfo, LuminaStatus, lumina_bus_listen, lumina_bus_remove, lumina_bus_send,
+    lumina_reflect_find_payload, lumina_script_delegate_bind, lumina_script_delegate_is_bound,
     lumina_script_delegate_managed_count, lumina_script_delegate_unbind,
     lumina_script_generation_begin, lumina_script_generation_unload, lumina_set_destroyed_hook,
 };
 use lumina::script_delegate::{ManagedBinding, ReleaseReason, ScriptDelegateBase};
+use lumina::{ScriptDelegate, gameplay_tags, script_delegate};
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::rc::Rc;
 
 const SLOTS: usize = 4;
+
+#[script_delegate]
+#[derive(Clone, Copy)]
+struct FuzzHit {
+    key: u32,
+    crit: f64,
+}
+
+gameplay_tags! {
+    mod tags {
+        Fuzz {
+            #[script]
+            Hit: FuzzHit,
+        },
+    }
+}
+
+const HIT: &str = "Fuzz.Hit";
 
 /// What user code (a thunk, the release hook) does, or a top-level operation.
 #[derive(Clone, Copy, Debug)]
@@ -41,6 +62,40 @@ enum Op {
     Move(usize),
     Replace(usize),
     OnRelease(u8),
+    /// Listen on the bus (partially when the flag is set), with the act its thunk does.
+    BusListen(bool, u8),
+    /// Remove a bus listener by the host.
+    BusRemove(usize),
+    /// Send on the bus from Rust, or (flag) from a script through the C ABI; a script send with
+    /// a wrong layout when the second flag is set.
+    BusSend(bool, bool),
+    BusClear,
+    BusDrop,
+}
+
+/// A bus operation, from the argument byte of kind 15.
+fn decode_bus(arg: u8) -> Op {
+    match arg % 8 {
+        0 | 1 => Op::BusListen(arg & 0x80 != 0, arg >> 3),
+        2 => Op::BusRemove(usize::from(arg >> 3)),
+        3 | 4 => Op::BusSend(arg & 0x80 != 0, arg & 0x40 != 0),
+        5 => Op::BusClear,
+        6 => Op::BusDrop,
+        _ => Op::Unload(usize::from(arg >> 3) % 8),
+    }
+}
+
+/// What a bus listener's thunk does.
+fn decode_bus_inner(code: u8) -> Op {
+    match code % 8 {
+        0 | 1 => Op::Nothing,
+        2 => Op::BusSend(code & 0x10 != 0, false),
+        3 => Op::BusRemove(usize::from(code >> 3)),
+        4 => Op::BusClear,
+        5 => Op::Unload(usize::from(code >> 4) % 8),
+        6 => Op::BusListen(false, 0),
+        _ => decode_inner(code >> 3),
+    }
 }
 
 /// Decodes one operation from two bytes; `inner` is the act a thunk or the hook gets.
@@ -91,6 +146,9 @@ struct World {
     running: Vec<usize>,
     on_release: Option<Op>,
     depth: usize,
+    bus: Option<Rc<MessageBus>>,
+    /// The sends in flight: their keys, for the payload check.
+    sends: u32,
 }
 
 thread_local! {
@@ -122,6 +180,36 @@ extern "C" fn thunk(context: *mut c_void, _payload: *const c_void) {
         let at = w.running.iter().rposition(|&k| k == key).expect("running");
         w.running.remove(at);
     });
+}
+
+extern "C" fn bus_thunk(context: *mut c_void, message: *const c_void) {
+    // SAFETY: the bus passes a `BusMessage` valid for the call; `Fuzz.Hit` is `#[script]`, so its
+    // payload is a `FuzzHit`, aligned, valid for the call.
+    let sent = unsafe {
+        let message = &*message.cast::<BusMessage>();
+        assert_eq!(message.payload_size, size_of::<FuzzHit>());
+        message.payload.cast::<FuzzHit>().read()
+    };
+    assert!(sent.key < with(|w| w.sends), "the payload arrives intact");
+    assert_eq!(sent.crit, 1.5);
+    thunk(context, std::ptr::null());
+}
+
+fn hit_layout() -> LuminaPayloadInfo {
+    let name = "FuzzHit";
+    let mut info = std::mem::MaybeUninit::uninit();
+    // SAFETY: a live name; read only after Ok.
+    unsafe {
+        assert_eq!(
+            lumina_reflect_find_payload(name.as_ptr(), name.len(), info.as_mut_ptr()),
+            LuminaStatus::Ok
+        );
+        info.assume_init()
+    }
+}
+
+fn bus() -> Option<Rc<MessageBus>> {
+    with(|w| w.bus.clone())
 }
 
 extern "C" fn hook(
@@ -297,6 +385,108 @@ fn run_at_depth(op: Op) {
             }
         }
         Op::OnRelease(act) => with(|w| w.on_release = Some(decode_inner(act))),
+        Op::BusListen(partial, act) => {
+            let Some(bus) = bus() else { return };
+            let key = with(|w| {
+                w.bindings.push(Binding {
+                    id: 0,
+                    act: decode_bus_inner(act),
+                    unbound: true,
+                    released: 0,
+                });
+                w.bindings.len() - 1
+            });
+            let tag = if partial { "Fuzz" } else { HIT };
+            let mut id = 0;
+            // SAFETY: a live bus (held), on its thread; `id` is valid for a write.
+            let status = unsafe {
+                lumina_bus_listen(
+                    Rc::as_ptr(&bus),
+                    tag.as_ptr(),
+                    tag.len(),
+                    u8::from(partial),
+                    0,
+                    0,
+                    Some(bus_thunk),
+                    std::ptr::without_provenance_mut(key),
+                    &mut id,
+                )
+            };
+            assert_eq!(status, LuminaStatus::Ok);
+            with(|w| {
+                w.bindings[key].id = id;
+                w.bindings[key].unbound = false;
+            });
+        }
+        Op::BusRemove(key) => {
+            let Some(bus) = bus() else { return };
+            let Some(id) = with(|w| w.bindings.get(key).map(|b| b.id)) else {
+                return;
+            };
+            // SAFETY: a live bus (held), on its thread.
+            let status = unsafe { lumina_bus_remove(Rc::as_ptr(&bus), id) };
+            if status == LuminaStatus::Ok {
+                with(|w| {
+                    let binding = &mut w.bindings[key];
+                    assert_eq!(binding.released, 0, "removed a released listener");
+                    assert!(!binding.unbound, "removed twice");
+                    binding.unbound = true;
+                });
+            } else {
+                assert_eq!(status, LuminaStatus::UnknownId);
+            }
+        }
+        Op::BusSend(script, wrong) => {
+            let Some(bus) = bus() else { return };
+            let key = with(|w| {
+                w.sends += 1;
+                w.sends - 1
+            });
+            let hit = FuzzHit { key, crit: 1.5 };
+            if script {
+                let mut layout = hit_layout();
+                if wrong {
+                    layout.size -= 1;
+                }
+                // SAFETY: a live bus (held), name, payload and layout.
+                let status = unsafe {
+                    lumina_bus_send(
+                        Rc::as_ptr(&bus),
+                        HIT.as_ptr(),
+                        HIT.len(),
+                        0,
+                        0,
+                        std::ptr::from_ref(&hit).cast(),
+                        size_of::<FuzzHit>(),
+                        &layout,
+                    )
+                };
+                let expected = if wrong {
+                    LuminaStatus::WrongLayout
+                } else {
+                    LuminaStatus::Ok
+                };
+                assert_eq!(status, expected);
+            } else {
+                bus.send(&tags::FUZZ_HIT, hit);
+            }
+        }
+        Op::BusClear => {
+            if let Some(bus) = bus() {
+                bus.clear();
+            }
+        }
+        Op::BusDrop => {
+            // Only when nothing else holds it (a running thunk's send does).
+            let old = with(|w| match &w.bus {
+                Some(bus) if Rc::strong_count(bus) == 1 => w.bus.take(),
+                _ => None,
+            });
+            if old.is_some() {
+                drop(old);
+                with(|w| w.bus = Some(Rc::new(MessageBus::new())));
+            }
+        }
     }
 }
 
@@ -310,17 +500,22 @@ fuzz_target!(|data: &[u8]| {
             ..World::default()
         };
     });
+    let _ = tags::FUZZ_HIT.tag();
+    with(|w| w.bus = Some(Rc::new(MessageBus::new())));
     for pair in data.chunks_exact(2) {
         let op = match pair[0] % 16 {
             13 | 14 => Op::OnRelease(pair[1]),
+            15 => decode_bus(pair[1]),
             kind => decode(kind, pair[1]),
         };
         run(op);
     }
-    // Teardown: every delegate dropped, every generation unloaded (what that runs may bind
-    // again, a few rounds at most).
+    // Teardown: every delegate and the bus dropped, every generation unloaded (what that runs
+    // may bind again, a few rounds at most).
     for _ in 0..4 {
         with(|w| w.on_release = None);
+        let bus = with(|w| w.bus.take());
+        drop(bus);
         for slot in 0..SLOTS {
             run(Op::Drop(slot));
         }

@@ -1,0 +1,534 @@
+//! Managed listeners and managed senders of the message bus (rule GB8).
+//!
+//! A managed host (C# through the C ABI in `ffi`) listens to a tag by name with a
+//! `(thunk, context)` pair, exactly or partially, optionally for one entity, and sends on a tag
+//! by name with a pointer to a blittable payload and the layout it believes that payload has.
+//!
+//! A managed listener is the script delegates' managed binding (`Managed`), held by the bus
+//! listener's callable, so it leaves by the one release path of script delegates: the path that
+//! removes it marks it with its reason first, and the host's release hook gets it exactly once
+//! when the last holder lets go, never while its thunk runs (R4): a running call holds the
+//! callable (M4). The reasons: [`ReleaseReason::Removed`] (removed from Rust: by handle, a
+//! guard, [`forget_entity`](MessageBus::forget_entity)), [`ReleaseReason::Cleared`]
+//! ([`clear`](MessageBus::clear)), [`ReleaseReason::GenerationUnloaded`] (its script
+//! generation, SD8), [`ReleaseReason::Destroyed`] (the bus was dropped). The host's own remove
+//! ([`remove_managed`](MessageBus::remove_managed)) calls no hook: the host releases its handle
+//! itself, as for `unbind_managed`.
+//!
+//! Which payloads cross: a tag declared `#[script]` in `gameplay_tags!`, whose payload type must
+//! be a reflected `#[script_delegate]` struct (or `()`); the registry keeps its own copy of the
+//! layout ([`Tag::script_payload`]). A managed send is checked against it (SD6) before a byte is
+//! read.
+
+use std::any::TypeId;
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::fmt;
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
+use std::rc::{Rc, Weak};
+
+use super::{Callable, EntityId, Message, MessageBus, Tag, unheard};
+use crate::handle::DelegateHandle;
+use crate::invocation::RemoveByHandle;
+use crate::script_delegate::{
+    Managed, ManagedBinding, ManagedThunk, Operation, ReleaseReason, Removal,
+};
+
+/// What a managed listener's thunk receives as its payload argument: a pointer to this, valid
+/// for the duration of the call only (so are the tag name and payload it points at).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct BusMessage {
+    /// The id of the tag the message was sent on ([`Tag::id`]).
+    pub tag_id: u32,
+    /// 1 when the message is addressed to `entity`, else 0.
+    pub has_entity: u8,
+    /// 1 when this is a retained message heard by a listener added later (GB6).
+    pub replay: u8,
+    /// The thunk writes 1 here to consume the message: nothing after it hears it (GB3).
+    pub consume: u8,
+    /// Reserved, 0.
+    pub reserved: u8,
+    /// The entity the message is addressed to (0 when `has_entity` is 0).
+    pub entity: u64,
+    /// The tag's full name, UTF-8, not NUL-terminated.
+    pub tag_name: *const u8,
+    /// Its length in bytes.
+    pub tag_name_len: usize,
+    /// The payload, laid out as the tag's reflected payload type; null when the tag is not
+    /// `#[script]` (a partial listener hearing a descendant scripts cannot see) or carries no
+    /// payload.
+    pub payload: *const c_void,
+    /// The payload's size in bytes (0 with a null payload).
+    pub payload_size: usize,
+}
+
+/// The layout a managed sender claims for its payload, checked against the tag's (SD6).
+#[derive(Clone, Copy, Debug)]
+pub struct ScriptLayout<'a> {
+    /// The payload type's name (the reflected struct name, `void` for none).
+    pub name: &'a str,
+    /// Its size in bytes.
+    pub size: usize,
+    /// Its alignment in bytes.
+    pub align: usize,
+    /// How many fields it has.
+    pub field_count: usize,
+}
+
+/// Why a managed listen or send was refused (GB8).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScriptBusError {
+    /// The call came from another thread than the bus's (the game thread).
+    NotGameThread,
+    /// The thunk was null.
+    NullThunk,
+    /// The payload pointer was null for a payload of non-zero size.
+    NullPayload,
+    /// The tag was not declared `#[script]`: scripts can neither send it nor hear it exactly.
+    NotScriptVisible(Tag),
+    /// A retained tag (GB6) cannot be sent from a script: its last message is kept as the
+    /// declared Rust type, which a script's bytes are not.
+    Retained(Tag),
+    /// The payload type named by the sender is not the one declared with the tag.
+    WrongPayload {
+        /// The tag.
+        tag: Tag,
+        /// The payload type declared with the tag.
+        declared: &'static str,
+        /// The one the sender named.
+        used: String,
+    },
+    /// The sender's layout (size, alignment, field count) or byte count differs from the
+    /// declared payload type's: the managed mirror is out of date.
+    WrongLayout {
+        /// The tag.
+        tag: Tag,
+        /// `(size, align, fields)` of the declared payload type.
+        declared: (usize, usize, usize),
+        /// `(size, align, fields)` the sender claimed.
+        used: (usize, usize, usize),
+        /// How many bytes the sender passed.
+        len: usize,
+    },
+}
+
+impl fmt::Display for ScriptBusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScriptBusError::NotGameThread => f.write_str(
+                "the message bus was called off its game thread; marshal the call to the game \
+                 thread first",
+            ),
+            ScriptBusError::NullThunk => f.write_str("the managed thunk is null"),
+            ScriptBusError::NullPayload => {
+                f.write_str("the payload pointer is null but the tag's payload has a size")
+            }
+            ScriptBusError::NotScriptVisible(tag) => write!(
+                f,
+                "gameplay tag `{tag}` is not visible to scripts: declare it `#[script]` in \
+                 `gameplay_tags!` with a `#[script_delegate]` payload"
+            ),
+            ScriptBusError::Retained(tag) => write!(
+                f,
+                "gameplay tag `{tag}` is retained: scripts cannot send it (send it from Rust)"
+            ),
+            ScriptBusError::WrongPayload {
+                tag,
+                declared,
+                used,
+            } => write!(f, "gameplay tag `{tag}` carries `{declared}`, not `{used}`"),
+            ScriptBusError::WrongLayout {
+                tag,
+                declared,
+                used,
+                len,
+            } => write!(
+                f,
+                "gameplay tag `{tag}`: the payload is (size {}, align {}, {} fields) in Rust, \
+                 but the sender claims (size {}, align {}, {} fields) and passed {len} bytes: \
+                 regenerate the bindings",
+                declared.0, declared.1, declared.2, used.0, used.1, used.2
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ScriptBusError {}
+
+/// One managed listener, as the bus remembers it (weakly: its callable owns it).
+struct Entry {
+    id: u64,
+    generation: u64,
+    managed: Weak<Managed>,
+    /// The list it is in, to remove it by handle on a generation unload.
+    list: Weak<dyn RemoveByHandle>,
+}
+
+/// The managed listeners of one bus: a heap block of its own, so a script generation refers to
+/// it weakly (R1: never to the bus's place, which moves).
+#[derive(Default)]
+pub(super) struct ScriptListeners {
+    entries: RefCell<Vec<Entry>>,
+    /// The length after the last compaction: the next runs once it has doubled.
+    compacted: Cell<usize>,
+}
+
+impl ScriptListeners {
+    fn add(&self, entry: Entry) {
+        let mut entries = self.entries.borrow_mut();
+        entries.push(entry);
+        if entries.len() > 2 * self.compacted.get() + 8 {
+            entries.retain(|entry| entry.managed.strong_count() > 0);
+            self.compacted.set(entries.len());
+        }
+    }
+
+    /// Marks the live managed listener `id` with `removal` (the first mark wins); whether there
+    /// was one. No user code runs.
+    pub(super) fn mark(&self, id: u64, removal: Removal) -> bool {
+        let entries = self.entries.borrow();
+        let Some(managed) = entries
+            .iter()
+            .find(|entry| entry.id == id)
+            .and_then(|entry| entry.managed.upgrade())
+        else {
+            return false;
+        };
+        managed.mark(removal);
+        true
+    }
+
+    /// Marks every live managed listener with `reason`.
+    pub(super) fn mark_all(&self, reason: ReleaseReason) {
+        for entry in self.entries.borrow().iter() {
+            if let Some(managed) = entry.managed.upgrade() {
+                managed.mark(released(reason));
+            }
+        }
+    }
+
+    fn ids(&self) -> Vec<u64> {
+        self.entries
+            .borrow()
+            .iter()
+            .filter(|entry| entry.managed.strong_count() > 0)
+            .map(|entry| entry.id)
+            .collect()
+    }
+}
+
+fn released(reason: ReleaseReason) -> Removal {
+    Removal::Released {
+        reason,
+        delegate: std::ptr::null(),
+        site: 0,
+    }
+}
+
+// ---- script generation hook (SD8), see `crate::script_generation`.
+impl crate::script_generation::Member for ScriptListeners {
+    /// Removes the managed listeners of `generation` that are still listening and releases each
+    /// once through the host's hook, with [`ReleaseReason::GenerationUnloaded`] (one whose thunk
+    /// is running when its call returns). Returns how many.
+    fn release_generation(&self, generation: u64) -> usize {
+        let _operation = Operation::begin();
+        let chosen: Vec<(u64, Weak<dyn RemoveByHandle>)> = self
+            .entries
+            .borrow()
+            .iter()
+            .filter(|entry| entry.generation == generation)
+            .filter_map(|entry| {
+                let managed = entry.managed.upgrade()?;
+                managed.mark(released(ReleaseReason::GenerationUnloaded));
+                Some((entry.id, entry.list.clone()))
+            })
+            .collect();
+        // Every one is marked before the first removal: a removal drops a callable, and the
+        // release that follows may call the host, which may remove or unload the others.
+        chosen
+            .into_iter()
+            .filter(|(id, list)| {
+                list.upgrade()
+                    .is_some_and(|list| list.remove_handle(DelegateHandle::from_id(*id)))
+            })
+            .count()
+    }
+}
+// ---- end of script generation hook
+
+/// Calls a managed listener with `message`: its thunk gets a [`BusMessage`] on the stack, and the
+/// payload's address when the message's tag is `#[script]`. Whether the thunk consumed it.
+fn call_managed(managed: &Managed, message: &Message<'_, u64>) -> bool {
+    let tag = message.tag;
+    let (payload, payload_size) = match tag.script_payload() {
+        Some(layout) if layout.size > 0 && tag.payload_type_id() == Some(message.payload_type) => (
+            message.payload.as_ptr().cast_const().cast::<c_void>(),
+            layout.size,
+        ),
+        _ => (std::ptr::null(), 0),
+    };
+    let mut raw = BusMessage {
+        tag_id: tag.id(),
+        has_entity: u8::from(message.entity.is_some()),
+        replay: u8::from(message.replayed),
+        consume: 0,
+        reserved: 0,
+        entity: message.entity.unwrap_or(0),
+        tag_name: tag.name().as_ptr(),
+        tag_name_len: tag.name().len(),
+        payload,
+        payload_size,
+    };
+    // The pointer is made from `&mut raw`, so the thunk may write `consume` through it.
+    (managed.thunk)(
+        managed.context,
+        std::ptr::from_mut(&mut raw).cast_const().cast(),
+    );
+    raw.consume != 0
+}
+
+impl<E: EntityId> MessageBus<E> {
+    /// Whether the calling thread is the one that made this bus: only it may use the bus, and
+    /// the C ABI refuses calls from any other (T1).
+    pub fn is_owner_thread(&self) -> bool {
+        std::thread::current().id() == self.thread
+    }
+
+    /// An operation that hands the managed listeners it releases to the host's hook when it
+    /// ends, when the bus has managed listeners (`None`, costing nothing, when it has none).
+    pub(super) fn script_operation(&self) -> Option<Operation> {
+        self.scripts.borrow().is_some().then(Operation::begin)
+    }
+
+    /// Marks the managed listener `id`, if it is one, as removed from Rust.
+    pub(super) fn mark_removed(&self, id: u64) {
+        if let Some(scripts) = self.scripts.borrow().as_ref() {
+            scripts.mark(id, released(ReleaseReason::Removed));
+        }
+    }
+
+    /// Removes every listener of every tag and entity (M6); managed listeners go to the host's
+    /// release hook with [`ReleaseReason::Cleared`] (GB8), when the clear returns, or, for one
+    /// whose thunk is running, when its call returns. Retained messages and posted messages
+    /// stay.
+    pub fn clear(&self) {
+        let _operation = Operation::begin();
+        let scripts = self.scripts.borrow().clone();
+        if let Some(scripts) = &scripts {
+            scripts.mark_all(ReleaseReason::Cleared);
+        }
+        let channels: Vec<_> = self
+            .channels
+            .borrow()
+            .iter()
+            .flatten()
+            .cloned()
+            .chain(self.entity_channels.borrow().values().cloned())
+            .collect();
+        self.records.borrow_mut().clear();
+        for channel in channels {
+            channel.list.clear();
+        }
+    }
+
+    /// How many managed listeners are listening (GB8).
+    pub fn managed_len(&self) -> usize {
+        let scripts = self.scripts.borrow().clone();
+        scripts.map_or(0, |scripts| {
+            scripts
+                .ids()
+                .into_iter()
+                .filter(|id| self.is_listening(DelegateHandle::from_id(*id)))
+                .count()
+        })
+    }
+}
+
+impl MessageBus<u64> {
+    /// Adds a managed listener (GB8): `thunk(context, message)` with a [`BusMessage`] for every
+    /// message on `tag` (every descendant too when `partial`), for `entity` only when given.
+    /// Returns its id (a handle id, never 0). It belongs to the calling thread's current script
+    /// generation and goes with it (SD8); it reaches the host's release hook exactly once unless
+    /// the host removes it with [`remove_managed`](Self::remove_managed).
+    ///
+    /// An exact listener needs a `#[script]` tag; a partial one may listen to any tag and gets a
+    /// null payload for descendants that are not `#[script]`.
+    #[track_caller]
+    pub fn listen_managed(
+        &self,
+        tag: Tag,
+        partial: bool,
+        entity: Option<u64>,
+        thunk: Option<ManagedThunk>,
+        context: *mut c_void,
+    ) -> Result<u64, ScriptBusError> {
+        if !self.is_owner_thread() {
+            return Err(ScriptBusError::NotGameThread);
+        }
+        let thunk = thunk.ok_or(ScriptBusError::NullThunk)?;
+        if !partial && tag.script_payload().is_none() {
+            return Err(ScriptBusError::NotScriptVisible(tag));
+        }
+        let managed = Managed::new(thunk, context, tag.name());
+        let generation = managed.generation;
+        let held = Rc::clone(&managed);
+        let callable: Callable<u64> = Rc::new(move |message: &Message<'_, u64>| {
+            if !partial && message.tag != tag {
+                return;
+            }
+            message.heard.set(message.heard.get() + 1);
+            if call_managed(&held, message) {
+                message.consume();
+            }
+        });
+        let scripts = Rc::clone(
+            self.scripts
+                .borrow_mut()
+                .get_or_insert_with(|| Rc::new(ScriptListeners::default())),
+        );
+        // The id is recorded before any thunk runs (a binding without one is never released):
+        // the retained messages it hears at once come after.
+        let handle = self.add_quietly(tag, entity, partial, 0, Rc::clone(&callable));
+        managed.id.set(handle.id());
+        let list = self
+            .channel_of(tag, entity)
+            .and_then(|channel| channel.list.weak_remover());
+        if let Some(list) = list {
+            scripts.add(Entry {
+                id: handle.id(),
+                generation,
+                managed: Rc::downgrade(&managed),
+                list,
+            });
+        }
+        if generation != 0 {
+            crate::script_generation::note_member(generation, Rc::downgrade(&scripts));
+        }
+        // Its thunk may remove it, clear or unload meanwhile: it is recorded, so that is released.
+        let _operation = Operation::begin();
+        self.replay_to(tag, entity, partial, handle, &callable);
+        drop(callable);
+        Ok(handle.id())
+    }
+
+    /// The host removes its managed listener `id` (GB8): `false` (no change) for 0, a stale id,
+    /// or a Rust listener's handle. The release hook is not called for it: the host that
+    /// removes releases its own handle. Safe during a send, also from the listener's own thunk.
+    pub fn remove_managed(&self, id: u64) -> bool {
+        let handle = DelegateHandle::from_id(id);
+        if !self.is_listening(handle) {
+            return false;
+        }
+        let scripts = self.scripts.borrow().clone();
+        // Marked while listed, before the removal (no user code in between).
+        scripts.is_some_and(|scripts| scripts.mark(id, Removal::Unbound)) && self.remove(handle)
+    }
+
+    /// The live managed listeners, as the release hook would receive them.
+    pub fn managed_bindings(&self) -> Vec<ManagedBinding> {
+        let scripts = self.scripts.borrow().clone();
+        let Some(scripts) = scripts else {
+            return Vec::new();
+        };
+        scripts
+            .entries
+            .borrow()
+            .iter()
+            .filter(|entry| self.is_listening(DelegateHandle::from_id(entry.id)))
+            .filter_map(|entry| entry.managed.upgrade())
+            .map(|managed| managed.binding())
+            .collect()
+    }
+
+    /// Sends a message from a script (GB8): `payload` points at `len` bytes that a managed
+    /// sender claims are laid out as `layout`. Checked against the payload type declared with
+    /// `tag` (SD6) before a byte is read: the name, size, alignment, field count and `len` must
+    /// match. The bytes are then copied into an aligned buffer of the bus and every matching
+    /// listener, Rust or managed, hears them as the declared type, at once (GB5).
+    ///
+    /// # Safety
+    ///
+    /// `payload` must be null or valid for reads of `len` bytes, and every byte that lies in a
+    /// field of the declared payload type must be initialized (padding may be anything). Since
+    /// reflected payloads have only integer and float fields, any such bytes are a valid value.
+    pub unsafe fn send_script(
+        &self,
+        tag: Tag,
+        entity: Option<u64>,
+        layout: ScriptLayout<'_>,
+        payload: *const c_void,
+        len: usize,
+    ) -> Result<(), ScriptBusError> {
+        if !self.is_owner_thread() {
+            return Err(ScriptBusError::NotGameThread);
+        }
+        let declared = tag
+            .script_payload()
+            .ok_or(ScriptBusError::NotScriptVisible(tag))?;
+        if tag.is_retained() {
+            return Err(ScriptBusError::Retained(tag));
+        }
+        if layout.name != declared.name {
+            return Err(ScriptBusError::WrongPayload {
+                tag,
+                declared: declared.name,
+                used: layout.name.to_owned(),
+            });
+        }
+        let wanted = (declared.size, declared.align, declared.fields.len());
+        let used = (layout.size, layout.align, layout.field_count);
+        // Reflected payloads are aligned to at most 8 (their fields are at most 8 bytes); the
+        // buffer below is, too.
+        if wanted != used || len != declared.size || declared.align > align_of::<u64>() {
+            return Err(ScriptBusError::WrongLayout {
+                tag,
+                declared: wanted,
+                used,
+                len,
+            });
+        }
+        if payload.is_null() && declared.size > 0 {
+            return Err(ScriptBusError::NullPayload);
+        }
+        let Some(type_id) = tag.payload_type_id() else {
+            // A `#[script]` key declares its payload type before its layout.
+            return Err(ScriptBusError::NotScriptVisible(tag));
+        };
+        let mut words: Vec<MaybeUninit<u64>> = Vec::new();
+        words.resize_with(declared.size.div_ceil(8).max(1), MaybeUninit::uninit);
+        if declared.size > 0 {
+            // SAFETY: `payload` is non-null and valid for reads of `len == declared.size` bytes
+            // (caller contract); `words` holds at least that many bytes, and the two do not
+            // overlap (the buffer is new).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    payload.cast::<u8>(),
+                    words.as_mut_ptr().cast::<u8>(),
+                    declared.size,
+                );
+            }
+        }
+        self.deliver_bytes(tag, entity, &words, type_id);
+        Ok(())
+    }
+
+    /// Delivers a payload copied from a script.
+    fn deliver_bytes(&self, tag: Tag, entity: Option<u64>, words: &[MaybeUninit<u64>], ty: TypeId) {
+        let payload = NonNull::from(words).cast::<()>();
+        // SAFETY: `ty` is the `TypeId` of the payload type declared with `tag` (`P`), and
+        // `words`, borrowed for the whole message, is aligned to 8 >= `align_of::<P>()` and holds
+        // `size_of::<P>()` bytes copied from the sender after `send_script` checked that the
+        // sender's layout is `P`'s reflected one (name, size, alignment, fields). `P` is a
+        // reflected payload (`#[script]` requires `ScriptPayload`): only integer and float
+        // fields, each initialized by the caller's contract, so the bytes are a valid `P`. `P`
+        // has no `Drop` glue that could run on them: nothing drops a message's payload but its
+        // owner, here `words`, a buffer of `MaybeUninit<u64>`.
+        let message = unsafe { Message::with_type(tag, entity, payload, ty) };
+        self.dispatch(&message);
+        if message.heard.get() == 0 {
+            unheard(tag);
+        }
+    }
+}

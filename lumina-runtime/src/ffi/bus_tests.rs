@@ -1,0 +1,699 @@
+//! The message bus through the C ABI (GB8), as a host calls it; `.ci/run` runs these under Miri
+//! (the `ffi` filter).
+
+use super::*;
+use crate::bus::BusMessage;
+use crate::script_delegate::{ManagedBinding, ReleaseReason};
+use std::cell::{Cell, RefCell};
+
+#[lumina_macros::script_delegate]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct FfiHit {
+    amount: u32,
+    crit: f64,
+}
+
+#[lumina_macros::script_delegate]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct FfiOther {
+    a: u32,
+}
+
+lumina_macros::gameplay_tags! {
+    mod tags {
+        FfiGb8 {
+            #[script]
+            Hit: FfiHit {
+                #[script]
+                Crit: FfiHit,
+                Quiet: u32,
+            },
+            Plain: u32,
+            #[retained]
+            #[script]
+            State: FfiHit,
+        },
+    }
+}
+
+/// What a test's thunk does besides recording.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Action {
+    Nothing,
+    Consume,
+    RemoveSelf,
+    UnloadGeneration(u64),
+    Clear,
+}
+
+/// What a thunk heard: the tag's name, the entity, the payload.
+type Heard = (String, Option<u64>, Option<FfiHit>);
+
+/// A managed listener's state: its context points here.
+struct Recorder {
+    bus: *const MessageBus,
+    id: Cell<u64>,
+    action: Cell<Action>,
+    running: Cell<bool>,
+    heard: RefCell<Vec<Heard>>,
+    remove_status: Cell<Option<LuminaStatus>>,
+}
+
+impl Recorder {
+    fn new(bus: &MessageBus) -> Self {
+        Recorder {
+            bus,
+            id: Cell::new(0),
+            action: Cell::new(Action::Nothing),
+            running: Cell::new(false),
+            heard: RefCell::new(Vec::new()),
+            remove_status: Cell::new(None),
+        }
+    }
+
+    fn context(&self) -> *mut c_void {
+        std::ptr::from_ref(self).cast_mut().cast()
+    }
+
+    fn amounts(&self) -> Vec<Option<u32>> {
+        self.heard
+            .borrow()
+            .iter()
+            .map(|(_, _, hit)| hit.map(|hit| hit.amount))
+            .collect()
+    }
+}
+
+extern "C" fn thunk(context: *mut c_void, message: *const c_void) {
+    // SAFETY: every test passes a live `Recorder` as the context, and the bus passes a
+    // `BusMessage` valid (and writable: it lives in the bus's frame) for the call.
+    let (recorder, message) = unsafe {
+        (
+            &*context.cast::<Recorder>(),
+            &mut *message.cast_mut().cast::<BusMessage>(),
+        )
+    };
+    recorder.running.set(true);
+    // SAFETY: the tag name is the registry's `'static` UTF-8 name.
+    let name = unsafe { std::slice::from_raw_parts(message.tag_name, message.tag_name_len) };
+    let hit = (!message.payload.is_null()).then(|| {
+        assert_eq!(message.payload_size, size_of::<FfiHit>());
+        // SAFETY: a non-null payload is the tag's payload, here an `FfiHit`, aligned (a Rust
+        // value, or the bus's 8-aligned copy), valid during the call.
+        unsafe { message.payload.cast::<FfiHit>().read() }
+    });
+    recorder.heard.borrow_mut().push((
+        String::from_utf8(name.to_vec()).unwrap(),
+        (message.has_entity != 0).then_some(message.entity),
+        hit,
+    ));
+    match recorder.action.get() {
+        Action::Nothing => {}
+        Action::Consume => message.consume = 1,
+        Action::RemoveSelf => {
+            // SAFETY: the bus outlives its listeners' calls.
+            let status = unsafe { lumina_bus_remove(recorder.bus, recorder.id.get()) };
+            recorder.remove_status.set(Some(status));
+        }
+        Action::Clear => {
+            // SAFETY: the bus outlives its listeners' calls.
+            unsafe { &*recorder.bus }.clear();
+        }
+        Action::UnloadGeneration(generation) => {
+            let mut released = 0;
+            // SAFETY: a local out pointer.
+            let status = unsafe { lumina_script_generation_unload(generation, &mut released) };
+            assert_eq!(status, LuminaStatus::Ok);
+        }
+    }
+    recorder.running.set(false);
+}
+
+thread_local! {
+    /// What the release hook got on this thread: (id, reason), and whether a thunk of a
+    /// released binding was running then.
+    static RELEASED: RefCell<Vec<(u64, ReleaseReason)>> = const { RefCell::new(Vec::new()) };
+    static RELEASED_WHILE_RUNNING: Cell<bool> = const { Cell::new(false) };
+}
+
+extern "C" fn hook(
+    _delegate: *const crate::script_delegate::ScriptDelegateBase,
+    bindings: *const ManagedBinding,
+    count: usize,
+    reason: ReleaseReason,
+) {
+    // SAFETY: the hook gets `count` bindings, valid for the call.
+    let bindings = unsafe { std::slice::from_raw_parts(bindings, count) };
+    for binding in bindings {
+        // SAFETY: every binding of these tests has a live `Recorder` as its context.
+        let recorder = unsafe { &*binding.context.cast::<Recorder>() };
+        if recorder.running.get() {
+            RELEASED_WHILE_RUNNING.set(true);
+        }
+        RELEASED.with_borrow_mut(|released| released.push((binding.id, reason)));
+    }
+}
+
+/// Installs the recording hook for one test (tests run in parallel: the hook is global, so
+/// tests that install one take this lock).
+pub(super) fn with_hook<R>(body: impl FnOnce() -> R) -> R {
+    let _lock = super::tests::HOOK_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    RELEASED.with_borrow_mut(Vec::clear);
+    RELEASED_WHILE_RUNNING.set(false);
+    let previous = crate::script_delegate::set_destroyed_hook(Some(hook));
+    let result = body();
+    crate::script_delegate::set_destroyed_hook(previous);
+    assert!(
+        !RELEASED_WHILE_RUNNING.get(),
+        "a binding was released while its thunk ran (R4)"
+    );
+    result
+}
+
+fn released() -> Vec<(u64, ReleaseReason)> {
+    RELEASED.with_borrow_mut(std::mem::take)
+}
+
+fn name_of(tag: &str) -> (*const u8, usize) {
+    (tag.as_ptr(), tag.len())
+}
+
+/// Listens through the C ABI; returns the status and writes the id into the recorder.
+fn listen(
+    bus: &MessageBus,
+    tag: &str,
+    partial: bool,
+    entity: Option<u64>,
+    r: &Recorder,
+) -> LuminaStatus {
+    let (name, len) = name_of(tag);
+    let mut id = 0;
+    // SAFETY: live bus, name and recorder; a local out pointer.
+    let status = unsafe {
+        lumina_bus_listen(
+            bus,
+            name,
+            len,
+            u8::from(partial),
+            u8::from(entity.is_some()),
+            entity.unwrap_or(0),
+            Some(thunk),
+            r.context(),
+            &mut id,
+        )
+    };
+    r.id.set(id);
+    status
+}
+
+fn layout_of(name: &'static str) -> LuminaPayloadInfo {
+    let mut info = std::mem::MaybeUninit::<LuminaPayloadInfo>::uninit();
+    // SAFETY: a live name; a local out pointer, read only after Ok.
+    unsafe {
+        assert_eq!(
+            lumina_reflect_find_payload(name.as_ptr(), name.len(), info.as_mut_ptr()),
+            LuminaStatus::Ok
+        );
+        info.assume_init()
+    }
+}
+
+fn send(
+    bus: &MessageBus,
+    tag: &str,
+    entity: Option<u64>,
+    hit: &FfiHit,
+    layout: &LuminaPayloadInfo,
+    len: usize,
+) -> LuminaStatus {
+    let (name, name_len) = name_of(tag);
+    // SAFETY: live bus, name, payload (of `len` <= its size bytes) and layout.
+    unsafe {
+        lumina_bus_send(
+            bus,
+            name,
+            name_len,
+            u8::from(entity.is_some()),
+            entity.unwrap_or(0),
+            std::ptr::from_ref(hit).cast(),
+            len,
+            layout,
+        )
+    }
+}
+
+const HIT: FfiHit = FfiHit {
+    amount: 7,
+    crit: 2.5,
+};
+
+#[test]
+fn gb8_tags_are_found_by_name_and_unknown_names_are_error_results() {
+    let hit = tags::FFI_GB8_HIT.tag();
+    let mut id = u32::MAX;
+    // SAFETY: live names; local out pointers.
+    unsafe {
+        let (name, len) = name_of("FfiGb8.Hit");
+        assert_eq!(lumina_bus_find_tag(name, len, &mut id), LuminaStatus::Ok);
+        assert_eq!(id, hit.id());
+        let (name, len) = name_of("FfiGb8.Hti");
+        assert_eq!(
+            lumina_bus_find_tag(name, len, &mut id),
+            LuminaStatus::UnknownTag
+        );
+        let (name, len) = name_of("FfiGb8..Hit");
+        assert_eq!(
+            lumina_bus_find_tag(name, len, &mut id),
+            LuminaStatus::UnknownTag
+        );
+        assert_eq!(
+            lumina_bus_find_tag(std::ptr::null(), 3, &mut id),
+            LuminaStatus::NullPointer
+        );
+        let invalid = [0xff_u8];
+        assert_eq!(
+            lumina_bus_find_tag(invalid.as_ptr(), 1, &mut id),
+            LuminaStatus::InvalidUtf8
+        );
+        assert_eq!(
+            lumina_bus_find_tag(name, len, std::ptr::null_mut()),
+            LuminaStatus::NullPointer
+        );
+    }
+    assert_eq!(id, hit.id(), "nothing is written on error");
+    assert_eq!(hit.script_payload().unwrap().name, "FfiHit");
+    assert!(tags::FFI_GB8_PLAIN.tag().script_payload().is_none());
+}
+
+#[test]
+fn gb8_a_managed_listener_hears_a_rust_send_with_its_payload() {
+    with_hook(|| {
+        let bus = MessageBus::new();
+        let exact = Recorder::new(&bus);
+        let partial = Recorder::new(&bus);
+        let entity = Recorder::new(&bus);
+        // Scripts see a tag once Rust has used its key (the engine does so at start-up).
+        let _ = tags::FFI_GB8_HIT_QUIET.tag();
+        let _ = tags::FFI_GB8_HIT.tag();
+        assert_eq!(
+            listen(&bus, "FfiGb8.Hit", false, None, &exact),
+            LuminaStatus::Ok
+        );
+        assert_eq!(
+            listen(&bus, "FfiGb8", true, None, &partial),
+            LuminaStatus::Ok
+        );
+        assert_eq!(
+            listen(&bus, "FfiGb8.Hit", false, Some(9), &entity),
+            LuminaStatus::Ok
+        );
+        assert_ne!(exact.id.get(), 0);
+        bus.send(&tags::FFI_GB8_HIT, HIT);
+        bus.send_to(&tags::FFI_GB8_HIT, 9, FfiHit { amount: 8, ..HIT });
+        bus.send(&tags::FFI_GB8_HIT_CRIT, FfiHit { amount: 50, ..HIT });
+        bus.send(&tags::FFI_GB8_HIT_QUIET, 3);
+        assert_eq!(
+            exact.heard.borrow()[0],
+            ("FfiGb8.Hit".to_owned(), None, Some(HIT))
+        );
+        assert_eq!(
+            exact.amounts(),
+            [Some(7), Some(8)],
+            "exact: not the child tag"
+        );
+        assert_eq!(entity.amounts(), [Some(8)], "one entity only");
+        assert_eq!(entity.heard.borrow()[0].1, Some(9));
+        assert_eq!(
+            partial.amounts(),
+            [Some(7), Some(8), Some(50), None],
+            "partial: every descendant; a payload scripts cannot see arrives as null"
+        );
+        assert_eq!(partial.heard.borrow()[3].0, "FfiGb8.Hit.Quiet");
+        let mut count = 0;
+        // SAFETY: a live bus and a local out pointer.
+        let status = unsafe { lumina_bus_managed_count(&bus, &mut count) };
+        assert_eq!(status, LuminaStatus::Ok);
+        assert_eq!(count, 3);
+        drop(bus);
+        let mut reasons = released();
+        reasons.sort_by_key(|(id, _)| *id);
+        assert_eq!(
+            reasons,
+            [
+                (exact.id.get(), ReleaseReason::Destroyed),
+                (partial.id.get(), ReleaseReason::Destroyed),
+                (entity.id.get(), ReleaseReason::Destroyed),
+            ],
+            "dropping the bus releases each once"
+        );
+    });
+}
+
+#[test]
+fn gb8_a_script_send_reaches_rust_and_managed_listeners_and_can_be_consumed() {
+    with_hook(|| {
+        let bus = MessageBus::new();
+        let rust_heard = std::rc::Rc::new(RefCell::new(Vec::new()));
+        let sink = std::rc::Rc::clone(&rust_heard);
+        let _rust = bus.listen(&tags::FFI_GB8_HIT, move |hit: &FfiHit, message| {
+            sink.borrow_mut().push((*hit, message.entity()));
+        });
+        let managed = Recorder::new(&bus);
+        let consumer = Recorder::new(&bus);
+        consumer.action.set(Action::Consume);
+        assert_eq!(
+            listen(&bus, "FfiGb8.Hit", false, Some(4), &consumer),
+            LuminaStatus::Ok
+        );
+        assert_eq!(
+            listen(&bus, "FfiGb8.Hit", false, None, &managed),
+            LuminaStatus::Ok
+        );
+        let layout = layout_of("FfiHit");
+        assert_eq!(
+            send(&bus, "FfiGb8.Hit", None, &HIT, &layout, size_of::<FfiHit>()),
+            LuminaStatus::Ok
+        );
+        assert_eq!(
+            *rust_heard.borrow(),
+            [(HIT, None)],
+            "Rust hears the script's bytes as its type"
+        );
+        assert_eq!(managed.amounts(), [Some(7)]);
+        // Addressed to entity 4: its managed listener consumes it, so nothing after hears it.
+        assert_eq!(
+            send(
+                &bus,
+                "FfiGb8.Hit",
+                Some(4),
+                &HIT,
+                &layout,
+                size_of::<FfiHit>()
+            ),
+            LuminaStatus::Ok
+        );
+        assert_eq!(consumer.amounts(), [Some(7)]);
+        assert_eq!(
+            managed.amounts(),
+            [Some(7)],
+            "consumed by the entity's listener"
+        );
+        assert_eq!(rust_heard.borrow().len(), 1);
+        bus.clear();
+        let mut reasons = released();
+        reasons.sort_by_key(|(id, _)| *id);
+        assert_eq!(
+            reasons,
+            [
+                (consumer.id.get(), ReleaseReason::Cleared),
+                (managed.id.get(), ReleaseReason::Cleared)
+            ]
+        );
+        drop(bus);
+        assert!(released().is_empty(), "released once");
+    });
+}
+
+#[test]
+fn gb8_wrong_payloads_and_layouts_are_clear_error_results_not_reads() {
+    let bus = MessageBus::new();
+    let heard = Recorder::new(&bus);
+    assert_eq!(
+        listen(&bus, "FfiGb8.Hit", false, None, &heard),
+        LuminaStatus::Ok
+    );
+    let good = layout_of("FfiHit");
+    let other = layout_of("FfiOther");
+    let size = size_of::<FfiHit>();
+    let _ = tags::FFI_GB8_PLAIN.tag();
+    let _ = tags::FFI_GB8_STATE.tag();
+    assert_eq!(
+        send(&bus, "FfiGb8.Hit", None, &HIT, &other, size),
+        LuminaStatus::WrongPayload
+    );
+    assert_eq!(
+        send(&bus, "FfiGb8.Hit", None, &HIT, &good, 4),
+        LuminaStatus::WrongLayout,
+        "too few bytes"
+    );
+    let mut wrong = good;
+    wrong.size = 8;
+    assert_eq!(
+        send(&bus, "FfiGb8.Hit", None, &HIT, &wrong, 8),
+        LuminaStatus::WrongLayout
+    );
+    let mut wrong = good;
+    wrong.field_count = 3;
+    assert_eq!(
+        send(&bus, "FfiGb8.Hit", None, &HIT, &wrong, size),
+        LuminaStatus::WrongLayout
+    );
+    let mut wrong = good;
+    wrong.align = 4;
+    assert_eq!(
+        send(&bus, "FfiGb8.Hit", None, &HIT, &wrong, size),
+        LuminaStatus::WrongLayout
+    );
+    assert_eq!(
+        send(&bus, "FfiGb8.Plain", None, &HIT, &good, size),
+        LuminaStatus::NotScriptVisible
+    );
+    assert_eq!(
+        send(&bus, "FfiGb8.State", None, &HIT, &good, size),
+        LuminaStatus::Retained
+    );
+    assert_eq!(
+        send(&bus, "FfiGb8.Nope", None, &HIT, &good, size),
+        LuminaStatus::UnknownTag
+    );
+    assert_eq!(
+        listen(&bus, "FfiGb8.Plain", false, None, &heard),
+        LuminaStatus::NotScriptVisible
+    );
+    // SAFETY: null pointers are the point; the rest are live.
+    unsafe {
+        let (name, len) = name_of("FfiGb8.Hit");
+        assert_eq!(
+            lumina_bus_send(&bus, name, len, 0, 0, std::ptr::null(), size, &good),
+            LuminaStatus::NullPointer
+        );
+        assert_eq!(
+            lumina_bus_send(
+                &bus,
+                name,
+                len,
+                0,
+                0,
+                std::ptr::from_ref(&HIT).cast(),
+                size,
+                std::ptr::null()
+            ),
+            LuminaStatus::NullPointer
+        );
+        assert_eq!(
+            lumina_bus_send(
+                std::ptr::null(),
+                name,
+                len,
+                0,
+                0,
+                std::ptr::from_ref(&HIT).cast(),
+                size,
+                &good
+            ),
+            LuminaStatus::NullPointer
+        );
+        let mut id = 0;
+        assert_eq!(
+            lumina_bus_listen(
+                &bus,
+                name,
+                len,
+                0,
+                0,
+                0,
+                None,
+                std::ptr::null_mut(),
+                &mut id
+            ),
+            LuminaStatus::NullThunk
+        );
+        assert_eq!(lumina_bus_remove(&bus, 0), LuminaStatus::UnknownId);
+    }
+    assert!(
+        heard.heard.borrow().is_empty(),
+        "no refused send was delivered"
+    );
+    let rust = bus.listen(&tags::FFI_GB8_HIT, |_, _| {});
+    // SAFETY: a live bus.
+    let status = unsafe { lumina_bus_remove(&bus, rust.id()) };
+    assert_eq!(
+        status,
+        LuminaStatus::UnknownId,
+        "a Rust listener is not the host's to remove"
+    );
+    assert!(bus.is_listening(rust));
+}
+
+#[test]
+fn gb8_every_removal_path_releases_once_with_its_reason_never_while_running() {
+    with_hook(|| {
+        let bus = MessageBus::new();
+        let host_removed = Recorder::new(&bus);
+        let rust_removed = Recorder::new(&bus);
+        let self_removed = Recorder::new(&bus);
+        let forgotten = Recorder::new(&bus);
+        let unloader = Recorder::new(&bus);
+        let survivor = Recorder::new(&bus);
+        let generation = crate::script_generation::begin();
+        for recorder in [&host_removed, &rust_removed, &self_removed, &unloader] {
+            assert_eq!(
+                listen(&bus, "FfiGb8.Hit", false, None, recorder),
+                LuminaStatus::Ok
+            );
+        }
+        assert_eq!(
+            listen(&bus, "FfiGb8.Hit", false, Some(3), &forgotten),
+            LuminaStatus::Ok
+        );
+        let next = crate::script_generation::begin();
+        assert_eq!(
+            listen(&bus, "FfiGb8.Hit", false, None, &survivor),
+            LuminaStatus::Ok
+        );
+
+        // SAFETY: a live bus.
+        let status = unsafe { lumina_bus_remove(&bus, host_removed.id.get()) };
+        assert_eq!(status, LuminaStatus::Ok);
+        // SAFETY: as above.
+        let status = unsafe { lumina_bus_remove(&bus, host_removed.id.get()) };
+        assert_eq!(status, LuminaStatus::UnknownId);
+        assert!(released().is_empty(), "the host's own remove calls no hook");
+        assert!(bus.remove(DelegateHandleExt::of(rust_removed.id.get())));
+        assert_eq!(
+            released(),
+            [(rust_removed.id.get(), ReleaseReason::Removed)]
+        );
+        assert_eq!(bus.forget_entity(3), 1);
+        assert_eq!(released(), [(forgotten.id.get(), ReleaseReason::Removed)]);
+
+        self_removed.action.set(Action::RemoveSelf);
+        unloader.action.set(Action::UnloadGeneration(generation));
+        bus.send(&tags::FFI_GB8_HIT, HIT);
+        assert_eq!(self_removed.remove_status.get(), Some(LuminaStatus::Ok));
+        // The unloader unloaded its own generation from its thunk: released when its call
+        // returned (the hook checks it was not running), with the generation's reason.
+        assert_eq!(
+            released(),
+            [(unloader.id.get(), ReleaseReason::GenerationUnloaded)]
+        );
+        assert_eq!(
+            survivor.amounts(),
+            [Some(7)],
+            "the next generation's listener still hears"
+        );
+        bus.send(&tags::FFI_GB8_HIT, HIT);
+        assert_eq!(self_removed.amounts(), [Some(7)]);
+        assert_eq!(unloader.amounts(), [Some(7)]);
+        assert_eq!(survivor.amounts(), [Some(7), Some(7)]);
+        let mut released_count = 0;
+        assert_eq!(crate::script_generation::unload(next), Some(1));
+        assert_eq!(
+            released(),
+            [(survivor.id.get(), ReleaseReason::GenerationUnloaded)]
+        );
+        // SAFETY: a local out pointer.
+        let status = unsafe { lumina_script_generation_unload(generation, &mut released_count) };
+        assert_eq!(status, LuminaStatus::UnknownId, "a generation unloads once");
+        drop(bus);
+        assert!(released().is_empty(), "nothing is released twice");
+    });
+}
+
+#[test]
+fn gb8_a_managed_listener_hears_a_retained_message_at_once_and_a_clear_from_it_releases_once() {
+    with_hook(|| {
+        let bus = MessageBus::new();
+        bus.send(&tags::FFI_GB8_STATE, FfiHit { amount: 11, ..HIT });
+        let late = Recorder::new(&bus);
+        late.action.set(Action::Clear);
+        assert_eq!(
+            listen(&bus, "FfiGb8.State", false, None, &late),
+            LuminaStatus::Ok
+        );
+        assert_eq!(
+            late.amounts(),
+            [Some(11)],
+            "heard the retained message at once"
+        );
+        assert_eq!(
+            released(),
+            [(late.id.get(), ReleaseReason::Cleared)],
+            "the clear its own replay made released it once, with its id, after its call"
+        );
+        assert_eq!(bus.managed_len(), 0);
+        drop(bus);
+        assert!(released().is_empty());
+    });
+}
+
+#[test]
+fn gb8_bus_calls_from_another_thread_are_refused() {
+    let bus = MessageBus::new();
+    /// The bus's address, carried to another thread the way a host would.
+    struct Foreign(*const MessageBus);
+    // SAFETY: the other thread only passes the pointer to the C ABI, which refuses it after
+    // reading the immutable thread id; that is what this test checks.
+    unsafe impl Send for Foreign {}
+    let foreign = Foreign(&bus);
+    let _ = tags::FFI_GB8_HIT.tag();
+    let statuses = std::thread::spawn(move || {
+        let foreign = foreign;
+        let layout = layout_of("FfiHit");
+        let (name, len) = name_of("FfiGb8.Hit");
+        let mut id = 0;
+        // SAFETY: the bus outlives the thread (joined below); each call reads only its thread
+        // id before refusing.
+        unsafe {
+            [
+                lumina_bus_listen(
+                    foreign.0,
+                    name,
+                    len,
+                    0,
+                    0,
+                    0,
+                    Some(thunk),
+                    std::ptr::null_mut(),
+                    &mut id,
+                ),
+                lumina_bus_send(
+                    foreign.0,
+                    name,
+                    len,
+                    0,
+                    0,
+                    std::ptr::from_ref(&HIT).cast(),
+                    size_of::<FfiHit>(),
+                    &layout,
+                ),
+                lumina_bus_remove(foreign.0, 1),
+            ]
+        }
+    })
+    .join()
+    .unwrap();
+    assert_eq!(statuses, [LuminaStatus::NotGameThread; 3]);
+    assert_eq!(bus.managed_len(), 0);
+}
+
+/// `DelegateHandle::from_id` for tests.
+struct DelegateHandleExt;
+
+impl DelegateHandleExt {
+    fn of(id: u64) -> crate::DelegateHandle {
+        crate::DelegateHandle::from_id(id)
+    }
+}
