@@ -738,6 +738,52 @@ fn x2_views_offer_every_new_form() {
     assert_eq!(scored.remove_static(|_| {}), 0, "another function pointer");
 }
 
+#[test]
+fn x7_declared_delegates_and_their_views_remove_a_method_by_owner_and_method() {
+    struct Hud {
+        log: RefCell<Vec<String>>,
+    }
+    impl Hud {
+        fn show(&self, cause: &str) {
+            self.log.borrow_mut().push(format!("show {cause}"));
+        }
+        fn hide(&self, cause: &str) {
+            self.log.borrow_mut().push(format!("hide {cause}"));
+        }
+    }
+    let hud = || {
+        Rc::new(Hud {
+            log: RefCell::default(),
+        })
+    };
+    let player = game::Player::default();
+    let (left, right) = (hud(), hud());
+    // Through the view, as a listener in another module would.
+    let _ = player.on_died().add_method(&left, Hud::show);
+    let _ = player.on_died().add_method(&right, Hud::show);
+    let left_hide = player.on_died().add_method(&left, Hud::hide);
+    let _ = player.on_died().add_member(&left, Hud::show); // never matched by remove_method
+    let removed = found_by_function(player.on_died().remove_method(&left, Hud::show), 1);
+    assert_eq!(player.on_died().len(), 4 - removed);
+    player.die("lava");
+    assert_eq!(*right.log.borrow(), ["show lava"]);
+    let expected: &[&str] = if removed == 1 {
+        &["hide lava", "show lava"]
+    } else {
+        &["show lava", "hide lava", "show lava"]
+    };
+    assert_eq!(*left.log.borrow(), expected);
+    // A handle from add_method removes it like any.
+    assert!(player.on_died().remove(left_hide));
+    // Another owner with the same method, or a method never added: nothing.
+    assert_eq!(player.on_died().remove_method(&hud(), Hud::show), 0);
+    assert_eq!(player.on_died().remove_method(&right, Hud::hide), 0);
+    // Held weakly: a dropped owner's binding stops running.
+    drop(right);
+    player.die("spikes");
+    assert_eq!(left.log.borrow().len(), expected.len() + 2 - removed);
+}
+
 // ---- script delegates' native side and the event processor --------------------------------------
 
 #[lumina::script_delegate]
