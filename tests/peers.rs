@@ -825,6 +825,92 @@ fn x3_x4_x6_script_delegate_native_listeners_once_blocked_and_self_aware() {
     assert!(!on_hit.remove(aware));
 }
 
+#[test]
+fn x3_x6_x7_script_delegate_native_members_once_and_self_aware_and_remove_static() {
+    thread_local!(static PLAIN: Cell<u32> = const { Cell::new(0) });
+    fn plain(hit: &Hit) {
+        PLAIN.with(|sum| sum.set(sum.get() + hit.damage));
+    }
+    struct Target {
+        log: Log,
+    }
+    let on_hit: lumina::ScriptDelegate<Hit> = lumina::ScriptDelegate::new();
+    let log = log();
+    let target = Rc::new(Target {
+        log: Rc::clone(&log),
+    });
+    let once = on_hit.add_member_once(&target, |target, _| {
+        target.log.borrow_mut().push("member once");
+    });
+    let aware = on_hit.add_member_self_aware(&target, |target, this, hit| {
+        target.log.borrow_mut().push("member aware");
+        if hit.damage > 1 {
+            assert!(this.block());
+        }
+    });
+    let _ = on_hit.add_static(plain);
+    let _ = on_hit.add_lambda(plain); // a closure: never removed by function
+    on_hit.broadcast(&Hit { damage: 1 });
+    on_hit.broadcast(&Hit { damage: 2 });
+    on_hit.broadcast(&Hit { damage: 3 });
+    assert_eq!(taken(&log), ["member once", "member aware", "member aware"]);
+    assert!(!on_hit.remove(once), "it ran: its handle names nothing");
+    assert!(on_hit.is_blocked(aware));
+    assert_eq!(PLAIN.with(Cell::get), 12);
+    let removed = found_by_function(on_hit.remove_static(plain), 1);
+    assert_eq!(on_hit.len(), 3 - removed);
+    on_hit.broadcast(&Hit { damage: 10 });
+    assert_eq!(PLAIN.with(Cell::get), 22 + 10 * (1 - removed as u32));
+    // Member bindings are held weakly, self-aware or not.
+    assert_eq!(on_hit.remove_all(&target), 1);
+}
+
+#[test]
+fn x4_x6_x7_a_lifecycle_signal_blocks_self_aware_and_removes_by_function() {
+    use lumina::core_delegates::LifecycleSignal;
+    thread_local!(static RAN: Cell<u32> = const { Cell::new(0) });
+    fn ready() {
+        RAN.with(|ran| ran.set(ran.get() + 1));
+    }
+    let on_ready = LifecycleSignal::new("on_ready");
+    let log = log();
+    let inner = Rc::clone(&log);
+    let handle_seen = Rc::new(Cell::new(DelegateHandle::default()));
+    let seen = Rc::clone(&handle_seen);
+    let aware = on_ready.add_lambda_self_aware(move |this| {
+        seen.set(this.handle());
+        inner.borrow_mut().push("aware");
+    });
+    let muted = on_ready.add_lambda(say_unit(&log, "muted"));
+    let guarded = on_ready.add_lambda(say_unit(&log, "guarded"));
+    let _ = on_ready.add_static(ready);
+    let _ = on_ready.add_static(ready);
+    assert!(on_ready.block(muted) && on_ready.is_blocked(muted));
+    assert!(on_ready.block(guarded) && on_ready.unblock(guarded));
+    let guard = on_ready.block_scoped(guarded);
+    assert!(on_ready.is_blocked(guarded));
+    drop(guard);
+    assert!(!on_ready.is_blocked(guarded));
+    let _kept = on_ready.block_scoped(guarded);
+    let removed = found_by_function(on_ready.remove_static(ready), 2);
+    on_ready.broadcast_and_clear();
+    assert_eq!(taken(&log), ["aware"]);
+    assert_eq!(handle_seen.get(), aware);
+    assert_eq!(RAN.with(Cell::get), 2 - removed as u32);
+    // Too late: nothing subscribes, and nothing is muted.
+    assert!(
+        !on_ready
+            .add_lambda_self_aware(|_| unreachable!())
+            .is_valid()
+    );
+    assert!(!on_ready.block(muted) && on_ready.is_empty());
+}
+
+fn say_unit(log: &Log, name: &'static str) -> impl Fn() + 'static {
+    let log = Rc::clone(log);
+    move || log.borrow_mut().push(name)
+}
+
 /// What `unblock_thunk` unblocks.
 struct Unblock {
     delegate: Rc<lumina::ScriptDelegate<Hit>>,
