@@ -685,7 +685,11 @@ fn run(script: Vec<(Op, Behaviour)>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    // Fewer cases under Miri (`.ci/run`), where each costs seconds.
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 512 },
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn p1_p2_p3_p4_x1_x4_x6_random_scripts_match_the_reference_model(
