@@ -685,9 +685,15 @@ fn run(script: Vec<(Op, Behaviour)>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    // Fewer cases under Miri (`.ci/run`), where each costs seconds.
+    // Fewer cases under Miri (`.ci/run`), where each costs seconds, and no regression file
+    // there (Miri isolates the test from the file system).
     #![proptest_config(ProptestConfig {
         cases: if cfg!(miri) { 4 } else { 512 },
+        failure_persistence: if cfg!(miri) {
+            None
+        } else {
+            ProptestConfig::default().failure_persistence
+        },
         ..ProptestConfig::default()
     })]
 
