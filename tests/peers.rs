@@ -850,17 +850,19 @@ fn x3_x6_x7_script_delegate_native_members_once_and_self_aware_and_remove_static
     });
     let _ = on_hit.add_static(plain);
     let _ = on_hit.add_lambda(plain); // a closure: never removed by function
+    let static_once = on_hit.add_static_once(plain);
     on_hit.broadcast(&Hit { damage: 1 });
+    assert!(!on_hit.remove(static_once), "ran once, gone");
     on_hit.broadcast(&Hit { damage: 2 });
     on_hit.broadcast(&Hit { damage: 3 });
     assert_eq!(taken(&log), ["member once", "member aware", "member aware"]);
     assert!(!on_hit.remove(once), "it ran: its handle names nothing");
     assert!(on_hit.is_blocked(aware));
-    assert_eq!(PLAIN.with(Cell::get), 12);
+    assert_eq!(PLAIN.with(Cell::get), 13);
     let removed = found_by_function(on_hit.remove_static(plain), 1);
     assert_eq!(on_hit.len(), 3 - removed);
     on_hit.broadcast(&Hit { damage: 10 });
-    assert_eq!(PLAIN.with(Cell::get), 22 + 10 * (1 - removed as u32));
+    assert_eq!(PLAIN.with(Cell::get), 23 + 10 * (1 - removed as u32));
     // Member bindings are held weakly, self-aware or not.
     assert_eq!(on_hit.remove_all(&target), 1);
 }

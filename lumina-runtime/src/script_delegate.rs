@@ -629,6 +629,21 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
             .insert_spec(spec, Listener::Native(native(f)))
     }
 
+    /// Adds a plain function that runs at most once (X3), like
+    /// [`add_lambda_once`](Self::add_lambda_once); [`remove_static`](Self::remove_static) finds
+    /// it until it ran.
+    #[track_caller]
+    pub fn add_static_once(&self, f: fn(&P)) -> DelegateHandle {
+        let spec = crate::invocation::Spec {
+            once: true,
+            key: Some(crate::__private::fn_address(f as *const ())),
+            ..Default::default()
+        };
+        self.base
+            .list
+            .insert_spec(spec, Listener::Native(native(f)))
+    }
+
     /// Adds a method of `owner` that runs at most once (X3), held weakly like
     /// [`add_member`](Self::add_member).
     #[track_caller]
