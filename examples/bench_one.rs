@@ -9,7 +9,8 @@
 //! `<system>` is one of `floor`, `lumina`, `signals2` (broadcast to `n` subscribers),
 //! `tick-floor`, `tick-declared`, `tick-generic` (N2's shape: a `Copy` argument added into a
 //! thread-local cell, through a raw loop, a declared delegate, a generic delegate),
-//! `dispatch-floor`, `dispatch-weak-floor`, `dispatch-lumina` (dispatch through `n` handlers).
+//! `dispatch-floor`, `dispatch-weak-floor`, `dispatch-lumina`, `dispatch-self-aware` (dispatch
+//! through `n` handlers; the last with self-aware handlers, X6, none blocked, X4).
 //! Instructions per subscriber call are then
 //! `(Ir(operations) - Ir(0)) / (operations * n)`, with `Ir` the total callgrind reports:
 //!
@@ -28,7 +29,7 @@ use std::hint::black_box;
 use common::System;
 use common::dispatch::Dispatch;
 
-const SYSTEMS: [&str; 13] = [
+const SYSTEMS: [&str; 14] = [
     "floor",
     "lumina",
     "signals2",
@@ -38,6 +39,7 @@ const SYSTEMS: [&str; 13] = [
     "dispatch-floor",
     "dispatch-weak-floor",
     "dispatch-lumina",
+    "dispatch-self-aware",
     "script-native-floor",
     "script-native",
     "script-managed-floor",
@@ -93,6 +95,7 @@ fn run(system: &str, n: usize, operations: u64) -> Result<u64, String> {
         "dispatch-floor" => dispatch::<common::dispatch::Floor>(n, operations),
         "dispatch-weak-floor" => dispatch::<common::dispatch::WeakFloor>(n, operations),
         "dispatch-lumina" => dispatch::<common::dispatch::Lumina>(n, operations),
+        "dispatch-self-aware" => dispatch::<common::dispatch::LuminaSelfAware>(n, operations),
         "script-native-floor" => broadcast::<common::script::NativeFloor>(n, operations),
         "script-native" => broadcast::<common::script::Native>(n, operations),
         "script-managed-floor" => broadcast::<common::script::ManagedFloor>(n, operations),

@@ -138,3 +138,58 @@ fn x1_typed_dispatch_allocates_nothing() {
     assert_eq!(consumed, 2000 + 2);
     drop(view);
 }
+
+#[test]
+fn x4_x6_muted_and_self_aware_dispatch_allocates_nothing() {
+    assert_eq!(allocations_during(|| drop(Box::new(1u64))), 1);
+    let processor = Rc::new(EventProcessor::new());
+    let registry = Rc::new(InputViewportRegistry::new());
+    assert!(registry.register(&processor));
+    let muted_view = registry.add_viewport_handler_self_aware::<MouseButtonPressedEvent>(
+        Rect::new(0.0, 0.0, 640.0, 480.0),
+        |this, _| this.block(),
+    );
+    let mut guards = Vec::new();
+    // Self-aware handlers that mute and unmute each other mid-dispatch: the Q handler mutes
+    // itself on Q; the chrome handler unmutes it on the next event, and consumes a mouse move
+    // that found it muted.
+    let q = processor.add_handler_self_aware::<KeyPressedEvent>(100, |this, key| {
+        if key.key == Key::Q {
+            this.block();
+        }
+        false
+    });
+    let q_handle = q.handle();
+    let weak = Rc::downgrade(&processor);
+    guards.push(q);
+    guards.push(processor.add_event_handler_self_aware(
+        InputLayer::EditorChrome,
+        move |this, event| {
+            let processor = weak.upgrade().expect("alive");
+            let was_muted = processor.is_blocked(q_handle);
+            processor.unblock(q_handle);
+            assert!(!this.is_blocked());
+            event.is::<MouseMovedEvent>() && was_muted
+        },
+    ));
+    for i in 0..8 {
+        let guard = processor.add_handler::<KeyPressedEvent>(i * 10, |key| key.key == Key::W);
+        if i % 2 == 0 {
+            assert!(processor.block(guard.handle()));
+        }
+        guards.push(guard);
+    }
+    let run = |rounds: usize| dispatch_rounds(&processor, rounds);
+    run(1);
+    let mut consumed = 0;
+    let allocations = allocations_during(|| {
+        consumed = run(1000);
+        let _scoped = processor.block_scoped(q_handle);
+    });
+    println!("allocations in 4000 dispatches with muted and self-aware handlers: {allocations}");
+    assert_eq!(allocations, 0);
+    // Each round: W consumed by an unmuted W handler, Q mutes its handler, the move finds it
+    // muted (consumed), the click goes to the viewport that muted itself (passed on).
+    assert_eq!(consumed, 2000);
+    drop(muted_view);
+}

@@ -409,6 +409,9 @@ const EVERY_POINT: &[&str] = &[
     "removed-drop-unload",
     "removed-drop-reload",
     "queued-behind",
+    "coroutine-unload",
+    "coroutine-reload",
+    "coroutine-drop-unload",
     "engine-callback",
 ];
 
@@ -656,6 +659,79 @@ fn r5_mb4_unload_from_its_subscriber_or_a_drop_the_engine_runs_is_refused() {
         );
         assert_gone(&trace, plan);
     }
+}
+
+/// MB4 and R5 for coroutine tasks (X5), with a real module: its task, spawned on the game
+/// thread's executor at start-up, awaits the engine's tick delegate's next broadcast.
+/// - Woken by a tick, the task asks to unload (or reload) its own module: refused, saying a
+///   coroutine task of the module is running (its code is on the stack), and the task goes on
+///   in mapped code.
+/// - The engine's unload then drops the waiting task unpolled, before the unmap: its capture's
+///   `Drop` (module code) runs while the library is mapped, the task's subscription to the tick
+///   goes with it, and a later tick wakes nothing. Under memcheck in
+///   `r5_mb4_reentry_from_every_point_runs_clean_under_memcheck`: nothing read after the unmap.
+/// - An unload asked from the `Drop` of a capture of the task, which the unload itself runs, is
+///   refused as "being unloaded already".
+#[test]
+fn mb4_r5_a_modules_coroutine_task_is_dropped_before_the_unmap_and_cannot_unload_it() {
+    let plans = [
+        "coroutine-unload",
+        "coroutine-reload",
+        "coroutine-drop-unload",
+    ];
+    let (trace, _) = reentry("mb4-coroutine", &plans, None);
+    for (plan, operation) in [
+        ("coroutine-unload", "unload"),
+        ("coroutine-reload", "reload"),
+    ] {
+        let lines = plan_lines(&trace, plan);
+        let at = |wanted: &str| {
+            lines
+                .iter()
+                .position(|l| l.starts_with(wanted))
+                .unwrap_or_else(|| panic!("{plan}: no {wanted:?} in {lines:#?}"))
+        };
+        let woke = at("module: coroutine woke at tick ");
+        let asked = at(&format!("module: {operation} of module#"));
+        assert!(
+            lines[asked].ends_with(
+                "from its coroutine: game module `reentrant_module` cannot be unloaded now: a \
+                 coroutine task it spawned is running; unload it after the task's poll returns, \
+                 e.g. from a task queued with `main_thread::enqueue`"
+            ),
+            "{plan}: {lines:#?}"
+        );
+        assert_eq!(
+            lines[asked + 1],
+            format!("module: back in its coroutine after the {operation}")
+        );
+        // The engine's unload: shut-down, then the task dropped (its capture's `Drop` prints),
+        // then the unload returns; only one start-up: the refused reload loaded nothing.
+        let shut_down = at("module: shut-down of module#");
+        let dropped = at("module: coroutine capture dropped");
+        let unloaded = at("engine: unload reentrant_module (module#");
+        assert!(lines[unloaded].contains("Ok("), "{plan}: {lines:#?}");
+        assert!(
+            woke < asked && asked < shut_down && shut_down < dropped && dropped < unloaded,
+            "{plan}: {lines:#?}"
+        );
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("module: start-up"))
+                .count(),
+            1,
+            "{plan}: {lines:#?}"
+        );
+        assert_gone(&trace, plan);
+    }
+    assert_refused_while_leaving(&trace, "coroutine-drop-unload");
+    let lines = plan_lines(&trace, "coroutine-drop-unload");
+    assert!(
+        lines.contains(&"module: coroutine waits for a tick"),
+        "{lines:#?}"
+    );
+    assert!(!trace.contains("must not"), "{trace}");
 }
 
 #[test]

@@ -738,6 +738,52 @@ fn x2_views_offer_every_new_form() {
     assert_eq!(scored.remove_static(|_| {}), 0, "another function pointer");
 }
 
+#[test]
+fn x7_declared_delegates_and_their_views_remove_a_method_by_owner_and_method() {
+    struct Hud {
+        log: RefCell<Vec<String>>,
+    }
+    impl Hud {
+        fn show(&self, cause: &str) {
+            self.log.borrow_mut().push(format!("show {cause}"));
+        }
+        fn hide(&self, cause: &str) {
+            self.log.borrow_mut().push(format!("hide {cause}"));
+        }
+    }
+    let hud = || {
+        Rc::new(Hud {
+            log: RefCell::default(),
+        })
+    };
+    let player = game::Player::default();
+    let (left, right) = (hud(), hud());
+    // Through the view, as a listener in another module would.
+    let _ = player.on_died().add_method(&left, Hud::show);
+    let _ = player.on_died().add_method(&right, Hud::show);
+    let left_hide = player.on_died().add_method(&left, Hud::hide);
+    let _ = player.on_died().add_member(&left, Hud::show); // never matched by remove_method
+    let removed = found_by_function(player.on_died().remove_method(&left, Hud::show), 1);
+    assert_eq!(player.on_died().len(), 4 - removed);
+    player.die("lava");
+    assert_eq!(*right.log.borrow(), ["show lava"]);
+    let expected: &[&str] = if removed == 1 {
+        &["hide lava", "show lava"]
+    } else {
+        &["show lava", "hide lava", "show lava"]
+    };
+    assert_eq!(*left.log.borrow(), expected);
+    // A handle from add_method removes it like any.
+    assert!(player.on_died().remove(left_hide));
+    // Another owner with the same method, or a method never added: nothing.
+    assert_eq!(player.on_died().remove_method(&hud(), Hud::show), 0);
+    assert_eq!(player.on_died().remove_method(&right, Hud::hide), 0);
+    // Held weakly: a dropped owner's binding stops running.
+    drop(right);
+    player.die("spikes");
+    assert_eq!(left.log.borrow().len(), expected.len() + 2 - removed);
+}
+
 // ---- script delegates' native side and the event processor --------------------------------------
 
 #[lumina::script_delegate]
@@ -777,6 +823,94 @@ fn x3_x4_x6_script_delegate_native_listeners_once_blocked_and_self_aware() {
     on_hit.broadcast(&Hit { damage: 2 });
     assert_eq!(taken(&log), ["aware", "muted", "muted"]);
     assert!(!on_hit.remove(aware));
+}
+
+#[test]
+fn x3_x6_x7_script_delegate_native_members_once_and_self_aware_and_remove_static() {
+    thread_local!(static PLAIN: Cell<u32> = const { Cell::new(0) });
+    fn plain(hit: &Hit) {
+        PLAIN.with(|sum| sum.set(sum.get() + hit.damage));
+    }
+    struct Target {
+        log: Log,
+    }
+    let on_hit: lumina::ScriptDelegate<Hit> = lumina::ScriptDelegate::new();
+    let log = log();
+    let target = Rc::new(Target {
+        log: Rc::clone(&log),
+    });
+    let once = on_hit.add_member_once(&target, |target, _| {
+        target.log.borrow_mut().push("member once");
+    });
+    let aware = on_hit.add_member_self_aware(&target, |target, this, hit| {
+        target.log.borrow_mut().push("member aware");
+        if hit.damage > 1 {
+            assert!(this.block());
+        }
+    });
+    let _ = on_hit.add_static(plain);
+    let _ = on_hit.add_lambda(plain); // a closure: never removed by function
+    let static_once = on_hit.add_static_once(plain);
+    on_hit.broadcast(&Hit { damage: 1 });
+    assert!(!on_hit.remove(static_once), "ran once, gone");
+    on_hit.broadcast(&Hit { damage: 2 });
+    on_hit.broadcast(&Hit { damage: 3 });
+    assert_eq!(taken(&log), ["member once", "member aware", "member aware"]);
+    assert!(!on_hit.remove(once), "it ran: its handle names nothing");
+    assert!(on_hit.is_blocked(aware));
+    assert_eq!(PLAIN.with(Cell::get), 13);
+    let removed = found_by_function(on_hit.remove_static(plain), 1);
+    assert_eq!(on_hit.len(), 3 - removed);
+    on_hit.broadcast(&Hit { damage: 10 });
+    assert_eq!(PLAIN.with(Cell::get), 23 + 10 * (1 - removed as u32));
+    // Member bindings are held weakly, self-aware or not.
+    assert_eq!(on_hit.remove_all(&target), 1);
+}
+
+#[test]
+fn x4_x6_x7_a_lifecycle_signal_blocks_self_aware_and_removes_by_function() {
+    use lumina::core_delegates::LifecycleSignal;
+    thread_local!(static RAN: Cell<u32> = const { Cell::new(0) });
+    fn ready() {
+        RAN.with(|ran| ran.set(ran.get() + 1));
+    }
+    let on_ready = LifecycleSignal::new("on_ready");
+    let log = log();
+    let inner = Rc::clone(&log);
+    let handle_seen = Rc::new(Cell::new(DelegateHandle::default()));
+    let seen = Rc::clone(&handle_seen);
+    let aware = on_ready.add_lambda_self_aware(move |this| {
+        seen.set(this.handle());
+        inner.borrow_mut().push("aware");
+    });
+    let muted = on_ready.add_lambda(say_unit(&log, "muted"));
+    let guarded = on_ready.add_lambda(say_unit(&log, "guarded"));
+    let _ = on_ready.add_static(ready);
+    let _ = on_ready.add_static(ready);
+    assert!(on_ready.block(muted) && on_ready.is_blocked(muted));
+    assert!(on_ready.block(guarded) && on_ready.unblock(guarded));
+    let guard = on_ready.block_scoped(guarded);
+    assert!(on_ready.is_blocked(guarded));
+    drop(guard);
+    assert!(!on_ready.is_blocked(guarded));
+    let _kept = on_ready.block_scoped(guarded);
+    let removed = found_by_function(on_ready.remove_static(ready), 2);
+    on_ready.broadcast_and_clear();
+    assert_eq!(taken(&log), ["aware"]);
+    assert_eq!(handle_seen.get(), aware);
+    assert_eq!(RAN.with(Cell::get), 2 - removed as u32);
+    // Too late: nothing subscribes, and nothing is muted.
+    assert!(
+        !on_ready
+            .add_lambda_self_aware(|_| unreachable!())
+            .is_valid()
+    );
+    assert!(!on_ready.block(muted) && on_ready.is_empty());
+}
+
+fn say_unit(log: &Log, name: &'static str) -> impl Fn() + 'static {
+    let log = Rc::clone(log);
+    move || log.borrow_mut().push(name)
 }
 
 /// What `unblock_thunk` unblocks.

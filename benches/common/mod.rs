@@ -604,6 +604,36 @@ pub mod dispatch {
             self.processor.dispatch(event())
         }
     }
+    /// lumina's `EventProcessor` with self-aware handlers (X6) doing the same work as
+    /// [`Lumina`]'s, none of them blocked (X4): what muting and self-awareness cost a dispatch
+    /// that uses neither.
+    pub struct LuminaSelfAware {
+        processor: EventProcessor,
+        _handlers: Vec<lumina::event::EventSubscription>,
+    }
+
+    impl Dispatch for LuminaSelfAware {
+        const NAME: &'static str = "lumina self-aware handler (X6)";
+        fn with_handlers(n: usize) -> Self {
+            let processor = EventProcessor::new();
+            let handlers = (0..n)
+                .map(|i| {
+                    processor.add_event_handler_self_aware(priority(i), |_, _| {
+                        work(&SINK, 1);
+                        false
+                    })
+                })
+                .collect();
+            LuminaSelfAware {
+                processor,
+                _handlers: handlers,
+            }
+        }
+        #[inline(never)]
+        fn dispatch(&self) -> bool {
+            self.processor.dispatch(event())
+        }
+    }
 }
 
 /// Script delegates: native listeners (Rust closures) and managed ones (`extern "C"` thunks, as

@@ -60,6 +60,44 @@ impl ProjectLoaded {
     pub fn remove_static(&self, f: fn()) -> usize {
         self.0.remove_keyed(::lumina::__private::fn_address(f as *const ()))
     }
+    /// Adds `method` of `owner` (a plain method, such as `Hud::show`), held weakly like
+    /// `add_member`; the returned handle removes it, and so does `remove_method` with the
+    /// same owner and method.
+    #[track_caller]
+    pub fn add_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T),
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_method_keyed(
+                owner,
+                ::lumina::__private::fn_address(method as *const ()),
+                ::lumina::__private::Rc::new(move || {
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (),
+                        |object, ()| method(object),
+                    )
+                }),
+            )
+    }
+    /// Removes every subscription made by `add_method` with this owner and this method;
+    /// returns how many. Identity is the owner's object and the method's address, as for
+    /// `remove_static`: a binding of another object, or made by `add_member`, never
+    /// matches.
+    pub fn remove_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T),
+    ) -> usize {
+        self.0
+            .remove_method_keyed(
+                owner,
+                ::lumina::__private::fn_address(method as *const ()),
+            )
+    }
     /// Adds a closure that runs at most once: it is removed right before its call
     /// starts, so no broadcast (nested or later) runs it twice.
     #[track_caller]
@@ -424,6 +462,24 @@ impl ProjectLoadedRegistration<'_> {
     pub fn remove_static(&self, f: fn()) -> usize {
         self.0.remove_static(f)
     }
+    /// Adds `method` of `owner` (a plain method), held weakly; `remove_method` with the
+    /// same owner and method removes it.
+    #[track_caller]
+    pub fn add_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_method(owner, method)
+    }
+    /// Removes every subscription made by `add_method` with this owner and this method.
+    pub fn remove_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T),
+    ) -> usize {
+        self.0.remove_method(owner, method)
+    }
     /// Adds a closure that runs at most once.
     #[track_caller]
     pub fn add_lambda_once(
@@ -583,6 +639,44 @@ impl WindowResize {
     /// `MulticastDelegate::remove_static` for what folding identical code does to it).
     pub fn remove_static(&self, f: fn(&Window, UVec2)) -> usize {
         self.0.remove_keyed(::lumina::__private::fn_address(f as *const ()))
+    }
+    /// Adds `method` of `owner` (a plain method, such as `Hud::show`), held weakly like
+    /// `add_member`; the returned handle removes it, and so does `remove_method` with the
+    /// same owner and method.
+    #[track_caller]
+    pub fn add_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, &Window, UVec2),
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_method_keyed(
+                owner,
+                ::lumina::__private::fn_address(method as *const ()),
+                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (window, size),
+                        |object, (window, size)| method(object, window, size),
+                    )
+                }),
+            )
+    }
+    /// Removes every subscription made by `add_method` with this owner and this method;
+    /// returns how many. Identity is the owner's object and the method's address, as for
+    /// `remove_static`: a binding of another object, or made by `add_member`, never
+    /// matches.
+    pub fn remove_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, &Window, UVec2),
+    ) -> usize {
+        self.0
+            .remove_method_keyed(
+                owner,
+                ::lumina::__private::fn_address(method as *const ()),
+            )
     }
     /// Adds a closure that runs at most once: it is removed right before its call
     /// starts, so no broadcast (nested or later) runs it twice.
@@ -986,6 +1080,24 @@ impl WindowResizeRegistration<'_> {
     pub fn remove_static(&self, f: fn(&Window, UVec2)) -> usize {
         self.0.remove_static(f)
     }
+    /// Adds `method` of `owner` (a plain method), held weakly; `remove_method` with the
+    /// same owner and method removes it.
+    #[track_caller]
+    pub fn add_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, &Window, UVec2),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_method(owner, method)
+    }
+    /// Removes every subscription made by `add_method` with this owner and this method.
+    pub fn remove_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, &Window, UVec2),
+    ) -> usize {
+        self.0.remove_method(owner, method)
+    }
     /// Adds a closure that runs at most once.
     #[track_caller]
     pub fn add_lambda_once(
@@ -1157,6 +1269,44 @@ impl SaveQuery {
     /// `MulticastDelegate::remove_static` for what folding identical code does to it).
     pub fn remove_static(&self, f: fn(&str) -> bool) -> usize {
         self.0.remove_keyed(::lumina::__private::fn_address(f as *const ()))
+    }
+    /// Adds `method` of `owner` (a plain method, such as `Hud::show`), held weakly like
+    /// `add_member`; the returned handle removes it, and so does `remove_method` with the
+    /// same owner and method.
+    #[track_caller]
+    pub fn add_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, &str) -> bool,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_method_keyed(
+                owner,
+                ::lumina::__private::fn_address(method as *const ()),
+                ::lumina::__private::Rc::new(move |path: &str| {
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path,),
+                        |object, (path,)| method(object, path),
+                    )
+                }),
+            )
+    }
+    /// Removes every subscription made by `add_method` with this owner and this method;
+    /// returns how many. Identity is the owner's object and the method's address, as for
+    /// `remove_static`: a binding of another object, or made by `add_member`, never
+    /// matches.
+    pub fn remove_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, &str) -> bool,
+    ) -> usize {
+        self.0
+            .remove_method_keyed(
+                owner,
+                ::lumina::__private::fn_address(method as *const ()),
+            )
     }
     /// Adds a closure that runs at most once: it is removed right before its call
     /// starts, so no broadcast (nested or later) runs it twice.
@@ -1593,6 +1743,24 @@ impl SaveQueryRegistration<'_> {
     pub fn remove_static(&self, f: fn(&str) -> bool) -> usize {
         self.0.remove_static(f)
     }
+    /// Adds `method` of `owner` (a plain method), held weakly; `remove_method` with the
+    /// same owner and method removes it.
+    #[track_caller]
+    pub fn add_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, &str) -> bool,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_method(owner, method)
+    }
+    /// Removes every subscription made by `add_method` with this owner and this method.
+    pub fn remove_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, &str) -> bool,
+    ) -> usize {
+        self.0.remove_method(owner, method)
+    }
     /// Adds a closure that runs at most once.
     #[track_caller]
     pub fn add_lambda_once(
@@ -1764,6 +1932,44 @@ impl AssetImported {
     /// `MulticastDelegate::remove_static` for what folding identical code does to it).
     pub fn remove_static(&self, f: fn(String, usize)) -> usize {
         self.0.remove_keyed(::lumina::__private::fn_address(f as *const ()))
+    }
+    /// Adds `method` of `owner` (a plain method, such as `Hud::show`), held weakly like
+    /// `add_member`; the returned handle removes it, and so does `remove_method` with the
+    /// same owner and method.
+    #[track_caller]
+    pub fn add_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, String, usize),
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_method_keyed(
+                owner,
+                ::lumina::__private::fn_address(method as *const ()),
+                ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path, bytes),
+                        |object, (path, bytes)| method(object, path, bytes),
+                    )
+                }),
+            )
+    }
+    /// Removes every subscription made by `add_method` with this owner and this method;
+    /// returns how many. Identity is the owner's object and the method's address, as for
+    /// `remove_static`: a binding of another object, or made by `add_member`, never
+    /// matches.
+    pub fn remove_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, String, usize),
+    ) -> usize {
+        self.0
+            .remove_method_keyed(
+                owner,
+                ::lumina::__private::fn_address(method as *const ()),
+            )
     }
     /// Adds a closure that runs at most once: it is removed right before its call
     /// starts, so no broadcast (nested or later) runs it twice.
@@ -2152,6 +2358,24 @@ impl AssetImportedRegistration<'_> {
     /// Removes every subscription made by `add_static` with this function.
     pub fn remove_static(&self, f: fn(String, usize)) -> usize {
         self.0.remove_static(f)
+    }
+    /// Adds `method` of `owner` (a plain method), held weakly; `remove_method` with the
+    /// same owner and method removes it.
+    #[track_caller]
+    pub fn add_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, String, usize),
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_method(owner, method)
+    }
+    /// Removes every subscription made by `add_method` with this owner and this method.
+    pub fn remove_method<T: ::core::any::Any>(
+        &self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, String, usize),
+    ) -> usize {
+        self.0.remove_method(owner, method)
     }
     /// Adds a closure that runs at most once.
     #[track_caller]

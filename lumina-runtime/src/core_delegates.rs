@@ -304,9 +304,52 @@ impl LifecycleSignal {
         self.delegate.next()
     }
 
+    /// Adds a closure that receives its own subscription first (X6), so it can remove or block
+    /// itself before the signal fires (or from another subscriber's call). See
+    /// [`add_lambda`](Self::add_lambda) for a late call.
+    #[track_caller]
+    pub fn add_lambda_self_aware(
+        &self,
+        f: impl Fn(&crate::ThisSubscription) + 'static,
+    ) -> DelegateHandle {
+        if self.too_late() {
+            return DelegateHandle::INVALID;
+        }
+        self.delegate.add_lambda_self_aware(f)
+    }
+
     /// Removes the subscription of `handle` (H2).
     pub fn remove(&self, handle: DelegateHandle) -> bool {
         self.delegate.remove(handle)
+    }
+
+    /// Removes every subscription made by [`add_static`](Self::add_static) with this function;
+    /// returns how many (X7; identity as for
+    /// [`MulticastDelegate::remove_static`](crate::MulticastDelegate::remove_static)).
+    pub fn remove_static(&self, f: fn()) -> usize {
+        self.delegate.remove_static(f)
+    }
+
+    /// Blocks the subscription of `handle` (X4): it keeps its place and is skipped if the
+    /// signal fires meanwhile (then cleared with the rest: the signal fires once). `false` for
+    /// an invalid, foreign or removed handle.
+    pub fn block(&self, handle: DelegateHandle) -> bool {
+        self.delegate.block(handle)
+    }
+
+    /// Unblocks the subscription of `handle` (X4).
+    pub fn unblock(&self, handle: DelegateHandle) -> bool {
+        self.delegate.unblock(handle)
+    }
+
+    /// Whether the subscription of `handle` is present and blocked (X4).
+    pub fn is_blocked(&self, handle: DelegateHandle) -> bool {
+        self.delegate.is_blocked(handle)
+    }
+
+    /// Blocks the subscription of `handle` while the returned guard lives (X4).
+    pub fn block_scoped(&self, handle: DelegateHandle) -> crate::ScopedBlock {
+        self.delegate.block_scoped(handle)
     }
 
     /// Removes every member binding of `owner`; returns how many (M9).

@@ -233,6 +233,35 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         self.list.remove_keyed(key, None)
     }
 
+    /// Not public API: what `add_method` (generic and declared) expands to. Adds `callable`, a
+    /// member binding of `owner` (held weakly, M9) made from the method at address `key`, so
+    /// that `remove_method` finds it by owner and method (X7).
+    #[doc(hidden)]
+    #[track_caller]
+    pub fn add_shared_method_keyed<T: Any>(
+        &self,
+        owner: &Rc<T>,
+        key: usize,
+        callable: Rc<F>,
+    ) -> DelegateHandle {
+        self.list.insert_spec(
+            Spec {
+                owner: Some(Rc::downgrade(owner) as std::rc::Weak<dyn Any>),
+                key: Some(key),
+                ..Spec::default()
+            },
+            callable,
+        )
+    }
+
+    /// Not public API: what `remove_method` (generic and declared) expands to (X7): removes the
+    /// subscriptions made by `add_method` with the method at address `key` on `owner`.
+    #[doc(hidden)]
+    pub fn remove_method_keyed<T: ?Sized>(&self, owner: &Rc<T>, key: usize) -> usize {
+        self.list
+            .remove_keyed(key, Some(Rc::as_ptr(owner).cast::<()>()))
+    }
+
     /// Blocks the subscription of `handle` (X4): it keeps its place, priority and handle and
     /// still counts in [`len`](Self::len), but broadcasts skip it until
     /// [`unblock`](Self::unblock). During a broadcast this applies to the subscribers not yet
@@ -409,14 +438,7 @@ macro_rules! impl_multicast_arity {
                 let callable: Rc<dyn Fn($($Arg),*) -> R> = Rc::new(move |$($arg: $Arg),*| {
                     method(&crate::__private::upgrade_owner(&weak), $($arg),*)
                 });
-                self.list.insert_spec(
-                    Spec {
-                        owner: Some(Rc::downgrade(owner) as std::rc::Weak<dyn Any>),
-                        key: Some((method as *const ()).addr()),
-                        ..Spec::default()
-                    },
-                    callable,
-                )
+                self.add_shared_method_keyed(owner, (method as *const ()).addr(), callable)
             }
 
             /// Removes every subscription made by [`add_method`](Self::add_method) with this
@@ -426,10 +448,7 @@ macro_rules! impl_multicast_arity {
             /// reference each binding holds keeps its owner's address from being reused while
             /// the binding exists.
             pub fn remove_method<T: Any>(&self, owner: &Rc<T>, method: fn(&T, $($Arg),*) -> R) -> usize {
-                self.list.remove_keyed(
-                    (method as *const ()).addr(),
-                    Some(Rc::as_ptr(owner).cast::<()>()),
-                )
+                self.remove_method_keyed(owner, (method as *const ()).addr())
             }
 
             /// [`add_lambda`](Self::add_lambda), for one call only (X3): removed right before its

@@ -177,7 +177,9 @@ impl ThisSubscription {
 
     /// Moves this subscription to `priority` (higher runs first; among equal priorities, in the
     /// order added). During a broadcast, from the end of the outermost one on (M2).
-    pub fn set_priority(&self, priority: i32) -> bool {
+    /// Takes any `i32`, or an [`InputLayer`](crate::event::InputLayer) for an event handler.
+    pub fn set_priority(&self, priority: impl Into<i32>) -> bool {
+        let priority = priority.into();
         self.list
             .upgrade()
             .is_some_and(|list| list.set_priority_handle(self.handle, priority))

@@ -542,10 +542,48 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         self.base.list.add(Listener::Native(native(f)))
     }
 
-    /// Adds a plain function.
+    /// Adds a plain function; the returned handle removes it, and so does
+    /// [`remove_static`](Self::remove_static) with the same function.
     #[track_caller]
     pub fn add_static(&self, f: fn(&P)) -> DelegateHandle {
-        self.add_lambda(f)
+        let spec = crate::invocation::Spec {
+            key: Some(crate::__private::fn_address(f as *const ())),
+            ..Default::default()
+        };
+        self.base
+            .list
+            .insert_spec(spec, Listener::Native(native(f)))
+    }
+
+    /// Removes every native listener made by [`add_static`](Self::add_static) with this
+    /// function; returns how many (X7). Identity is the function pointer's value, as for
+    /// [`MulticastDelegate::remove_static`](crate::MulticastDelegate::remove_static) (which says
+    /// what folding identical code does to it): a closure, a member binding or a managed binding
+    /// never matches.
+    ///
+    /// ```
+    /// use lumina::{ScriptDelegate, script_delegate};
+    ///
+    /// #[script_delegate]
+    /// #[derive(Clone)]
+    /// struct Hit {
+    ///     damage: f32,
+    /// }
+    ///
+    /// fn log_hit(hit: &Hit) {
+    ///     println!("hit for {}", hit.damage);
+    /// }
+    ///
+    /// let on_hit: ScriptDelegate<Hit> = ScriptDelegate::new();
+    /// let _ = on_hit.add_static(log_hit);
+    /// let _ = on_hit.add_lambda(log_hit); // a closure: never matched
+    /// assert_eq!(on_hit.remove_static(log_hit), 1);
+    /// assert_eq!(on_hit.len(), 1);
+    /// ```
+    pub fn remove_static(&self, f: fn(&P)) -> usize {
+        self.base
+            .list
+            .remove_keyed(crate::__private::fn_address(f as *const ()), None)
     }
 
     /// The future of the next broadcast, native side (X5): resolves with a clone of its payload,
@@ -587,6 +625,64 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         self.base
             .list
             .insert_spec(spec, Listener::Native(native(f)))
+    }
+
+    /// Adds a plain function that runs at most once (X3), like
+    /// [`add_lambda_once`](Self::add_lambda_once); [`remove_static`](Self::remove_static) finds
+    /// it until it ran.
+    #[track_caller]
+    pub fn add_static_once(&self, f: fn(&P)) -> DelegateHandle {
+        let spec = crate::invocation::Spec {
+            once: true,
+            key: Some(crate::__private::fn_address(f as *const ())),
+            ..Default::default()
+        };
+        self.base
+            .list
+            .insert_spec(spec, Listener::Native(native(f)))
+    }
+
+    /// Adds a method of `owner` that runs at most once (X3), held weakly like
+    /// [`add_member`](Self::add_member).
+    #[track_caller]
+    pub fn add_member_once<T: Any>(
+        &self,
+        owner: &Rc<T>,
+        method: impl Fn(&T, &P) + 'static,
+    ) -> DelegateHandle {
+        let weak = Rc::downgrade(owner);
+        let spec = crate::invocation::Spec {
+            once: true,
+            owner: Some(Rc::downgrade(owner) as std::rc::Weak<dyn Any>),
+            ..Default::default()
+        };
+        let listener = native(move |payload: &P| {
+            crate::__private::call_member(&weak, payload, &method);
+        });
+        self.base.list.insert_spec(spec, Listener::Native(listener))
+    }
+
+    /// Adds a method of `owner` that receives its own subscription after the owner (X6), held
+    /// weakly like [`add_member`](Self::add_member).
+    #[track_caller]
+    pub fn add_member_self_aware<T: Any>(
+        &self,
+        owner: &Rc<T>,
+        method: impl Fn(&T, &crate::ThisSubscription, &P) + 'static,
+    ) -> DelegateHandle {
+        let weak = Rc::downgrade(owner);
+        let spec = crate::invocation::Spec {
+            owner: Some(Rc::downgrade(owner) as std::rc::Weak<dyn Any>),
+            ..Default::default()
+        };
+        self.base.list.insert_with(spec, |handle, list| {
+            let this = crate::ThisSubscription::new(handle, list);
+            Listener::Native(native(move |payload: &P| {
+                crate::__private::call_member(&weak, payload, |owner: &T, payload: &P| {
+                    method(owner, &this, payload);
+                });
+            }))
+        })
     }
 
     /// Adds a closure that receives its own subscription first (X6), so it can remove, block

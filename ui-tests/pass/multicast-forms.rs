@@ -62,6 +62,11 @@ fn main() {
     assert_eq!(resize.len(), 2);
     resize.clear();
     assert!(resize.is_empty());
+    // A member binding by owner and method, removed by them (X7), on the delegate and its view.
+    let _k = resize.add_method(&hud, Hud::resized);
+    let _l = resize.registration().add_method(&hud, Hud::resized);
+    let _ = resize.remove_method(&hud, Hud::resized);
+    let _ = resize.registration().remove_method(&hud, Hud::resized);
 
     let query = Query::new();
     let _d = query.add_lambda(|value| value > 0);

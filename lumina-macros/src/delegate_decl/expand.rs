@@ -435,6 +435,38 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 self.0.remove_keyed(::lumina::__private::fn_address(#f as *const ()))
             }
 
+            /// Adds `method` of `owner` (a plain method, such as `Hud::show`), held weakly like
+            /// `add_member`; the returned handle removes it, and so does `remove_method` with the
+            /// same owner and method.
+            #[track_caller]
+            pub fn add_method<T: ::core::any::Any>(
+                &self,
+                #owner: &#rc<T>,
+                #method: fn(&T, #(#types),*) #output_arrow,
+            ) -> #handle {
+                #downgrade
+                self.0.add_shared_method_keyed(
+                    #owner,
+                    ::lumina::__private::fn_address(#method as *const ()),
+                    #member_callable,
+                )
+            }
+
+            /// Removes every subscription made by `add_method` with this owner and this method;
+            /// returns how many. Identity is the owner's object and the method's address, as for
+            /// `remove_static`: a binding of another object, or made by `add_member`, never
+            /// matches.
+            pub fn remove_method<T: ::core::any::Any>(
+                &self,
+                #owner: &#rc<T>,
+                #method: fn(&T, #(#types),*) #output_arrow,
+            ) -> usize {
+                self.0.remove_method_keyed(
+                    #owner,
+                    ::lumina::__private::fn_address(#method as *const ()),
+                )
+            }
+
             /// Adds a closure that runs at most once: it is removed right before its call
             /// starts, so no broadcast (nested or later) runs it twice.
             #[track_caller]
@@ -798,6 +830,26 @@ fn expand_registration(
             /// Removes every subscription made by `add_static` with this function.
             pub fn remove_static(&self, #f: fn(#(#types),*) #output_arrow) -> usize {
                 self.0.remove_static(#f)
+            }
+
+            /// Adds `method` of `owner` (a plain method), held weakly; `remove_method` with the
+            /// same owner and method removes it.
+            #[track_caller]
+            pub fn add_method<T: ::core::any::Any>(
+                &self,
+                #owner: &#rc<T>,
+                #method: fn(&T, #(#types),*) #output_arrow,
+            ) -> #handle {
+                self.0.add_method(#owner, #method)
+            }
+
+            /// Removes every subscription made by `add_method` with this owner and this method.
+            pub fn remove_method<T: ::core::any::Any>(
+                &self,
+                #owner: &#rc<T>,
+                #method: fn(&T, #(#types),*) #output_arrow,
+            ) -> usize {
+                self.0.remove_method(#owner, #method)
             }
 
             /// Adds a closure that runs at most once.

@@ -7,9 +7,10 @@ use std::rc::{Rc, Weak};
 
 use super::class::{Envelope, Event, EventClass};
 use super::handler::EventHandler;
-use super::typed::{EventSelector, EventSubscription, TypedHandler};
+use super::typed::{EventSelector, EventSubscription, SelfAware, TypedHandler};
 use crate::handle::DelegateHandle;
 use crate::invocation::{Guarded, InvocationList};
+use crate::scoped::{ScopedBlock, ThisSubscription};
 
 /// The standard priorities of handlers (`EInputLayer`): higher layers see events first.
 ///
@@ -53,7 +54,13 @@ impl From<InputLayer> for i32 {
 ///   does not run), and a panicking handler leaves the processor consistent.
 ///
 /// Built on the same invocation list as multicast delegates, so these rules are the delegates'
-/// M1-M7. Not `Send`: it belongs to the game thread.
+/// M1-M7, and the delegates' later forms apply to handlers too: one-shot handlers
+/// ([`register_event_handler_once`](Self::register_event_handler_once),
+/// [`add_handler_once`](Self::add_handler_once), X3), muting by handle or guard
+/// ([`block`](Self::block), [`block_scoped`](Self::block_scoped), X4), and handlers that receive
+/// their own registration ([`add_event_handler_self_aware`](Self::add_event_handler_self_aware),
+/// [`add_handler_self_aware`](Self::add_handler_self_aware), X6). Not `Send`: it belongs to the
+/// game thread.
 ///
 /// ```
 /// use lumina::event::{Event, EventHandler, EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
@@ -277,6 +284,196 @@ impl EventProcessor {
             crate::ScopedSubscription::new(handle, self.handlers.weak_remover()),
             handler,
         )
+    }
+
+    /// [`add_handler`](Self::add_handler) for one event only (X3): the handler is unregistered
+    /// right before it is called for an event of its class or category, so no dispatch nested
+    /// in its call (or a later one) reaches it again. Events it does not select pass it by and
+    /// leave it registered. Dropping the returned subscription before then unregisters it.
+    ///
+    /// ```
+    /// use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
+    ///
+    /// let processor = EventProcessor::new();
+    /// let first = processor.add_handler_once::<KeyPressedEvent>(InputLayer::Default, |_| true);
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// # drop(first);
+    /// ```
+    #[track_caller]
+    pub fn add_handler_once<S: EventSelector>(
+        &self,
+        priority: impl Into<i32>,
+        handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
+    ) -> EventSubscription {
+        // One-shot on the selected events only: the handler unregisters itself (through its
+        // own registration, X6) right before the closure runs, which is what `Spec::once` does
+        // for a handler that takes every event.
+        self.register_self_aware(
+            priority.into(),
+            super::typed::select_self_aware::<S>(move |this, view| {
+                this.remove();
+                handler(view)
+            }),
+        )
+    }
+
+    /// Registers a closure on every event that receives its own registration first (X6): a
+    /// [`ThisSubscription`] through which it can unregister, block or re-prioritize itself,
+    /// without capturing a handle it cannot have before the registration returns. Otherwise as
+    /// [`add_handler`](Self::add_handler): the returned [`EventSubscription`] owns it and
+    /// unregisters it when dropped; P1-P4 are unchanged (a handler that unregisters itself
+    /// finishes its call; a new priority applies once the outermost dispatch ends).
+    ///
+    /// ```
+    /// use lumina::event::{Event, EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
+    ///
+    /// let processor = EventProcessor::new();
+    /// // Consumes keys until Escape, then steps aside for good.
+    /// let modal = processor.add_event_handler_self_aware(InputLayer::Viewport, |this, event| {
+    ///     if event.downcast_ref::<KeyPressedEvent>().is_some_and(|key| key.key == Key::Escape) {
+    ///         this.remove();
+    ///     }
+    ///     true
+    /// });
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::Escape, Modifiers::NONE)));
+    /// assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// # drop(modal);
+    /// ```
+    #[track_caller]
+    pub fn add_event_handler_self_aware(
+        &self,
+        priority: impl Into<i32>,
+        handler: impl Fn(&ThisSubscription, &mut dyn Event) -> bool + 'static,
+    ) -> EventSubscription {
+        self.register_self_aware(priority.into(), handler)
+    }
+
+    /// [`add_handler`](Self::add_handler) whose closure receives its own registration first
+    /// (X1 with X6): `add_handler_self_aware::<KeyPressedEvent>(.., |this, key| ..)`.
+    ///
+    /// ```
+    /// use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
+    ///
+    /// let processor = EventProcessor::new();
+    /// // Mutes itself after the first key; it keeps its place for `unblock`.
+    /// let once = processor.add_handler_self_aware::<KeyPressedEvent>(InputLayer::Default, |this, _| {
+    ///     this.block();
+    ///     true
+    /// });
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// assert!(processor.unblock(once.handle()));
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// ```
+    #[track_caller]
+    pub fn add_handler_self_aware<S: EventSelector>(
+        &self,
+        priority: impl Into<i32>,
+        handler: impl for<'a> Fn(&ThisSubscription, S::View<'a>) -> bool + 'static,
+    ) -> EventSubscription {
+        self.register_self_aware(
+            priority.into(),
+            super::typed::select_self_aware::<S>(handler),
+        )
+    }
+
+    /// Registers `handler` with its own registration (X6), through the invocation list's
+    /// `insert_with`: the handler is made first (so the processor can hold it weakly, P3, with
+    /// itself as owner), and handed its `ThisSubscription` before it can be reached.
+    #[track_caller]
+    fn register_self_aware(
+        &self,
+        priority: i32,
+        handler: impl Fn(&ThisSubscription, &mut dyn Event) -> bool + 'static,
+    ) -> EventSubscription {
+        let aware = Rc::new(SelfAware::new(handler));
+        let handler: Rc<dyn EventHandler> = Rc::clone(&aware) as Rc<dyn EventHandler>;
+        let weak = Rc::downgrade(&handler);
+        let owner: Weak<dyn Any> = weak.clone();
+        let spec = crate::invocation::Spec {
+            priority,
+            owner: Some(owner),
+            ..crate::invocation::Spec::default()
+        };
+        let handle = self.handlers.insert_with(spec, |handle, list| {
+            aware.bind(ThisSubscription::new(handle, list));
+            weak
+        });
+        EventSubscription::new(
+            crate::ScopedSubscription::new(handle, self.handlers.weak_remover()),
+            handler,
+        )
+    }
+
+    /// The handle of `handler`'s registration, for [`block`](Self::block),
+    /// [`set_priority`](Self::set_priority) and [`block_scoped`](Self::block_scoped); `None` if
+    /// it is not registered (or dropped). A typed handler's is
+    /// [`EventSubscription::handle`].
+    pub fn handle_of<H: ?Sized>(&self, handler: &Rc<H>) -> Option<DelegateHandle> {
+        self.handlers.handle_of_owner(handler)
+    }
+
+    /// Blocks the handler registered as `handle` (X4): it keeps its place, priority and
+    /// registration ([`is_registered`](Self::is_registered), [`len`](Self::len)), but
+    /// dispatches pass it by until [`unblock`](Self::unblock). During a dispatch this applies
+    /// to the handlers not yet reached (as P4's unregistering). `false`, changing nothing, for
+    /// an invalid, foreign or unregistered handle. A flag, not a count: one `unblock` undoes
+    /// any number of `block`s (see [`block_scoped`](Self::block_scoped) for nesting).
+    ///
+    /// ```
+    /// use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
+    ///
+    /// let processor = EventProcessor::new();
+    /// let jump = processor.add_handler::<KeyPressedEvent>(InputLayer::Viewport, |_| true);
+    /// assert!(processor.block(jump.handle()));
+    /// assert!(!processor.dispatch(KeyPressedEvent::new(Key::Space, Modifiers::NONE)));
+    /// assert_eq!(processor.len(), 1); // still registered
+    /// assert!(processor.unblock(jump.handle()));
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::Space, Modifiers::NONE)));
+    /// ```
+    pub fn block(&self, handle: DelegateHandle) -> bool {
+        self.handlers.set_blocked(handle, true)
+    }
+
+    /// Unblocks the handler registered as `handle` (X4): dispatches reach it again, the running
+    /// one too if it has not passed its place yet. `false` for an invalid, foreign or
+    /// unregistered handle.
+    pub fn unblock(&self, handle: DelegateHandle) -> bool {
+        self.handlers.set_blocked(handle, false)
+    }
+
+    /// Whether the handler registered as `handle` is registered and blocked (X4).
+    pub fn is_blocked(&self, handle: DelegateHandle) -> bool {
+        self.handlers.is_blocked(handle)
+    }
+
+    /// Blocks the handler registered as `handle` while the returned guard lives (X4; the
+    /// processor's form of boost's `shared_connection_block`): dropping it unblocks, unless the
+    /// handler was blocked already when the guard was made. See [`ScopedBlock`].
+    ///
+    /// ```
+    /// use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
+    ///
+    /// let processor = EventProcessor::new();
+    /// let jump = processor.add_handler::<KeyPressedEvent>(InputLayer::Viewport, |_| true);
+    /// {
+    ///     let _paused = processor.block_scoped(jump.handle());
+    ///     assert!(!processor.dispatch(KeyPressedEvent::new(Key::Space, Modifiers::NONE)));
+    /// }
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::Space, Modifiers::NONE)));
+    /// ```
+    pub fn block_scoped(&self, handle: DelegateHandle) -> ScopedBlock {
+        ScopedBlock::new(handle, self.handlers.weak_remover())
+    }
+
+    /// Moves the handler registered as `handle` to `priority`, among that priority's handlers
+    /// in registration order (as if registered with it, P1). During a dispatch, the running
+    /// dispatches keep their order and the move happens when the outermost one ends. `false`
+    /// for an invalid, foreign or unregistered handle.
+    pub fn set_priority(&self, handle: DelegateHandle, priority: impl Into<i32>) -> bool {
+        self.handlers.set_priority(handle, priority.into())
     }
 
     /// Unregisters `handler`; `false` if it was not registered. During a dispatch, a handler

@@ -14,6 +14,7 @@
 //!   does the same for a viewport.
 
 use std::any::TypeId;
+use std::cell::OnceCell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::rc::Rc;
@@ -22,7 +23,7 @@ use super::class::{Event, EventClass};
 use super::events::*;
 use super::handler::EventHandler;
 use crate::handle::DelegateHandle;
-use crate::scoped::ScopedSubscription;
+use crate::scoped::{ScopedSubscription, ThisSubscription};
 
 /// What a typed handler receives: an event class `E` (the handler gets `&mut E`) or a category
 /// marker of [`category`] (the handler gets that category's enum, such as [`KeyboardEvent`]).
@@ -246,6 +247,50 @@ where
             Some(view) => (self.handler)(view),
             None => false,
         }
+    }
+}
+
+/// A handler that receives its own registration first (X6): what
+/// [`EventProcessor::add_event_handler_self_aware`](super::EventProcessor::add_event_handler_self_aware)
+/// and the typed and viewport forms register. Its [`ThisSubscription`] is set once, by the
+/// registration, before the handler can be reached; until then (never observable) it passes
+/// every event by.
+pub(super) struct SelfAware<F> {
+    this: OnceCell<ThisSubscription>,
+    handler: F,
+}
+
+impl<F: Fn(&ThisSubscription, &mut dyn Event) -> bool + 'static> SelfAware<F> {
+    pub(super) fn new(handler: F) -> Self {
+        SelfAware {
+            this: OnceCell::new(),
+            handler,
+        }
+    }
+
+    /// Gives the handler its registration; called once, by the registration itself.
+    pub(super) fn bind(&self, this: ThisSubscription) {
+        let _ = self.this.set(this);
+    }
+}
+
+impl<F: Fn(&ThisSubscription, &mut dyn Event) -> bool + 'static> EventHandler for SelfAware<F> {
+    #[inline]
+    fn on_event(&self, event: &mut dyn Event) -> bool {
+        self.this
+            .get()
+            .is_some_and(|this| (self.handler)(this, event))
+    }
+}
+
+/// `handler` on one event class or category `S`, receiving its registration first: the
+/// untyped self-aware form of a typed handler (X1 with X6). Other events pass it by.
+pub(super) fn select_self_aware<S: EventSelector>(
+    handler: impl for<'a> Fn(&ThisSubscription, S::View<'a>) -> bool + 'static,
+) -> impl Fn(&ThisSubscription, &mut dyn Event) -> bool + 'static {
+    move |this, event| match S::select(event) {
+        Some(view) => handler(this, view),
+        None => false,
     }
 }
 

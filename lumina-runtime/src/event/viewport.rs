@@ -15,8 +15,10 @@ use super::events::{
 use super::handler::EventHandler;
 use super::input::Vec2;
 use super::processor::{EventProcessor, InputLayer};
-use super::typed::{EventSelector, TypedHandler};
-use crate::invocation::Guarded;
+use super::typed::{EventSelector, SelfAware, TypedHandler};
+use crate::handle::DelegateHandle;
+use crate::invocation::{Guarded, RemoveByHandle};
+use crate::scoped::{ScopedBlock, ThisSubscription};
 
 /// A rectangle in window coordinates: `origin` is its top-left corner.
 #[derive(Clone, Copy, PartialEq, Debug, Default)]
@@ -52,6 +54,8 @@ pub struct ViewportId(u64);
 struct Viewport {
     id: ViewportId,
     rect: Rect,
+    /// Muted (X4): keeps its place, rectangle and focus, but events routed to it pass on.
+    blocked: bool,
     handler: Weak<dyn EventHandler>,
 }
 
@@ -124,7 +128,6 @@ impl fmt::Debug for ViewportSubscription {
 pub struct InputViewportRegistry {
     viewports: RefCell<Vec<Viewport>>,
     focused: Cell<Option<ViewportId>>,
-    next_id: Cell<u64>,
 }
 
 impl Default for InputViewportRegistry {
@@ -148,7 +151,6 @@ impl InputViewportRegistry {
         InputViewportRegistry {
             viewports: RefCell::new(Vec::new()),
             focused: Cell::new(None),
-            next_id: Cell::new(1),
         }
     }
 
@@ -162,8 +164,9 @@ impl InputViewportRegistry {
     /// Adds a viewport covering `rect`, held weakly: a dropped viewport gets no more input. Later
     /// viewports are on top of earlier ones where they overlap.
     pub fn add_viewport<V: EventHandler>(&self, viewport: &Rc<V>, rect: Rect) -> ViewportId {
-        let id = ViewportId(self.next_id.get());
-        self.next_id.set(id.0 + 1);
+        // Numbered like subscriptions, so that a viewport's id is its registration's handle
+        // (`ThisSubscription`, `ScopedBlock`, X4/X6).
+        let id = ViewportId(DelegateHandle::new_unique().id());
         let handler: Rc<dyn EventHandler> = Rc::<V>::clone(viewport);
         let mut viewports = self.viewports.borrow_mut();
         // Entries of dropped viewports are pruned here, so the list does not grow without bound.
@@ -171,6 +174,7 @@ impl InputViewportRegistry {
         viewports.push(Viewport {
             id,
             rect,
+            blocked: false,
             handler: Rc::downgrade(&handler),
         });
         id
@@ -291,6 +295,123 @@ impl InputViewportRegistry {
             .and_then(|viewport| viewport.handler.upgrade())
     }
 
+    /// The handler events routed to `id` go to: `None` if it is gone or blocked (X4).
+    fn unblocked_handler(&self, id: ViewportId) -> Option<Rc<dyn EventHandler>> {
+        self.viewports
+            .borrow()
+            .iter()
+            .find(|viewport| viewport.id == id && !viewport.blocked)
+            .and_then(|viewport| viewport.handler.upgrade())
+    }
+
+    /// Blocks (mutes) the viewport `id` (X4): it keeps its rectangle, its place among
+    /// overlapping viewports and the focus, but the events routed to it pass on to the layers
+    /// below as if it had returned `false`, until [`unblock_viewport`](Self::unblock_viewport).
+    /// A viewport blocked while its own call runs finishes that call. `false` if there is no
+    /// such live viewport.
+    ///
+    /// ```
+    /// use lumina::event::{
+    ///     EventProcessor, InputViewportRegistry, Key, KeyPressedEvent, Modifiers, MouseButton,
+    ///     MouseButtonPressedEvent, Rect, Vec2,
+    /// };
+    /// use std::rc::Rc;
+    ///
+    /// let processor = EventProcessor::new();
+    /// let registry = Rc::new(InputViewportRegistry::new());
+    /// assert!(registry.register(&processor));
+    /// let game = registry.add_viewport_handler::<KeyPressedEvent>(Rect::new(0.0, 0.0, 800.0, 600.0), |_| true);
+    /// processor.dispatch(MouseButtonPressedEvent::new(MouseButton::Left, Modifiers::NONE, Vec2::new(1.0, 1.0)));
+    /// assert!(registry.block_viewport(game.id()));
+    /// assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// assert!(registry.unblock_viewport(game.id()));
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// ```
+    pub fn block_viewport(&self, id: ViewportId) -> bool {
+        self.set_blocked(id, true)
+    }
+
+    /// Unblocks the viewport `id` (X4); `false` if there is no such live viewport.
+    pub fn unblock_viewport(&self, id: ViewportId) -> bool {
+        self.set_blocked(id, false)
+    }
+
+    /// Whether the viewport `id` is live and blocked (X4).
+    pub fn is_viewport_blocked(&self, id: ViewportId) -> bool {
+        self.viewports.borrow().iter().any(|viewport| {
+            viewport.id == id && viewport.blocked && viewport.handler.strong_count() > 0
+        })
+    }
+
+    /// Blocks the viewport `id` while the returned guard lives (X4): the same [`ScopedBlock`]
+    /// delegates and the processor hand out; it unblocks on drop unless the viewport was
+    /// blocked already.
+    pub fn block_viewport_scoped(self: &Rc<Self>, id: ViewportId) -> ScopedBlock {
+        ScopedBlock::new(DelegateHandle::from_id(id.0), Some(self.weak_registry()))
+    }
+
+    /// [`add_viewport_handler`](Self::add_viewport_handler) whose closure receives its own
+    /// viewport first (X6), as the [`ThisSubscription`] subscribers get: `this.remove()` removes
+    /// the viewport, `this.block()` mutes it (X4); viewports have no priority, so
+    /// `this.set_priority` returns `false`. `ViewportId::from(this.handle())` is its id.
+    ///
+    /// ```
+    /// use lumina::event::{
+    ///     EventProcessor, InputViewportRegistry, Modifiers, MouseButton,
+    ///     MouseButtonPressedEvent, Rect, Vec2,
+    /// };
+    /// use std::rc::Rc;
+    ///
+    /// let processor = EventProcessor::new();
+    /// let registry = Rc::new(InputViewportRegistry::new());
+    /// assert!(registry.register(&processor));
+    /// // A splash screen that goes away on the first click.
+    /// let splash = registry.add_viewport_handler_self_aware::<MouseButtonPressedEvent>(
+    ///     Rect::new(0.0, 0.0, 800.0, 600.0),
+    ///     |this, _| this.remove(),
+    /// );
+    /// let click = MouseButtonPressedEvent::new(MouseButton::Left, Modifiers::NONE, Vec2::new(5.0, 5.0));
+    /// assert!(processor.dispatch(click.clone()));
+    /// assert!(registry.is_empty());
+    /// assert!(!processor.dispatch(click));
+    /// # drop(splash);
+    /// ```
+    pub fn add_viewport_handler_self_aware<S: EventSelector>(
+        self: &Rc<Self>,
+        rect: Rect,
+        handler: impl for<'a> Fn(&ThisSubscription, S::View<'a>) -> bool + 'static,
+    ) -> ViewportSubscription {
+        let aware = Rc::new(SelfAware::new(super::typed::select_self_aware::<S>(
+            handler,
+        )));
+        let id = self.add_viewport(&aware, rect);
+        aware.bind(ThisSubscription::new(
+            DelegateHandle::from_id(id.0),
+            self.weak_registry(),
+        ));
+        ViewportSubscription { id, handler: aware }
+    }
+
+    /// This registry as the type-erased list a [`ThisSubscription`] or [`ScopedBlock`] holds
+    /// weakly (R1: the `Rc`'s block, never the registry's place).
+    fn weak_registry(self: &Rc<Self>) -> Weak<dyn RemoveByHandle> {
+        Rc::downgrade(self) as Weak<dyn RemoveByHandle>
+    }
+
+    fn set_blocked(&self, id: ViewportId, blocked: bool) -> bool {
+        let mut viewports = self.viewports.borrow_mut();
+        match viewports
+            .iter_mut()
+            .find(|viewport| viewport.id == id && viewport.handler.strong_count() > 0)
+        {
+            Some(viewport) => {
+                viewport.blocked = blocked;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Which viewport an input event goes to (`None`: not to a viewport).
     fn route(&self, event: &dyn Event) -> Option<ViewportId> {
         if let Some(press) = event.downcast_ref::<MouseButtonPressedEvent>() {
@@ -319,11 +440,43 @@ impl EventHandler for InputViewportRegistry {
     /// Routes `event` to one viewport; `true` if that viewport consumed it.
     fn on_event(&self, event: &mut dyn Event) -> bool {
         // No borrow is held while the viewport runs: it may add or remove viewports.
-        match self.route(event).and_then(|id| self.handler(id)) {
+        match self.route(event).and_then(|id| self.unblocked_handler(id)) {
             // The viewport's last reference if it was removed and dropped during its call:
             // dropped under the guard if the call unwinds (R2).
             Some(viewport) => Guarded::hold(viewport, |viewport| viewport.on_event(event)),
             None => false,
         }
+    }
+}
+
+/// A viewport seen as a subscription (X4, X6): the handle is the viewport's id. What
+/// [`ThisSubscription`] and [`ScopedBlock`] reach the registry through. Viewports have no
+/// priorities: moving one is refused.
+impl RemoveByHandle for InputViewportRegistry {
+    fn remove_handle(&self, handle: DelegateHandle) -> bool {
+        self.remove_viewport(ViewportId(handle.id()))
+    }
+
+    fn set_blocked_handle(&self, handle: DelegateHandle, blocked: bool) -> bool {
+        self.set_blocked(ViewportId(handle.id()), blocked)
+    }
+
+    fn is_blocked_handle(&self, handle: DelegateHandle) -> bool {
+        self.is_viewport_blocked(ViewportId(handle.id()))
+    }
+
+    fn set_priority_handle(&self, _: DelegateHandle, _: i32) -> bool {
+        false
+    }
+
+    fn contains_handle(&self, handle: DelegateHandle) -> bool {
+        self.handler(ViewportId(handle.id())).is_some()
+    }
+}
+
+impl From<DelegateHandle> for ViewportId {
+    /// The viewport a [`ThisSubscription`] handed to a viewport handler names.
+    fn from(handle: DelegateHandle) -> Self {
+        ViewportId(handle.id())
     }
 }

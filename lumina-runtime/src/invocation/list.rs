@@ -175,19 +175,30 @@ impl<C: Subscriber> InvocationList<C> {
 
     /// Whether a live subscriber is bound to `owner`.
     pub fn is_bound_to<T: ?Sized>(&self, owner: &Rc<T>) -> bool {
+        self.handle_of_owner(owner).is_some()
+    }
+
+    /// The handle of the first live subscriber (in dispatch order, then pending ones) bound to
+    /// `owner`. Allocates nothing.
+    pub fn handle_of_owner<T: ?Sized>(&self, owner: &Rc<T>) -> Option<DelegateHandle> {
         let owner = Rc::as_ptr(owner).cast::<()>();
-        self.block().is_some_and(|block| {
-            block
-                .entries
-                .borrow()
-                .iter()
-                .any(|entry| block.is_live(entry) && block.owner_is(entry, owner))
-                || block
+        let block = self.block()?;
+        let found = block
+            .entries
+            .borrow()
+            .iter()
+            .find(|entry| block.is_live(entry) && block.owner_is(entry, owner))
+            .map(Entry::id);
+        found
+            .or_else(|| {
+                block
                     .pending
                     .borrow()
                     .iter()
-                    .any(|p| p.is_live() && is_owner(p.owner.as_ref(), owner))
-        })
+                    .find(|p| p.is_live() && is_owner(p.owner.as_ref(), owner))
+                    .map(|p| p.entry.id())
+            })
+            .map(DelegateHandle::from_id)
     }
 
     /// Removes every subscriber. During a broadcast nothing further runs in it (or in any

@@ -295,6 +295,11 @@ fn reentry(dir: &Path, plans: &[&'static str]) {
             }
             drain();
         }
+        if plan.starts_with("coroutine") {
+            // A tick after the unload: a task of the module must not wake (MB4).
+            engine().on_tick.broadcast(100);
+            drain();
+        }
         println!(
             "engine: after {plan}: loaded {}, copies mapped {}, on_tick {}",
             module::loaded().len(),

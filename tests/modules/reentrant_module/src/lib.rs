@@ -10,6 +10,11 @@
 //! - `drop`: the `Drop` of a capture of its tick lambda, which its unload drops;
 //! - `queued-drop`: the `Drop` of a capture of a queued task that its unload drops unrun;
 //! - `removed-drop`: the `Drop` of a capture of a tick lambda that the engine removes itself;
+//! - `coroutine`: a coroutine task it spawned on the game thread (`coroutine::spawn_local`,
+//!   MB4 with X5), woken by the engine's tick (the task awaits the tick delegate's next
+//!   broadcast), which then waits for the following tick, never sent while it is loaded;
+//! - `coroutine-drop`: the `Drop` of a capture of such a waiting task, which its unload drops
+//!   unpolled;
 //!
 //! the plan `queued-behind` queues a task behind one of the engine's that unloads the module,
 //! and the plan `engine-callback` subscribes a callable whose code is the engine's, so that the
@@ -18,7 +23,7 @@
 //! Every line it prints starts with `module:`.
 
 use engine_api::{engine, plan};
-use lumina::main_thread;
+use lumina::{coroutine, main_thread};
 use lumina::module::{self, ModuleId};
 
 fn me() -> ModuleId {
@@ -94,6 +99,29 @@ fn start_up() {
     }
     if plan() == "queued-behind" {
         main_thread::enqueue(|| println!("module: task behind the engine's runs (must not)"));
+    }
+    if plan().starts_with("coroutine-drop-") {
+        let capture = ActOnDrop("coroutine-drop");
+        let _task = coroutine::spawn_local(async move {
+            let _ = &capture;
+            println!("module: coroutine waits for a tick");
+            let _ = engine().on_tick.next().await;
+            println!("module: coroutine woke (must not)");
+        });
+    } else if plan().starts_with("coroutine-") {
+        // Subscribed now, so that the engine's first tick (before the first poll) wakes it.
+        let first = engine().on_tick.next();
+        let capture = ActOnDrop("coroutine capture");
+        let _task = coroutine::spawn_local(async move {
+            let _ = &capture;
+            match first.await {
+                Ok((frame,)) => println!("module: coroutine woke at tick {frame}"),
+                Err(gone) => println!("module: coroutine's tick delegate {gone}"),
+            }
+            act("coroutine");
+            let _ = engine().on_tick.next().await;
+            println!("module: coroutine woke again (must not)");
+        });
     }
     if plan().starts_with("queued-drop-") {
         let capture = ActOnDrop("queued-drop");
