@@ -414,3 +414,43 @@ fn x6_viewport_self_aware_handler_removes_and_mutes_itself() {
     // The registry is gone: the handler's own subscription answers `false`, nothing dangles.
     assert!(!processor.dispatch(click(5.0)));
 }
+
+#[test]
+fn x3_viewport_once_handler_is_removed_before_its_call_and_a_nested_dispatch_misses_it() {
+    let processor = Rc::new(EventProcessor::new());
+    let registry = Rc::new(InputViewportRegistry::new());
+    assert!(registry.register(&processor));
+    let calls = Rc::new(Cell::new(0));
+    let nested = Rc::new(Cell::new(None));
+    let overlay = registry.add_viewport_handler_once::<MouseButtonPressedEvent>(
+        Rect::new(0.0, 0.0, 100.0, 100.0),
+        {
+            let (calls, nested, processor, registry) = (
+                Rc::clone(&calls),
+                Rc::clone(&nested),
+                Rc::clone(&processor),
+                Rc::clone(&registry),
+            );
+            move |_| {
+                calls.set(calls.get() + 1);
+                // Already gone while its own call runs: a nested dispatch cannot reach it.
+                assert!(registry.is_empty());
+                nested.set(Some(processor.dispatch(click(5.0))));
+                true
+            }
+        },
+    );
+    // Another class routed to it passes it by without using it up.
+    assert!(registry.focus(overlay.id()));
+    assert!(!processor.dispatch(press(Key::W)));
+    assert_eq!(registry.len(), 1);
+    assert!(processor.dispatch(click(5.0)));
+    assert_eq!(calls.get(), 1);
+    assert_eq!(nested.get(), Some(false));
+    assert!(!processor.dispatch(click(5.0)));
+    assert_eq!(calls.get(), 1);
+    // Keeping or dropping the subscription afterwards is harmless.
+    assert!(registry.is_empty());
+    drop(overlay);
+    assert!(registry.is_empty());
+}

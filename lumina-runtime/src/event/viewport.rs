@@ -392,6 +392,46 @@ impl InputViewportRegistry {
         ViewportSubscription { id, handler: aware }
     }
 
+    /// [`add_viewport_handler`](Self::add_viewport_handler) for one event (X3): the viewport is
+    /// removed right before its closure runs for the first event of `S` routed to it, so a
+    /// dispatch nested in that call (or in a later layer) never reaches it again. Events of
+    /// other classes routed to it pass it by without using it up. The returned
+    /// [`ViewportSubscription`] is harmless to keep or drop after that.
+    ///
+    /// ```
+    /// use lumina::event::{
+    ///     EventProcessor, InputViewportRegistry, Modifiers, MouseButton,
+    ///     MouseButtonPressedEvent, Rect, Vec2,
+    /// };
+    /// use std::rc::Rc;
+    ///
+    /// let processor = EventProcessor::new();
+    /// let registry = Rc::new(InputViewportRegistry::new());
+    /// assert!(registry.register(&processor));
+    /// // A "click anywhere to continue" overlay.
+    /// let overlay = registry.add_viewport_handler_once::<MouseButtonPressedEvent>(
+    ///     Rect::new(0.0, 0.0, 800.0, 600.0),
+    ///     |_| true,
+    /// );
+    /// let click = MouseButtonPressedEvent::new(MouseButton::Left, Modifiers::NONE, Vec2::new(5.0, 5.0));
+    /// assert!(processor.dispatch(click.clone()));
+    /// assert!(registry.is_empty());
+    /// assert!(!processor.dispatch(click));
+    /// # drop(overlay);
+    /// ```
+    pub fn add_viewport_handler_once<S: EventSelector>(
+        self: &Rc<Self>,
+        rect: Rect,
+        handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
+    ) -> ViewportSubscription {
+        // As the processor's `add_handler_once`: the viewport removes itself through its own
+        // registration (X6) before the closure runs.
+        self.add_viewport_handler_self_aware::<S>(rect, move |this, view| {
+            this.remove();
+            handler(view)
+        })
+    }
+
     /// This registry as the type-erased list a [`ThisSubscription`] or [`ScopedBlock`] holds
     /// weakly (R1: the `Rc`'s block, never the registry's place).
     fn weak_registry(self: &Rc<Self>) -> Weak<dyn RemoveByHandle> {
