@@ -5,7 +5,8 @@
 //! messages; panic) run against the real `MessageBus` and against `Model`, a deliberately naive
 //! interpreter of the rules: a `Vec` of listeners with flags, where a send walks the addressed
 //! entity and its ancestors, and for each the message's tag and its ancestors, taking the
-//! listeners present when that walk starts and calling each one still live when reached.
+//! listeners present when that walk starts that were added before the message started (M2, on
+//! every channel), and calling each one still live when reached.
 //!
 //! Scripts act at every point where the bus runs user code, each with its own little script, so
 //! every operation is also issued from there, re-entering the bus, to any nesting depth up to
@@ -458,12 +459,14 @@ impl Model {
         guarded_drop(|| dropped(self, format!("P{label}"), on_drop));
     }
 
-    /// One tag's listeners for one entity (or none), present now, in dispatch order.
-    fn present(&self, tag: usize, entity: Option<u8>) -> Vec<Rc<ModelListener>> {
+    /// One tag's listeners for one entity (or none), present now and added before the message
+    /// started (the first `limit`), in dispatch order.
+    fn present(&self, tag: usize, entity: Option<u8>, limit: usize) -> Vec<Rc<ModelListener>> {
         let mut found: Vec<Rc<ModelListener>> = self
             .listeners
             .borrow()
             .iter()
+            .take(limit)
             .filter(|l| !l.removed.get() && l.spec.tag == tag && l.spec.entity == entity)
             .cloned()
             .collect();
@@ -486,10 +489,11 @@ impl Model {
         entity: Option<u8>,
         sent: (Option<u8>, usize),
         at: Option<u8>,
+        limit: usize,
     ) -> bool {
         let mut current = Some(tag);
         while let Some(walked) = current {
-            for listener in self.present(walked, at) {
+            for listener in self.present(walked, at, limit) {
                 if listener.removed.get() || (!listener.spec.partial && walked != tag) {
                     continue;
                 }
@@ -539,12 +543,14 @@ impl Model {
             label,
             on_drop,
         };
+        // Only the listeners added before the message started hear it, on every channel (M2).
+        let limit = self.listeners.borrow().len();
         if let Some(target) = entity
             && self.entity_listened.get()
         {
             let mut at = Some(target);
             while let Some(current) = at {
-                if self.walk_tags(tag, entity, (entity, label), Some(current)) {
+                if self.walk_tags(tag, entity, (entity, label), Some(current), limit) {
                     return;
                 }
                 let actions = Rc::clone(&self.parent_actions);
@@ -552,7 +558,7 @@ impl Model {
                 at = ENTITY_PARENT[usize::from(current)];
             }
         }
-        self.walk_tags(tag, entity, (entity, label), None);
+        self.walk_tags(tag, entity, (entity, label), None, limit);
     }
 }
 

@@ -74,12 +74,13 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::Hash;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
 use crate::bind_site::Subscription;
 use crate::handle::DelegateHandle;
-use crate::invocation::{Drops, Guarded, InvocationList};
+use crate::invocation::{Drops, Guarded, InvocationList, RemoveByHandle, Spec};
+use crate::next_broadcast::{NextBroadcast, NextSender};
 use crate::scoped::ScopedSubscription;
 
 /// What identifies a gameplay entity on the bus: any small `Copy` id the engine chooses (an
@@ -115,6 +116,10 @@ pub struct Message<'a, E: EntityId = u64> {
     heard: Cell<u32>,
     /// Heard as a retained message by a listener added after it was sent (GB6).
     replayed: bool,
+    /// The handle ids of the listeners added before this message started: only they hear it
+    /// (M2 across channels: a listener added to an ancestor's or another entity's channel while
+    /// the message walks an earlier one does not hear it). `u64::MAX` for a replay.
+    limit: u64,
 }
 
 impl<'a, E: EntityId> Message<'a, E> {
@@ -142,6 +147,7 @@ impl<'a, E: EntityId> Message<'a, E> {
             consumed: Cell::new(false),
             heard: Cell::new(0),
             replayed: false,
+            limit: DelegateHandle::next_id(),
         }
     }
 
@@ -452,6 +458,189 @@ impl<E: EntityId> MessageBus<E> {
         self.add(tag.into(), Some(entity), true, 0, partial(listener))
     }
 
+    // ---- one-shot listeners (X3) --------------------------------------------------------------
+
+    /// [`listen`](Self::listen), for one message only (X3): the listener is removed right
+    /// before its call starts, so a send nested in that call never runs it again, and its handle
+    /// names nothing from then on ([`remove`](Self::remove) returns `false`; a guard made from
+    /// it removes nothing). Removed before it heard anything, it never runs. On a retained tag
+    /// with a message, it hears that message at once and is gone before this returns.
+    ///
+    /// ```
+    /// use lumina::bus::MessageBus;
+    /// use lumina::gameplay_tags;
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// gameplay_tags! {
+    ///     pub mod tags {
+    ///         Door.Opened: u32,
+    ///     }
+    /// }
+    ///
+    /// let bus: MessageBus<u32> = MessageBus::new();
+    /// let heard = Rc::new(Cell::new(0));
+    /// let sink = Rc::clone(&heard);
+    /// let first = bus.listen_once(&tags::DOOR_OPENED, move |door, _| sink.set(*door));
+    /// bus.send(&tags::DOOR_OPENED, 3);
+    /// bus.send(&tags::DOOR_OPENED, 4);
+    /// assert_eq!(heard.get(), 3);
+    /// assert!(!bus.is_listening(first));
+    /// assert!(!bus.remove(first), "the handle is spent");
+    /// ```
+    #[track_caller]
+    pub fn listen_once<P: 'static>(
+        &self,
+        key: &TagKey<P>,
+        listener: impl Fn(&P, &Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        let tag = key.tag();
+        self.add(tag, None, false, 0, once_exact(tag, listener))
+    }
+
+    /// [`listen_partial`](Self::listen_partial), for one message only (X3; see
+    /// [`listen_once`](Self::listen_once)).
+    #[track_caller]
+    pub fn listen_partial_once(
+        &self,
+        tag: impl Into<Tag>,
+        listener: impl Fn(&Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        self.add(tag.into(), None, true, 0, once(None, |_| true, listener))
+    }
+
+    /// [`listen_entity`](Self::listen_entity), for one message only (X3; see
+    /// [`listen_once`](Self::listen_once)).
+    #[track_caller]
+    pub fn listen_entity_once<P: 'static>(
+        &self,
+        key: &TagKey<P>,
+        entity: E,
+        listener: impl Fn(&P, &Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        let tag = key.tag();
+        self.add(tag, Some(entity), false, 0, once_exact(tag, listener))
+    }
+
+    /// [`listen_entity_partial`](Self::listen_entity_partial), for one message only (X3; see
+    /// [`listen_once`](Self::listen_once)).
+    #[track_caller]
+    pub fn listen_entity_partial_once(
+        &self,
+        tag: impl Into<Tag>,
+        entity: E,
+        listener: impl Fn(&Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        self.add(
+            tag.into(),
+            Some(entity),
+            true,
+            0,
+            once(None, |_| true, listener),
+        )
+    }
+
+    // ---- futures (X5) ----------------------------------------------------------------------
+
+    /// The future of the next message on `key`'s tag exactly (X5): resolves to `Ok` with a
+    /// clone of its payload, or to `Err(`[`Gone`](crate::Gone)`)` if the bus is dropped first.
+    ///
+    /// - It listens from now on, not from its first poll; made during a send, it resolves at
+    ///   the next one (M2). A retained message already kept is not "next": read it with
+    ///   [`retained`](Self::retained).
+    /// - Dropping it stops listening at once: a send running meanwhile does not reach it.
+    /// - It is an ordinary `!Send` future: any single-threaded executor polls it, and
+    ///   [`coroutine::spawn_local`](crate::coroutine::spawn_local) runs it on the game thread.
+    ///
+    /// ```
+    /// use lumina::bus::MessageBus;
+    /// use lumina::{coroutine, gameplay_tags, main_thread};
+    /// use std::cell::RefCell;
+    /// use std::rc::Rc;
+    ///
+    /// gameplay_tags! {
+    ///     pub mod tags {
+    ///         Quest.Stage: u32,
+    ///     }
+    /// }
+    ///
+    /// let _game = main_thread::GameThreadScope::enter();
+    /// let bus = Rc::new(MessageBus::<u32>::new());
+    /// let log = Rc::new(RefCell::new(Vec::new()));
+    /// let (waiting, sink) = (Rc::clone(&bus), Rc::clone(&log));
+    /// coroutine::spawn_local(async move {
+    ///     while let Ok(stage) = waiting.next(&tags::QUEST_STAGE).await {
+    ///         sink.borrow_mut().push(stage);
+    ///         if stage == 2 {
+    ///             break;
+    ///         }
+    ///     }
+    /// });
+    /// main_thread::process_queue(); // the task starts and waits
+    /// bus.send(&tags::QUEST_STAGE, 1);
+    /// main_thread::process_queue();
+    /// bus.send(&tags::QUEST_STAGE, 2);
+    /// main_thread::process_queue();
+    /// assert_eq!(*log.borrow(), [1, 2]);
+    /// ```
+    #[track_caller]
+    pub fn next<P: Clone + 'static>(&self, key: &TagKey<P>) -> NextBroadcast<P> {
+        self.next_of(key.tag(), None, false, |_, payload| payload)
+    }
+
+    /// The future of the next message on `tag` or a descendant whose payload is a `P` (X5):
+    /// resolves to `Ok((actual tag, payload clone))`, or `Err(Gone)` if the bus is dropped
+    /// first. Messages of other payload types pass it by. See [`next`](Self::next).
+    #[track_caller]
+    pub fn next_partial<P: Clone + 'static>(&self, tag: impl Into<Tag>) -> NextBroadcast<(Tag, P)> {
+        self.next_of(tag.into(), None, true, |tag, payload| (tag, payload))
+    }
+
+    /// [`next`](Self::next) for messages addressed to `entity` or bubbling up through it (GB4).
+    #[track_caller]
+    pub fn next_entity<P: Clone + 'static>(&self, key: &TagKey<P>, entity: E) -> NextBroadcast<P> {
+        self.next_of(key.tag(), Some(entity), false, |_, payload| payload)
+    }
+
+    /// [`next_partial`](Self::next_partial) for messages addressed to `entity` or bubbling up
+    /// through it (GB4).
+    #[track_caller]
+    pub fn next_entity_partial<P: Clone + 'static>(
+        &self,
+        tag: impl Into<Tag>,
+        entity: E,
+    ) -> NextBroadcast<(Tag, P)> {
+        self.next_of(tag.into(), Some(entity), true, |tag, payload| {
+            (tag, payload)
+        })
+    }
+
+    #[track_caller]
+    fn next_of<P: Clone + 'static, T: 'static>(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        is_partial: bool,
+        value: impl Fn(Tag, P) -> T + 'static,
+    ) -> NextBroadcast<T> {
+        let (sender, next) = crate::next_broadcast::pair();
+        let exact_tag = (!is_partial).then_some(tag);
+        // The sender knows its subscription (and removes it) once it is added.
+        let _subscribed = self.add_with(
+            tag,
+            entity,
+            is_partial,
+            0,
+            false,
+            future(exact_tag, sender, value),
+        );
+        next
+    }
+
+    /// Adds the listener `make` builds once its handle (and a weak reference to its channel's
+    /// list) is known: what every `listen*` and `next*` method comes to. A listener on a
+    /// retained tag, or a partial one, hears the retained messages it matches at once, unless
+    /// `replay` is false (futures wait for the next message).
     #[track_caller]
     fn add(
         &self,
@@ -459,7 +648,20 @@ impl<E: EntityId> MessageBus<E> {
         entity: Option<E>,
         is_partial: bool,
         priority: i32,
-        callable: Callable<E>,
+        make: impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E>,
+    ) -> DelegateHandle {
+        self.add_with(tag, entity, is_partial, priority, true, make)
+    }
+
+    #[track_caller]
+    fn add_with(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        is_partial: bool,
+        priority: i32,
+        replay: bool,
+        make: impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E>,
     ) -> DelegateHandle {
         let channel = match entity {
             None => self.channel_or_new(tag),
@@ -476,7 +678,18 @@ impl<E: EntityId> MessageBus<E> {
                 .set(channel.partials.get().saturating_add(1));
             self.any_partial.set(true);
         }
-        let handle = channel.list.insert(priority, None, Rc::clone(&callable));
+        // The bus keeps a clone of the callable while it replays retained messages to it: a
+        // one-shot listener removes itself from the list during that call.
+        let mut made = None;
+        let spec = Spec {
+            priority,
+            ..Spec::default()
+        };
+        let handle = channel.list.insert_with(spec, |handle, list| {
+            let callable = make(handle, list);
+            made = Some(Rc::clone(&callable));
+            callable
+        });
         self.remember(
             handle,
             Record {
@@ -485,9 +698,14 @@ impl<E: EntityId> MessageBus<E> {
                 partial: is_partial,
             },
         );
-        if tag.is_retained() || is_partial {
-            self.replay_retained(tag, entity, is_partial, &channel, handle, &callable);
+        if replay
+            && (tag.is_retained() || is_partial)
+            && let Some(callable) = &made
+        {
+            self.replay_retained(tag, entity, is_partial, &channel, handle, callable);
         }
+        // The last reference when the listener removed itself meanwhile: user code, guarded.
+        Drops::drop_one(made);
         handle
     }
 
@@ -556,6 +774,8 @@ impl<E: EntityId> MessageBus<E> {
             }
             let mut message = Message::new_erased(sent_on, sent_to, &*payload);
             message.replayed = true;
+            // Heard by this listener alone, whenever it was added.
+            message.limit = u64::MAX;
             message.at.set(tag);
             message.at_entity.set(entity);
             callable(&message);
@@ -996,28 +1216,117 @@ fn unheard(tag: Tag) {
     tracing::debug!(tag = %tag, "lumina: a message on `{tag}` was sent and nobody heard it");
 }
 
+/// Whether the listener `id` hears `message` at all: it was added before the message started
+/// (M2), and, for an exact listener, the message's own tag is being walked.
+#[inline(always)]
+fn hears<E: EntityId>(id: u64, exact_tag: Option<Tag>, message: &Message<'_, E>) -> bool {
+    id < message.limit && exact_tag.is_none_or(|tag| message.tag == tag)
+}
+
 /// The callable of an exact listener: runs only while the message's own tag is walked.
 fn exact<P: 'static, E: EntityId>(
     tag: Tag,
     listener: impl Fn(&P, &Message<'_, E>) + 'static,
-) -> Callable<E> {
-    Rc::new(move |message: &Message<'_, E>| {
-        if message.tag != tag {
-            return;
-        }
-        if let Some(payload) = message.payload::<P>() {
-            message.heard.set(message.heard.get() + 1);
-            listener(payload, message);
-        }
-    })
+) -> impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E> {
+    move |handle, _| {
+        let id = handle.id();
+        Rc::new(move |message: &Message<'_, E>| {
+            if !hears(id, Some(tag), message) {
+                return;
+            }
+            if let Some(payload) = message.payload::<P>() {
+                message.heard.set(message.heard.get() + 1);
+                listener(payload, message);
+            }
+        })
+    }
 }
 
 /// The callable of a partial listener.
-fn partial<E: EntityId>(listener: impl Fn(&Message<'_, E>) + 'static) -> Callable<E> {
-    Rc::new(move |message: &Message<'_, E>| {
-        message.heard.set(message.heard.get() + 1);
-        listener(message);
-    })
+fn partial<E: EntityId>(
+    listener: impl Fn(&Message<'_, E>) + 'static,
+) -> impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E> {
+    move |handle, _| {
+        let id = handle.id();
+        Rc::new(move |message: &Message<'_, E>| {
+            if !hears(id, None, message) {
+                return;
+            }
+            message.heard.set(message.heard.get() + 1);
+            listener(message);
+        })
+    }
+}
+
+/// The callable of a one-shot listener (X3): once a message it hears reaches it, it removes its
+/// own subscription before the user's code runs, so no send nested in that call (or later) runs
+/// it again and its handle no longer names anything; the list drops it after the call (M4).
+/// `exact_tag` filters like [`exact`]; `typed` says whether the message's payload is the one the
+/// listener takes (checked before the claim, so a message it would not hear leaves it waiting).
+fn once<E: EntityId>(
+    exact_tag: Option<Tag>,
+    typed: impl Fn(&Message<'_, E>) -> bool + 'static,
+    listener: impl Fn(&Message<'_, E>) + 'static,
+) -> impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E> {
+    move |handle, list| {
+        let id = handle.id();
+        Rc::new(move |message: &Message<'_, E>| {
+            if !hears(id, exact_tag, message) || !typed(message) {
+                return;
+            }
+            // Claimed before any user code: a list removal runs none (this callable is running,
+            // so the list keeps it until the call is over, M4).
+            if !list
+                .upgrade()
+                .is_some_and(|list| list.remove_handle(handle))
+            {
+                return;
+            }
+            message.heard.set(message.heard.get() + 1);
+            listener(message);
+        })
+    }
+}
+
+/// [`once`] for an exact listener of payload `P`.
+fn once_exact<P: 'static, E: EntityId>(
+    tag: Tag,
+    listener: impl Fn(&P, &Message<'_, E>) + 'static,
+) -> impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E> {
+    once(
+        Some(tag),
+        |message: &Message<'_, E>| message.payload::<P>().is_some(),
+        move |message: &Message<'_, E>| {
+            if let Some(payload) = message.payload::<P>() {
+                listener(payload, message);
+            }
+        },
+    )
+}
+
+/// The callable of a future's listener (X5): hears like [`once`] and hands a clone of the
+/// payload (with the message's tag, for a partial future) to the future's sender, which settles
+/// the future, removes the subscription and wakes the task. The clone is user code and may send
+/// again: a nested send reaching the still-subscribed listener resolves the future first (the
+/// outer value is then dropped), as for the delegates' `next()`.
+fn future<P: Clone + 'static, T: 'static, E: EntityId>(
+    exact_tag: Option<Tag>,
+    sender: NextSender<T>,
+    value: impl Fn(Tag, P) -> T + 'static,
+) -> impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E> {
+    move |handle, list| {
+        sender.attach(handle, list);
+        let id = handle.id();
+        Rc::new(move |message: &Message<'_, E>| {
+            if !hears(id, exact_tag, message) {
+                return;
+            }
+            if let Some(payload) = message.payload::<P>() {
+                message.heard.set(message.heard.get() + 1);
+                sender.send(value(message.tag, payload.clone()));
+            }
+        })
+    }
 }
 
 impl<P: 'static> From<&TagKey<P>> for Tag {
