@@ -80,6 +80,7 @@ use std::sync::Arc;
 use crate::bind_site::Subscription;
 use crate::handle::DelegateHandle;
 use crate::invocation::{Drops, Guarded, InvocationList, RemoveByHandle, Spec};
+use crate::module::track;
 use crate::next_broadcast::{NextBroadcast, NextSender};
 use crate::scoped::ScopedSubscription;
 
@@ -244,7 +245,16 @@ struct Channel<E: EntityId> {
     retained: RefCell<Option<Retained<E>>>,
     /// The messages posted on this tag, typed (GB5); created by the first post.
     queue: RefCell<Option<Rc<dyn Posted<E>>>>,
+    /// The ids under which the module loader knows the retained message ([`RETAINED`]) and
+    /// the posted queue ([`QUEUE`]) when their code lies in a game module's library; 0 when
+    /// not recorded (R5, see [`Channel::track`]).
+    tracked: Cell<[u64; 2]>,
 }
+
+/// Which value of a channel a module record names: the retained message...
+const RETAINED: usize = 0;
+/// ... or the posted queue.
+const QUEUE: usize = 1;
 
 impl<E: EntityId> Channel<E> {
     fn new(tag: Tag) -> Self {
@@ -254,30 +264,167 @@ impl<E: EntityId> Channel<E> {
             partials: Cell::new(0),
             retained: RefCell::new(None),
             queue: RefCell::new(None),
+            tracked: Cell::new([0; 2]),
         }
     }
 }
 
+// ---- game modules (R5, MB4) ---------------------------------------------------------------------
+//
+// A retained message or a posted queue whose payload type is a game module's holds the module's
+// code: its vtable, its payload's `Drop`. Such a value is recorded with the module loader, the
+// way the invocation list records a module's subscriptions (`module::track`): the record names
+// the channel's `Rc` block and the functions below, and the module's unload drops the value
+// while the library is still mapped. (A module's listeners are the list's own records.)
+
+impl<E: EntityId> Channel<E> {
+    /// Records the channel's retained message or posted queue (`which`) with the module loader
+    /// when `code` (its vtable) lies in a loaded module; forgets the value it replaces. `code`
+    /// is `None` at once while no module is loaded: then this does nothing.
+    #[cold]
+    fn track(self: &Rc<Self>, which: usize, code: Option<track::Code>) {
+        if code.is_none() {
+            return;
+        }
+        let handle = DelegateHandle::new_unique();
+        let mut ids = self.tracked.get();
+        let old = std::mem::replace(&mut ids[which], handle.id());
+        self.tracked.set(ids);
+        if old != 0 {
+            track::forget(std::iter::once(old));
+        }
+        let access = track::ListAccess {
+            list: Rc::as_ptr(self).cast(),
+            remove: drop_module_value::<E>,
+            busy: lends_module_value::<E>,
+        };
+        track::track(access, handle, code);
+    }
+
+    /// Drops the value the record `id` names (R5): the module it belongs to is unloading.
+    /// Returns whether there was one.
+    fn drop_recorded(&self, id: u64) -> bool {
+        let mut ids = self.tracked.get();
+        let Some(which) = ids.iter().position(|&tracked| tracked == id) else {
+            return false;
+        };
+        ids[which] = 0;
+        self.tracked.set(ids);
+        if which == RETAINED {
+            let old = self.retained.borrow_mut().take();
+            let had = old.is_some();
+            Drops::drop_one(old);
+            return had;
+        }
+        let Some(queue) = self.queue.borrow_mut().take() else {
+            return false;
+        };
+        let mut drops = Drops::default();
+        let count = queue.discard(&mut drops);
+        if count > 0 {
+            tracing::warn!(
+                tag = %self.tag,
+                "lumina: {count} message(s) posted on `{}` were dropped undelivered: the game \
+                 module whose type they carry is unloading",
+                self.tag
+            );
+        }
+        drops.drop(queue);
+        drops.finish();
+        true
+    }
+
+    /// Whether a value of the channel is lent out (a replay or a delivery holds the retained
+    /// message or the queue, or a caller of [`MessageBus::retained`] does): its module cannot
+    /// be unloaded now (R5).
+    fn lends(&self) -> bool {
+        let retained = self.retained.try_borrow().map_or(true, |slot| {
+            slot.as_ref().is_some_and(|(_, p)| Rc::strong_count(p) > 1)
+        });
+        let queue = self.queue.try_borrow().map_or(true, |slot| {
+            slot.as_ref().is_some_and(|q| Rc::strong_count(q) > 1)
+        });
+        retained || queue
+    }
+}
+
+impl<E: EntityId> Drop for Channel<E> {
+    fn drop(&mut self) {
+        let ids = self.tracked.get();
+        if ids != [0; 2] && track::recording() {
+            track::forget(ids.into_iter().filter(|&id| id != 0));
+        }
+    }
+}
+
+/// The module loader's `remove` for a channel's record (R5).
+///
+/// # Safety
+///
+/// `channel` is `Rc::as_ptr` of a live `Rc<Channel<E>>` owned by the calling thread (a dropped
+/// channel forgets its records).
+unsafe fn drop_module_value<E: EntityId>(channel: *const (), handle: DelegateHandle) -> bool {
+    let channel = channel.cast::<Channel<E>>();
+    // SAFETY: contract: `channel` comes from `Rc::as_ptr` of a live `Rc<Channel<E>>`. A strong
+    // reference of our own keeps the channel alive while the drops below run user code (which
+    // may drop the bus).
+    let channel = unsafe {
+        Rc::increment_strong_count(channel);
+        Rc::from_raw(channel)
+    };
+    let dropped = channel.drop_recorded(handle.id());
+    Drops::drop_one(channel);
+    dropped
+}
+
+/// The module loader's `busy` for a channel's record: whether a value is lent out (R5).
+///
+/// # Safety
+///
+/// As [`drop_module_value`].
+unsafe fn lends_module_value<E: EntityId>(channel: *const ()) -> bool {
+    // SAFETY: contract.
+    let channel = unsafe { &*channel.cast::<Channel<E>>() };
+    channel.lends()
+}
+
 /// The queue of one tag's posted messages, erased to the bus.
 trait Posted<E: EntityId>: Any {
-    /// Delivers the oldest message of this queue.
-    fn deliver_front(&self, bus: &MessageBus<E>, tag: Tag);
+    /// Delivers the oldest message of this queue if it is the one posted as `seq`; whether it
+    /// was (a queue dropped by a module's unload leaves its messages' places in the bus's post
+    /// order behind, R5).
+    fn deliver_front(&self, bus: &MessageBus<E>, tag: Tag, seq: u64) -> bool;
+    /// How many messages wait.
+    fn len(&self) -> usize;
     /// Drops every queued message; returns how many there were.
     fn discard(&self, drops: &mut Drops) -> usize;
     fn as_any(&self) -> &dyn Any;
 }
 
+/// One tag's posted messages, with their places in the bus's post order.
 struct TypedQueue<P, E> {
-    items: RefCell<VecDeque<(Option<E>, P)>>,
+    items: RefCell<VecDeque<(u64, Option<E>, P)>>,
 }
 
 impl<P: 'static, E: EntityId> Posted<E> for TypedQueue<P, E> {
-    fn deliver_front(&self, bus: &MessageBus<E>, tag: Tag) {
+    fn deliver_front(&self, bus: &MessageBus<E>, tag: Tag, seq: u64) -> bool {
         // Taken out before any user code runs: the listeners may post on this tag again.
-        let front = self.items.borrow_mut().pop_front();
-        if let Some((entity, payload)) = front {
-            bus.deliver(tag, entity, payload);
-        }
+        let front = {
+            let mut items = self.items.borrow_mut();
+            match items.front() {
+                Some(&(posted, ..)) if posted == seq => items.pop_front(),
+                _ => None,
+            }
+        };
+        let Some((_, entity, payload)) = front else {
+            return false;
+        };
+        bus.deliver(tag, entity, payload);
+        true
+    }
+
+    fn len(&self) -> usize {
+        self.items.borrow().len()
     }
 
     fn discard(&self, drops: &mut Drops) -> usize {
@@ -1023,8 +1170,13 @@ impl<E: EntityId> MessageBus<E> {
             Drops::drop_one(old);
             return;
         }
-        let old = slot.replace((entity, Rc::new(payload) as Rc<dyn Any>));
+        let kept = Rc::new(payload) as Rc<dyn Any>;
+        let code = track::code_of(&*kept);
+        let old = slot.replace((entity, kept));
         drop(slot);
+        if code.is_some() {
+            channel.track(RETAINED, code);
+        }
         Drops::drop_one(old);
     }
 
@@ -1065,27 +1217,28 @@ impl<E: EntityId> MessageBus<E> {
 
     fn enqueue<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
         let channel = self.channel_or_new(tag);
-        let queue = {
-            let mut slot = channel.queue.borrow_mut();
-            Rc::clone(slot.get_or_insert_with(|| {
-                Rc::new(TypedQueue::<P, E> {
-                    items: RefCell::new(VecDeque::new()),
-                })
-            }))
-        };
+        let queue = channel.queue.borrow().clone();
+        let queue = queue.unwrap_or_else(|| new_queue::<P, E>(&channel));
         let Some(typed) = queue.as_any().downcast_ref::<TypedQueue<P, E>>() else {
             unreachable!("a tag's posted queue holds the tag's one payload type (GB2)");
         };
-        typed.items.borrow_mut().push_back((entity, payload));
         let seq = self.next_seq.get();
         self.next_seq.set(seq + 1);
+        typed.items.borrow_mut().push_back((seq, entity, payload));
         self.order.borrow_mut().push_back((seq, tag));
     }
 
     /// How many posted messages wait for delivery (those other threads posted not counted until
     /// a delivery point moves them in).
     pub fn posted(&self) -> usize {
-        self.order.borrow().len()
+        let queues: Vec<Rc<dyn Posted<E>>> = self
+            .channels
+            .borrow()
+            .iter()
+            .flatten()
+            .filter_map(|channel| channel.queue.borrow().clone())
+            .collect();
+        queues.iter().map(|queue| queue.len()).sum()
     }
 
     /// The delivery point the engine calls once a frame (GB5): moves in what other threads
@@ -1103,17 +1256,18 @@ impl<E: EntityId> MessageBus<E> {
                 match order.front() {
                     Some(&(seq, tag)) if seq < limit => {
                         order.pop_front();
-                        Some(tag)
+                        Some((seq, tag))
                     }
                     _ => None,
                 }
             };
-            let Some(tag) = next else { break };
+            let Some((seq, tag)) = next else { break };
             let queue = self
                 .channel(tag)
                 .and_then(|channel| channel.queue.borrow().clone());
-            if let Some(queue) = queue {
-                queue.deliver_front(self, tag);
+            if let Some(queue) = queue
+                && queue.deliver_front(self, tag, seq)
+            {
                 delivered += 1;
             }
         }
@@ -1207,6 +1361,18 @@ impl<E: EntityId> Drop for MessageBus<E> {
         drops.drop(self.parents.get_mut().take());
         drops.finish();
     }
+}
+
+/// The posted queue of `channel`'s tag, made by its first post; recorded with the module loader
+/// when its code is a game module's (R5).
+#[cold]
+fn new_queue<P: 'static, E: EntityId>(channel: &Rc<Channel<E>>) -> Rc<dyn Posted<E>> {
+    let queue: Rc<dyn Posted<E>> = Rc::new(TypedQueue::<P, E> {
+        items: RefCell::new(VecDeque::new()),
+    });
+    *channel.queue.borrow_mut() = Some(Rc::clone(&queue));
+    channel.track(QUEUE, track::code_of(&*queue));
+    queue
 }
 
 /// A message nobody heard: visible at debug level (GB7).

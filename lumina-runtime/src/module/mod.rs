@@ -744,6 +744,9 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         None
     };
     let left_on_other_threads = remove_subscriptions(id);
+    // Values of its types other threads handed over and nothing consumed yet (messages posted
+    // to a bus from another thread): dropped while their code is mapped (R5).
+    let swept = track::sweep(id.0);
     // Tasks it queued for the game thread would run its code after the unmapping.
     let dropped = main_thread::drop_queued(|task| track::belongs_to(id.0, track::code_of(task)));
     // Coroutine tasks it spawned would poll its code after the unmapping: dropped unpolled.
@@ -764,6 +767,14 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
             module = loaded.info.name(),
             "lumina: game module `{}` was unloaded with {tasks} coroutine task(s) it spawned \
              still running; they were dropped unpolled",
+            loaded.info.name()
+        );
+    }
+    if swept > 0 {
+        tracing::warn!(
+            module = loaded.info.name(),
+            "lumina: game module `{}` was unloaded with {swept} message(s) of its types posted \
+             from other threads and not delivered yet; they were dropped",
             loaded.info.name()
         );
     }
