@@ -12,8 +12,10 @@
 //!   [`CoreDelegates::on_module_loaded`](crate::CoreDelegates::on_module_loaded) (MB3).
 //! - [`unload`] runs its shut-down, removes every subscription whose code lies in the module's
 //!   library, from any delegate, script delegate or event processor, and drops the tasks it
-//!   queued with [`main_thread::enqueue`] unrun, so every callable of the module is dropped
-//!   while its code is still mapped, fires
+//!   queued with [`main_thread::enqueue`] unrun, and the messages of its payload types a
+//!   [message bus](crate::bus) still holds (retained, posted, or posted from another thread and
+//!   not moved in yet), so every callable and value of the module is dropped while its code is
+//!   still mapped, fires
 //!   [`CoreDelegates::on_module_unloaded`](crate::CoreDelegates::on_module_unloaded), and only
 //!   then unmaps the library: no code of the module runs afterwards, not even a closure's `Drop`
 //!   (MB4). While a delegate the module subscribed to is broadcasting, unloading is refused
