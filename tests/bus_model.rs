@@ -378,6 +378,22 @@ impl Real {
     }
 }
 
+impl Real {
+    /// The future made `index`-th (modulo), taken out of its place, with its label: `None`, and
+    /// "`verb` none" logged, if no future was made.
+    fn take_future(&self, index: usize, verb: &str) -> Option<(usize, Option<RealFuture>)> {
+        let mut futures = self.futures.borrow_mut();
+        let len = futures.len();
+        if len == 0 {
+            drop(futures);
+            self.shared.push(format!("{verb} none"));
+            return None;
+        }
+        let (label, future) = &mut futures[index % len];
+        Some((*label, future.take()))
+    }
+}
+
 impl Target for Real {
     fn shared(&self) -> &Shared {
         &self.shared
@@ -478,18 +494,7 @@ impl Target for Real {
 
     fn poll(&self, index: usize) {
         // Taken out while polled: a poll runs no user code, the value's drop below does.
-        let taken = {
-            let mut futures = self.futures.borrow_mut();
-            match futures.len() {
-                0 => None,
-                len => {
-                    let (label, future) = &mut futures[index % len];
-                    Some((*label, future.take()))
-                }
-            }
-        };
-        let Some((label, future)) = taken else {
-            self.shared.push("poll none".into());
+        let Some((label, future)) = self.take_future(index, "poll") else {
             return;
         };
         let Some(mut future) = future else {
@@ -530,18 +535,8 @@ impl Target for Real {
     }
 
     fn drop_future(&self, index: usize) {
-        let taken = {
-            let mut futures = self.futures.borrow_mut();
-            match futures.len() {
-                0 => None,
-                len => {
-                    let (label, future) = &mut futures[index % len];
-                    Some((*label, future.take()))
-                }
-            }
-        };
-        match taken {
-            None => self.shared.push("drop future none".into()),
+        match self.take_future(index, "drop future") {
+            None => {}
             Some((label, None)) => self.shared.push(format!("drop future F{label} -> done")),
             Some((label, Some(future))) => {
                 self.shared.push(format!("drop future F{label}"));
@@ -758,13 +753,23 @@ impl Model {
         (clone, Rc::clone(on_drop))
     }
 
-    /// The future made `index`-th (modulo), if any.
-    fn future_at(&self, index: usize) -> Option<Rc<ModelListener>> {
-        let futures = self.futures.borrow();
-        match futures.len() {
-            0 => None,
-            len => Some(Rc::clone(&futures[index % len])),
-        }
+    /// The future made `index`-th (modulo) and its state, taken (`Done` is left): `None`, and
+    /// "`verb` none" logged, if no future was made.
+    fn take_future(&self, index: usize, verb: &str) -> Option<(Rc<ModelListener>, FutureState)> {
+        let future = {
+            let futures = self.futures.borrow();
+            match futures.len() {
+                0 => None,
+                len => Some(Rc::clone(&futures[index % len])),
+            }
+        };
+        let Some(future) = future else {
+            self.shared.push(format!("{verb} none"));
+            return None;
+        };
+        let state = future.future.as_ref().expect("a future");
+        let taken = std::mem::replace(&mut *state.borrow_mut(), FutureState::Done);
+        Some((future, taken))
     }
 
     fn deliver_one(&self, tag: usize, entity: Option<u8>, label: usize, on_drop: Rc<Vec<Op>>) {
@@ -903,12 +908,10 @@ impl Target for Model {
     }
 
     fn poll(&self, index: usize) {
-        let Some(future) = self.future_at(index) else {
-            self.shared.push("poll none".into());
+        let Some((future, taken)) = self.take_future(index, "poll") else {
             return;
         };
         let state = future.future.as_ref().expect("a future");
-        let taken = std::mem::replace(&mut *state.borrow_mut(), FutureState::Done);
         match taken {
             FutureState::Waiting => {
                 *state.borrow_mut() = FutureState::Waiting;
@@ -929,12 +932,9 @@ impl Target for Model {
     }
 
     fn drop_future(&self, index: usize) {
-        let Some(future) = self.future_at(index) else {
-            self.shared.push("drop future none".into());
+        let Some((future, taken)) = self.take_future(index, "drop future") else {
             return;
         };
-        let state = future.future.as_ref().expect("a future");
-        let taken = std::mem::replace(&mut *state.borrow_mut(), FutureState::Done);
         match taken {
             FutureState::Done => {
                 self.shared

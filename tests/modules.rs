@@ -337,6 +337,14 @@ fn mb4_unload_removes_every_subscription_before_unmapping() {
     assert!(errors.contains("engine: subscribers: on_tick 0, on_hit 0, input 0, on_settings_saved 0, on_world_travelled 0, on_pre_engine_shutdown 0"), "{errors}");
 }
 
+/// The engine under valgrind's memcheck: an error fails the run.
+const MEMCHECK: &[&str] = &[
+    "valgrind",
+    "--tool=memcheck",
+    "--error-exitcode=9",
+    "--leak-check=no",
+];
+
 #[test]
 fn mb4_load_unload_cycle_runs_clean_under_memcheck() {
     let found = Command::new("sh")
@@ -349,16 +357,7 @@ fn mb4_load_unload_cycle_runs_clean_under_memcheck() {
          `apt-get install -y valgrind` (.ci/run does this)"
     );
     let dir = libraries("mb4-memcheck");
-    let (trace, report) = run(engine(
-        "cycle",
-        &dir,
-        Some(&[
-            "valgrind",
-            "--tool=memcheck",
-            "--error-exitcode=9",
-            "--leak-check=no",
-        ]),
-    ));
+    let (trace, report) = run(engine("cycle", &dir, Some(MEMCHECK)));
     assert_eq!(trace, CYCLE);
     assert!(
         report.contains("ERROR SUMMARY: 0 errors from 0 contexts"),
@@ -766,16 +765,7 @@ fn mb4_r5_gb7_a_modules_bus_listeners_and_its_retained_and_posted_payloads_go_be
 #[test]
 fn mb4_r5_a_modules_bus_payloads_dropped_at_unload_run_clean_under_memcheck() {
     let dir = libraries("bus-memcheck");
-    let (trace, report) = run(engine(
-        "bus",
-        &dir,
-        Some(&[
-            "valgrind",
-            "--tool=memcheck",
-            "--error-exitcode=9",
-            "--leak-check=no",
-        ]),
-    ));
+    let (trace, report) = run(engine("bus", &dir, Some(MEMCHECK)));
     assert_eq!(trace, bus_trace("bus-plain", None));
     assert!(
         report.contains("ERROR SUMMARY: 0 errors from 0 contexts"),
