@@ -1500,3 +1500,120 @@ impl<P: 'static> From<&TagKey<P>> for Tag {
         key.tag()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The module loader's functions for a channel's records, called as the loader calls them
+    //! (a loaded module's library cannot be had under Miri): R5.
+
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static DROPPED: AtomicUsize = AtomicUsize::new(0);
+
+    /// A payload that counts its drops and, when `again` is set, drops the bus that holds it
+    /// from its own `Drop` (user code that frees the channel under the loader).
+    struct Loot {
+        again: RefCell<Option<Rc<MessageBus<u32>>>>,
+    }
+
+    impl Drop for Loot {
+        fn drop(&mut self) {
+            DROPPED.fetch_add(1, Ordering::SeqCst);
+            drop(self.again.borrow_mut().take());
+        }
+    }
+
+    static LOOT: TagKey<Loot> = TagKey::new("BusUnit.Loot", true);
+    static NOTE: TagKey<Loot> = TagKey::new("BusUnit.Note", false);
+
+    #[test]
+    fn r5_a_channels_module_records_drop_its_retained_and_posted_values_and_keep_it_alive() {
+        let bus = Rc::new(MessageBus::<u32>::new());
+        bus.send(
+            &LOOT,
+            Loot {
+                again: RefCell::new(None),
+            },
+        );
+        bus.post(
+            &NOTE,
+            Loot {
+                again: RefCell::new(None),
+            },
+        );
+        let retained = bus.channel(LOOT.tag()).unwrap();
+        let queued = bus.channel(NOTE.tag()).unwrap();
+        // As `Channel::track` records them when the code is a loaded module's.
+        retained.tracked.set([11, 0]);
+        queued.tracked.set([0, 12]);
+        // The retained message is lent out while a replay holds it: busy.
+        let lent = bus.retained(&LOOT).unwrap();
+        // SAFETY: `Rc::as_ptr` of live channels of this thread.
+        assert!(unsafe { lends_module_value::<u32>(Rc::as_ptr(&retained).cast()) });
+        drop(lent);
+        // SAFETY: as above.
+        assert!(!unsafe { lends_module_value::<u32>(Rc::as_ptr(&retained).cast()) });
+        let before = DROPPED.load(Ordering::SeqCst);
+        // SAFETY: as above.
+        unsafe {
+            assert!(!drop_module_value::<u32>(
+                Rc::as_ptr(&retained).cast(),
+                DelegateHandle::from_id(12)
+            ));
+            assert!(drop_module_value::<u32>(
+                Rc::as_ptr(&queued).cast(),
+                DelegateHandle::from_id(12)
+            ));
+        }
+        assert_eq!(DROPPED.load(Ordering::SeqCst), before + 1);
+        assert_eq!(bus.posted(), 0);
+        assert_eq!(
+            bus.deliver_posted(),
+            0,
+            "its place in the post order is skipped"
+        );
+        // The retained message drops the last strong reference to the bus from its `Drop`:
+        // the loader's own reference keeps the channel alive meanwhile.
+        *bus.retained(&LOOT)
+            .unwrap()
+            .downcast_ref::<Loot>()
+            .unwrap()
+            .again
+            .borrow_mut() = Some(Rc::clone(&bus));
+        drop(bus);
+        let channel: *const () = Rc::as_ptr(&retained).cast();
+        drop(queued);
+        drop(retained);
+        // SAFETY: the channel is alive: the bus it belongs to is kept alive by the retained
+        // message, which holds the last `Rc` of the bus.
+        assert!(unsafe { drop_module_value::<u32>(channel, DelegateHandle::from_id(11)) });
+        assert_eq!(DROPPED.load(Ordering::SeqCst), before + 2);
+    }
+
+    /// A payload other threads post.
+    struct Note;
+
+    static NOTES_DROPPED: AtomicUsize = AtomicUsize::new(0);
+
+    impl Drop for Note {
+        fn drop(&mut self) {
+            NOTES_DROPPED.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    static POSTED: TagKey<Note> = TagKey::new("BusUnit.Posted", false);
+
+    #[test]
+    fn r5_an_inbox_sweep_drops_only_what_the_unloading_module_made() {
+        let bus = MessageBus::<u32>::new();
+        let poster = bus.poster();
+        poster.post(&POSTED, Note).unwrap();
+        let inbox: &dyn track::Sweep = &*bus.inbox;
+        assert_eq!(inbox.sweep(&|_| false), 0);
+        assert_eq!(NOTES_DROPPED.load(Ordering::SeqCst), 0);
+        assert_eq!(inbox.sweep(&|_| true), 1);
+        assert_eq!(NOTES_DROPPED.load(Ordering::SeqCst), 1);
+        assert_eq!(bus.deliver_posted(), 0);
+    }
+}
