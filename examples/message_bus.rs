@@ -117,7 +117,10 @@ fn main() {
     });
     // The announcer calls the first blood only: a one-shot listener, gone once it heard one.
     let _announcer = bus.listen_partial_once(&tags::COMBAT_DAMAGE, |message| {
-        println!("  announcer: first blood on {:?}", message.entity().unwrap());
+        println!(
+            "  announcer: first blood on {:?}",
+            message.entity().unwrap()
+        );
     });
 
     println!("warmup:");

@@ -277,28 +277,35 @@ impl<E: EntityId> Channel<E> {
 // the channel's `Rc` block and the functions below, and the module's unload drops the value
 // while the library is still mapped. (A module's listeners are the list's own records.)
 
+/// Records a value the bus holds with the module loader, under a fresh id kept in `id`, when
+/// `code` (its vtable) lies in a loaded module; forgets the record of the value it replaces.
+/// `code` is `None` at once while no module is loaded: then only an old record is forgotten.
+fn record_module_value(id: &Cell<u64>, code: Option<track::Code>, access: track::ListAccess) {
+    let old = id.replace(0);
+    if old != 0 {
+        track::forget(std::iter::once(old));
+    }
+    if code.is_some() {
+        let handle = DelegateHandle::new_unique();
+        id.set(handle.id());
+        track::track(access, handle, code);
+    }
+}
+
 impl<E: EntityId> Channel<E> {
     /// Records the channel's retained message or posted queue (`which`) with the module loader
-    /// when `code` (its vtable) lies in a loaded module; forgets the value it replaces. `code`
-    /// is `None` at once while no module is loaded: then this does nothing.
-    #[cold]
+    /// when `code` lies in a loaded module (see [`record_module_value`]).
     fn track(self: &Rc<Self>, which: usize, code: Option<track::Code>) {
-        if code.is_none() {
-            return;
-        }
-        let handle = DelegateHandle::new_unique();
         let mut ids = self.tracked.get();
-        let old = std::mem::replace(&mut ids[which], handle.id());
-        self.tracked.set(ids);
-        if old != 0 {
-            track::forget(std::iter::once(old));
-        }
+        let id = Cell::new(ids[which]);
         let access = track::ListAccess {
             list: Rc::as_ptr(self).cast(),
             remove: drop_module_value::<E>,
             busy: lends_module_value::<E>,
         };
-        track::track(access, handle, code);
+        record_module_value(&id, code, access);
+        ids[which] = id.get();
+        self.tracked.set(ids);
     }
 
     /// Drops the value the record `id` names (R5): the module it belongs to is unloading.
@@ -355,6 +362,73 @@ impl<E: EntityId> Drop for Channel<E> {
             track::forget(ids.into_iter().filter(|&id| id != 0));
         }
     }
+}
+
+/// The engine's entity parent relation (GB4), in a block of its own so that the module loader
+/// can drop it when a game module's code set it (R5).
+struct Parents<E> {
+    relation: RefCell<Option<ParentRelation<E>>>,
+    /// The id under which the module loader knows the relation; 0 when not recorded.
+    tracked: Cell<u64>,
+}
+
+impl<E: EntityId> Parents<E> {
+    /// Records the relation with the module loader when `code` lies in a loaded module.
+    fn track(self: &Rc<Self>, code: Option<track::Code>) {
+        let access = track::ListAccess {
+            list: Rc::as_ptr(self).cast(),
+            remove: drop_module_relation::<E>,
+            busy: relation_running::<E>,
+        };
+        record_module_value(&self.tracked, code, access);
+    }
+}
+
+impl<E> Drop for Parents<E> {
+    fn drop(&mut self) {
+        let id = self.tracked.get();
+        if id != 0 && track::recording() {
+            track::forget(std::iter::once(id));
+        }
+    }
+}
+
+/// The module loader's `remove` for the relation's record (R5).
+///
+/// # Safety
+///
+/// `parents` is `Rc::as_ptr` of a live `Rc<Parents<E>>` owned by the calling thread (dropped,
+/// it forgets its record).
+unsafe fn drop_module_relation<E: EntityId>(parents: *const (), handle: DelegateHandle) -> bool {
+    let parents = parents.cast::<Parents<E>>();
+    // SAFETY: contract; a strong reference of our own keeps the block alive while the
+    // relation's `Drop` (user code, which may drop the bus) runs.
+    let parents = unsafe {
+        Rc::increment_strong_count(parents);
+        Rc::from_raw(parents)
+    };
+    let mine = parents.tracked.get() == handle.id();
+    if mine {
+        parents.tracked.set(0);
+        let old = parents.relation.borrow_mut().take();
+        Drops::drop_one(old);
+    }
+    Drops::drop_one(parents);
+    mine
+}
+
+/// The module loader's `busy` for the relation's record: whether a message is bubbling through
+/// it now (R5).
+///
+/// # Safety
+///
+/// As [`drop_module_relation`].
+unsafe fn relation_running<E: EntityId>(parents: *const ()) -> bool {
+    // SAFETY: contract.
+    let parents = unsafe { &*parents.cast::<Parents<E>>() };
+    parents.relation.try_borrow().map_or(true, |relation| {
+        relation.as_ref().is_some_and(|r| Rc::strong_count(r) > 1)
+    })
 }
 
 /// The module loader's `remove` for a channel's record (R5).
@@ -476,7 +550,7 @@ pub struct MessageBus<E: EntityId = u64> {
     /// Whether any partial listener was ever added: if not, a send looks up its own tag only.
     any_partial: Cell<bool>,
     /// The engine's entity parent relation (GB4).
-    parents: RefCell<Option<ParentRelation<E>>>,
+    parents: Rc<Parents<E>>,
     /// Every listener added, by handle id; an entry whose listener was removed another way (a
     /// guard, an unload) is swept out as the table grows.
     records: RefCell<HashMap<u64, Record<E>>>,
@@ -512,7 +586,10 @@ impl<E: EntityId> MessageBus<E> {
             channels: RefCell::new(Vec::new()),
             entity_channels: RefCell::new(HashMap::new()),
             any_partial: Cell::new(false),
-            parents: RefCell::new(None),
+            parents: Rc::new(Parents {
+                relation: RefCell::new(None),
+                tracked: Cell::new(0),
+            }),
             records: RefCell::new(HashMap::new()),
             order: RefCell::new(VecDeque::new()),
             next_seq: Cell::new(0),
@@ -523,8 +600,14 @@ impl<E: EntityId> MessageBus<E> {
 
     /// Gives the bus the engine's entity hierarchy (GB4): `parent(entity)` is the entity an
     /// addressed message bubbles to next, `None` at a root. Replaces the relation given before.
+    ///
+    /// A relation set by a game module's code goes when the module unloads (R5): from then on
+    /// messages bubble no further than the addressed entity, until one is set again.
     pub fn set_entity_parents(&self, parent: impl Fn(E) -> Option<E> + 'static) {
-        let old = self.parents.replace(Some(Rc::new(parent)));
+        let relation: ParentRelation<E> = Rc::new(parent);
+        let code = track::code_of(&*relation);
+        let old = self.parents.relation.replace(Some(relation));
+        self.parents.track(code);
         Drops::drop_one(old);
     }
 
@@ -1106,7 +1189,7 @@ impl<E: EntityId> MessageBus<E> {
                 break;
             }
             // The relation is user code: called through a clone, so it may replace itself.
-            let parents = self.parents.borrow().clone();
+            let parents = self.parents.relation.borrow().clone();
             current = parents.and_then(|parent| {
                 let next = parent(at);
                 Drops::drop_one(parent);
@@ -1358,7 +1441,7 @@ impl<E: EntityId> Drop for MessageBus<E> {
         for (_, channel) in std::mem::take(self.entity_channels.get_mut()) {
             drops.drop(channel);
         }
-        drops.drop(self.parents.get_mut().take());
+        drops.drop(self.parents.relation.borrow_mut().take());
         drops.finish();
     }
 }
@@ -1589,6 +1672,51 @@ mod tests {
         // message, which holds the last `Rc` of the bus.
         assert!(unsafe { drop_module_value::<u32>(channel, DelegateHandle::from_id(11)) });
         assert_eq!(DROPPED.load(Ordering::SeqCst), before + 2);
+    }
+
+    #[test]
+    fn r5_the_parent_relations_module_record_drops_it_and_messages_stop_bubbling() {
+        struct Capture(Rc<Cell<u32>>);
+        impl Drop for Capture {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        let bus = MessageBus::<u32>::new();
+        let dropped = Rc::new(Cell::new(0));
+        let capture = Capture(Rc::clone(&dropped));
+        bus.set_entity_parents(move |entity| {
+            let _ = &capture;
+            (entity == 1).then_some(2)
+        });
+        let heard = Rc::new(Cell::new(0));
+        let sink = Rc::clone(&heard);
+        static ORDER: TagKey<u32> = TagKey::new("BusUnit.Order", false);
+        let _squad = bus.listen_entity(&ORDER, 2, move |_, _| sink.set(sink.get() + 1));
+        bus.send_to(&ORDER, 1, 7);
+        assert_eq!(heard.get(), 1);
+        // As `Parents::track` records it when the code is a loaded module's.
+        bus.parents.tracked.set(21);
+        let parents: *const () = Rc::as_ptr(&bus.parents).cast();
+        // SAFETY: `Rc::as_ptr` of the bus's live relation block, on its thread.
+        unsafe {
+            assert!(!relation_running::<u32>(parents));
+            assert!(!drop_module_relation::<u32>(
+                parents,
+                DelegateHandle::from_id(22)
+            ));
+            assert!(drop_module_relation::<u32>(
+                parents,
+                DelegateHandle::from_id(21)
+            ));
+        }
+        assert_eq!(dropped.get(), 1);
+        bus.send_to(&ORDER, 1, 8);
+        assert_eq!(
+            heard.get(),
+            1,
+            "no relation: the message stops at its entity"
+        );
     }
 
     /// A payload other threads post.

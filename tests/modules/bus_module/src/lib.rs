@@ -1,5 +1,5 @@
 //! A game module on the engine's message bus (R5, MB4, GB7): it listens on an engine tag (for
-//! every frame, and once), and leaves messages of payload types defined here behind: one kept
+//! every frame, and once), gives the bus its entity hierarchy (GB4), and leaves messages of payload types defined here behind: one kept
 //! by a retained tag, one posted and queued, one posted from its own thread and still in the
 //! bus's inbox. Their `Drop` is this library's code: the unload must drop them before it unmaps
 //! the library; each drop tells the engine (a counter in `engine_api`).
@@ -47,6 +47,8 @@ fn start_up() {
     let _ = bus.listen_partial(&tags::BUS_MODULE, |message| {
         println!("bus_module: heard {}", message.tag());
     });
+    // Soldiers 1-9 are in squad 10: this module's code, called as addressed messages bubble.
+    bus.set_entity_parents(|entity: u32| (entity < 10).then_some(10));
     bus.send(&tags::BUS_MODULE_LOOT, Loot(1));
     bus.post(&tags::BUS_MODULE_NOTE, Note(2));
     let poster = bus.poster();

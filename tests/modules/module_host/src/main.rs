@@ -196,6 +196,10 @@ fn bus(dir: &Path) {
     let path = dir.join("libbus_module.so");
     let _ = std::fs::remove_file(&path);
     std::fs::copy(dir.join("bus.so"), &path).unwrap();
+    // Squad 10 hears what bubbles up to it, through the parent relation the module gives.
+    let _squad = bus.listen_entity(&engine_api::bus_tags::ENGINE_FRAME, 10, |frame, message| {
+        println!("engine: squad 10 heard frame {frame} for {:?}", message.entity());
+    });
     for round in 1..=2 {
         let id = module::load(&path).unwrap();
         println!(
@@ -203,7 +207,7 @@ fn bus(dir: &Path) {
             bus.listeners().len(),
             bus.posted()
         );
-        bus.send(&engine_api::bus_tags::ENGINE_FRAME, round);
+        bus.send_to(&engine_api::bus_tags::ENGINE_FRAME, 5, round);
         let mapped_copy = module::mapped_path(id).unwrap();
         let before = engine_api::payloads_dropped();
         let info = module::unload(id).unwrap();
@@ -218,7 +222,8 @@ fn bus(dir: &Path) {
             bus.listeners().len(),
             bus.posted()
         );
-        bus.send(&engine_api::bus_tags::ENGINE_FRAME, 10 + round);
+        // The module's parent relation went with it: this reaches nobody.
+        bus.send_to(&engine_api::bus_tags::ENGINE_FRAME, 5, 10 + round);
         println!("engine: delivered {}", bus.deliver_posted());
     }
     println!("engine: done");
