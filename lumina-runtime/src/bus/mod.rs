@@ -1263,7 +1263,9 @@ impl<E: EntityId> MessageBus<E> {
         Drops::drop_one(old);
     }
 
-    /// The retained message of `key`'s tag, if any (GB6).
+    /// The retained message of `key`'s tag, if any (GB6). While the engine holds the `Rc` this
+    /// returns, a game module whose type the payload is cannot be unloaded (`Busy`, R5): drop it
+    /// before the unload.
     pub fn retained<P: 'static>(&self, key: &TagKey<P>) -> Option<Rc<dyn Any>> {
         self.channel(key.tag()).and_then(|channel| {
             channel
