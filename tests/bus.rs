@@ -1027,3 +1027,38 @@ fn x5_a_coroutine_on_the_game_thread_awaits_bus_messages() {
         ["damage 3", "Test.Combat.Heal 8", "Err(Gone)"]
     );
 }
+
+#[test]
+fn x5_a_waker_that_sends_on_the_bus_when_woken_finds_the_future_settled_and_unsubscribed() {
+    thread_local! {
+        static BUS: RefCell<Option<Rc<MessageBus<u32>>>> = const { RefCell::new(None) };
+    }
+    /// Wakes by sending on the bus of this thread (user code inside the send that resolved it).
+    struct SendOnWake;
+    impl std::task::Wake for SendOnWake {
+        fn wake(self: Arc<Self>) {
+            let bus = BUS.with_borrow(Clone::clone).unwrap();
+            bus.send(&tags::TEST_COMBAT_HEAL, 100);
+        }
+    }
+    let bus = Rc::new(MessageBus::<u32>::new());
+    BUS.set(Some(Rc::clone(&bus)));
+    let seen = log();
+    let sink = Rc::clone(&seen);
+    let _log = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        push(&sink, format!("heard {amount}"))
+    });
+    let mut next = bus.next(&tags::TEST_COMBAT_HEAL);
+    let waker = std::task::Waker::from(Arc::new(SendOnWake));
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(std::pin::Pin::new(&mut next).poll(&mut cx).is_pending());
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    // The future resolved with 1 and was unsubscribed before the waker's send: it did not see
+    // 100, which the lasting listener heard inside the first send.
+    assert_eq!(*seen.borrow(), ["heard 1", "heard 100"]);
+    assert_eq!(
+        std::pin::Pin::new(&mut next).poll(&mut cx),
+        Poll::Ready(Ok(1))
+    );
+    BUS.set(None);
+}
