@@ -697,3 +697,368 @@ fn gb7_a_panicking_payload_drop_while_unwinding_does_not_abort() {
     let panic = catch_unwind(AssertUnwindSafe(|| bus.send(&BOMB, Bomb))).unwrap_err();
     assert_eq!(panic.downcast_ref::<&str>(), Some(&"listener panics"));
 }
+
+// ---- X3: one-shot listeners --------------------------------------------------------------------
+
+#[test]
+fn x3_gb7_a_one_shot_listener_hears_one_message_even_when_its_call_sends_again() {
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    let seen = log();
+    let me = Rc::new(Cell::new(lumina::DelegateHandle::default()));
+    let (b, sink, mine) = (Rc::downgrade(&bus), Rc::clone(&seen), Rc::clone(&me));
+    let once = bus.listen_once(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        push(&sink, format!("once {amount}"));
+        let bus = b.upgrade().unwrap();
+        // Removed before this call started: the handle is spent, a nested send misses it.
+        assert!(!bus.is_listening(mine.get()));
+        bus.send(&tags::TEST_COMBAT_HEAL, amount + 1);
+    });
+    me.set(once);
+    let sink = Rc::clone(&seen);
+    let _always = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        push(&sink, format!("always {amount}"))
+    });
+    assert!(bus.is_listening(once));
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    assert_eq!(*seen.borrow(), ["once 1", "always 2", "always 1"]);
+    assert!(!bus.is_listening(once));
+    assert!(!bus.remove(once), "a spent handle removes nothing");
+    // A guard on the spent handle is harmless.
+    drop(bus.scoped(once));
+    bus.send(&tags::TEST_COMBAT_HEAL, 5);
+    assert_eq!(seen.borrow().last().unwrap(), "always 5");
+    assert_eq!(bus.listeners().len(), 1);
+}
+
+#[test]
+fn x3_a_one_shot_exact_listener_waits_for_its_own_tag_and_a_partial_one_for_any_descendant() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let seen = log();
+    // A partial listener on the parent makes descendants' messages walk the parent's channel,
+    // past the exact one-shot listener there: it must not be used up by them.
+    let _partial = bus.listen_partial(&tags::TEST_COMBAT, |_| {});
+    let sink = Rc::clone(&seen);
+    let exact = bus.listen_once(&tags::TEST_COMBAT_DAMAGE, move |damage, message| {
+        push(&sink, format!("exact {} {}", damage.amount, message.tag()))
+    });
+    let sink = Rc::clone(&seen);
+    let any = bus.listen_partial_once(&tags::TEST_COMBAT_DAMAGE, move |message| {
+        push(&sink, format!("partial {}", message.tag()))
+    });
+    bus.send(&tags::TEST_COMBAT_DAMAGE_CRITICAL, Damage { amount: 9 });
+    assert_eq!(*seen.borrow(), ["partial Test.Combat.Damage.Critical"]);
+    assert!(bus.is_listening(exact));
+    assert!(!bus.is_listening(any));
+    bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 2 });
+    bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 3 });
+    assert_eq!(
+        *seen.borrow(),
+        [
+            "partial Test.Combat.Damage.Critical",
+            "exact 2 Test.Combat.Damage"
+        ]
+    );
+}
+
+#[test]
+fn x3_gb4_one_shot_entity_listeners_hear_their_entity_once() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    bus.set_entity_parents(squads);
+    let seen = log();
+    let sink = Rc::clone(&seen);
+    let _soldier = bus.listen_entity_once(&tags::TEST_COMBAT_HEAL, 1, move |amount, _| {
+        push(&sink, format!("soldier {amount}"))
+    });
+    let sink = Rc::clone(&seen);
+    let _squad = bus.listen_entity_partial_once(&tags::TEST_COMBAT, 10, move |message| {
+        push(&sink, format!("squad {:?}", message.entity()))
+    });
+    // Entity 2 is in squad 10, as 1 is.
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 2, 1);
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 1, 2);
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 1, 3);
+    assert_eq!(*seen.borrow(), ["squad Some(2)", "soldier 2"]);
+    assert!(bus.listeners().is_empty());
+}
+
+#[test]
+fn x3_gb6_a_one_shot_listener_on_a_retained_tag_hears_the_kept_message_and_is_gone() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    bus.send(&tags::TEST_MATCH_STATE, MatchState::Warmup);
+    let seen = log();
+    let sink = Rc::clone(&seen);
+    let late = bus.listen_once(&tags::TEST_MATCH_STATE, move |state, message| {
+        push(&sink, format!("{state:?} replay {}", message.is_replay()))
+    });
+    assert!(!bus.is_listening(late));
+    bus.send(&tags::TEST_MATCH_STATE, MatchState::Over);
+    assert_eq!(*seen.borrow(), ["Warmup replay true"]);
+    // On a partial one-shot listener, only the first kept message is replayed.
+    let sink = Rc::clone(&seen);
+    let _p = bus.listen_partial_once(Tag::find("Test").unwrap(), move |message| {
+        push(&sink, format!("partial {}", message.tag()))
+    });
+    assert_eq!(seen.borrow().len(), 2);
+}
+
+#[test]
+fn x3_a_one_shot_listener_removed_before_its_message_never_runs_and_a_panic_spends_it() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let runs = Rc::new(Cell::new(0));
+    let sink = Rc::clone(&runs);
+    let removed = bus.listen_once(&tags::TEST_COMBAT_HEAL, move |_, _| {
+        sink.set(sink.get() + 1)
+    });
+    assert!(bus.remove(removed));
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    assert_eq!(runs.get(), 0);
+    let sink = Rc::clone(&runs);
+    let _boom = bus.listen_once(&tags::TEST_COMBAT_HEAL, move |_, _| {
+        sink.set(sink.get() + 1);
+        panic!("once and boom");
+    });
+    assert!(catch_unwind(AssertUnwindSafe(|| bus.send(&tags::TEST_COMBAT_HEAL, 1))).is_err());
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    assert_eq!(runs.get(), 1);
+    assert!(bus.listeners().is_empty());
+}
+
+// ---- X5: futures of the next message -----------------------------------------------------------
+
+/// Polls `future` once with a waker that counts its wakes.
+fn poll_once<F: std::future::Future + Unpin>(
+    future: &mut F,
+    wakes: &Arc<AtomicUsize>,
+) -> std::task::Poll<F::Output> {
+    struct Count(Arc<AtomicUsize>);
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Count(Arc::clone(wakes))));
+    let mut cx = std::task::Context::from_waker(&waker);
+    std::pin::Pin::new(future).poll(&mut cx)
+}
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::Poll;
+
+#[test]
+fn x5_a_future_resolves_with_a_clone_of_the_next_payload_and_stops_listening() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let wakes = Arc::new(AtomicUsize::new(0));
+    let mut next = bus.next(&tags::TEST_COMBAT_DAMAGE);
+    assert!(poll_once(&mut next, &wakes).is_pending());
+    assert_eq!(bus.listeners().len(), 1, "listening from `next()` on");
+    bus.send(&tags::TEST_COMBAT_DAMAGE_CRITICAL, Damage { amount: 1 });
+    assert!(
+        poll_once(&mut next, &wakes).is_pending(),
+        "exact: not a child tag"
+    );
+    bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 7 });
+    assert_eq!(wakes.load(Ordering::SeqCst), 1);
+    assert!(bus.listeners().is_empty(), "one message only");
+    assert_eq!(
+        poll_once(&mut next, &wakes),
+        Poll::Ready(Ok(Damage { amount: 7 }))
+    );
+}
+
+#[test]
+fn x5_gb3_a_partial_future_is_told_the_actual_tag_and_skips_other_payload_types() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let wakes = Arc::new(AtomicUsize::new(0));
+    let mut next = bus.next_partial::<Damage>(&tags::TEST_COMBAT);
+    bus.send(&tags::TEST_COMBAT_HEAL, 5);
+    assert!(
+        poll_once(&mut next, &wakes).is_pending(),
+        "a `u32` is not a `Damage`"
+    );
+    bus.send(&tags::TEST_COMBAT_DAMAGE_CRITICAL, Damage { amount: 40 });
+    let Poll::Ready(Ok((tag, damage))) = poll_once(&mut next, &wakes) else {
+        panic!("resolved by the critical hit");
+    };
+    assert_eq!(tag, tags::TEST_COMBAT_DAMAGE_CRITICAL.tag());
+    assert_eq!(damage, Damage { amount: 40 });
+}
+
+#[test]
+fn x5_gb4_entity_futures_hear_their_entity_only() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    bus.set_entity_parents(squads);
+    let wakes = Arc::new(AtomicUsize::new(0));
+    let mut soldier = bus.next_entity(&tags::TEST_COMBAT_HEAL, 1);
+    let mut squad = bus.next_entity_partial::<u32>(&tags::TEST_COMBAT, 10);
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 2, 4);
+    assert!(poll_once(&mut soldier, &wakes).is_pending());
+    assert_eq!(
+        poll_once(&mut squad, &wakes),
+        Poll::Ready(Ok((tags::TEST_COMBAT_HEAL.tag(), 4)))
+    );
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 1, 6);
+    assert_eq!(poll_once(&mut soldier, &wakes), Poll::Ready(Ok(6)));
+}
+
+#[test]
+fn x5_a_future_is_gone_when_the_bus_is_dropped_and_dropping_it_unsubscribes() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let wakes = Arc::new(AtomicUsize::new(0));
+    let dropped_early = bus.next(&tags::TEST_COMBAT_HEAL);
+    assert_eq!(bus.listeners().len(), 1);
+    drop(dropped_early);
+    assert!(
+        bus.listeners().is_empty(),
+        "dropping the future stops listening"
+    );
+    let mut next = bus.next(&tags::TEST_COMBAT_HEAL);
+    assert!(poll_once(&mut next, &wakes).is_pending());
+    drop(bus);
+    assert_eq!(
+        wakes.load(Ordering::SeqCst),
+        1,
+        "woken by the end of the bus"
+    );
+    assert_eq!(poll_once(&mut next, &wakes), Poll::Ready(Err(lumina::Gone)));
+}
+
+#[test]
+fn x5_gb5_a_future_made_during_a_send_resolves_at_the_next_one_on_any_channel() {
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    let futures = Rc::new(RefCell::new(Vec::new()));
+    let (b, made) = (Rc::downgrade(&bus), Rc::clone(&futures));
+    // Made while the message walks its own tag's channel: a future on the same tag, and one on
+    // the parent (whose channel the message walks next), and a listener there too.
+    let seen = log();
+    let sink = Rc::clone(&seen);
+    let _maker = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        let bus = b.upgrade().unwrap();
+        if *amount == 1 {
+            made.borrow_mut().push((
+                bus.next(&tags::TEST_COMBAT_HEAL),
+                bus.next_partial::<u32>(&tags::TEST_COMBAT),
+            ));
+            let sink = Rc::clone(&sink);
+            let _ = bus.listen_partial(&tags::TEST_COMBAT, move |message| {
+                push(&sink, format!("late {}", message.payload::<u32>().unwrap()))
+            });
+        }
+    });
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    let wakes = Arc::new(AtomicUsize::new(0));
+    let (mut exact, mut parent) = futures.borrow_mut().pop().unwrap();
+    assert!(poll_once(&mut exact, &wakes).is_pending());
+    assert!(poll_once(&mut parent, &wakes).is_pending());
+    assert!(
+        seen.borrow().is_empty(),
+        "a listener added during a send does not hear it"
+    );
+    bus.send(&tags::TEST_COMBAT_HEAL, 2);
+    assert_eq!(poll_once(&mut exact, &wakes), Poll::Ready(Ok(2)));
+    assert_eq!(
+        poll_once(&mut parent, &wakes),
+        Poll::Ready(Ok((tags::TEST_COMBAT_HEAL.tag(), 2)))
+    );
+    assert_eq!(*seen.borrow(), ["late 2"]);
+}
+
+#[test]
+fn x5_a_payload_clone_that_sends_again_resolves_the_future_at_the_nested_send() {
+    /// A payload whose clone sends the next number on its tag (once).
+    #[derive(Debug)]
+    struct Chain(u32, std::rc::Weak<MessageBus<u32>>);
+    impl Clone for Chain {
+        fn clone(&self) -> Self {
+            if self.0 == 1
+                && let Some(bus) = self.1.upgrade()
+            {
+                bus.send(&CHAIN, Chain(2, self.1.clone()));
+            }
+            Chain(self.0, self.1.clone())
+        }
+    }
+    static CHAIN: TagKey<Chain> = TagKey::new("Test.Chain", false);
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    let wakes = Arc::new(AtomicUsize::new(0));
+    let mut next = bus.next(&CHAIN);
+    bus.send(&CHAIN, Chain(1, Rc::downgrade(&bus)));
+    let Poll::Ready(Ok(chain)) = poll_once(&mut next, &wakes) else {
+        panic!("resolved");
+    };
+    assert_eq!(chain.0, 2, "the nested send reached the future first");
+    assert_eq!(
+        wakes.load(Ordering::SeqCst),
+        0,
+        "never polled before it was ready"
+    );
+    assert!(bus.listeners().is_empty());
+}
+
+#[test]
+fn x5_a_coroutine_on_the_game_thread_awaits_bus_messages() {
+    let _game = lumina::main_thread::GameThreadScope::enter();
+    let bus = Rc::new(MessageBus::<u32>::new());
+    let seen = log();
+    let (waiting, sink) = (Rc::clone(&bus), Rc::clone(&seen));
+    let task = lumina::coroutine::spawn_local(async move {
+        let damage = waiting.next(&tags::TEST_COMBAT_DAMAGE).await.unwrap();
+        push(&sink, format!("damage {}", damage.amount));
+        let (tag, amount) = waiting
+            .next_partial::<u32>(&tags::TEST_COMBAT)
+            .await
+            .unwrap();
+        push(&sink, format!("{tag} {amount}"));
+        let gone = waiting.next(&tags::TEST_COMBAT_HEAL);
+        drop(waiting);
+        push(&sink, format!("{:?}", gone.await));
+    });
+    lumina::main_thread::process_queue();
+    bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 3 });
+    lumina::main_thread::process_queue();
+    bus.send(&tags::TEST_COMBAT_HEAL, 8);
+    lumina::main_thread::process_queue();
+    assert!(!task.is_finished(), "waits for the bus to go");
+    drop(bus);
+    lumina::main_thread::process_queue();
+    assert!(task.is_finished());
+    assert_eq!(
+        *seen.borrow(),
+        ["damage 3", "Test.Combat.Heal 8", "Err(Gone)"]
+    );
+}
+
+#[test]
+fn x5_a_waker_that_sends_on_the_bus_when_woken_finds_the_future_settled_and_unsubscribed() {
+    thread_local! {
+        static BUS: RefCell<Option<Rc<MessageBus<u32>>>> = const { RefCell::new(None) };
+    }
+    /// Wakes by sending on the bus of this thread (user code inside the send that resolved it).
+    struct SendOnWake;
+    impl std::task::Wake for SendOnWake {
+        fn wake(self: Arc<Self>) {
+            let bus = BUS.with_borrow(Clone::clone).unwrap();
+            bus.send(&tags::TEST_COMBAT_HEAL, 100);
+        }
+    }
+    let bus = Rc::new(MessageBus::<u32>::new());
+    BUS.set(Some(Rc::clone(&bus)));
+    let seen = log();
+    let sink = Rc::clone(&seen);
+    let _log = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        push(&sink, format!("heard {amount}"))
+    });
+    let mut next = bus.next(&tags::TEST_COMBAT_HEAL);
+    let waker = std::task::Waker::from(Arc::new(SendOnWake));
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(std::pin::Pin::new(&mut next).poll(&mut cx).is_pending());
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    // The future resolved with 1 and was unsubscribed before the waker's send: it did not see
+    // 100, which the lasting listener heard inside the first send.
+    assert_eq!(*seen.borrow(), ["heard 1", "heard 100"]);
+    assert_eq!(
+        std::pin::Pin::new(&mut next).poll(&mut cx),
+        Poll::Ready(Ok(1))
+    );
+    BUS.set(None);
+}

@@ -1,11 +1,14 @@
-//! Model-based property test of the gameplay message bus (rules GB3-GB5, M1-M4, M7, M13, R2).
+//! Model-based property test of the gameplay message bus (rules GB3-GB5, X3, X5, M1-M4, M7, M13,
+//! R2).
 //!
 //! Random scripts of operations (listen exactly or partially, for one entity or none, with a
-//! priority, consuming or not; remove by handle; send, addressed or not; post; deliver the posted
-//! messages; panic) run against the real `MessageBus` and against `Model`, a deliberately naive
+//! priority, consuming or not, lasting or one-shot; remove by handle; make a future of the next
+//! message, poll it, drop it; send, addressed or not; post; deliver the posted messages; panic)
+//! run against the real `MessageBus` and against `Model`, a deliberately naive
 //! interpreter of the rules: a `Vec` of listeners with flags, where a send walks the addressed
 //! entity and its ancestors, and for each the message's tag and its ancestors, taking the
-//! listeners present when that walk starts and calling each one still live when reached.
+//! listeners present when that walk starts that were added before the message started (M2, on
+//! every channel), and calling each one still live when reached.
 //!
 //! Scripts act at every point where the bus runs user code, each with its own little script, so
 //! every operation is also issued from there, re-entering the bus, to any nesting depth up to
@@ -17,11 +20,18 @@
 //! - the `Drop` of a payload (`Send::on_drop`): after its delivery, also while a panic unwinds
 //!   (a panic there is then logged, not raised: R2), and when the bus is dropped with the message
 //!   still queued;
-//! - the engine's entity parent relation (`Script::parent_actions`), called as a message bubbles.
+//! - the engine's entity parent relation (`Script::parent_actions`), called as a message bubbles;
+//! - the `Clone` of a payload (`Script::clone_actions`), which the bus makes only for a future
+//!   the message reaches (X5), while that future still listens: a send from there reaches it
+//!   first, and the outer clone is dropped;
+//! - the `Drop` of a payload clone: when a future that resolved is polled or dropped, or when a
+//!   second clone arrives too late.
 //!
-//! The bus never clones a payload (the payload type here is not `Clone`). Both runs log every
-//! call with the tag and entity it was heard at, every drop, and the result of every operation;
-//! the logs must be identical, and every listener and payload must be dropped exactly once.
+//! A one-shot listener (X3) is removed right before its call, so a send nested in it never runs
+//! it again, and it is dropped after its call. Both runs log every call with the tag and entity
+//! it was heard at, every clone, every poll's outcome, every drop, and the result of every
+//! operation; the logs must be identical, and every listener and payload (clones included) must
+//! be dropped exactly once.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
@@ -29,8 +39,12 @@ use std::panic::{self, AssertUnwindSafe};
 use std::rc::{Rc, Weak};
 use std::sync::Once;
 
-use lumina::DelegateHandle;
-use lumina::bus::{Message, MessageBus, TagKey};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use lumina::bus::{Message, MessageBus, Tag, TagKey};
+use lumina::{DelegateHandle, Gone, NextBroadcast};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -60,6 +74,8 @@ struct Listen {
     entity: Option<u8>,
     priority: i32,
     consume: bool,
+    /// One-shot (X3); always priority 0 (the one-shot forms take none).
+    once: bool,
     actions: Vec<Op>,
     on_drop: Vec<Op>,
 }
@@ -81,11 +97,22 @@ enum Op {
     },
     Deliver,
     Panic,
+    /// A future of the next message on a tag, exactly or partially, for one entity or none (X5).
+    Next {
+        tag: usize,
+        partial: bool,
+        entity: Option<u8>,
+    },
+    /// Polls the future made `n`-th (modulo how many were made).
+    Poll(usize),
+    /// Drops the future made `n`-th.
+    DropFuture(usize),
 }
 
 #[derive(Debug)]
 struct Script {
     parent_actions: Rc<Vec<Op>>,
+    clone_actions: Rc<Vec<Op>>,
     steps: Vec<Op>,
 }
 
@@ -95,7 +122,10 @@ struct Shared {
     log: RefCell<Vec<String>>,
     budget: Cell<u32>,
     depth: Cell<u32>,
+    /// Subscriptions made: listeners and futures (one counter, as handle ids are one).
     listeners: Cell<usize>,
+    /// How many of them are futures (which have no drop hook).
+    futures: Cell<usize>,
     payloads: Cell<usize>,
     /// How often each listener (`L3`) and payload (`P2`) was dropped.
     drops: RefCell<BTreeMap<String, u32>>,
@@ -117,6 +147,11 @@ trait Target {
     fn send(&self, tag: usize, entity: Option<u8>, label: usize, on_drop: &Rc<Vec<Op>>);
     fn post(&self, tag: usize, entity: Option<u8>, label: usize, on_drop: &Rc<Vec<Op>>);
     fn deliver(&self) -> usize;
+    fn next(&self, tag: usize, partial: bool, entity: Option<u8>, label: usize);
+    /// Polls a future; logs the outcome, then drops what it resolved with.
+    fn poll(&self, index: usize);
+    /// Drops a future; logs it, then drops it.
+    fn drop_future(&self, index: usize);
 }
 
 /// Raises the nesting depth for a scope, restored when it ends (also while unwinding).
@@ -185,7 +220,25 @@ fn exec<T: Target + ?Sized>(target: &T, op: &Op) {
             shared.push(format!("delivered {delivered}"));
         }
         Op::Panic => panic::panic_any(PANIC_MARKER),
+        Op::Next {
+            tag,
+            partial,
+            entity,
+        } => {
+            let label = shared.listeners.get();
+            shared.listeners.set(label + 1);
+            shared.futures.set(shared.futures.get() + 1);
+            target.next(*tag, *partial, *entity, label);
+            shared.push(format!("next F{label}"));
+        }
+        Op::Poll(index) => target.poll(*index),
+        Op::DropFuture(index) => target.drop_future(*index),
     }
+}
+
+/// What a resolved future holds, as both runs log it.
+fn resolved(label: usize, payload: usize, tag: &str) -> String {
+    format!("poll F{label} -> P{payload} at {tag}")
 }
 
 /// Logs `event` and runs `actions` (user code at one of the bus's points).
@@ -235,9 +288,18 @@ fn step<T: Target + ?Sized>(target: &T, op: &Op) {
 struct Real {
     shared: Shared,
     parent_actions: Rc<Vec<Op>>,
+    clone_actions: Rc<Vec<Op>>,
     bus: RefCell<Option<Rc<MessageBus<u8>>>>,
     handles: RefCell<Vec<DelegateHandle>>,
+    /// The futures made, by label; `None` once resolved and taken, or dropped.
+    futures: RefCell<Vec<(usize, Option<RealFuture>)>>,
     me: Weak<Real>,
+}
+
+/// A future of the real bus: exact (its tag is the key's), or partial (told the tag).
+enum RealFuture {
+    Exact(NextBroadcast<Pay>, usize),
+    Partial(NextBroadcast<(Tag, Pay)>),
 }
 
 /// What a listener's closure and a payload carry: runs its drop hook.
@@ -255,11 +317,28 @@ impl Drop for DropHook {
     }
 }
 
-/// The payload: not `Clone` (the bus never clones one).
+/// The payload: cloned by the bus only for a future (X5); its `Clone` runs the script's clone
+/// actions, then makes a payload of its own label with the same drop actions.
 #[derive(Debug)]
 struct Pay {
     label: usize,
     _hook: DropHookBox,
+}
+
+impl Clone for Pay {
+    fn clone(&self) -> Pay {
+        let target = self
+            ._hook
+            .0
+            .target
+            .upgrade()
+            .expect("no clone while finishing");
+        let actions = Rc::clone(&target.clone_actions);
+        hook(&*target, format!("clone P{}", self.label), &actions);
+        let label = target.shared.payloads.get();
+        target.shared.payloads.set(label + 1);
+        target.payload(label, &self._hook.0.actions)
+    }
 }
 
 /// `DropHook` in a `Debug` wrapper.
@@ -299,6 +378,22 @@ impl Real {
     }
 }
 
+impl Real {
+    /// The future made `index`-th (modulo), taken out of its place, with its label: `None`, and
+    /// "`verb` none" logged, if no future was made.
+    fn take_future(&self, index: usize, verb: &str) -> Option<(usize, Option<RealFuture>)> {
+        let mut futures = self.futures.borrow_mut();
+        let len = futures.len();
+        if len == 0 {
+            drop(futures);
+            self.shared.push(format!("{verb} none"));
+            return None;
+        }
+        let (label, future) = &mut futures[index % len];
+        Some((*label, future.take()))
+    }
+}
+
 impl Target for Real {
     fn shared(&self) -> &Shared {
         &self.shared
@@ -326,12 +421,23 @@ impl Target for Real {
             }
         };
         let key = &KEYS[listen.tag];
-        let handle = match (listen.partial, listen.entity) {
-            (true, None) => bus.listen_partial_with_priority(key, listen.priority, on_message),
-            (true, Some(entity)) => bus.listen_entity_partial(key, entity, on_message),
-            (false, None) => bus
-                .listen_with_priority(key, listen.priority, move |_, message| on_message(message)),
-            (false, Some(entity)) => {
+        let handle = match (listen.once, listen.partial, listen.entity) {
+            (true, true, None) => bus.listen_partial_once(key, on_message),
+            (true, true, Some(entity)) => bus.listen_entity_partial_once(key, entity, on_message),
+            (true, false, None) => bus.listen_once(key, move |_, message| on_message(message)),
+            (true, false, Some(entity)) => {
+                bus.listen_entity_once(key, entity, move |_, message| on_message(message))
+            }
+            (false, true, None) => {
+                bus.listen_partial_with_priority(key, listen.priority, on_message)
+            }
+            (false, true, Some(entity)) => bus.listen_entity_partial(key, entity, on_message),
+            (false, false, None) => {
+                bus.listen_with_priority(key, listen.priority, move |_, message| {
+                    on_message(message)
+                })
+            }
+            (false, false, Some(entity)) => {
                 bus.listen_entity(key, entity, move |_, message| on_message(message))
             }
         };
@@ -371,14 +477,83 @@ impl Target for Real {
     fn deliver(&self) -> usize {
         self.bus().map_or(0, |bus| bus.deliver_posted())
     }
+
+    fn next(&self, tag: usize, partial: bool, entity: Option<u8>, label: usize) {
+        let Some(bus) = self.bus() else { return };
+        let key = &KEYS[tag];
+        let future = match (partial, entity) {
+            (false, None) => RealFuture::Exact(bus.next(key), tag),
+            (false, Some(entity)) => RealFuture::Exact(bus.next_entity(key, entity), tag),
+            (true, None) => RealFuture::Partial(bus.next_partial(key)),
+            (true, Some(entity)) => RealFuture::Partial(bus.next_entity_partial(key, entity)),
+        };
+        // No handle to remove it by: `Remove` of its place finds nothing.
+        self.handles.borrow_mut().push(DelegateHandle::default());
+        self.futures.borrow_mut().push((label, Some(future)));
+    }
+
+    fn poll(&self, index: usize) {
+        // Taken out while polled: a poll runs no user code, the value's drop below does.
+        let Some((label, future)) = self.take_future(index, "poll") else {
+            return;
+        };
+        let Some(mut future) = future else {
+            self.shared.push(format!("poll F{label} -> done"));
+            return;
+        };
+        let mut cx = Context::from_waker(Waker::noop());
+        let (line, value) = match &mut future {
+            RealFuture::Exact(next, tag) => match Pin::new(next).poll(&mut cx) {
+                Poll::Pending => (None, None),
+                Poll::Ready(Ok(pay)) => (
+                    Some(resolved(label, pay.label, KEYS[*tag].name())),
+                    Some(pay),
+                ),
+                Poll::Ready(Err(Gone)) => (Some(format!("poll F{label} -> gone")), None),
+            },
+            RealFuture::Partial(next) => match Pin::new(next).poll(&mut cx) {
+                Poll::Pending => (None, None),
+                Poll::Ready(Ok((tag, pay))) => {
+                    (Some(resolved(label, pay.label, tag.name())), Some(pay))
+                }
+                Poll::Ready(Err(Gone)) => (Some(format!("poll F{label} -> gone")), None),
+            },
+        };
+        match line {
+            None => {
+                self.shared.push(format!("poll F{label} -> pending"));
+                let mut futures = self.futures.borrow_mut();
+                let len = futures.len();
+                futures[index % len].1 = Some(future);
+            }
+            Some(line) => {
+                self.shared.push(line);
+                drop(future);
+                drop(value);
+            }
+        }
+    }
+
+    fn drop_future(&self, index: usize) {
+        match self.take_future(index, "drop future") {
+            None => {}
+            Some((label, None)) => self.shared.push(format!("drop future F{label} -> done")),
+            Some((label, Some(future))) => {
+                self.shared.push(format!("drop future F{label}"));
+                drop(future);
+            }
+        }
+    }
 }
 
 fn run_real(script: &Script) -> Shared {
     let real = Rc::new_cyclic(|me: &Weak<Real>| Real {
         shared: Shared::default(),
         parent_actions: Rc::clone(&script.parent_actions),
+        clone_actions: Rc::clone(&script.clone_actions),
         bus: RefCell::new(Some(Rc::new(MessageBus::new()))),
         handles: RefCell::new(Vec::new()),
+        futures: RefCell::new(Vec::new()),
         me: me.clone(),
     });
     let bus = real.bus().unwrap();
@@ -397,6 +572,9 @@ fn run_real(script: &Script) -> Shared {
     real.shared.finishing.set(true);
     let bus = real.bus.borrow_mut().take();
     drop(bus);
+    // The futures left go while the target lives, so the values they hold are counted.
+    let futures = std::mem::take(&mut *real.futures.borrow_mut());
+    drop(futures);
     let real = Rc::try_unwrap(real).unwrap_or_else(|_| panic!("nothing else holds the target"));
     real.shared
 }
@@ -409,6 +587,21 @@ struct ModelListener {
     removed: Cell<bool>,
     running: Cell<u32>,
     dropped: Cell<bool>,
+    /// For a future: what it holds.
+    future: Option<RefCell<FutureState>>,
+}
+
+/// A model future's state.
+enum FutureState {
+    Waiting,
+    /// Resolved with the payload clone `label` (with its drop actions), on the tag `tag`.
+    Ready {
+        label: usize,
+        on_drop: Rc<Vec<Op>>,
+        tag: usize,
+    },
+    /// Taken by a poll, or the future dropped.
+    Done,
 }
 
 struct Queued {
@@ -422,7 +615,11 @@ struct Queued {
 struct Model {
     shared: Shared,
     parent_actions: Rc<Vec<Op>>,
+    clone_actions: Rc<Vec<Op>>,
+    /// Listeners and futures, in the order made (their labels).
     listeners: RefCell<Vec<Rc<ModelListener>>>,
+    /// The futures, in the order made.
+    futures: RefCell<Vec<Rc<ModelListener>>>,
     queue: RefCell<VecDeque<Queued>>,
     next_seq: Cell<u64>,
     /// Whether any entity listener was ever added (the bus looks at entities only then).
@@ -448,7 +645,8 @@ impl Drop for Running<'_> {
 
 impl Model {
     fn drop_listener(&self, listener: &ModelListener) {
-        if listener.dropped.replace(true) {
+        // A future's listener has no user code to drop.
+        if listener.dropped.replace(true) || listener.future.is_some() {
             return;
         }
         guarded_drop(|| dropped(self, format!("L{}", listener.label), &listener.spec.on_drop));
@@ -458,18 +656,20 @@ impl Model {
         guarded_drop(|| dropped(self, format!("P{label}"), on_drop));
     }
 
-    /// One tag's listeners for one entity (or none), present now, in dispatch order.
-    fn present(&self, tag: usize, entity: Option<u8>) -> Vec<Rc<ModelListener>> {
+    /// One tag's listeners for one entity (or none), present now and added before the message
+    /// started (the first `limit`), in dispatch order.
+    fn present(&self, tag: usize, entity: Option<u8>, limit: usize) -> Vec<Rc<ModelListener>> {
         let mut found: Vec<Rc<ModelListener>> = self
             .listeners
             .borrow()
             .iter()
+            .take(limit)
             .filter(|l| !l.removed.get() && l.spec.tag == tag && l.spec.entity == entity)
             .cloned()
             .collect();
-        // Entity listeners are added with priority 0.
+        // Entity listeners, one-shot listeners and futures are added with priority 0.
         let priority = |l: &ModelListener| {
-            if l.spec.entity.is_some() {
+            if l.spec.entity.is_some() || l.spec.once || l.future.is_some() {
                 0
             } else {
                 l.spec.priority
@@ -484,12 +684,13 @@ impl Model {
         &self,
         tag: usize,
         entity: Option<u8>,
-        sent: (Option<u8>, usize),
+        sent: (Option<u8>, usize, &Rc<Vec<Op>>),
         at: Option<u8>,
+        limit: usize,
     ) -> bool {
         let mut current = Some(tag);
         while let Some(walked) = current {
-            for listener in self.present(walked, at) {
+            for listener in self.present(walked, at, limit) {
                 if listener.removed.get() || (!listener.spec.partial && walked != tag) {
                     continue;
                 }
@@ -498,6 +699,27 @@ impl Model {
                     model: self,
                     listener: &listener,
                 };
+                if let Some(state) = &listener.future {
+                    // The clone is made while the future still listens (X5).
+                    let (label, on_drop) = self.clone_payload(sent.1, sent.2);
+                    let waiting = matches!(*state.borrow(), FutureState::Waiting);
+                    if waiting {
+                        *state.borrow_mut() = FutureState::Ready {
+                            label,
+                            on_drop,
+                            tag,
+                        };
+                        listener.removed.set(true);
+                    } else {
+                        self.drop_payload(label, &on_drop);
+                    }
+                    drop(running);
+                    continue;
+                }
+                if listener.spec.once {
+                    // Claimed before its call (X3).
+                    listener.removed.set(true);
+                }
                 hook(
                     self,
                     format!(
@@ -522,6 +744,34 @@ impl Model {
         false
     }
 
+    /// The `Clone` of payload `label`: its actions, then a new label with the same drop actions.
+    fn clone_payload(&self, label: usize, on_drop: &Rc<Vec<Op>>) -> (usize, Rc<Vec<Op>>) {
+        let actions = Rc::clone(&self.clone_actions);
+        hook(self, format!("clone P{label}"), &actions);
+        let clone = self.shared.payloads.get();
+        self.shared.payloads.set(clone + 1);
+        (clone, Rc::clone(on_drop))
+    }
+
+    /// The future made `index`-th (modulo) and its state, taken (`Done` is left): `None`, and
+    /// "`verb` none" logged, if no future was made.
+    fn take_future(&self, index: usize, verb: &str) -> Option<(Rc<ModelListener>, FutureState)> {
+        let future = {
+            let futures = self.futures.borrow();
+            match futures.len() {
+                0 => None,
+                len => Some(Rc::clone(&futures[index % len])),
+            }
+        };
+        let Some(future) = future else {
+            self.shared.push(format!("{verb} none"));
+            return None;
+        };
+        let state = future.future.as_ref().expect("a future");
+        let taken = std::mem::replace(&mut *state.borrow_mut(), FutureState::Done);
+        Some((future, taken))
+    }
+
     fn deliver_one(&self, tag: usize, entity: Option<u8>, label: usize, on_drop: Rc<Vec<Op>>) {
         /// The payload, dropped after delivery, also while unwinding.
         struct Held<'a> {
@@ -537,14 +787,16 @@ impl Model {
         let _held = Held {
             model: self,
             label,
-            on_drop,
+            on_drop: Rc::clone(&on_drop),
         };
+        // Only the listeners added before the message started hear it, on every channel (M2).
+        let limit = self.listeners.borrow().len();
         if let Some(target) = entity
             && self.entity_listened.get()
         {
             let mut at = Some(target);
             while let Some(current) = at {
-                if self.walk_tags(tag, entity, (entity, label), Some(current)) {
+                if self.walk_tags(tag, entity, (entity, label, &on_drop), Some(current), limit) {
                     return;
                 }
                 let actions = Rc::clone(&self.parent_actions);
@@ -552,7 +804,7 @@ impl Model {
                 at = ENTITY_PARENT[usize::from(current)];
             }
         }
-        self.walk_tags(tag, entity, (entity, label), None);
+        self.walk_tags(tag, entity, (entity, label, &on_drop), None, limit);
     }
 }
 
@@ -575,6 +827,7 @@ impl Target for Model {
             removed: Cell::new(false),
             running: Cell::new(0),
             dropped: Cell::new(false),
+            future: None,
         }));
     }
 
@@ -586,7 +839,7 @@ impl Target for Model {
                 len => Rc::clone(&listeners[index % len]),
             }
         };
-        if listener.removed.replace(true) {
+        if listener.future.is_some() || listener.removed.replace(true) {
             return false;
         }
         if listener.running.get() == 0 {
@@ -628,13 +881,84 @@ impl Target for Model {
         }
         delivered
     }
+
+    fn next(&self, tag: usize, partial: bool, entity: Option<u8>, label: usize) {
+        if entity.is_some() {
+            self.entity_listened.set(true);
+        }
+        let listener = Rc::new(ModelListener {
+            label,
+            spec: Rc::new(Listen {
+                tag,
+                partial,
+                entity,
+                priority: 0,
+                consume: false,
+                once: false,
+                actions: Vec::new(),
+                on_drop: Vec::new(),
+            }),
+            removed: Cell::new(false),
+            running: Cell::new(0),
+            dropped: Cell::new(false),
+            future: Some(RefCell::new(FutureState::Waiting)),
+        });
+        self.listeners.borrow_mut().push(Rc::clone(&listener));
+        self.futures.borrow_mut().push(listener);
+    }
+
+    fn poll(&self, index: usize) {
+        let Some((future, taken)) = self.take_future(index, "poll") else {
+            return;
+        };
+        let state = future.future.as_ref().expect("a future");
+        match taken {
+            FutureState::Waiting => {
+                *state.borrow_mut() = FutureState::Waiting;
+                self.shared
+                    .push(format!("poll F{} -> pending", future.label));
+            }
+            FutureState::Done => self.shared.push(format!("poll F{} -> done", future.label)),
+            FutureState::Ready {
+                label,
+                on_drop,
+                tag,
+            } => {
+                self.shared
+                    .push(resolved(future.label, label, KEYS[tag].name()));
+                dropped(self, format!("P{label}"), &on_drop);
+            }
+        }
+    }
+
+    fn drop_future(&self, index: usize) {
+        let Some((future, taken)) = self.take_future(index, "drop future") else {
+            return;
+        };
+        match taken {
+            FutureState::Done => {
+                self.shared
+                    .push(format!("drop future F{} -> done", future.label));
+            }
+            FutureState::Waiting => {
+                self.shared.push(format!("drop future F{}", future.label));
+                future.removed.set(true);
+            }
+            FutureState::Ready { label, on_drop, .. } => {
+                self.shared.push(format!("drop future F{}", future.label));
+                self.drop_payload(label, &on_drop);
+            }
+        }
+    }
 }
 
 fn run_model(script: &Script) -> Shared {
     let model = Model {
         shared: Shared::default(),
         parent_actions: Rc::clone(&script.parent_actions),
+        clone_actions: Rc::clone(&script.clone_actions),
         listeners: RefCell::new(Vec::new()),
+        futures: RefCell::new(Vec::new()),
         queue: RefCell::new(VecDeque::new()),
         next_seq: Cell::new(0),
         entity_listened: Cell::new(false),
@@ -644,8 +968,14 @@ fn run_model(script: &Script) -> Shared {
     }
     model.shared.finishing.set(true);
     for listener in model.listeners.borrow().iter() {
-        if !listener.dropped.replace(true) {
+        if listener.future.is_none() && !listener.dropped.replace(true) {
             dropped(&model, format!("L{}", listener.label), &[]);
+        }
+    }
+    for future in model.futures.borrow().iter() {
+        let state = future.future.as_ref().expect("a future");
+        if let FutureState::Ready { label, .. } = &*state.borrow() {
+            dropped(&model, format!("P{label}"), &[]);
         }
     }
     for queued in model.queue.borrow_mut().drain(..) {
@@ -676,6 +1006,13 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Deliver),
         1 => Just(Op::Panic),
         2 => listen(Just(Vec::new()), Just(Vec::new())),
+        2 => (0..4_usize, any::<bool>(), entity()).prop_map(|(tag, partial, entity)| Op::Next {
+            tag,
+            partial,
+            entity
+        }),
+        2 => (0..8_usize).prop_map(Op::Poll),
+        1 => (0..8_usize).prop_map(Op::DropFuture),
     ];
     leaf.prop_recursive(3, 32, 3, |inner| {
         prop_oneof![
@@ -703,22 +1040,22 @@ fn listen(
     on_drop: impl Strategy<Value = Vec<Op>>,
 ) -> impl Strategy<Value = Op> {
     (
-        0..4_usize,
-        any::<bool>(),
-        entity(),
-        -1..=1_i32,
+        (0..4_usize, any::<bool>(), entity(), -1..=1_i32),
         prop::bool::weighted(0.2),
+        prop::bool::weighted(0.3),
         actions,
         on_drop,
     )
         .prop_map(
-            |(tag, partial, entity, priority, consume, actions, on_drop)| {
+            |((tag, partial, entity, priority), consume, once, actions, on_drop)| {
                 Op::Listen(Rc::new(Listen {
                     tag,
                     partial,
                     entity,
-                    priority,
+                    // The one-shot forms take no priority.
+                    priority: if once { 0 } else { priority },
                     consume,
+                    once,
                     actions,
                     on_drop,
                 }))
@@ -732,10 +1069,15 @@ fn script() -> impl Strategy<Value = Script> {
             4 => Just(Vec::new()),
             1 => vec(op(), 1..2),
         ],
+        prop_oneof![
+            2 => Just(Vec::new()),
+            1 => vec(op(), 1..3),
+        ],
         vec(op(), 1..24),
     )
-        .prop_map(|(parent_actions, steps)| Script {
+        .prop_map(|(parent_actions, clone_actions, steps)| Script {
             parent_actions: Rc::new(parent_actions),
+            clone_actions: Rc::new(clone_actions),
             steps,
         })
 }
@@ -770,7 +1112,7 @@ proptest! {
         // Every listener made and every payload made is dropped exactly once.
         prop_assert_eq!(
             real_drops.len(),
-            real.listeners.get() + real.payloads.get(),
+            real.listeners.get() - real.futures.get() + real.payloads.get(),
             "{:?}", real_drops
         );
         prop_assert!(real_drops.values().all(|&count| count == 1), "{:?}", real_drops);

@@ -2,13 +2,14 @@
 //! a soldier bubbles to the squad (GB4), which consumes critical hits (GB3); the UI's partial
 //! listener on `Combat` hears each child tag it is given (GB3); a late scoreboard hears the
 //! retained match state at once (GB6); the worker thread's posts arrive at the delivery point in
-//! post order (GB5).
+//! post order (GB5); the announcer's one-shot listener hears the first damage only (X3).
 
 const EXPECTED: &str = "\
 warmup:
 alice takes a hit:
   soldier 1: -30 hp, 70 left
   squad: Combat.Damage reached the squad from soldier 1
+  announcer: first blood on 1
   ui: Combat.Damage for Some(1)
 bob takes a critical hit:
   squad: shields soldier 2 from a critical 80 (consumed)

@@ -72,6 +72,7 @@ fn libraries(test: &str) -> PathBuf {
         ("libfailing_module.so", "failing.so"),
         ("libreflecting_module.so", "reflecting.so"),
         ("libreentrant_module.so", "reentrant.so"),
+        ("libbus_module.so", "bus.so"),
     ] {
         std::fs::copy(built.join(from), dir.join(to)).unwrap();
     }
@@ -336,6 +337,14 @@ fn mb4_unload_removes_every_subscription_before_unmapping() {
     assert!(errors.contains("engine: subscribers: on_tick 0, on_hit 0, input 0, on_settings_saved 0, on_world_travelled 0, on_pre_engine_shutdown 0"), "{errors}");
 }
 
+/// The engine under valgrind's memcheck: an error fails the run.
+const MEMCHECK: &[&str] = &[
+    "valgrind",
+    "--tool=memcheck",
+    "--error-exitcode=9",
+    "--leak-check=no",
+];
+
 #[test]
 fn mb4_load_unload_cycle_runs_clean_under_memcheck() {
     let found = Command::new("sh")
@@ -348,16 +357,7 @@ fn mb4_load_unload_cycle_runs_clean_under_memcheck() {
          `apt-get install -y valgrind` (.ci/run does this)"
     );
     let dir = libraries("mb4-memcheck");
-    let (trace, report) = run(engine(
-        "cycle",
-        &dir,
-        Some(&[
-            "valgrind",
-            "--tool=memcheck",
-            "--error-exitcode=9",
-            "--leak-check=no",
-        ]),
-    ));
+    let (trace, report) = run(engine("cycle", &dir, Some(MEMCHECK)));
     assert_eq!(trace, CYCLE);
     assert!(
         report.contains("ERROR SUMMARY: 0 errors from 0 contexts"),
@@ -790,6 +790,61 @@ fn r5_mb4_reentry_from_every_point_runs_clean_under_memcheck() {
         assert_gone(&trace, plan);
     }
     assert!(trace.ends_with("engine: done\n"), "{trace}");
+    assert!(
+        report.contains("ERROR SUMMARY: 0 errors from 0 contexts"),
+        "memcheck reported errors:\n{report}"
+    );
+}
+
+/// The engine's scenario of a module on its message bus (`module_host bus`).
+fn bus_trace(test: &str, under: Option<&[&str]>) -> String {
+    let dir = libraries(test);
+    run(engine("bus", &dir, under)).0
+}
+
+#[test]
+fn mb4_r5_gb7_a_modules_bus_listeners_and_its_retained_and_posted_payloads_go_before_the_unmap() {
+    let trace = bus_trace("bus", None);
+    let lines: Vec<&str> = trace.lines().collect();
+    // Twice: the second load is a reload of the same file, which works the same way.
+    let round = [
+        // Its own send reaches its partial listener; its posts wait for a delivery point.
+        "bus_module: heard BusModule.Loot",
+        "bus_module: started",
+        // Its three listeners and the engine's; one of its posts is queued (the one from its
+        // thread waits in the inbox until a delivery point).
+        "engine: loaded; listeners 4, posted 1",
+    ];
+    let unload = [
+        "bus_module: shut-down",
+        "engine_api: module payload Loot 1 dropped",
+        "engine_api: module payload Note 2 dropped",
+        "engine_api: module payload Note 3 dropped",
+        "engine: unloaded bus_module; still mapped: false; module payloads dropped by the unload: 3",
+        "engine: listeners 1, posted 0",
+        "engine: delivered 0",
+    ];
+    let mut expected: Vec<String> = Vec::new();
+    for frame in 1..=2 {
+        expected.extend(round.iter().map(|line| (*line).to_owned()));
+        expected.push(format!("engine: squad 10 heard frame {frame} for Some(5)"));
+        expected.push(format!("bus_module: heard frame {frame}"));
+        expected.push(format!("bus_module: heard frame {frame} once"));
+        expected.extend(unload.iter().map(|line| (*line).to_owned()));
+    }
+    expected.push("engine: done".to_owned());
+    assert_eq!(lines, expected, "{trace}");
+    // Sends after the unload reach nothing of the module (not even its parent relation, so
+    // squad 10 is not reached); its posts were never delivered.
+    assert!(!trace.contains("heard frame 11"), "{trace}");
+    assert!(!trace.contains("heard BusModule.Note"), "{trace}");
+}
+
+#[test]
+fn mb4_r5_a_modules_bus_payloads_dropped_at_unload_run_clean_under_memcheck() {
+    let dir = libraries("bus-memcheck");
+    let (trace, report) = run(engine("bus", &dir, Some(MEMCHECK)));
+    assert_eq!(trace, bus_trace("bus-plain", None));
     assert!(
         report.contains("ERROR SUMMARY: 0 errors from 0 contexts"),
         "memcheck reported errors:\n{report}"

@@ -9,7 +9,7 @@
 //! listener on `Combat` hears every child tag and is told which one (GB3). The match state is a
 //! retained tag: a scoreboard that joins late hears the current state at once (GB6). A worker
 //! thread computes the loot and posts the results, delivered at the frame's delivery point in the
-//! order posted (GB5).
+//! order posted (GB5). An announcer calls the first blood with a one-shot listener (X3).
 //!
 //! Run it with `cargo run --example message_bus`; `tests/message_bus_example.rs` checks its
 //! output, and `examples/expanded/message_bus.rs` shows what `gameplay_tags!` writes.
@@ -151,6 +151,13 @@ fn main() {
             &tags::COMBAT,
             |message| {
                 println!("  ui: {} for {:?}", message.tag(), message.entity());
+            },
+        );
+    let _announcer = bus
+        .listen_partial_once(
+            &tags::COMBAT_DAMAGE,
+            |message| {
+                println!("  announcer: first blood on {:?}", message.entity().unwrap());
             },
         );
     println!("warmup:");

@@ -38,15 +38,16 @@ use std::task::{Context, Poll, Waker};
 use crate::handle::DelegateHandle;
 use crate::invocation::{Drops, InvocationList, RemoveByHandle, Subscriber};
 
-/// The subscription ended before a broadcast reached it: its delegate was dropped or cleared
-/// (godot-rust's `TrySignalFuture` resolving to an error).
+/// The subscription ended before a broadcast reached it: its delegate was dropped or cleared, or
+/// its message bus dropped (godot-rust's `TrySignalFuture` resolving to an error).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Gone;
 
 impl fmt::Display for Gone {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
-            "the delegate was dropped or cleared before its next broadcast reached this future",
+            "the delegate (or message bus) was dropped or cleared before its next broadcast \
+             reached this future",
         )
     }
 }
@@ -261,17 +262,37 @@ pub(crate) fn subscribe<C: Subscriber + 'static, T>(
     list: &InvocationList<C>,
     make: impl FnOnce(NextSender<T>) -> C,
 ) -> NextBroadcast<T> {
+    let (sender, future) = pair();
+    let subscriber = make(sender);
+    // Adding runs no user code, so the subscriber cannot fire before its handle is known.
+    let handle = list.add(subscriber);
+    future.slot.subscription.set(handle);
+    *future.slot.list.borrow_mut() = list.weak_remover();
+    future
+}
+
+/// A future and its sender, not subscribed yet: for a mechanism that adds the subscriber its
+/// own way (the message bus, whose listeners are made once their handle is known) and then
+/// tells the sender its subscription with [`NextSender::attach`].
+pub(crate) fn pair<T>() -> (NextSender<T>, NextBroadcast<T>) {
     let slot = Rc::new(Slot {
         state: RefCell::new(State::Waiting(None)),
         subscription: Cell::new(DelegateHandle::INVALID),
         list: RefCell::new(None),
     });
-    let subscriber = make(NextSender {
-        slot: Rc::clone(&slot),
-    });
-    // Adding runs no user code, so the subscriber cannot fire before its handle is known.
-    let handle = list.add(subscriber);
-    slot.subscription.set(handle);
-    *slot.list.borrow_mut() = list.weak_remover();
-    NextBroadcast { slot }
+    (
+        NextSender {
+            slot: Rc::clone(&slot),
+        },
+        NextBroadcast { slot },
+    )
+}
+
+impl<T> NextSender<T> {
+    /// Tells the slot its subscription and the list it is in (held weakly), so that firing or
+    /// dropping the future removes it. Runs no user code.
+    pub(crate) fn attach(&self, handle: DelegateHandle, list: Weak<dyn RemoveByHandle>) {
+        self.slot.subscription.set(handle);
+        *self.slot.list.borrow_mut() = Some(list);
+    }
 }

@@ -88,12 +88,14 @@ use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
 use crate::bind_site::Subscription;
 use crate::handle::DelegateHandle;
-use crate::invocation::{Drops, Guarded, InvocationList};
+use crate::invocation::{Drops, Guarded, InvocationList, RemoveByHandle, Spec};
+use crate::module::track;
+use crate::next_broadcast::{NextBroadcast, NextSender};
 use crate::scoped::ScopedSubscription;
 
 /// What identifies a gameplay entity on the bus: any small `Copy` id the engine chooses (an
@@ -132,6 +134,10 @@ pub struct Message<'a, E: EntityId = u64> {
     heard: Cell<u32>,
     /// Heard as a retained message by a listener added after it was sent (GB6).
     replayed: bool,
+    /// The handle ids of the listeners added before this message started: only they hear it
+    /// (M2 across channels: a listener added to an ancestor's or another entity's channel while
+    /// the message walks an earlier one does not hear it). `u64::MAX` for a replay.
+    limit: u64,
 }
 
 impl<'a, E: EntityId> Message<'a, E> {
@@ -178,6 +184,7 @@ impl<'a, E: EntityId> Message<'a, E> {
             consumed: Cell::new(false),
             heard: Cell::new(0),
             replayed: false,
+            limit: DelegateHandle::next_id(),
         }
     }
 
@@ -274,7 +281,16 @@ struct Channel<E: EntityId> {
     retained: RefCell<Option<Retained<E>>>,
     /// The messages posted on this tag, typed (GB5); created by the first post.
     queue: RefCell<Option<Rc<dyn Posted<E>>>>,
+    /// The ids under which the module loader knows the retained message ([`RETAINED`]) and
+    /// the posted queue ([`QUEUE`]) when their code lies in a game module's library; 0 when
+    /// not recorded (R5, see [`Channel::track`]).
+    tracked: Cell<[u64; 2]>,
 }
+
+/// Which value of a channel a module record names: the retained message...
+const RETAINED: usize = 0;
+/// ... or the posted queue.
+const QUEUE: usize = 1;
 
 impl<E: EntityId> Channel<E> {
     fn new(tag: Tag) -> Self {
@@ -284,30 +300,241 @@ impl<E: EntityId> Channel<E> {
             partials: Cell::new(0),
             retained: RefCell::new(None),
             queue: RefCell::new(None),
+            tracked: Cell::new([0; 2]),
         }
     }
 }
 
+// ---- game modules (R5, MB4) ---------------------------------------------------------------------
+//
+// A retained message or a posted queue whose payload type is a game module's holds the module's
+// code: its vtable, its payload's `Drop`. Such a value is recorded with the module loader, the
+// way the invocation list records a module's subscriptions (`module::track`): the record names
+// the channel's `Rc` block and the functions below, and the module's unload drops the value
+// while the library is still mapped. (A module's listeners are the list's own records.)
+
+/// Records a value the bus holds with the module loader, under a fresh id kept in `id`, when
+/// `code` (its vtable) lies in a loaded module; forgets the record of the value it replaces.
+/// `code` is `None` at once while no module is loaded: then only an old record is forgotten.
+fn record_module_value(id: &Cell<u64>, code: Option<track::Code>, access: track::ListAccess) {
+    let old = id.replace(0);
+    if old != 0 {
+        track::forget(std::iter::once(old));
+    }
+    if code.is_some() {
+        let handle = DelegateHandle::new_unique();
+        id.set(handle.id());
+        track::track(access, handle, code);
+    }
+}
+
+impl<E: EntityId> Channel<E> {
+    /// Records the channel's retained message or posted queue (`which`) with the module loader
+    /// when `code` lies in a loaded module (see [`record_module_value`]).
+    fn track(self: &Rc<Self>, which: usize, code: Option<track::Code>) {
+        let mut ids = self.tracked.get();
+        let id = Cell::new(ids[which]);
+        let access = track::ListAccess {
+            list: Rc::as_ptr(self).cast(),
+            remove: drop_module_value::<E>,
+            busy: lends_module_value::<E>,
+        };
+        record_module_value(&id, code, access);
+        ids[which] = id.get();
+        self.tracked.set(ids);
+    }
+
+    /// Drops the value the record `id` names (R5): the module it belongs to is unloading.
+    /// Returns whether there was one.
+    fn drop_recorded(&self, id: u64) -> bool {
+        let mut ids = self.tracked.get();
+        let Some(which) = ids.iter().position(|&tracked| tracked == id) else {
+            return false;
+        };
+        ids[which] = 0;
+        self.tracked.set(ids);
+        if which == RETAINED {
+            let old = self.retained.borrow_mut().take();
+            let had = old.is_some();
+            Drops::drop_one(old);
+            return had;
+        }
+        let Some(queue) = self.queue.borrow_mut().take() else {
+            return false;
+        };
+        let mut drops = Drops::default();
+        let count = queue.discard(&mut drops);
+        if count > 0 {
+            tracing::warn!(
+                tag = %self.tag,
+                "lumina: {count} message(s) posted on `{}` were dropped undelivered: the game \
+                 module whose type they carry is unloading",
+                self.tag
+            );
+        }
+        drops.drop(queue);
+        drops.finish();
+        true
+    }
+
+    /// Whether a value of the channel is lent out (a replay or a delivery holds the retained
+    /// message or the queue, or a caller of [`MessageBus::retained`] does): its module cannot
+    /// be unloaded now (R5).
+    fn lends(&self) -> bool {
+        let retained = self.retained.try_borrow().map_or(true, |slot| {
+            slot.as_ref().is_some_and(|(_, p)| Rc::strong_count(p) > 1)
+        });
+        let queue = self.queue.try_borrow().map_or(true, |slot| {
+            slot.as_ref().is_some_and(|q| Rc::strong_count(q) > 1)
+        });
+        retained || queue
+    }
+}
+
+impl<E: EntityId> Drop for Channel<E> {
+    fn drop(&mut self) {
+        let ids = self.tracked.get();
+        if ids != [0; 2] && track::recording() {
+            track::forget(ids.into_iter().filter(|&id| id != 0));
+        }
+    }
+}
+
+/// The engine's entity parent relation (GB4), in a block of its own so that the module loader
+/// can drop it when a game module's code set it (R5).
+struct Parents<E> {
+    relation: RefCell<Option<ParentRelation<E>>>,
+    /// The id under which the module loader knows the relation; 0 when not recorded.
+    tracked: Cell<u64>,
+}
+
+impl<E: EntityId> Parents<E> {
+    /// Records the relation with the module loader when `code` lies in a loaded module.
+    fn track(self: &Rc<Self>, code: Option<track::Code>) {
+        let access = track::ListAccess {
+            list: Rc::as_ptr(self).cast(),
+            remove: drop_module_relation::<E>,
+            busy: relation_running::<E>,
+        };
+        record_module_value(&self.tracked, code, access);
+    }
+}
+
+impl<E> Drop for Parents<E> {
+    fn drop(&mut self) {
+        let id = self.tracked.get();
+        if id != 0 && track::recording() {
+            track::forget(std::iter::once(id));
+        }
+    }
+}
+
+/// The module loader's `remove` for the relation's record (R5).
+///
+/// # Safety
+///
+/// `parents` is `Rc::as_ptr` of a live `Rc<Parents<E>>` owned by the calling thread (dropped,
+/// it forgets its record).
+unsafe fn drop_module_relation<E: EntityId>(parents: *const (), handle: DelegateHandle) -> bool {
+    let parents = parents.cast::<Parents<E>>();
+    // SAFETY: contract; a strong reference of our own keeps the block alive while the
+    // relation's `Drop` (user code, which may drop the bus) runs.
+    let parents = unsafe {
+        Rc::increment_strong_count(parents);
+        Rc::from_raw(parents)
+    };
+    let mine = parents.tracked.get() == handle.id();
+    if mine {
+        parents.tracked.set(0);
+        let old = parents.relation.borrow_mut().take();
+        Drops::drop_one(old);
+    }
+    Drops::drop_one(parents);
+    mine
+}
+
+/// The module loader's `busy` for the relation's record: whether a message is bubbling through
+/// it now (R5).
+///
+/// # Safety
+///
+/// As [`drop_module_relation`].
+unsafe fn relation_running<E: EntityId>(parents: *const ()) -> bool {
+    // SAFETY: contract.
+    let parents = unsafe { &*parents.cast::<Parents<E>>() };
+    parents.relation.try_borrow().map_or(true, |relation| {
+        relation.as_ref().is_some_and(|r| Rc::strong_count(r) > 1)
+    })
+}
+
+/// The module loader's `remove` for a channel's record (R5).
+///
+/// # Safety
+///
+/// `channel` is `Rc::as_ptr` of a live `Rc<Channel<E>>` owned by the calling thread (a dropped
+/// channel forgets its records).
+unsafe fn drop_module_value<E: EntityId>(channel: *const (), handle: DelegateHandle) -> bool {
+    let channel = channel.cast::<Channel<E>>();
+    // SAFETY: contract: `channel` comes from `Rc::as_ptr` of a live `Rc<Channel<E>>`. A strong
+    // reference of our own keeps the channel alive while the drops below run user code (which
+    // may drop the bus).
+    let channel = unsafe {
+        Rc::increment_strong_count(channel);
+        Rc::from_raw(channel)
+    };
+    let dropped = channel.drop_recorded(handle.id());
+    Drops::drop_one(channel);
+    dropped
+}
+
+/// The module loader's `busy` for a channel's record: whether a value is lent out (R5).
+///
+/// # Safety
+///
+/// As [`drop_module_value`].
+unsafe fn lends_module_value<E: EntityId>(channel: *const ()) -> bool {
+    // SAFETY: contract.
+    let channel = unsafe { &*channel.cast::<Channel<E>>() };
+    channel.lends()
+}
+
 /// The queue of one tag's posted messages, erased to the bus.
 trait Posted<E: EntityId>: Any {
-    /// Delivers the oldest message of this queue.
-    fn deliver_front(&self, bus: &MessageBus<E>, tag: Tag);
+    /// Delivers the oldest message of this queue if it is the one posted as `seq`; whether it
+    /// was (a queue dropped by a module's unload leaves its messages' places in the bus's post
+    /// order behind, R5).
+    fn deliver_front(&self, bus: &MessageBus<E>, tag: Tag, seq: u64) -> bool;
+    /// How many messages wait.
+    fn len(&self) -> usize;
     /// Drops every queued message; returns how many there were.
     fn discard(&self, drops: &mut Drops) -> usize;
     fn as_any(&self) -> &dyn Any;
 }
 
+/// One tag's posted messages, with their places in the bus's post order.
 struct TypedQueue<P, E> {
-    items: RefCell<VecDeque<(Option<E>, P)>>,
+    items: RefCell<VecDeque<(u64, Option<E>, P)>>,
 }
 
 impl<P: 'static, E: EntityId> Posted<E> for TypedQueue<P, E> {
-    fn deliver_front(&self, bus: &MessageBus<E>, tag: Tag) {
+    fn deliver_front(&self, bus: &MessageBus<E>, tag: Tag, seq: u64) -> bool {
         // Taken out before any user code runs: the listeners may post on this tag again.
-        let front = self.items.borrow_mut().pop_front();
-        if let Some((entity, payload)) = front {
-            bus.deliver(tag, entity, payload);
-        }
+        let front = {
+            let mut items = self.items.borrow_mut();
+            match items.front() {
+                Some(&(posted, ..)) if posted == seq => items.pop_front(),
+                _ => None,
+            }
+        };
+        let Some((_, entity, payload)) = front else {
+            return false;
+        };
+        bus.deliver(tag, entity, payload);
+        true
+    }
+
+    fn len(&self) -> usize {
+        self.items.borrow().len()
     }
 
     fn discard(&self, drops: &mut Drops) -> usize {
@@ -359,7 +586,7 @@ pub struct MessageBus<E: EntityId = u64> {
     /// Whether any partial listener was ever added: if not, a send looks up its own tag only.
     any_partial: Cell<bool>,
     /// The engine's entity parent relation (GB4).
-    parents: RefCell<Option<ParentRelation<E>>>,
+    parents: Rc<Parents<E>>,
     /// Every listener added, by handle id; an entry whose listener was removed another way (a
     /// guard, an unload) is swept out as the table grows.
     records: RefCell<HashMap<u64, Record<E>>>,
@@ -400,7 +627,10 @@ impl<E: EntityId> MessageBus<E> {
             channels: RefCell::new(Vec::new()),
             entity_channels: RefCell::new(HashMap::new()),
             any_partial: Cell::new(false),
-            parents: RefCell::new(None),
+            parents: Rc::new(Parents {
+                relation: RefCell::new(None),
+                tracked: Cell::new(0),
+            }),
             records: RefCell::new(HashMap::new()),
             order: RefCell::new(VecDeque::new()),
             next_seq: Cell::new(0),
@@ -413,8 +643,14 @@ impl<E: EntityId> MessageBus<E> {
 
     /// Gives the bus the engine's entity hierarchy (GB4): `parent(entity)` is the entity an
     /// addressed message bubbles to next, `None` at a root. Replaces the relation given before.
+    ///
+    /// A relation set by a game module's code goes when the module unloads (R5): from then on
+    /// messages bubble no further than the addressed entity, until one is set again.
     pub fn set_entity_parents(&self, parent: impl Fn(E) -> Option<E> + 'static) {
-        let old = self.parents.replace(Some(Rc::new(parent)));
+        let relation: ParentRelation<E> = Rc::new(parent);
+        let code = track::code_of(&*relation);
+        let old = self.parents.relation.replace(Some(relation));
+        self.parents.track(code);
         Drops::drop_one(old);
     }
 
@@ -495,6 +731,189 @@ impl<E: EntityId> MessageBus<E> {
         self.add(tag.into(), Some(entity), true, 0, partial(listener))
     }
 
+    // ---- one-shot listeners (X3) --------------------------------------------------------------
+
+    /// [`listen`](Self::listen), for one message only (X3): the listener is removed right
+    /// before its call starts, so a send nested in that call never runs it again, and its handle
+    /// names nothing from then on ([`remove`](Self::remove) returns `false`; a guard made from
+    /// it removes nothing). Removed before it heard anything, it never runs. On a retained tag
+    /// with a message, it hears that message at once and is gone before this returns.
+    ///
+    /// ```
+    /// use lumina::bus::MessageBus;
+    /// use lumina::gameplay_tags;
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// gameplay_tags! {
+    ///     pub mod tags {
+    ///         Door.Opened: u32,
+    ///     }
+    /// }
+    ///
+    /// let bus: MessageBus<u32> = MessageBus::new();
+    /// let heard = Rc::new(Cell::new(0));
+    /// let sink = Rc::clone(&heard);
+    /// let first = bus.listen_once(&tags::DOOR_OPENED, move |door, _| sink.set(*door));
+    /// bus.send(&tags::DOOR_OPENED, 3);
+    /// bus.send(&tags::DOOR_OPENED, 4);
+    /// assert_eq!(heard.get(), 3);
+    /// assert!(!bus.is_listening(first));
+    /// assert!(!bus.remove(first), "the handle is spent");
+    /// ```
+    #[track_caller]
+    pub fn listen_once<P: 'static>(
+        &self,
+        key: &TagKey<P>,
+        listener: impl Fn(&P, &Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        let tag = key.tag();
+        self.add(tag, None, false, 0, once_exact(tag, listener))
+    }
+
+    /// [`listen_partial`](Self::listen_partial), for one message only (X3; see
+    /// [`listen_once`](Self::listen_once)).
+    #[track_caller]
+    pub fn listen_partial_once(
+        &self,
+        tag: impl Into<Tag>,
+        listener: impl Fn(&Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        self.add(tag.into(), None, true, 0, once(None, |_| true, listener))
+    }
+
+    /// [`listen_entity`](Self::listen_entity), for one message only (X3; see
+    /// [`listen_once`](Self::listen_once)).
+    #[track_caller]
+    pub fn listen_entity_once<P: 'static>(
+        &self,
+        key: &TagKey<P>,
+        entity: E,
+        listener: impl Fn(&P, &Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        let tag = key.tag();
+        self.add(tag, Some(entity), false, 0, once_exact(tag, listener))
+    }
+
+    /// [`listen_entity_partial`](Self::listen_entity_partial), for one message only (X3; see
+    /// [`listen_once`](Self::listen_once)).
+    #[track_caller]
+    pub fn listen_entity_partial_once(
+        &self,
+        tag: impl Into<Tag>,
+        entity: E,
+        listener: impl Fn(&Message<'_, E>) + 'static,
+    ) -> DelegateHandle {
+        self.add(
+            tag.into(),
+            Some(entity),
+            true,
+            0,
+            once(None, |_| true, listener),
+        )
+    }
+
+    // ---- futures (X5) ----------------------------------------------------------------------
+
+    /// The future of the next message on `key`'s tag exactly (X5): resolves to `Ok` with a
+    /// clone of its payload, or to `Err(`[`Gone`](crate::Gone)`)` if the bus is dropped first.
+    ///
+    /// - It listens from now on, not from its first poll; made during a send, it resolves at
+    ///   the next one (M2). A retained message already kept is not "next": read it with
+    ///   [`retained`](Self::retained).
+    /// - Dropping it stops listening at once: a send running meanwhile does not reach it.
+    /// - It is an ordinary `!Send` future: any single-threaded executor polls it, and
+    ///   [`coroutine::spawn_local`](crate::coroutine::spawn_local) runs it on the game thread.
+    ///
+    /// ```
+    /// use lumina::bus::MessageBus;
+    /// use lumina::{coroutine, gameplay_tags, main_thread};
+    /// use std::cell::RefCell;
+    /// use std::rc::Rc;
+    ///
+    /// gameplay_tags! {
+    ///     pub mod tags {
+    ///         Quest.Stage: u32,
+    ///     }
+    /// }
+    ///
+    /// let _game = main_thread::GameThreadScope::enter();
+    /// let bus = Rc::new(MessageBus::<u32>::new());
+    /// let log = Rc::new(RefCell::new(Vec::new()));
+    /// let (waiting, sink) = (Rc::clone(&bus), Rc::clone(&log));
+    /// coroutine::spawn_local(async move {
+    ///     while let Ok(stage) = waiting.next(&tags::QUEST_STAGE).await {
+    ///         sink.borrow_mut().push(stage);
+    ///         if stage == 2 {
+    ///             break;
+    ///         }
+    ///     }
+    /// });
+    /// main_thread::process_queue(); // the task starts and waits
+    /// bus.send(&tags::QUEST_STAGE, 1);
+    /// main_thread::process_queue();
+    /// bus.send(&tags::QUEST_STAGE, 2);
+    /// main_thread::process_queue();
+    /// assert_eq!(*log.borrow(), [1, 2]);
+    /// ```
+    #[track_caller]
+    pub fn next<P: Clone + 'static>(&self, key: &TagKey<P>) -> NextBroadcast<P> {
+        self.next_of(key.tag(), None, false, |_, payload| payload)
+    }
+
+    /// The future of the next message on `tag` or a descendant whose payload is a `P` (X5):
+    /// resolves to `Ok((actual tag, payload clone))`, or `Err(Gone)` if the bus is dropped
+    /// first. Messages of other payload types pass it by. See [`next`](Self::next).
+    #[track_caller]
+    pub fn next_partial<P: Clone + 'static>(&self, tag: impl Into<Tag>) -> NextBroadcast<(Tag, P)> {
+        self.next_of(tag.into(), None, true, |tag, payload| (tag, payload))
+    }
+
+    /// [`next`](Self::next) for messages addressed to `entity` or bubbling up through it (GB4).
+    #[track_caller]
+    pub fn next_entity<P: Clone + 'static>(&self, key: &TagKey<P>, entity: E) -> NextBroadcast<P> {
+        self.next_of(key.tag(), Some(entity), false, |_, payload| payload)
+    }
+
+    /// [`next_partial`](Self::next_partial) for messages addressed to `entity` or bubbling up
+    /// through it (GB4).
+    #[track_caller]
+    pub fn next_entity_partial<P: Clone + 'static>(
+        &self,
+        tag: impl Into<Tag>,
+        entity: E,
+    ) -> NextBroadcast<(Tag, P)> {
+        self.next_of(tag.into(), Some(entity), true, |tag, payload| {
+            (tag, payload)
+        })
+    }
+
+    #[track_caller]
+    fn next_of<P: Clone + 'static, T: 'static>(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        is_partial: bool,
+        value: impl Fn(Tag, P) -> T + 'static,
+    ) -> NextBroadcast<T> {
+        let (sender, next) = crate::next_broadcast::pair();
+        let exact_tag = (!is_partial).then_some(tag);
+        // The sender knows its subscription (and removes it) once it is added.
+        let _subscribed = self.add_with(
+            tag,
+            entity,
+            is_partial,
+            0,
+            false,
+            future(exact_tag, sender, value),
+        );
+        next
+    }
+
+    /// Adds the listener `make` builds once its handle (and a weak reference to its channel's
+    /// list) is known: what every `listen*` and `next*` method comes to. A listener on a
+    /// retained tag, or a partial one, hears the retained messages it matches at once, unless
+    /// `replay` is false (futures wait for the next message).
     #[track_caller]
     fn add(
         &self,
@@ -502,16 +921,35 @@ impl<E: EntityId> MessageBus<E> {
         entity: Option<E>,
         is_partial: bool,
         priority: i32,
-        callable: Callable<E>,
+        make: impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E>,
     ) -> DelegateHandle {
-        let handle = self.add_quietly(tag, entity, is_partial, priority, Rc::clone(&callable));
-        self.replay_to(tag, entity, is_partial, handle, &callable);
+        self.add_with(tag, entity, is_partial, priority, true, make)
+    }
+
+    #[track_caller]
+    fn add_with(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        is_partial: bool,
+        priority: i32,
+        replay: bool,
+        make: impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E>,
+    ) -> DelegateHandle {
+        let (handle, made) = self.add_quietly(tag, entity, is_partial, priority, make);
+        if replay && let Some(callable) = &made {
+            self.replay_to(tag, entity, is_partial, handle, callable);
+        }
+        // The last reference when the listener removed itself meanwhile: user code, guarded.
+        Drops::drop_one(made);
         handle
     }
 
     /// Adds a listener without the retained messages it should hear at once: the caller calls
     /// [`replay_to`](Self::replay_to) when it is ready (a managed listener, once its id is
-    /// recorded, so a release its thunk causes meanwhile is not lost).
+    /// recorded, so a release its thunk causes meanwhile is not lost). Returns the handle and a
+    /// clone of the callable `make` built, which the caller keeps while it replays (a one-shot
+    /// listener removes itself from the list during that call).
     #[track_caller]
     fn add_quietly(
         &self,
@@ -519,8 +957,8 @@ impl<E: EntityId> MessageBus<E> {
         entity: Option<E>,
         is_partial: bool,
         priority: i32,
-        callable: Callable<E>,
-    ) -> DelegateHandle {
+        make: impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E>,
+    ) -> (DelegateHandle, Option<Callable<E>>) {
         let channel = match entity {
             None => self.channel_or_new(tag),
             Some(entity) => Rc::clone(
@@ -536,7 +974,16 @@ impl<E: EntityId> MessageBus<E> {
                 .set(channel.partials.get().saturating_add(1));
             self.any_partial.set(true);
         }
-        let handle = channel.list.insert(priority, None, Rc::clone(&callable));
+        let mut made = None;
+        let spec = Spec {
+            priority,
+            ..Spec::default()
+        };
+        let handle = channel.list.insert_with(spec, |handle, list| {
+            let callable = make(handle, list);
+            made = Some(Rc::clone(&callable));
+            callable
+        });
         self.remember(
             handle,
             Record {
@@ -545,7 +992,7 @@ impl<E: EntityId> MessageBus<E> {
                 partial: is_partial,
             },
         );
-        handle
+        (handle, made)
     }
 
     /// The retained messages a listener just added hears at once (GB6).
@@ -629,6 +1076,8 @@ impl<E: EntityId> MessageBus<E> {
             }
             let mut message = Message::new_erased(sent_on, sent_to, &*payload);
             message.replayed = true;
+            // Heard by this listener alone, whenever it was added.
+            message.limit = u64::MAX;
             message.at.set(tag);
             message.at_entity.set(entity);
             callable(&message);
@@ -821,7 +1270,7 @@ impl<E: EntityId> MessageBus<E> {
                 break;
             }
             // The relation is user code: called through a clone, so it may replace itself.
-            let parents = self.parents.borrow().clone();
+            let parents = self.parents.relation.borrow().clone();
             current = parents.and_then(|parent| {
                 let next = parent(at);
                 Drops::drop_one(parent);
@@ -885,12 +1334,19 @@ impl<E: EntityId> MessageBus<E> {
             Drops::drop_one(old);
             return;
         }
-        let old = slot.replace((entity, Rc::new(payload) as Rc<dyn Any>));
+        let kept = Rc::new(payload) as Rc<dyn Any>;
+        let code = track::code_of(&*kept);
+        let old = slot.replace((entity, kept));
         drop(slot);
+        if code.is_some() {
+            channel.track(RETAINED, code);
+        }
         Drops::drop_one(old);
     }
 
-    /// The retained message of `key`'s tag, if any (GB6).
+    /// The retained message of `key`'s tag, if any (GB6). While the engine holds the `Rc` this
+    /// returns, a game module whose type the payload is cannot be unloaded (`Busy`, R5): drop it
+    /// before the unload.
     pub fn retained<P: 'static>(&self, key: &TagKey<P>) -> Option<Rc<dyn Any>> {
         self.channel(key.tag()).and_then(|channel| {
             channel
@@ -927,27 +1383,28 @@ impl<E: EntityId> MessageBus<E> {
 
     fn enqueue<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
         let channel = self.channel_or_new(tag);
-        let queue = {
-            let mut slot = channel.queue.borrow_mut();
-            Rc::clone(slot.get_or_insert_with(|| {
-                Rc::new(TypedQueue::<P, E> {
-                    items: RefCell::new(VecDeque::new()),
-                })
-            }))
-        };
+        let queue = channel.queue.borrow().clone();
+        let queue = queue.unwrap_or_else(|| new_queue::<P, E>(&channel));
         let Some(typed) = queue.as_any().downcast_ref::<TypedQueue<P, E>>() else {
             unreachable!("a tag's posted queue holds the tag's one payload type (GB2)");
         };
-        typed.items.borrow_mut().push_back((entity, payload));
         let seq = self.next_seq.get();
         self.next_seq.set(seq + 1);
+        typed.items.borrow_mut().push_back((seq, entity, payload));
         self.order.borrow_mut().push_back((seq, tag));
     }
 
     /// How many posted messages wait for delivery (those other threads posted not counted until
     /// a delivery point moves them in).
     pub fn posted(&self) -> usize {
-        self.order.borrow().len()
+        let queues: Vec<Rc<dyn Posted<E>>> = self
+            .channels
+            .borrow()
+            .iter()
+            .flatten()
+            .filter_map(|channel| channel.queue.borrow().clone())
+            .collect();
+        queues.iter().map(|queue| queue.len()).sum()
     }
 
     /// The delivery point the engine calls once a frame (GB5): moves in what other threads
@@ -965,17 +1422,18 @@ impl<E: EntityId> MessageBus<E> {
                 match order.front() {
                     Some(&(seq, tag)) if seq < limit => {
                         order.pop_front();
-                        Some(tag)
+                        Some((seq, tag))
                     }
                     _ => None,
                 }
             };
-            let Some(tag) = next else { break };
+            let Some((seq, tag)) = next else { break };
             let queue = self
                 .channel(tag)
                 .and_then(|channel| channel.queue.borrow().clone());
-            if let Some(queue) = queue {
-                queue.deliver_front(self, tag);
+            if let Some(queue) = queue
+                && queue.deliver_front(self, tag, seq)
+            {
                 delivered += 1;
             }
         }
@@ -1068,9 +1526,21 @@ impl<E: EntityId> Drop for MessageBus<E> {
         for (_, channel) in std::mem::take(self.entity_channels.get_mut()) {
             drops.drop(channel);
         }
-        drops.drop(self.parents.get_mut().take());
+        drops.drop(self.parents.relation.borrow_mut().take());
         drops.finish();
     }
+}
+
+/// The posted queue of `channel`'s tag, made by its first post; recorded with the module loader
+/// when its code is a game module's (R5).
+#[cold]
+fn new_queue<P: 'static, E: EntityId>(channel: &Rc<Channel<E>>) -> Rc<dyn Posted<E>> {
+    let queue: Rc<dyn Posted<E>> = Rc::new(TypedQueue::<P, E> {
+        items: RefCell::new(VecDeque::new()),
+    });
+    *channel.queue.borrow_mut() = Some(Rc::clone(&queue));
+    channel.track(QUEUE, track::code_of(&*queue));
+    queue
 }
 
 /// A message nobody heard: visible at debug level (GB7).
@@ -1080,32 +1550,283 @@ fn unheard(tag: Tag) {
     tracing::debug!(tag = %tag, "lumina: a message on `{tag}` was sent and nobody heard it");
 }
 
+/// Whether the listener `id` hears `message` at all: it was added before the message started
+/// (M2), and, for an exact listener, the message's own tag is being walked.
+#[inline(always)]
+fn hears<E: EntityId>(id: u64, exact_tag: Option<Tag>, message: &Message<'_, E>) -> bool {
+    id < message.limit && exact_tag.is_none_or(|tag| message.tag == tag)
+}
+
 /// The callable of an exact listener: runs only while the message's own tag is walked.
 fn exact<P: 'static, E: EntityId>(
     tag: Tag,
     listener: impl Fn(&P, &Message<'_, E>) + 'static,
-) -> Callable<E> {
-    Rc::new(move |message: &Message<'_, E>| {
-        if message.tag != tag {
-            return;
-        }
-        if let Some(payload) = message.payload::<P>() {
-            message.heard.set(message.heard.get() + 1);
-            listener(payload, message);
-        }
-    })
+) -> impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E> {
+    move |handle, _| {
+        let id = handle.id();
+        Rc::new(move |message: &Message<'_, E>| {
+            if !hears(id, Some(tag), message) {
+                return;
+            }
+            if let Some(payload) = message.payload::<P>() {
+                message.heard.set(message.heard.get() + 1);
+                listener(payload, message);
+            }
+        })
+    }
 }
 
 /// The callable of a partial listener.
-fn partial<E: EntityId>(listener: impl Fn(&Message<'_, E>) + 'static) -> Callable<E> {
-    Rc::new(move |message: &Message<'_, E>| {
-        message.heard.set(message.heard.get() + 1);
-        listener(message);
-    })
+fn partial<E: EntityId>(
+    listener: impl Fn(&Message<'_, E>) + 'static,
+) -> impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E> {
+    move |handle, _| {
+        let id = handle.id();
+        Rc::new(move |message: &Message<'_, E>| {
+            if !hears(id, None, message) {
+                return;
+            }
+            message.heard.set(message.heard.get() + 1);
+            listener(message);
+        })
+    }
+}
+
+/// The callable of a one-shot listener (X3): once a message it hears reaches it, it removes its
+/// own subscription before the user's code runs, so no send nested in that call (or later) runs
+/// it again and its handle no longer names anything; the list drops it after the call (M4).
+/// `exact_tag` filters like [`exact`]; `typed` says whether the message's payload is the one the
+/// listener takes (checked before the claim, so a message it would not hear leaves it waiting).
+fn once<E: EntityId>(
+    exact_tag: Option<Tag>,
+    typed: impl Fn(&Message<'_, E>) -> bool + 'static,
+    listener: impl Fn(&Message<'_, E>) + 'static,
+) -> impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E> {
+    move |handle, list| {
+        let id = handle.id();
+        Rc::new(move |message: &Message<'_, E>| {
+            if !hears(id, exact_tag, message) || !typed(message) {
+                return;
+            }
+            // Claimed before any user code: a list removal runs none (this callable is running,
+            // so the list keeps it until the call is over, M4).
+            if !list
+                .upgrade()
+                .is_some_and(|list| list.remove_handle(handle))
+            {
+                return;
+            }
+            message.heard.set(message.heard.get() + 1);
+            listener(message);
+        })
+    }
+}
+
+/// [`once`] for an exact listener of payload `P`.
+fn once_exact<P: 'static, E: EntityId>(
+    tag: Tag,
+    listener: impl Fn(&P, &Message<'_, E>) + 'static,
+) -> impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E> {
+    once(
+        Some(tag),
+        |message: &Message<'_, E>| message.payload::<P>().is_some(),
+        move |message: &Message<'_, E>| {
+            if let Some(payload) = message.payload::<P>() {
+                listener(payload, message);
+            }
+        },
+    )
+}
+
+/// The callable of a future's listener (X5): hears like [`once`] and hands a clone of the
+/// payload (with the message's tag, for a partial future) to the future's sender, which settles
+/// the future, removes the subscription and wakes the task. The clone is user code and may send
+/// again: a nested send reaching the still-subscribed listener resolves the future first (the
+/// outer value is then dropped), as for the delegates' `next()`.
+fn future<P: Clone + 'static, T: 'static, E: EntityId>(
+    exact_tag: Option<Tag>,
+    sender: NextSender<T>,
+    value: impl Fn(Tag, P) -> T + 'static,
+) -> impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E> {
+    move |handle, list| {
+        sender.attach(handle, list);
+        let id = handle.id();
+        Rc::new(move |message: &Message<'_, E>| {
+            if !hears(id, exact_tag, message) {
+                return;
+            }
+            if let Some(payload) = message.payload::<P>() {
+                message.heard.set(message.heard.get() + 1);
+                sender.send(value(message.tag, payload.clone()));
+            }
+        })
+    }
 }
 
 impl<P: 'static> From<&TagKey<P>> for Tag {
     fn from(key: &TagKey<P>) -> Tag {
         key.tag()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The module loader's functions for a channel's records, called as the loader calls them
+    //! (a loaded module's library cannot be had under Miri): R5.
+
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static DROPPED: AtomicUsize = AtomicUsize::new(0);
+
+    /// A payload that counts its drops and, when `again` is set, drops the bus that holds it
+    /// from its own `Drop` (user code that frees the channel under the loader).
+    struct Loot {
+        again: RefCell<Option<Rc<MessageBus<u32>>>>,
+    }
+
+    impl Drop for Loot {
+        fn drop(&mut self) {
+            DROPPED.fetch_add(1, Ordering::SeqCst);
+            drop(self.again.borrow_mut().take());
+        }
+    }
+
+    static LOOT: TagKey<Loot> = TagKey::new("BusUnit.Loot", true);
+    static NOTE: TagKey<Loot> = TagKey::new("BusUnit.Note", false);
+
+    #[test]
+    fn r5_a_channels_module_records_drop_its_retained_and_posted_values_and_keep_it_alive() {
+        let bus = Rc::new(MessageBus::<u32>::new());
+        bus.send(
+            &LOOT,
+            Loot {
+                again: RefCell::new(None),
+            },
+        );
+        bus.post(
+            &NOTE,
+            Loot {
+                again: RefCell::new(None),
+            },
+        );
+        let retained = bus.channel(LOOT.tag()).unwrap();
+        let queued = bus.channel(NOTE.tag()).unwrap();
+        // As `Channel::track` records them when the code is a loaded module's.
+        retained.tracked.set([11, 0]);
+        queued.tracked.set([0, 12]);
+        // The retained message is lent out while a replay holds it: busy.
+        let lent = bus.retained(&LOOT).unwrap();
+        // SAFETY: `Rc::as_ptr` of live channels of this thread.
+        assert!(unsafe { lends_module_value::<u32>(Rc::as_ptr(&retained).cast()) });
+        drop(lent);
+        // SAFETY: as above.
+        assert!(!unsafe { lends_module_value::<u32>(Rc::as_ptr(&retained).cast()) });
+        let before = DROPPED.load(Ordering::SeqCst);
+        // SAFETY: as above.
+        unsafe {
+            assert!(!drop_module_value::<u32>(
+                Rc::as_ptr(&retained).cast(),
+                DelegateHandle::from_id(12)
+            ));
+            assert!(drop_module_value::<u32>(
+                Rc::as_ptr(&queued).cast(),
+                DelegateHandle::from_id(12)
+            ));
+        }
+        assert_eq!(DROPPED.load(Ordering::SeqCst), before + 1);
+        assert_eq!(bus.posted(), 0);
+        assert_eq!(
+            bus.deliver_posted(),
+            0,
+            "its place in the post order is skipped"
+        );
+        // The retained message drops the last strong reference to the bus from its `Drop`:
+        // the loader's own reference keeps the channel alive meanwhile.
+        *bus.retained(&LOOT)
+            .unwrap()
+            .downcast_ref::<Loot>()
+            .unwrap()
+            .again
+            .borrow_mut() = Some(Rc::clone(&bus));
+        drop(bus);
+        let channel: *const () = Rc::as_ptr(&retained).cast();
+        drop(queued);
+        drop(retained);
+        // SAFETY: the channel is alive: the bus it belongs to is kept alive by the retained
+        // message, which holds the last `Rc` of the bus.
+        assert!(unsafe { drop_module_value::<u32>(channel, DelegateHandle::from_id(11)) });
+        assert_eq!(DROPPED.load(Ordering::SeqCst), before + 2);
+    }
+
+    #[test]
+    fn r5_the_parent_relations_module_record_drops_it_and_messages_stop_bubbling() {
+        struct Capture(Rc<Cell<u32>>);
+        impl Drop for Capture {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        let bus = MessageBus::<u32>::new();
+        let dropped = Rc::new(Cell::new(0));
+        let capture = Capture(Rc::clone(&dropped));
+        bus.set_entity_parents(move |entity| {
+            let _ = &capture;
+            (entity == 1).then_some(2)
+        });
+        let heard = Rc::new(Cell::new(0));
+        let sink = Rc::clone(&heard);
+        static ORDER: TagKey<u32> = TagKey::new("BusUnit.Order", false);
+        let _squad = bus.listen_entity(&ORDER, 2, move |_, _| sink.set(sink.get() + 1));
+        bus.send_to(&ORDER, 1, 7);
+        assert_eq!(heard.get(), 1);
+        // As `Parents::track` records it when the code is a loaded module's.
+        bus.parents.tracked.set(21);
+        let parents: *const () = Rc::as_ptr(&bus.parents).cast();
+        // SAFETY: `Rc::as_ptr` of the bus's live relation block, on its thread.
+        unsafe {
+            assert!(!relation_running::<u32>(parents));
+            assert!(!drop_module_relation::<u32>(
+                parents,
+                DelegateHandle::from_id(22)
+            ));
+            assert!(drop_module_relation::<u32>(
+                parents,
+                DelegateHandle::from_id(21)
+            ));
+        }
+        assert_eq!(dropped.get(), 1);
+        bus.send_to(&ORDER, 1, 8);
+        assert_eq!(
+            heard.get(),
+            1,
+            "no relation: the message stops at its entity"
+        );
+    }
+
+    /// A payload other threads post.
+    struct Note;
+
+    static NOTES_DROPPED: AtomicUsize = AtomicUsize::new(0);
+
+    impl Drop for Note {
+        fn drop(&mut self) {
+            NOTES_DROPPED.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    static POSTED: TagKey<Note> = TagKey::new("BusUnit.Posted", false);
+
+    #[test]
+    fn r5_an_inbox_sweep_drops_only_what_the_unloading_module_made() {
+        let bus = MessageBus::<u32>::new();
+        let poster = bus.poster();
+        poster.post(&POSTED, Note).unwrap();
+        let inbox: &dyn track::Sweep = &*bus.inbox;
+        assert_eq!(inbox.sweep(&|_| false), 0);
+        assert_eq!(NOTES_DROPPED.load(Ordering::SeqCst), 0);
+        assert_eq!(inbox.sweep(&|_| true), 1);
+        assert_eq!(NOTES_DROPPED.load(Ordering::SeqCst), 1);
+        assert_eq!(bus.deliver_posted(), 0);
     }
 }

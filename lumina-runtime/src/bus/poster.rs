@@ -2,10 +2,11 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use super::{EntityId, MessageBus, Tag, TagKey};
 use crate::invocation::Drops;
+use crate::module::track::{self, Code, Sweep};
 
 /// A message another thread posted, waiting in the inbox: it moves itself into the bus's queue of
 /// its tag. One box per message (the game thread's own `post` allocates nothing).
@@ -37,6 +38,8 @@ pub(super) struct Inbox<E> {
     state: Mutex<State<E>>,
     /// Whether `state.items` may be non-empty: lets the delivery point skip the lock.
     filled: AtomicBool,
+    /// Whether the module loader knows this inbox (R5): set by the first poster.
+    swept: AtomicBool,
 }
 
 struct State<E> {
@@ -53,6 +56,7 @@ impl<E: EntityId> Inbox<E> {
                 items: Vec::new(),
             }),
             filled: AtomicBool::new(false),
+            swept: AtomicBool::new(false),
         }
     }
 
@@ -83,6 +87,30 @@ impl<E: EntityId> Inbox<E> {
         for item in items {
             drops.drop(item);
         }
+        count
+    }
+}
+
+impl<E: EntityId + Send> Sweep for Inbox<E> {
+    /// Drops the messages waiting here whose code (the message's vtable: its payload type's
+    /// `Drop` and the code that queues it) lies in an unloading module's library (R5): they
+    /// would otherwise be queued and dropped after the unmapping.
+    fn sweep(&self, doomed: &dyn Fn(Option<Code>) -> bool) -> usize {
+        let taken: Vec<Boxed<E>> = {
+            let mut state = self.lock();
+            let (gone, kept): (Vec<Boxed<E>>, Vec<Boxed<E>>) = std::mem::take(&mut state.items)
+                .into_iter()
+                .partition(|item| doomed(track::code_of(&**item)));
+            state.items = kept;
+            gone
+        };
+        let count = taken.len();
+        // Dropped outside the lock (user `Drop`s), each guarded (R3).
+        let mut drops = Drops::default();
+        for item in taken {
+            drops.drop(item);
+        }
+        drops.finish();
         count
     }
 }
@@ -145,6 +173,12 @@ impl std::error::Error for BusGone {}
 
 impl<E: EntityId + Send> Poster<E> {
     pub(super) fn new(inbox: Arc<Inbox<E>>) -> Self {
+        if !inbox.swept.swap(true, Ordering::AcqRel) {
+            // The first poster opens the inbox to other threads: from then on a module's
+            // messages may wait here, so the module loader must be able to drop them (R5).
+            let weak: Weak<dyn Sweep> = Arc::downgrade(&inbox) as Weak<dyn Sweep>;
+            track::add_sweeper(weak);
+        }
         Poster { inbox }
     }
 

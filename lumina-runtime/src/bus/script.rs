@@ -374,15 +374,20 @@ impl MessageBus<u64> {
         let managed = Managed::new(thunk, context, tag.name());
         let generation = managed.generation;
         let held = Rc::clone(&managed);
-        let callable: Callable<u64> = Rc::new(move |message: &Message<'_, u64>| {
-            if !partial && message.tag != tag {
-                return;
-            }
-            message.heard.set(message.heard.get() + 1);
-            if call_managed(&held, message) {
-                message.consume();
-            }
-        });
+        // Built once its handle is known: like every listener, it hears only the messages that
+        // started before it was added (M2), and an exact one only its own tag.
+        let make = move |handle: DelegateHandle, _| -> Callable<u64> {
+            let (id, exact_tag) = (handle.id(), (!partial).then_some(tag));
+            Rc::new(move |message: &Message<'_, u64>| {
+                if !super::hears(id, exact_tag, message) {
+                    return;
+                }
+                message.heard.set(message.heard.get() + 1);
+                if call_managed(&held, message) {
+                    message.consume();
+                }
+            })
+        };
         let scripts = Rc::clone(
             self.scripts
                 .borrow_mut()
@@ -390,7 +395,7 @@ impl MessageBus<u64> {
         );
         // The id is recorded before any thunk runs (a binding without one is never released):
         // the retained messages it hears at once come after.
-        let handle = self.add_quietly(tag, entity, partial, 0, Rc::clone(&callable));
+        let (handle, callable) = self.add_quietly(tag, entity, partial, 0, make);
         managed.id.set(handle.id());
         let list = self
             .channel_of(tag, entity)
@@ -408,7 +413,9 @@ impl MessageBus<u64> {
         }
         // Its thunk may remove it, clear or unload meanwhile: it is recorded, so that is released.
         let _operation = Operation::begin();
-        self.replay_to(tag, entity, partial, handle, &callable);
+        if let Some(callable) = &callable {
+            self.replay_to(tag, entity, partial, handle, callable);
+        }
         drop(callable);
         Ok(handle.id())
     }

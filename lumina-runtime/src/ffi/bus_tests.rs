@@ -5,6 +5,7 @@ use super::*;
 use crate::bus::BusMessage;
 use crate::script_delegate::{ManagedBinding, ReleaseReason};
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 #[lumina_macros::script_delegate]
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -696,4 +697,41 @@ impl DelegateHandleExt {
     fn of(id: u64) -> crate::DelegateHandle {
         crate::DelegateHandle::from_id(id)
     }
+}
+
+#[test]
+fn gb8_gb5_a_managed_listener_added_during_a_send_does_not_hear_it_on_a_parent_tag() {
+    with_hook(|| {
+        let bus = Rc::new(MessageBus::new());
+        let late = Rc::new(Recorder::new(&bus));
+        let _ = tags::FFI_GB8_HIT_CRIT.tag();
+        let _ = tags::FFI_GB8_HIT.tag();
+        // A Rust listener on the child tag (walked first) makes the script listen on the parent
+        // tag (walked next) in the middle of the send: M2, the script hears the next one only.
+        let adder = {
+            let (bus, late) = (Rc::downgrade(&bus), Rc::clone(&late));
+            move |_: &FfiHit, _: &crate::bus::Message<'_, u64>| {
+                if late.id.get() == 0 {
+                    let bus = bus.upgrade().unwrap();
+                    assert_eq!(
+                        listen(&bus, "FfiGb8.Hit", true, None, &late),
+                        LuminaStatus::Ok
+                    );
+                }
+            }
+        };
+        let adder = bus.listen(&tags::FFI_GB8_HIT_CRIT, adder);
+        bus.send(&tags::FFI_GB8_HIT_CRIT, FfiHit { amount: 1, ..HIT });
+        assert_ne!(late.id.get(), 0);
+        assert_eq!(
+            late.amounts(),
+            [],
+            "added during the send: not this message"
+        );
+        bus.send(&tags::FFI_GB8_HIT_CRIT, FfiHit { amount: 2, ..HIT });
+        assert_eq!(late.amounts(), [Some(2)]);
+        assert!(bus.remove(adder));
+        drop(bus);
+        assert_eq!(released(), [(late.id.get(), ReleaseReason::Destroyed)]);
+    });
 }

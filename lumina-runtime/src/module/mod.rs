@@ -12,8 +12,10 @@
 //!   [`CoreDelegates::on_module_loaded`](crate::CoreDelegates::on_module_loaded) (MB3).
 //! - [`unload`] runs its shut-down, removes every subscription whose code lies in the module's
 //!   library, from any delegate, script delegate or event processor, and drops the tasks it
-//!   queued with [`main_thread::enqueue`] unrun, so every callable of the module is dropped
-//!   while its code is still mapped, fires
+//!   queued with [`main_thread::enqueue`] unrun, and the messages of its payload types a
+//!   [message bus](crate::bus) still holds (retained, posted, or posted from another thread and
+//!   not moved in yet), so every callable and value of the module is dropped while its code is
+//!   still mapped, fires
 //!   [`CoreDelegates::on_module_unloaded`](crate::CoreDelegates::on_module_unloaded), and only
 //!   then unmaps the library: no code of the module runs afterwards, not even a closure's `Drop`
 //!   (MB4). While a delegate the module subscribed to is broadcasting, unloading is refused
@@ -744,6 +746,9 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         None
     };
     let left_on_other_threads = remove_subscriptions(id);
+    // Values of its types other threads handed over and nothing consumed yet (messages posted
+    // to a bus from another thread): dropped while their code is mapped (R5).
+    let swept = track::sweep(id.0);
     // Tasks it queued for the game thread would run its code after the unmapping.
     let dropped = main_thread::drop_queued(|task| track::belongs_to(id.0, track::code_of(task)));
     // Coroutine tasks it spawned would poll its code after the unmapping: dropped unpolled.
@@ -764,6 +769,14 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
             module = loaded.info.name(),
             "lumina: game module `{}` was unloaded with {tasks} coroutine task(s) it spawned \
              still running; they were dropped unpolled",
+            loaded.info.name()
+        );
+    }
+    if swept > 0 {
+        tracing::warn!(
+            module = loaded.info.name(),
+            "lumina: game module `{}` was unloaded with {swept} message(s) of its types posted \
+             from other threads and not delivered yet; they were dropped",
             loaded.info.name()
         );
     }

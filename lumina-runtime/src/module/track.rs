@@ -198,6 +198,44 @@ pub(crate) fn track(list: ListAccess, handle: DelegateHandle, code: Option<Code>
     }
 }
 
+// ---- Holders of values other threads made (rule R5) ----
+
+/// A holder of values that any thread may hand it and that the game thread consumes later (a
+/// message bus's inbox of posted messages): values whose code (`Drop`, vtable) may lie in a
+/// module's library. Registered weakly with [`add_sweeper`]; an unload asks each live one to
+/// drop, now, what belongs to the unloading module, so none of it is dropped or called after the
+/// unmapping. Defined here and implemented above (the bus), so this module names no holder type
+/// (N3).
+pub(crate) trait Sweep: Send + Sync {
+    /// Drops every held value whose code `doomed` says is the unloading module's; returns how
+    /// many. Called on the unloading (game) thread.
+    fn sweep(&self, doomed: &dyn Fn(Option<Code>) -> bool) -> usize;
+}
+
+/// The holders, weakly: a holder that is dropped is skipped, and pruned at the next add.
+static SWEEPERS: Mutex<Vec<std::sync::Weak<dyn Sweep>>> = Mutex::new(Vec::new());
+
+/// Registers a holder for [`sweep`].
+pub(crate) fn add_sweeper(holder: std::sync::Weak<dyn Sweep>) {
+    let mut sweepers = SWEEPERS.lock().unwrap_or_else(PoisonError::into_inner);
+    sweepers.retain(|weak| weak.strong_count() > 0);
+    sweepers.push(holder);
+}
+
+/// Asks every live holder to drop what belongs to `module` (its code lies in the module's
+/// library); returns how many values were dropped. The registry is not locked meanwhile.
+pub(crate) fn sweep(module: u64) -> usize {
+    let live: Vec<std::sync::Arc<dyn Sweep>> = SWEEPERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect();
+    live.iter()
+        .map(|holder| holder.sweep(&|code| belongs_to(module, code)))
+        .sum()
+}
+
 /// Whether any subscription is recorded: the one load a list block's drop makes.
 #[inline]
 pub(crate) fn recording() -> bool {

@@ -2,8 +2,10 @@
 //! script delegate and an event processor, all owned by the engine on the game thread. A Rust
 //! `dylib`, so that the engine and its modules share it like they share the runtime.
 
-use lumina::{EventProcessor, MulticastDelegate, ScriptDelegate, script_delegate};
+use lumina::bus::MessageBus;
+use lumina::{EventProcessor, MulticastDelegate, ScriptDelegate, gameplay_tags, script_delegate};
 use std::cell::OnceCell;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// What the engine's physics reports.
 #[script_delegate]
@@ -20,6 +22,30 @@ pub struct Engine {
     pub on_hit: ScriptDelegate<Hit>,
     /// The input chain.
     pub input: EventProcessor,
+    /// The gameplay message bus.
+    pub bus: MessageBus<u32>,
+}
+
+gameplay_tags! {
+    /// The engine's own message tags.
+    pub mod bus_tags {
+        /// Sent every frame with its number.
+        Engine.Frame: u32,
+    }
+}
+
+/// How many payloads of a module's types were dropped.
+static PAYLOADS_DROPPED: AtomicU32 = AtomicU32::new(0);
+
+/// Called by the `Drop` of a module's payload types: counts and traces the drop.
+pub fn payload_dropped(kind: &str, number: u32) {
+    PAYLOADS_DROPPED.fetch_add(1, Ordering::SeqCst);
+    println!("engine_api: module payload {kind} {number} dropped");
+}
+
+/// How many payloads of a module's types were dropped so far.
+pub fn payloads_dropped() -> u32 {
+    PAYLOADS_DROPPED.load(Ordering::SeqCst)
 }
 
 thread_local! {
@@ -34,6 +60,7 @@ pub fn engine() -> &'static Engine {
                 on_tick: MulticastDelegate::new(),
                 on_hit: ScriptDelegate::new(),
                 input: EventProcessor::new(),
+                bus: MessageBus::new(),
             }))
         })
     })

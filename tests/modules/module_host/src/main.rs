@@ -24,6 +24,7 @@ fn main() {
         "errors" => errors(&dir),
         "own-copy-touch" => own_copy_touch(&dir),
         "reentry" => reentry(&dir, &plans),
+        "bus" => bus(&dir),
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -184,6 +185,50 @@ fn errors(dir: &Path) {
     // The task the module queued at start-up was never run: unloading dropped it.
     println!("engine: queue ran {} task(s)", main_thread::process_queue());
     counts();
+    println!("engine: done");
+}
+
+/// A module on the engine's message bus, loaded and unloaded twice (R5, MB4, GB7): its listeners
+/// go, and the messages of its own payload types it left behind (retained, queued, in the inbox)
+/// are dropped before the unmapping.
+fn bus(dir: &Path) {
+    let bus = &engine().bus;
+    let path = dir.join("libbus_module.so");
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(dir.join("bus.so"), &path).unwrap();
+    // Squad 10 hears what bubbles up to it, through the parent relation the module gives.
+    let _squad = bus.listen_entity(&engine_api::bus_tags::ENGINE_FRAME, 10, |frame, message| {
+        println!(
+            "engine: squad 10 heard frame {frame} for {:?}",
+            message.entity()
+        );
+    });
+    for round in 1..=2 {
+        let id = module::load(&path).unwrap();
+        println!(
+            "engine: loaded; listeners {}, posted {}",
+            bus.listeners().len(),
+            bus.posted()
+        );
+        bus.send_to(&engine_api::bus_tags::ENGINE_FRAME, 5, round);
+        let mapped_copy = module::mapped_path(id).unwrap();
+        let before = engine_api::payloads_dropped();
+        let info = module::unload(id).unwrap();
+        println!(
+            "engine: unloaded {}; still mapped: {}; module payloads dropped by the unload: {}",
+            info.name(),
+            mapped(&mapped_copy),
+            engine_api::payloads_dropped() - before
+        );
+        println!(
+            "engine: listeners {}, posted {}",
+            bus.listeners().len(),
+            bus.posted()
+        );
+        // The module's parent relation went with it: this reaches nobody.
+        bus.send_to(&engine_api::bus_tags::ENGINE_FRAME, 5, 10 + round);
+        println!("engine: delivered {}", bus.deliver_posted());
+    }
     println!("engine: done");
 }
 
