@@ -105,8 +105,18 @@ impl<C> InvocationList<C> {
         self.block.get().map(|block| &**block)
     }
 
+    /// How the module loader reaches this list, as [`track`](crate::module::track::track)
+    /// records it (unit tests of MB4 and R1 call what the loader calls).
+    #[cfg(test)]
+    pub(super) fn module_access(&self) -> Option<crate::module::track::ListAccess>
+    where
+        C: Subscriber,
+    {
+        self.block.get().map(Block::module_access)
+    }
+
     /// The block, allocated on first use.
-    fn block_or_new(&self) -> &Block<C> {
+    fn block_or_new(&self) -> &Rc<Block<C>> {
         self.block.get_or_init(|| Rc::new(Block::new()))
     }
 }
@@ -742,7 +752,7 @@ impl<C: Subscriber> Block<C> {
     }
 
     fn insert(
-        &self,
+        self: &Rc<Self>,
         spec: Spec,
         site: u32,
         make: impl FnOnce(DelegateHandle) -> C,
@@ -796,9 +806,10 @@ impl<C: Subscriber> Block<C> {
     /// How the module loader reaches this list (MB4): its address, and this list's own remove
     /// and broadcasting check, called with that address.
     #[cold]
-    fn module_access(&self) -> crate::module::track::ListAccess {
+    fn module_access(self: &Rc<Self>) -> crate::module::track::ListAccess {
         crate::module::track::ListAccess {
-            list: std::ptr::from_ref(self).cast(),
+            // `Rc::as_ptr`: the pointer may take a strong reference of its own (`remove_from`).
+            list: Rc::as_ptr(self).cast(),
             remove: remove_from::<C>,
             busy: busy::<C>,
         }
@@ -1098,11 +1109,22 @@ impl<C: Subscriber> Block<C> {
 ///
 /// # Safety
 ///
-/// `list` points at a live list block (`Block<C>`) owned by the calling thread.
+/// `list` is `Rc::as_ptr` of a live list block (`Rc<Block<C>>`) owned by the calling thread.
 unsafe fn remove_from<C: Subscriber>(list: *const (), handle: DelegateHandle) -> bool {
-    // SAFETY: contract.
-    let block = unsafe { &*list.cast::<Block<C>>() };
-    block.remove_now(handle)
+    let list = list.cast::<Block<C>>();
+    // SAFETY: contract: `list` comes from `Rc::as_ptr` of a live `Rc<Block<C>>` of this thread,
+    // so a strong reference of our own may be made from it. It keeps the block alive while the
+    // removed callable's `Drop` runs: user code that may drop the list's last other reference
+    // (the delegate the callable captured), which must not free the block under `remove_now`.
+    let block = unsafe {
+        Rc::increment_strong_count(list);
+        Rc::from_raw(list)
+    };
+    let removed = block.remove_now(handle);
+    // Possibly the last reference now: the block's `Drop` runs the other callables' `Drop`s,
+    // guarded (R2, R3).
+    Drops::drop_one(block);
+    removed
 }
 
 /// Whether the list whose block `list` points at is broadcasting, for the module loader (MB4).

@@ -720,3 +720,24 @@ fn m13_3_a_lock_leaked_by_a_drop_during_settle_does_not_abort() {
     list.clear();
     assert_eq!(list.len(), 0);
 }
+
+#[test]
+fn r1_mb4_a_module_removal_whose_drop_frees_the_list_finishes_on_a_live_block() {
+    type Owning = InvocationList<Rc<dyn Any>>;
+    let list: Rc<Owning> = Rc::default();
+    // The subscriber holds the list: a delegate captured by its own subscriber, a cycle only
+    // the removal breaks.
+    let handle = list.add(Rc::new(Rc::clone(&list)) as Rc<dyn Any>);
+    let access = list.module_access().expect("the list has a block");
+    let weak = Rc::downgrade(&list);
+    drop(list);
+    assert!(weak.upgrade().is_some(), "kept alive by its own subscriber");
+    // SAFETY: as the loader calls it: on the list's thread, with the list alive (its record
+    // would still be registered). The removal's `Drop` frees the list; the block must outlive
+    // the call (Miri reports a use after free otherwise).
+    assert!(unsafe { (access.remove)(access.list, handle) });
+    assert!(
+        weak.upgrade().is_none(),
+        "the removal dropped the last reference"
+    );
+}

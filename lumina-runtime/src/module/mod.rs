@@ -856,24 +856,25 @@ fn unmap(library: libloading::Library, mapped: &Path, name: &str) {
 /// while those drops (user code, M13) subscribe more. Returns how many are left on other
 /// threads.
 fn remove_subscriptions(id: ModuleId) -> usize {
-    let me = std::thread::current().id();
-    let mut elsewhere = Vec::new();
     loop {
-        let records = track::take_records(id.0);
-        if records.is_empty() {
+        let ids = track::record_ids_here(id.0);
+        if ids.is_empty() {
             break;
         }
-        for record in records {
-            if record.thread == me {
-                // SAFETY: on the list's own thread; the list is where it was recorded (module
-                // docs) and alive (a dropped list forgets its records).
-                unsafe { record.remove() };
-            } else {
-                elsewhere.push(record);
-            }
+        for record in ids {
+            // Taken one at a time, never as a batch: a removal runs user `Drop`s, which may drop
+            // another list of this module's records; that list forgets them, so its address is
+            // never used after it was freed (R1).
+            let Some(record) = track::take_record(record) else {
+                continue;
+            };
+            // SAFETY: on the list's own thread (`record_ids_here`), and the list is alive: its
+            // record was still registered, and a dropped list forgets its records.
+            unsafe { record.remove() };
         }
     }
-    elsewhere.len()
+    // What is left was made on other threads: not reachable from here; forgotten.
+    track::take_records(id.0).len()
 }
 
 /// Hot reload (MB5): unloads `id` and loads the file at its path again (a fresh copy of it, so

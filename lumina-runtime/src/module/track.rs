@@ -270,6 +270,32 @@ pub(crate) fn remove_range(module: u64) {
     LOADED.fetch_sub(before - state.ranges.len(), Ordering::AcqRel);
 }
 
+/// The ids of `module`'s records made on this thread, in the order they were made.
+pub(crate) fn record_ids_here(module: u64) -> Vec<u64> {
+    let me = std::thread::current().id();
+    let state = state();
+    let mut ids: Vec<u64> = state
+        .records
+        .iter()
+        .flat_map(|records| records.values())
+        .filter(|record| record.module == module && record.thread == me)
+        .map(|record| record.id)
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// Takes the record of `id` out of the registry, if it is still there: a list dropped since
+/// (by a `Drop` an earlier removal ran) forgot its records, and its address must not be used.
+pub(crate) fn take_record(id: u64) -> Option<Record> {
+    let mut state = state();
+    let taken = state.records.as_mut()?.remove(&id);
+    if taken.is_some() {
+        RECORDS.fetch_sub(1, Ordering::Release);
+    }
+    taken
+}
+
 /// Takes every record of `module` out of the registry.
 pub(crate) fn take_records(module: u64) -> Vec<Record> {
     let mut state = state();
@@ -439,7 +465,10 @@ pub(crate) fn ranges_of(module: u64) -> Vec<(usize, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Running, defer, enter, running};
+    use super::{Running, add_range, code_of, defer, enter, remove_range, running};
+    use crate::invocation::InvocationList;
+    use crate::module::{ModuleId, remove_subscriptions};
+    use std::any::Any;
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -478,5 +507,40 @@ mod tests {
         assert_eq!(running(3), Some(Running::Task));
         drop(task);
         assert_eq!(running(3), None);
+    }
+
+    /// A list of `Rc<dyn Any>` subscribers, whose code is the concrete type's `Any` vtable.
+    type AnyList = InvocationList<Rc<dyn Any>>;
+
+    /// A subscriber that holds another list (the last reference to it).
+    struct Holder(#[allow(dead_code)] Rc<AnyList>);
+
+    /// A subscriber that is only recorded.
+    struct Marker(#[allow(dead_code)] u8, #[allow(dead_code)] u32);
+
+    #[test]
+    fn r1_mb4_an_unload_whose_drop_frees_another_recorded_list_never_uses_its_address() {
+        const FAKE: u64 = u64::MAX - 41;
+        let other: Rc<AnyList> = Rc::default();
+        let holder: Rc<dyn Any> = Rc::new(Holder(Rc::clone(&other)));
+        let marker: Rc<dyn Any> = Rc::new(Marker(0, 0));
+        // Attribute exactly these two types' code to a fake module, as a loaded library's range.
+        add_range(FAKE, 0, 1);
+        let vtables = [&holder, &marker].map(|it| code_of(&**it).expect("a module is loaded").0[0]);
+        for vtable in vtables {
+            add_range(FAKE, vtable, vtable + 1);
+        }
+        let list: Rc<AnyList> = Rc::default();
+        // Recorded first, so removed first: its `Drop` frees `other`, whose record is next.
+        let _ = list.add(holder);
+        let _ = other.add(marker);
+        let weak = Rc::downgrade(&other);
+        drop(other);
+        assert!(weak.upgrade().is_some(), "held by the holder only");
+        let left_elsewhere = remove_subscriptions(ModuleId(FAKE));
+        remove_range(FAKE);
+        assert_eq!(left_elsewhere, 0);
+        assert!(weak.upgrade().is_none(), "freed by the first removal");
+        assert!(list.is_empty(), "the holder was removed");
     }
 }
