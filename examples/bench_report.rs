@@ -448,80 +448,42 @@ fn churn() -> Vec<Planned<'static>> {
 
 /// The message bus (GB9): a send to N exact listeners against a raw
 /// `HashMap<u32, Vec<Box<dyn Fn>>>` lookup and loop; a partial-match send on a tag of depth 3
-/// (one partial listener on each level) against three such lookups and loops.
+/// (one partial listener on each level) against three such lookups and loops
+/// (`common::bus`, the systems `bench_one` counts too).
 fn message_bus() -> Vec<Planned<'static>> {
-    use std::collections::HashMap;
-    use std::sync::atomic::AtomicU64;
-    static EXACT: lumina::TagKey<i32> = lumina::TagKey::new("BenchBus.Exact", false);
-    static DEEP: lumina::TagKey<i32> = lumina::TagKey::new("BenchBus.Deep.Level.Three", false);
-    type Floor = HashMap<u32, Vec<Box<dyn Fn(&i32)>>>;
-    let sink: &'static AtomicU64 = &common::SINK;
-    // A few other channels, so the floor's map is not a single entry.
-    let floor_with = |channels: &[(u32, usize)]| -> Floor {
-        let mut map: Floor = HashMap::new();
-        for id in 0..8 {
-            map.insert(1000 + id, Vec::new());
-        }
-        for &(id, n) in channels {
-            map.entry(id).or_default().extend(
-                (0..n)
-                    .map(|_| Box::new(move |x: &i32| common::work(sink, *x)) as Box<dyn Fn(&i32)>),
-            );
-        }
-        map
-    };
-    let floor_send = |map: &Floor, id: u32, x: i32| {
-        if let Some(listeners) = map.get(&id) {
-            for listener in listeners {
-                listener(&x);
-            }
-        }
-    };
+    use common::System;
+    use common::bus;
     let mut rows = Vec::new();
     for n in [1, 16, 1024] {
-        let id = EXACT.tag().id();
-        let floor = floor_with(&[(id, n)]);
-        let bus: lumina::MessageBus<u32> = lumina::MessageBus::new();
-        for _ in 0..n {
-            let _ = bus.listen(&EXACT, move |x, _| common::work(sink, *x));
-        }
+        let floor = bus::Floor::with_subscribers(n);
+        let lumina = bus::Bus::with_subscribers(n);
         common::take_sink();
-        bus.send(&EXACT, 1);
-        floor_send(&floor, id, 1);
+        lumina.broadcast(1);
+        floor.broadcast(1);
         assert_eq!(common::take_sink(), 2 * n as u64, "every listener ran");
         rows.push(measure(
             "bus send exact",
             vec![
-                Case::new("floor HashMap<u32, Vec<Box>>", n, n, move || {
-                    floor_send(&floor, id, black_box(1))
+                Case::new(bus::Floor::NAME, n, n, move || {
+                    floor.broadcast(black_box(1))
                 }),
-                Case::new("lumina MessageBus::send", n, n, move || {
-                    bus.send(&EXACT, black_box(1))
-                }),
+                Case::new(bus::Bus::NAME, n, n, move || lumina.broadcast(black_box(1))),
             ],
         ));
     }
-    let levels: Vec<u32> = DEEP.tag().ancestors().take(3).map(|tag| tag.id()).collect();
-    let floor = floor_with(&[(levels[0], 1), (levels[1], 1), (levels[2], 1)]);
-    let bus: lumina::MessageBus<u32> = lumina::MessageBus::new();
-    for tag in DEEP.tag().ancestors().take(3) {
-        let _ = bus.listen_partial(tag, move |message| {
-            common::work(sink, *message.payload::<i32>().expect("an i32"))
-        });
-    }
+    let floor = bus::PartialFloor::with_subscribers(3);
+    let lumina = bus::Partial::with_subscribers(3);
     common::take_sink();
-    bus.send(&DEEP, 1);
+    lumina.broadcast(1);
     assert_eq!(common::take_sink(), 3, "one partial listener per level");
     rows.push(measure(
         "bus send partial",
         vec![
-            Case::new("floor 3 lookups + loops", "3 lvl", 3, move || {
-                for &id in &levels {
-                    floor_send(&floor, id, black_box(1));
-                }
+            Case::new(bus::PartialFloor::NAME, "3 lvl", 3, move || {
+                floor.broadcast(black_box(1))
             }),
-            Case::new("lumina MessageBus::send", "3 lvl", 3, move || {
-                bus.send(&DEEP, black_box(1))
+            Case::new(bus::Partial::NAME, "3 lvl", 3, move || {
+                lumina.broadcast(black_box(1))
             }),
         ],
     ));

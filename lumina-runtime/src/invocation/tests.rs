@@ -720,3 +720,59 @@ fn m13_3_a_lock_leaked_by_a_drop_during_settle_does_not_abort() {
     list.clear();
     assert_eq!(list.len(), 0);
 }
+
+/// An argument whose clone removes a subscriber: user code between two calls (M13).
+struct RemovingArg {
+    list: Rc<Calls>,
+    target: Rc<Cell<DelegateHandle>>,
+}
+
+impl Clone for RemovingArg {
+    fn clone(&self) -> Self {
+        self.list.remove(self.target.get());
+        RemovingArg {
+            list: Rc::clone(&self.list),
+            target: Rc::clone(&self.target),
+        }
+    }
+}
+
+/// The common path of the broadcast loop keeps no `LoopScope`: a call that panics must still
+/// stop counting as running, or the next broadcast would take it for an enclosing loop's entry
+/// and keep its callable when it is removed (M4, M7).
+#[test]
+fn m7_a_subscriber_that_panicked_no_longer_counts_as_running() {
+    let list: Rc<Calls> = Rc::new(InvocationList::new());
+    let dropped = Rc::new(Cell::new(false));
+    let captures = DropFlag(
+        Rc::clone(&dropped),
+        String::from("the panicking subscriber"),
+    );
+    let panicked = Cell::new(false);
+    let first = list.add(Rc::new(move |_: u32| {
+        let _keep = &captures;
+        if !panicked.replace(true) {
+            panic!("a subscriber panics");
+        }
+    }));
+    let _last = list.add(Rc::new(|_: u32| {}));
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+        list.broadcast_with(1, |subscriber, x| subscriber(x));
+    }));
+    assert!(caught.is_err(), "the panic reaches the broadcaster");
+    // The clone made for the first subscriber removes it: it is not running, so it goes at once.
+    let arg = RemovingArg {
+        list: Rc::clone(&list),
+        target: Rc::new(Cell::new(first)),
+    };
+    let mut calls = 0;
+    list.broadcast_with(arg, |subscriber, _| {
+        calls += 1;
+        subscriber(2);
+    });
+    assert_eq!(calls, 1, "the removed subscriber does not run");
+    assert!(
+        dropped.get(),
+        "a subscriber removed by an argument's clone is dropped once the broadcast is over"
+    );
+}

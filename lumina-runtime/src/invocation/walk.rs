@@ -209,18 +209,59 @@ impl<C: Subscriber> Block<C> {
     /// subscriber but the last live one, which gets the original (M11; the last is found at the
     /// start: a later removal can only make fewer clones). The clone is made before the entry it
     /// is for is checked (M13): see [`visit_cloned`].
+    ///
+    /// The common case is inlined here and kept small (every instruction of it runs per
+    /// broadcast or per subscriber, BENCHMARKS.md): no enclosing loop of this list runs (so
+    /// `running` is 0 before and after each call and this loop needs no [`LoopScope`]) and the
+    /// last entry is live. A nested loop, a dead or blocked last entry and a clone that removed
+    /// its subscriber take the outlined paths.
     #[inline(always)]
     fn walk<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> bool) -> bool {
         // The argument and its clones are guarded until they are handed to a subscriber: a
         // panic meanwhile (a subscriber's, a prune's `Drop`) drops them under the guard (R2).
         // Free when nothing panics: each is taken out of its guard by a move.
         let args = Guarded::new(args);
-        // Declared after the argument, so it ends first: after the loop's scope has restored
-        // `running`, and before the argument is dropped.
+        // Declared after the argument, so it ends first: before the argument is dropped.
         let Some(locked) = Locked::new(self) else {
             return self.walk_merging(args.into_inner(), visit);
         };
         let entries = locked.entries;
+        let (before, last) = match entries.split_last() {
+            Some((last, before)) if last.state() == 0 && self.running.get() == 0 => (before, last),
+            _ => return self.walk_general(entries, args, visit),
+        };
+        for entry in before {
+            if entry.state() != 0 && !live_slow(self, entry) {
+                continue;
+            }
+            // The argument's clone is user code (M13): this entry is checked again after it, as
+            // the clone may have removed it or dropped its owner (M3, M9). (`running` is 0 here:
+            // the previous call is over.)
+            let cloned = Guarded::new((*args).clone());
+            if entry.state() != 0 && !live_slow_claim(self, entry) {
+                // Rare: the clone waits for the next subscriber.
+                let rest = rest_after(before, entry);
+                let scope = LoopScope::new(self, entries);
+                return self.walk_with_spare(scope, rest, last, &[], args, cloned, visit);
+            }
+            if call_live(self, entry, |current| visit(current, cloned.into_inner())) {
+                return true;
+            }
+        }
+        visit_entry(self, last, |current| visit(current, args.into_inner()))
+    }
+
+    /// [`walk`](Self::walk) for the rare cases: a loop nested in a call of an enclosing loop of
+    /// this list (its [`LoopScope`] marks the enclosing loop's entry and restores `running`), or
+    /// a last entry that is not plainly live (removed, owned, blocked, one-shot).
+    #[cold]
+    #[inline(never)]
+    fn walk_general<A: Clone>(
+        &self,
+        entries: &[Entry<C>],
+        args: Guarded<A>,
+        mut visit: impl FnMut(&C, A) -> bool,
+    ) -> bool {
         let scope = LoopScope::new(self, entries);
         // The last live subscriber, found once: later ones cannot appear (M2); if it is removed
         // before it runs, no call is told it is the last (M11 then clones for fewer than N).
@@ -234,25 +275,15 @@ impl<C: Subscriber> Block<C> {
                 }
             },
         };
-        for (index, entry) in before.iter().enumerate() {
+        for entry in before {
             if entry.state() != 0 && !live_slow(self, entry) {
                 continue;
             }
-            // The argument's clone is user code (M13): this entry is checked again after it, as
-            // the clone may have removed it or dropped its owner (M3, M9). (`running` is 0 here:
-            // the previous call is over.)
+            // As in `walk`.
             let cloned = Guarded::new((*args).clone());
             if entry.state() != 0 && !live_slow_claim(self, entry) {
-                // Rare: the clone waits for the next subscriber.
-                return self.walk_with_spare(
-                    scope,
-                    &before[index + 1..],
-                    last,
-                    after,
-                    args,
-                    cloned,
-                    visit,
-                );
+                let rest = rest_after(before, entry);
+                return self.walk_with_spare(scope, rest, last, after, args, cloned, visit);
             }
             if call_live(self, entry, |current| visit(current, cloned.into_inner())) {
                 return true;
@@ -386,6 +417,13 @@ fn visit_cloned<C: Subscriber, A: Clone>(
     call_live(block, entry, |current| visit(current, args))
 }
 
+/// The entries of `entries` after `entry`, one of them (a cold path's way back from the pointer
+/// the hot loop iterates with to a slice).
+fn rest_after<'a, C>(entries: &'a [Entry<C>], entry: &Entry<C>) -> &'a [Entry<C>] {
+    let index = (entry.addr() - entries.as_ptr().addr()) / std::mem::size_of::<Entry<C>>();
+    &entries[index + 1..]
+}
+
 /// Passes entries that no call is made for (after the last live one): those whose owner died
 /// are pruned (M9), as the loop would have on its way.
 #[inline(always)]
@@ -453,6 +491,9 @@ struct AfterCall<'a, C: Subscriber> {
 
 impl<C: Subscriber> Drop for AfterCall<'_, C> {
     fn drop(&mut self) {
+        // The call is over. The common path of `walk` has no `LoopScope` to restore `running`
+        // (it was 0 there); a nested loop's scope restores the enclosing loop's entry after this.
+        self.block.running.set(0);
         if self.entry.is_removed() {
             drop_removed_after_call(self.block, self.entry);
         }
