@@ -79,7 +79,7 @@ use std::sync::Arc;
 
 use crate::bind_site::Subscription;
 use crate::handle::DelegateHandle;
-use crate::invocation::{Drops, Guarded, InvocationList};
+use crate::invocation::{Drops, Guarded, InvocationList, Shared};
 use crate::scoped::ScopedSubscription;
 
 /// What identifies a gameplay entity on the bus: any small `Copy` id the engine chooses (an
@@ -229,7 +229,8 @@ type ParentRelation<E> = Rc<dyn Fn(E) -> Option<E>>;
 /// posted queue.
 struct Channel<E: EntityId> {
     tag: Tag,
-    list: InvocationList<Callable<E>>,
+    /// `Shared`: a call reaches the closure without `Rc`'s offset to its value (GB9).
+    list: InvocationList<Shared<dyn Fn(&Message<'_, E>)>>,
     /// How many partial listeners were ever added: 0 lets a message on a descendant skip this
     /// channel.
     partials: Cell<u32>,
@@ -476,7 +477,9 @@ impl<E: EntityId> MessageBus<E> {
                 .set(channel.partials.get().saturating_add(1));
             self.any_partial.set(true);
         }
-        let handle = channel.list.insert(priority, None, Rc::clone(&callable));
+        let handle = channel
+            .list
+            .insert(priority, None, Shared::new(Rc::clone(&callable)));
         self.remember(
             handle,
             Record {

@@ -8,7 +8,7 @@ use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::{Rc, Weak};
 
-use super::{InvocationList, Subscriber};
+use super::{InvocationList, Shared, Subscriber};
 use crate::handle::DelegateHandle;
 
 // SAFETY: copies: no code runs.
@@ -775,4 +775,41 @@ fn m7_a_subscriber_that_panicked_no_longer_counts_as_running() {
         dropped.get(),
         "a subscriber removed by an argument's clone is dropped once the broadcast is over"
     );
+}
+
+/// `Shared`, the `Rc` a list keeps as its value's pointer: one strong reference each, the value
+/// called through it, and a subscriber that removes itself while it runs is dropped after its
+/// call, through `Shared`'s `Drop` (M4; Miri checks the pointer's provenance).
+#[test]
+fn m4_shared_callables_count_their_references_and_drop_after_their_call() {
+    let rc: Rc<dyn Fn(u32) -> u32> = Rc::new(|x| x + 1);
+    let weak = Rc::downgrade(&rc);
+    let shared = Shared::new(rc);
+    assert_eq!(shared(1), 2);
+    let clone = shared.clone();
+    let back = clone.to_rc();
+    assert_eq!(weak.strong_count(), 3);
+    drop((clone, back));
+    assert_eq!(weak.strong_count(), 1);
+    drop(shared);
+    assert!(weak.upgrade().is_none());
+
+    let list: Rc<InvocationList<Shared<dyn Fn(u32)>>> = Rc::new(InvocationList::new());
+    let dropped = Rc::new(Cell::new(false));
+    let captures = DropFlag(Rc::clone(&dropped), String::from("self-removing"));
+    let own = Rc::new(Cell::new(DelegateHandle::default()));
+    let (weak_list, own_handle, seen) =
+        (Rc::downgrade(&list), Rc::clone(&own), Rc::clone(&dropped));
+    own.set(list.add(Shared::new(Rc::new(move |x: u32| {
+        let list = weak_list
+            .upgrade()
+            .expect("the list outlives its broadcast");
+        assert!(list.remove(own_handle.get()));
+        assert!(!seen.get(), "not dropped while it runs");
+        assert_eq!(captures.1.len() as u32 + x, 14);
+    }))));
+    let _second = list.add(Shared::new(Rc::new(|_: u32| {})));
+    list.broadcast_with(1, |subscriber, x| subscriber(x));
+    assert!(dropped.get(), "dropped once its call is over");
+    assert_eq!(list.len(), 1);
 }
