@@ -226,6 +226,12 @@ impl<C: Subscriber> Block<C> {
             return self.walk_merging(args.into_inner(), visit);
         };
         let entries = locked.entries;
+        if let [only] = entries
+            && only.state() == 0
+            && self.running.get() == 0
+        {
+            return call_live(self, only, |current| visit(current, args.into_inner()));
+        }
         let (before, last) = match entries.split_last() {
             Some((last, before)) if last.state() == 0 && self.running.get() == 0 => (before, last),
             _ => return self.walk_general(entries, args, visit),
