@@ -108,6 +108,10 @@ pub struct Message<'a, E: EntityId = u64> {
     payload_type: TypeId,
     /// The tag whose listeners run now (the message's tag or an ancestor).
     at: Cell<Tag>,
+    /// `Some(at)` while the listeners of the message's own tag run and the payload is of the
+    /// type declared with that tag; `None` otherwise. What an exact listener checks, once, for
+    /// both its tag and its payload type (GB9; see [`Message::enter`]).
+    exact: Cell<Option<Tag>>,
     /// The entity whose listeners run now (`None`: listeners of no particular entity).
     at_entity: Cell<Option<E>>,
     consumed: Cell<bool>,
@@ -138,6 +142,7 @@ impl<'a, E: EntityId> Message<'a, E> {
             payload,
             payload_type,
             at: Cell::new(tag),
+            exact: Cell::new(None),
             at_entity: Cell::new(None),
             consumed: Cell::new(false),
             heard: Cell::new(0),
@@ -172,12 +177,33 @@ impl<'a, E: EntityId> Message<'a, E> {
         if self.payload_type != TypeId::of::<P>() {
             return None;
         }
+        // SAFETY: compared just above: what `downcast_ref` does, without its dynamic `type_id`
+        // call per listener (GB9).
+        Some(unsafe { self.payload_unchecked() })
+    }
+
+    /// The listeners of `tag` run next: sets [`current_tag`](Self::current_tag), and what exact
+    /// listeners check (`exact`).
+    #[inline(always)]
+    fn enter(&self, tag: Tag) {
+        self.at.set(tag);
+        let exact = tag == self.tag && tag.carries_id(self.payload_type);
+        self.exact.set(exact.then_some(tag));
+    }
+
+    /// The payload as a `P`, without comparing types.
+    ///
+    /// # Safety
+    ///
+    /// `P`'s `TypeId` must be `payload_type`.
+    #[inline(always)]
+    unsafe fn payload_unchecked<P: 'static>(&self) -> &'a P {
+        debug_assert!(self.payload_type == TypeId::of::<P>());
         // SAFETY: `payload_type` is the `TypeId` of the value `payload` refers to (the only
         // constructor, `with_type`, is given it by `new`, from the static type of that value, or
-        // by `new_erased`, from the value itself), and it is `P`'s: the data pointer of
-        // `payload` points to a live `P`, borrowed for `'a`. What `downcast_ref` does, without its
-        // dynamic `type_id` call per listener (GB9).
-        Some(unsafe { &*std::ptr::from_ref(self.payload).cast::<P>() })
+        // by `new_erased`, from the value itself), and it is `P`'s (contract): the data pointer of
+        // `payload` points to a live `P`, borrowed for `'a`.
+        unsafe { &*std::ptr::from_ref(self.payload).cast::<P>() }
     }
 
     /// The payload as declared with `key`, if the message's tag is `key`'s tag or a descendant
@@ -559,7 +585,7 @@ impl<E: EntityId> MessageBus<E> {
             }
             let mut message = Message::new_erased(sent_on, sent_to, &*payload);
             message.replayed = true;
-            message.at.set(tag);
+            message.enter(tag);
             message.at_entity.set(entity);
             callable(&message);
             // The payload clone is the bus's: dropped here, guarded (R2).
@@ -783,7 +809,7 @@ impl<E: EntityId> MessageBus<E> {
 
     #[inline(always)]
     fn walk_channel(&self, message: &Message<'_, E>, tag: Tag, channel: &Channel<E>) -> bool {
-        message.at.set(tag);
+        message.enter(tag);
         channel
             .list
             .broadcast_until_with(message, |listener, message| {
@@ -999,19 +1025,30 @@ fn unheard(tag: Tag) {
     tracing::debug!(tag = %tag, "lumina: a message on `{tag}` was sent and nobody heard it");
 }
 
-/// The callable of an exact listener: runs only while the message's own tag is walked.
+/// The callable of an exact listener: runs only while the message's own tag is walked, and
+/// only for a payload of the type declared with the tag, which is `P`.
 fn exact<P: 'static, E: EntityId>(
     tag: Tag,
     listener: impl Fn(&P, &Message<'_, E>) + 'static,
 ) -> Callable<E> {
+    // `tag` comes from a `TagKey<P>`, whose `tag()` declares `P` with it or panics (GB2).
+    assert!(
+        tag.carries::<P>(),
+        "lumina: an exact listener's payload type is the one declared with its tag"
+    );
     Rc::new(move |message: &Message<'_, E>| {
-        if message.tag != tag {
+        // One check for the tag and the payload type (GB9): `exact` is `Some(tag)` only while
+        // this tag's own listeners run a message whose payload has the type declared with it.
+        if message.exact.get() != Some(tag) {
             return;
         }
-        if let Some(payload) = message.payload::<P>() {
-            message.heard.set(message.heard.get() + 1);
-            listener(payload, message);
-        }
+        // SAFETY: `exact == Some(tag)` means (`Message::enter`) that `payload_type` is the
+        // `TypeId` declared with `tag`, and that declaration is `P` (asserted above; a tag's
+        // payload type is set once and never changes). `payload_type` is the `TypeId` of the value
+        // `payload` refers to (see `Message::payload`), so it is a `P`.
+        let payload = unsafe { message.payload_unchecked::<P>() };
+        message.heard.set(message.heard.get() + 1);
+        listener(payload, message);
     })
 }
 
