@@ -920,7 +920,10 @@ pub mod bus {
     impl System for PartialFloor {
         const NAME: &'static str = "floor 3 lookups + loops";
         fn with_subscribers(n: usize) -> Self {
-            assert!(n % 3 == 0, "a partial send has listeners on 3 levels");
+            assert!(
+                n.is_multiple_of(3),
+                "a partial send has listeners on 3 levels"
+            );
             let levels = deep_levels();
             PartialFloor {
                 map: floor_map(&levels, n / 3),
@@ -942,7 +945,10 @@ pub mod bus {
     impl System for Partial {
         const NAME: &'static str = "lumina MessageBus::send";
         fn with_subscribers(n: usize) -> Self {
-            assert!(n % 3 == 0, "a partial send has listeners on 3 levels");
+            assert!(
+                n.is_multiple_of(3),
+                "a partial send has listeners on 3 levels"
+            );
             let bus: MessageBus<u32> = MessageBus::new();
             let sink: &'static AtomicU64 = &SINK;
             for tag in DEEP.tag().ancestors().take(3) {

@@ -97,6 +97,10 @@ const MAX_ENTITY_DEPTH: usize = 1024;
 /// lies in the game module that subscribed (MB4 finds it there).
 type Callable<E> = Rc<dyn Fn(&Message<'_, E>)>;
 
+/// A listener as its channel's list keeps it: `Shared`, so a call reaches the closure without
+/// `Rc`'s offset to its value (GB9).
+type Stored<E> = Shared<dyn Fn(&Message<'_, E>)>;
+
 /// The message a listener hears: its tag, the entity it is addressed to, its payload, and the
 /// power to stop it going further (GB3).
 pub struct Message<'a, E: EntityId = u64> {
@@ -255,8 +259,7 @@ type ParentRelation<E> = Rc<dyn Fn(E) -> Option<E>>;
 /// posted queue.
 struct Channel<E: EntityId> {
     tag: Tag,
-    /// `Shared`: a call reaches the closure without `Rc`'s offset to its value (GB9).
-    list: InvocationList<Shared<dyn Fn(&Message<'_, E>)>>,
+    list: InvocationList<Stored<E>>,
     /// How many partial listeners were ever added: 0 lets a message on a descendant skip this
     /// channel.
     partials: Cell<u32>,

@@ -777,6 +777,9 @@ fn m7_a_subscriber_that_panicked_no_longer_counts_as_running() {
     );
 }
 
+/// A list of `Shared` callables, as multicast delegates keep them.
+type SharedCalls = InvocationList<Shared<dyn Fn(u32)>>;
+
 /// `Shared`, the `Rc` a list keeps as its value's pointer: one strong reference each, the value
 /// called through it, and a subscriber that removes itself while it runs is dropped after its
 /// call, through `Shared`'s `Drop` (M4; Miri checks the pointer's provenance).
@@ -794,7 +797,7 @@ fn m4_shared_callables_count_their_references_and_drop_after_their_call() {
     drop(shared);
     assert!(weak.upgrade().is_none());
 
-    let list: Rc<InvocationList<Shared<dyn Fn(u32)>>> = Rc::new(InvocationList::new());
+    let list: Rc<SharedCalls> = Rc::new(InvocationList::new());
     let dropped = Rc::new(Cell::new(false));
     let captures = DropFlag(Rc::clone(&dropped), String::from("self-removing"));
     let own = Rc::new(Cell::new(DelegateHandle::default()));
