@@ -43,6 +43,17 @@ impl<C: Subscriber> Drop for Locked<'_, C> {
     }
 }
 
+/// How [`Block::call_each`] ended.
+enum Each<'e, C, A> {
+    /// Every subscriber it had was passed.
+    Done,
+    /// A call asked to stop the broadcast.
+    Stopped,
+    /// A subscriber was removed during its argument's clone: the clone, for the next one, and
+    /// the entries after the removed one.
+    Spare(&'e [Entry<C>], Guarded<A>),
+}
+
 /// What a broadcast loop over the main list sets up so that removals during its calls leave the
 /// running callable in place (M4), and undoes when it ends (also while unwinding).
 ///
@@ -236,6 +247,27 @@ impl<C: Subscriber> Block<C> {
             Some((last, before)) if last.state() == 0 && self.running.get() == 0 => (before, last),
             _ => return self.walk_general(entries, args, visit),
         };
+        match self.call_each(before, &*args, &mut visit) {
+            Each::Done => visit_entry(self, last, |current| visit(current, args.into_inner())),
+            Each::Stopped => true,
+            Each::Spare(rest, cloned) => {
+                let scope = LoopScope::new(self, entries);
+                self.walk_with_spare(scope, rest, last, &[], args, cloned, visit)
+            }
+        }
+    }
+
+    /// The loop of [`walk`](Self::walk) over the subscribers before the last live one: each
+    /// gets a clone of `args`, made before it is checked (M13). Stops at a subscriber that asks
+    /// to, or at one removed during its own argument's clone (the clone is handed back for the
+    /// next subscriber, with the entries after that one).
+    #[inline(always)]
+    fn call_each<'e, A: Clone>(
+        &self,
+        before: &'e [Entry<C>],
+        args: &A,
+        visit: &mut impl FnMut(&C, A) -> bool,
+    ) -> Each<'e, C, A> {
         for entry in before {
             if entry.state() != 0 && !live_slow(self, entry) {
                 continue;
@@ -243,18 +275,16 @@ impl<C: Subscriber> Block<C> {
             // The argument's clone is user code (M13): this entry is checked again after it, as
             // the clone may have removed it or dropped its owner (M3, M9). (`running` is 0 here:
             // the previous call is over.)
-            let cloned = Guarded::new((*args).clone());
+            let cloned = Guarded::new(args.clone());
             if entry.state() != 0 && !live_slow_claim(self, entry) {
                 // Rare: the clone waits for the next subscriber.
-                let rest = rest_after(before, entry);
-                let scope = LoopScope::new(self, entries);
-                return self.walk_with_spare(scope, rest, last, &[], args, cloned, visit);
+                return Each::Spare(rest_after(before, entry), cloned);
             }
             if call_live(self, entry, |current| visit(current, cloned.into_inner())) {
-                return true;
+                return Each::Stopped;
             }
         }
-        visit_entry(self, last, |current| visit(current, args.into_inner()))
+        Each::Done
     }
 
     /// [`walk`](Self::walk) for the rare cases: a loop nested in a call of an enclosing loop of
@@ -281,21 +311,13 @@ impl<C: Subscriber> Block<C> {
                 }
             },
         };
-        for entry in before {
-            if entry.state() != 0 && !live_slow(self, entry) {
-                continue;
-            }
-            // As in `walk`.
-            let cloned = Guarded::new((*args).clone());
-            if entry.state() != 0 && !live_slow_claim(self, entry) {
-                let rest = rest_after(before, entry);
-                return self.walk_with_spare(scope, rest, last, after, args, cloned, visit);
-            }
-            if call_live(self, entry, |current| visit(current, cloned.into_inner())) {
-                return true;
+        match self.call_each(before, &*args, &mut visit) {
+            Each::Done => self.walk_last(scope, last, after, args, visit),
+            Each::Stopped => true,
+            Each::Spare(rest, cloned) => {
+                self.walk_with_spare(scope, rest, last, after, args, cloned, visit)
             }
         }
-        self.walk_last(scope, last, after, args, visit)
     }
 
     /// The end of [`walk`](Self::walk): the last live subscriber gets the original argument,
