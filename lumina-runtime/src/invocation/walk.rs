@@ -6,7 +6,7 @@
 use std::cell::Ref;
 use std::fmt;
 
-use super::entry::{Entry, ONCE, OWNED, Pending, Subscriber};
+use super::entry::{Entry, OWNED, Pending, Subscriber};
 use super::list::{Block, HAS_PENDING, InvocationList};
 use super::raw::locked_entries;
 use super::settle::{Drops, Guarded};
@@ -162,10 +162,12 @@ impl<C: Subscriber> InvocationList<C> {
             });
         };
         for entry in locked.entries {
-            let state = entry.state();
             // Removed, blocked, one-shot or running in an enclosing loop: the slow path (owners:
-            // `upgrade` checks).
-            if state & !OWNED != 0 && !live_slow(block, entry) {
+            // `upgrade` checks), so the common path tests the state once.
+            if entry.state() & !OWNED != 0 {
+                if dispatch_slow(block, entry, &mut upgrade, &mut call) {
+                    return true;
+                }
                 continue;
             }
             // SAFETY: `locked` is held and the entry is live (checked above, no user code ran
@@ -175,10 +177,6 @@ impl<C: Subscriber> InvocationList<C> {
                 block.prune(entry);
                 continue;
             };
-            if state & ONCE != 0 {
-                // Removed before its call (X3); `strong` keeps the handler for it.
-                block.claim(entry);
-            }
             if call(strong) {
                 return true;
             }
@@ -546,6 +544,35 @@ fn drop_removed_after_call<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) {
 #[inline(never)]
 fn live_slow<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
     block.live_or_prune(entry)
+}
+
+/// One step of [`InvocationList::dispatch_until`] for an entry whose state is not plain
+/// (removed, blocked, one-shot, running in an enclosing loop): whether its handler consumed the
+/// event. Same requirements as that loop's common step.
+#[cold]
+#[inline(never)]
+fn dispatch_slow<C: Subscriber, T>(
+    block: &Block<C>,
+    entry: &Entry<C>,
+    upgrade: &mut impl FnMut(&C) -> Option<T>,
+    call: &mut impl FnMut(T) -> bool,
+) -> bool {
+    if !live_slow(block, entry) {
+        return false;
+    }
+    // SAFETY: the dispatch loop holds the list's lock and the entry is live (checked just
+    // above, no user code ran since); the reference is only used by `upgrade`, which runs no
+    // user code.
+    let callable = unsafe { entry.live_callable() };
+    let Some(strong) = upgrade(callable) else {
+        block.prune(entry);
+        return false;
+    };
+    if entry.is_once() {
+        // Removed before its call (X3); `strong` keeps the handler for it.
+        block.claim(entry);
+    }
+    call(strong)
 }
 
 /// Claims `entry` if it is one-shot and still present (X3); whether it may run. For a pass that
