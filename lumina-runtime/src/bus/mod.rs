@@ -119,8 +119,9 @@ pub struct Message<'a, E: EntityId = u64> {
     /// The entity whose listeners run now (`None`: listeners of no particular entity).
     at_entity: Cell<Option<E>>,
     consumed: Cell<bool>,
-    /// How many listeners heard it.
-    heard: Cell<u32>,
+    /// Whether a listener heard it. A flag, not a count: each listener stores `true`, which
+    /// the next one does not have to wait for (an increment would chain them, GB9).
+    heard: Cell<bool>,
     /// Heard as a retained message by a listener added after it was sent (GB6).
     replayed: bool,
 }
@@ -149,7 +150,7 @@ impl<'a, E: EntityId> Message<'a, E> {
             exact: Cell::new(None),
             at_entity: Cell::new(None),
             consumed: Cell::new(false),
-            heard: Cell::new(0),
+            heard: Cell::new(false),
             replayed: false,
         }
     }
@@ -729,7 +730,7 @@ impl<E: EntityId> MessageBus<E> {
         let held = Guarded::new(payload);
         let message = Message::new(tag, entity, &*held);
         self.dispatch(&message);
-        if message.heard.get() == 0 {
+        if !message.heard.get() {
             unheard(tag);
         }
         if tag.is_retained() {
@@ -1050,7 +1051,7 @@ fn exact<P: 'static, E: EntityId>(
         // payload type is set once and never changes). `payload_type` is the `TypeId` of the value
         // `payload` refers to (see `Message::payload`), so it is a `P`.
         let payload = unsafe { message.payload_unchecked::<P>() };
-        message.heard.set(message.heard.get() + 1);
+        message.heard.set(true);
         listener(payload, message);
     })
 }
@@ -1058,7 +1059,7 @@ fn exact<P: 'static, E: EntityId>(
 /// The callable of a partial listener.
 fn partial<E: EntityId>(listener: impl Fn(&Message<'_, E>) + 'static) -> Callable<E> {
     Rc::new(move |message: &Message<'_, E>| {
-        message.heard.set(message.heard.get() + 1);
+        message.heard.set(true);
         listener(message);
     })
 }
