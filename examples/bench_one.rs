@@ -10,7 +10,10 @@
 //! `tick-floor`, `tick-declared`, `tick-generic` (N2's shape: a `Copy` argument added into a
 //! thread-local cell, through a raw loop, a declared delegate, a generic delegate),
 //! `dispatch-floor`, `dispatch-weak-floor`, `dispatch-lumina`, `dispatch-self-aware` (dispatch
-//! through `n` handlers; the last with self-aware handlers, X6, none blocked, X4).
+//! through `n` handlers; the last with self-aware handlers, X6, none blocked, X4),
+//! `bus-floor`, `bus` (a message bus send to `n` exact listeners against a `HashMap` lookup and
+//! loop), `bus-partial-floor`, `bus-partial` (a send on a tag of depth 3 with `n / 3` partial
+//! listeners on each level against three lookups and loops; `n` a multiple of 3).
 //! Instructions per subscriber call are then
 //! `(Ir(operations) - Ir(0)) / (operations * n)`, with `Ir` the total callgrind reports:
 //!
@@ -29,7 +32,7 @@ use std::hint::black_box;
 use common::System;
 use common::dispatch::Dispatch;
 
-const SYSTEMS: [&str; 14] = [
+const SYSTEMS: [&str; 18] = [
     "floor",
     "lumina",
     "signals2",
@@ -44,6 +47,10 @@ const SYSTEMS: [&str; 14] = [
     "script-native",
     "script-managed-floor",
     "script-managed",
+    "bus-floor",
+    "bus",
+    "bus-partial-floor",
+    "bus-partial",
 ];
 
 /// Builds the system, then broadcasts `operations` times; returns the subscriber calls made.
@@ -100,6 +107,10 @@ fn run(system: &str, n: usize, operations: u64) -> Result<u64, String> {
         "script-native" => broadcast::<common::script::Native>(n, operations),
         "script-managed-floor" => broadcast::<common::script::ManagedFloor>(n, operations),
         "script-managed" => broadcast::<common::script::Managed>(n, operations),
+        "bus-floor" => broadcast::<common::bus::Floor>(n, operations),
+        "bus" => broadcast::<common::bus::Bus>(n, operations),
+        "bus-partial-floor" => broadcast::<common::bus::PartialFloor>(n, operations),
+        "bus-partial" => broadcast::<common::bus::Partial>(n, operations),
         other => {
             return Err(format!(
                 "unknown system `{other}`; expected one of {SYSTEMS:?}"
@@ -113,9 +124,15 @@ fn main() -> Result<(), String> {
     match args.as_slice() {
         [] => {
             for system in SYSTEMS {
-                let calls = run(system, 16, 1)?;
-                assert_eq!(calls, 16, "{system} did not call every subscriber");
-                println!("{system}: 16 calls");
+                // 15: the partial bus systems spread their listeners over 3 levels.
+                let n = if system.starts_with("bus-partial") {
+                    15
+                } else {
+                    16
+                };
+                let calls = run(system, n, 1)?;
+                assert_eq!(calls, n as u64, "{system} did not call every subscriber");
+                println!("{system}: {n} calls");
             }
             Ok(())
         }

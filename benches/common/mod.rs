@@ -849,3 +849,150 @@ pub mod tick {
         }
     }
 }
+
+/// The message bus (GB9): a send on one tag against a raw `HashMap<u32, Vec<Box<dyn Fn>>>`
+/// lookup and loop (exact listeners), and a send on a tag of depth 3 whose three levels each
+/// have partial listeners against three such lookups and loops.
+pub mod bus {
+    use std::collections::HashMap;
+    use std::sync::atomic::AtomicU64;
+
+    use lumina::{MessageBus, TagKey};
+
+    use super::{SINK, System, work};
+
+    /// The tag of the exact-listener sends.
+    pub static EXACT: TagKey<i32> = TagKey::new("BenchBus.Exact", false);
+    /// The tag of depth 4 whose three nearest levels have partial listeners.
+    pub static DEEP: TagKey<i32> = TagKey::new("BenchBus.Deep.Level.Three", false);
+
+    /// The floor's map: listeners by tag id.
+    pub type FloorMap = HashMap<u32, Vec<Box<dyn Fn(&i32)>>>;
+
+    /// A floor map with 8 other channels (so it is not a single entry) and `n` listeners on each
+    /// of `ids`.
+    pub fn floor_map(ids: &[u32], n: usize) -> FloorMap {
+        let sink: &'static AtomicU64 = &SINK;
+        let mut map: FloorMap = HashMap::new();
+        for id in 0..8 {
+            map.insert(1000 + id, Vec::new());
+        }
+        for &id in ids {
+            map.entry(id).or_default().extend(
+                (0..n).map(|_| Box::new(move |x: &i32| work(sink, *x)) as Box<dyn Fn(&i32)>),
+            );
+        }
+        map
+    }
+
+    /// The floor's send: one lookup, then a loop.
+    #[inline(always)]
+    pub fn floor_send(map: &FloorMap, id: u32, x: i32) {
+        if let Some(listeners) = map.get(&id) {
+            for listener in listeners {
+                listener(&x);
+            }
+        }
+    }
+
+    /// The three ids of `DEEP`'s nearest levels (the tag, its parent, its grandparent).
+    pub fn deep_levels() -> Vec<u32> {
+        DEEP.tag().ancestors().take(3).map(|tag| tag.id()).collect()
+    }
+
+    /// The floor of an exact send: `n` listeners on one id.
+    pub struct Floor {
+        map: FloorMap,
+        id: u32,
+    }
+
+    impl System for Floor {
+        const NAME: &'static str = "floor HashMap<u32, Vec<Box>>";
+        fn with_subscribers(n: usize) -> Self {
+            let id = EXACT.tag().id();
+            Floor {
+                map: floor_map(&[id], n),
+                id,
+            }
+        }
+        #[inline(never)]
+        fn broadcast(&self, x: i32) {
+            floor_send(&self.map, self.id, x);
+        }
+    }
+
+    /// `MessageBus::send` to `n` exact listeners.
+    pub struct Bus(MessageBus<u32>);
+
+    impl System for Bus {
+        const NAME: &'static str = "lumina MessageBus::send";
+        fn with_subscribers(n: usize) -> Self {
+            let bus: MessageBus<u32> = MessageBus::new();
+            let sink: &'static AtomicU64 = &SINK;
+            for _ in 0..n {
+                let _ = bus.listen(&EXACT, move |x, _| work(sink, *x));
+            }
+            Bus(bus)
+        }
+        #[inline(never)]
+        fn broadcast(&self, x: i32) {
+            self.0.send(&EXACT, x);
+        }
+    }
+
+    /// The floor of a partial send at depth 3: `n / 3` listeners on each of three ids, three
+    /// lookups and loops.
+    pub struct PartialFloor {
+        map: FloorMap,
+        levels: Vec<u32>,
+    }
+
+    impl System for PartialFloor {
+        const NAME: &'static str = "floor 3 lookups + loops";
+        fn with_subscribers(n: usize) -> Self {
+            assert!(
+                n.is_multiple_of(3),
+                "a partial send has listeners on 3 levels"
+            );
+            let levels = deep_levels();
+            PartialFloor {
+                map: floor_map(&levels, n / 3),
+                levels,
+            }
+        }
+        #[inline(never)]
+        fn broadcast(&self, x: i32) {
+            for &id in &self.levels {
+                floor_send(&self.map, id, x);
+            }
+        }
+    }
+
+    /// `MessageBus::send` on `DEEP` with `n / 3` partial listeners on each of its three nearest
+    /// levels.
+    pub struct Partial(MessageBus<u32>);
+
+    impl System for Partial {
+        const NAME: &'static str = "lumina MessageBus::send";
+        fn with_subscribers(n: usize) -> Self {
+            assert!(
+                n.is_multiple_of(3),
+                "a partial send has listeners on 3 levels"
+            );
+            let bus: MessageBus<u32> = MessageBus::new();
+            let sink: &'static AtomicU64 = &SINK;
+            for tag in DEEP.tag().ancestors().take(3) {
+                for _ in 0..n / 3 {
+                    let _ = bus.listen_partial(tag, move |message| {
+                        work(sink, *message.payload::<i32>().expect("an i32"));
+                    });
+                }
+            }
+            Partial(bus)
+        }
+        #[inline(never)]
+        fn broadcast(&self, x: i32) {
+            self.0.send(&DEEP, x);
+        }
+    }
+}

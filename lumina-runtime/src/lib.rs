@@ -111,9 +111,11 @@ pub mod __private {
     pub fn broadcast_with<F: ?Sized + 'static, A: Clone>(
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
-        call: impl FnMut(&std::rc::Rc<F>, A),
+        mut call: impl FnMut(&F, A),
     ) {
-        delegate.list().broadcast_with(args, call);
+        delegate
+            .list()
+            .broadcast_with(args, |subscriber, args| call(subscriber, args));
     }
 
     /// Not public API; used by expansions of `declare_multicast_delegate!`:
@@ -123,9 +125,11 @@ pub mod __private {
     pub fn broadcast_until_with<F: ?Sized + 'static, A: Clone>(
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
-        call: impl FnMut(&std::rc::Rc<F>, A) -> bool,
+        mut call: impl FnMut(&F, A) -> bool,
     ) -> bool {
-        delegate.list().broadcast_until_with(args, call)
+        delegate
+            .list()
+            .broadcast_until_with(args, |subscriber, args| call(subscriber, args))
     }
 
     /// Not public API; one step of a `broadcast_fold` (X7): folds `result` into the accumulator
@@ -186,7 +190,9 @@ pub mod __private {
         delegate: &crate::multicast::MulticastDelegate<F>,
         make: impl FnOnce(crate::next_broadcast::NextSender<T>) -> std::rc::Rc<F>,
     ) -> crate::next_broadcast::NextBroadcast<T> {
-        crate::next_broadcast::subscribe(delegate.list(), make)
+        crate::next_broadcast::subscribe(delegate.list(), |sender| {
+            crate::invocation::Shared::new(make(sender))
+        })
     }
 
     /// Not public API; used by expansions of `declare_multicast_delegate!`: `T` is `Self`. The
@@ -227,9 +233,9 @@ pub mod __private {
     pub fn broadcast_collect<F: ?Sized + 'static, A: Clone, R>(
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
-        call: impl FnMut(&std::rc::Rc<F>, A) -> R,
+        mut call: impl FnMut(&F, A) -> R,
     ) -> Vec<R> {
-        delegate.collect_with(args, call)
+        delegate.collect_with(args, |subscriber, args| call(subscriber, args))
     }
 
     /// Not public API; used by expansions. Upgrades the weak owner of a member binding; the

@@ -9,7 +9,7 @@ use std::fmt;
 use std::rc::Rc;
 
 use crate::handle::DelegateHandle;
-use crate::invocation::{Guarded, InvocationList, Spec};
+use crate::invocation::{Guarded, InvocationList, Shared, Spec};
 use crate::scoped::{ScopedBlock, ThisSubscription};
 
 mod by_reference;
@@ -46,7 +46,7 @@ pub use registration::{OwnerBroadcasts, OwnerClears, Registration};
 /// assert!(!on_damage.is_bound());
 /// ```
 pub struct MulticastDelegate<F: ?Sized + 'static> {
-    list: InvocationList<Rc<F>>,
+    list: InvocationList<Shared<F>>,
 }
 
 impl<F: ?Sized + 'static> Default for MulticastDelegate<F> {
@@ -130,7 +130,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// lands (M2).
     #[track_caller]
     pub fn add_shared_with_priority(&self, priority: i32, callable: Rc<F>) -> DelegateHandle {
-        self.list.insert(priority, None, callable)
+        self.list.insert(priority, None, Shared::new(callable))
     }
 
     /// [`add_shared_member`](Self::add_shared_member) with a priority, ordered like
@@ -143,7 +143,8 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         callable: Rc<F>,
     ) -> DelegateHandle {
         let owner: std::rc::Weak<dyn Any> = Rc::downgrade(owner) as std::rc::Weak<dyn Any>;
-        self.list.insert(priority, Some(owner), callable)
+        self.list
+            .insert(priority, Some(owner), Shared::new(callable))
     }
 
     /// Adds an already shared callable that runs at most once (X3): it is removed right before
@@ -157,7 +158,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
                 once: true,
                 ..Spec::default()
             },
-            callable,
+            Shared::new(callable),
         )
     }
 
@@ -171,7 +172,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
                 owner: Some(owner),
                 ..Spec::default()
             },
-            callable,
+            Shared::new(callable),
         )
     }
 
@@ -184,7 +185,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         make: impl FnOnce(ThisSubscription) -> Rc<F>,
     ) -> DelegateHandle {
         self.list.insert_with(Spec::default(), |handle, list| {
-            make(ThisSubscription::new(handle, list))
+            Shared::new(make(ThisSubscription::new(handle, list)))
         })
     }
 
@@ -201,7 +202,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
             ..Spec::default()
         };
         self.list.insert_with(spec, |handle, list| {
-            make(ThisSubscription::new(handle, list))
+            Shared::new(make(ThisSubscription::new(handle, list)))
         })
     }
 
@@ -223,7 +224,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
                 key: Some(key),
                 owner: None,
             },
-            callable,
+            Shared::new(callable),
         )
     }
 
@@ -250,7 +251,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
                 key: Some(key),
                 ..Spec::default()
             },
-            callable,
+            crate::invocation::Shared::new(callable),
         )
     }
 
@@ -334,7 +335,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     }
 
     /// The invocation list behind this delegate.
-    pub(crate) fn list(&self) -> &InvocationList<Rc<F>> {
+    pub(crate) fn list(&self) -> &InvocationList<Shared<F>> {
         &self.list
     }
 
@@ -346,7 +347,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     pub(crate) fn collect_with<A: Clone, R>(
         &self,
         args: A,
-        mut call: impl FnMut(&Rc<F>, A) -> R,
+        mut call: impl FnMut(&Shared<F>, A) -> R,
     ) -> Vec<R> {
         let mut results: Vec<Guarded<R>> = Vec::new();
         self.list
@@ -641,7 +642,7 @@ macro_rules! impl_multicast_arity {
                         sender.send(($($arg,)*));
                         R::default()
                     });
-                    subscriber
+                    crate::invocation::Shared::new(subscriber)
                 })
             }
 

@@ -93,7 +93,7 @@ use std::sync::Arc;
 
 use crate::bind_site::Subscription;
 use crate::handle::DelegateHandle;
-use crate::invocation::{Drops, Guarded, InvocationList, RemoveByHandle, Spec};
+use crate::invocation::{Drops, Guarded, InvocationList, RemoveByHandle, Shared, Spec};
 use crate::module::track;
 use crate::next_broadcast::{NextBroadcast, NextSender};
 use crate::scoped::ScopedSubscription;
@@ -113,6 +113,10 @@ const MAX_ENTITY_DEPTH: usize = 1024;
 /// lies in the game module that subscribed (MB4 finds it there).
 type Callable<E> = Rc<dyn Fn(&Message<'_, E>)>;
 
+/// A listener as its channel's list keeps it: `Shared`, so a call reaches the closure without
+/// `Rc`'s offset to its value (GB9).
+type Stored<E> = Shared<dyn Fn(&Message<'_, E>)>;
+
 /// The message a listener hears: its tag, the entity it is addressed to, its payload, and the
 /// power to stop it going further (GB3).
 pub struct Message<'a, E: EntityId = u64> {
@@ -127,11 +131,16 @@ pub struct Message<'a, E: EntityId = u64> {
     payload_type: TypeId,
     /// The tag whose listeners run now (the message's tag or an ancestor).
     at: Cell<Tag>,
+    /// `Some(at)` while the listeners of the message's own tag run and the payload is of the
+    /// type declared with that tag; `None` otherwise. What an exact listener checks, once, for
+    /// both its tag and its payload type (GB9; see [`Message::enter`]).
+    exact: Cell<Option<Tag>>,
     /// The entity whose listeners run now (`None`: listeners of no particular entity).
     at_entity: Cell<Option<E>>,
     consumed: Cell<bool>,
-    /// How many listeners heard it.
-    heard: Cell<u32>,
+    /// Whether a listener heard it. A flag, not a count: each listener stores `true`, which
+    /// the next one does not have to wait for (an increment would chain them, GB9).
+    heard: Cell<bool>,
     /// Heard as a retained message by a listener added after it was sent (GB6).
     replayed: bool,
     /// The handle ids of the listeners added before this message started: only they hear it
@@ -180,9 +189,10 @@ impl<'a, E: EntityId> Message<'a, E> {
             borrow: PhantomData,
             payload_type,
             at: Cell::new(tag),
+            exact: Cell::new(None),
             at_entity: Cell::new(None),
             consumed: Cell::new(false),
-            heard: Cell::new(0),
+            heard: Cell::new(false),
             replayed: false,
             limit: DelegateHandle::next_id(),
         }
@@ -215,12 +225,34 @@ impl<'a, E: EntityId> Message<'a, E> {
         if self.payload_type != TypeId::of::<P>() {
             return None;
         }
+        // SAFETY: compared just above: what `downcast_ref` does, without its dynamic `type_id`
+        // call per listener (GB9).
+        Some(unsafe { self.payload_unchecked() })
+    }
+
+    /// The listeners of `tag` run next: sets [`current_tag`](Self::current_tag), and what exact
+    /// listeners check (`exact`).
+    #[inline(always)]
+    fn enter(&self, tag: Tag) {
+        self.at.set(tag);
+        let exact = tag == self.tag && tag.carries_id(self.payload_type);
+        self.exact.set(exact.then_some(tag));
+    }
+
+    /// The payload as a `P`, without comparing types.
+    ///
+    /// # Safety
+    ///
+    /// `P`'s `TypeId` must be `payload_type`.
+    #[inline(always)]
+    unsafe fn payload_unchecked<P: 'static>(&self) -> &'a P {
+        debug_assert!(self.payload_type == TypeId::of::<P>());
         // SAFETY: `payload_type` is the `TypeId` of the value `payload` points at (the contract of
         // the only constructor, `with_type`, kept by `new` from the static type of that value, by
         // `new_erased` from the value itself, and by `script::ScriptBytes` from the tag's
-        // declared type), and it is `P`'s: `payload` points to a live `P`, borrowed for `'a`.
-        // What `downcast_ref` does, without its dynamic `type_id` call per listener (GB9).
-        Some(unsafe { self.payload.cast::<P>().as_ref() })
+        // declared type), and it is `P`'s (contract): `payload` points to a live `P`, borrowed
+        // for `'a`.
+        unsafe { self.payload.cast::<P>().as_ref() }
     }
 
     /// The payload as declared with `key`, if the message's tag is `key`'s tag or a descendant
@@ -272,7 +304,7 @@ type ParentRelation<E> = Rc<dyn Fn(E) -> Option<E>>;
 /// posted queue.
 struct Channel<E: EntityId> {
     tag: Tag,
-    list: InvocationList<Callable<E>>,
+    list: InvocationList<Stored<E>>,
     /// How many partial listeners were ever added: 0 lets a message on a descendant skip this
     /// channel.
     partials: Cell<u32>,
@@ -982,7 +1014,7 @@ impl<E: EntityId> MessageBus<E> {
         let handle = channel.list.insert_with(spec, |handle, list| {
             let callable = make(handle, list);
             made = Some(Rc::clone(&callable));
-            callable
+            Shared::new(callable)
         });
         self.remember(
             handle,
@@ -1078,7 +1110,7 @@ impl<E: EntityId> MessageBus<E> {
             message.replayed = true;
             // Heard by this listener alone, whenever it was added.
             message.limit = u64::MAX;
-            message.at.set(tag);
+            message.enter(tag);
             message.at_entity.set(entity);
             callable(&message);
             // The payload clone is the bus's: dropped here, guarded (R2).
@@ -1228,7 +1260,7 @@ impl<E: EntityId> MessageBus<E> {
         let held = Guarded::new(payload);
         let message = Message::new(tag, entity, &*held);
         self.dispatch(&message);
-        if message.heard.get() == 0 {
+        if !message.heard.get() {
             unheard(tag);
         }
         if tag.is_retained() {
@@ -1311,7 +1343,7 @@ impl<E: EntityId> MessageBus<E> {
 
     #[inline(always)]
     fn walk_channel(&self, message: &Message<'_, E>, tag: Tag, channel: &Channel<E>) -> bool {
-        message.at.set(tag);
+        message.enter(tag);
         channel
             .list
             .broadcast_until_with(message, |listener, message| {
@@ -1557,21 +1589,33 @@ fn hears<E: EntityId>(id: u64, exact_tag: Option<Tag>, message: &Message<'_, E>)
     id < message.limit && exact_tag.is_none_or(|tag| message.tag == tag)
 }
 
-/// The callable of an exact listener: runs only while the message's own tag is walked.
+/// The callable of an exact listener: runs only while the message's own tag is walked, and
+/// only for a payload of the type declared with the tag, which is `P`.
 fn exact<P: 'static, E: EntityId>(
     tag: Tag,
     listener: impl Fn(&P, &Message<'_, E>) + 'static,
 ) -> impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E> {
+    // `tag` comes from a `TagKey<P>`, whose `tag()` declares `P` with it or panics (GB2).
+    assert!(
+        tag.carries::<P>(),
+        "lumina: an exact listener's payload type is the one declared with its tag"
+    );
     move |handle, _| {
         let id = handle.id();
         Rc::new(move |message: &Message<'_, E>| {
-            if !hears(id, Some(tag), message) {
+            // One check for the tag and the payload type (GB9): `exact` is `Some(tag)` only
+            // while this tag's own listeners run a message whose payload has the type declared
+            // with it; and the M2 limit (`hears`).
+            if message.exact.get() != Some(tag) || id >= message.limit {
                 return;
             }
-            if let Some(payload) = message.payload::<P>() {
-                message.heard.set(message.heard.get() + 1);
-                listener(payload, message);
-            }
+            // SAFETY: `exact == Some(tag)` means (`Message::enter`) that `payload_type` is the
+            // `TypeId` declared with `tag`, and that declaration is `P` (asserted above; a tag's
+            // payload type is set once and never changes). `payload_type` is the `TypeId` of the
+            // value `payload` points at (see `Message::payload`), so it is a `P`.
+            let payload = unsafe { message.payload_unchecked::<P>() };
+            message.heard.set(true);
+            listener(payload, message);
         })
     }
 }
@@ -1586,7 +1630,7 @@ fn partial<E: EntityId>(
             if !hears(id, None, message) {
                 return;
             }
-            message.heard.set(message.heard.get() + 1);
+            message.heard.set(true);
             listener(message);
         })
     }
@@ -1616,7 +1660,7 @@ fn once<E: EntityId>(
             {
                 return;
             }
-            message.heard.set(message.heard.get() + 1);
+            message.heard.set(true);
             listener(message);
         })
     }
@@ -1656,7 +1700,7 @@ fn future<P: Clone + 'static, T: 'static, E: EntityId>(
                 return;
             }
             if let Some(payload) = message.payload::<P>() {
-                message.heard.set(message.heard.get() + 1);
+                message.heard.set(true);
                 sender.send(value(message.tag, payload.clone()));
             }
         })

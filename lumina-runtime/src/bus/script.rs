@@ -382,7 +382,7 @@ impl MessageBus<u64> {
                 if !super::hears(id, exact_tag, message) {
                     return;
                 }
-                message.heard.set(message.heard.get() + 1);
+                message.heard.set(true);
                 if call_managed(&held, message) {
                     message.consume();
                 }
@@ -534,7 +534,7 @@ impl MessageBus<u64> {
         // owner, here `words`, a buffer of `MaybeUninit<u64>`.
         let message = unsafe { Message::with_type(tag, entity, payload, ty) };
         self.dispatch(&message);
-        if message.heard.get() == 0 {
+        if !message.heard.get() {
             unheard(tag);
         }
     }

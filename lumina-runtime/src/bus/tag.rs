@@ -305,10 +305,14 @@ impl Tag {
 
     /// Whether `P` is the payload type declared with this tag.
     pub(crate) fn carries<P: 'static>(self) -> bool {
-        self.0
-            .payload
-            .get()
-            .is_some_and(|payload| payload.id == TypeId::of::<P>())
+        self.carries_id(TypeId::of::<P>())
+    }
+
+    /// Whether the payload type declared with this tag has the `TypeId` `id`. Once declared, a
+    /// tag's payload type never changes (it is set once).
+    #[inline]
+    pub(crate) fn carries_id(self, id: TypeId) -> bool {
+        self.0.payload.get().is_some_and(|payload| payload.id == id)
     }
 }
 

@@ -39,15 +39,18 @@
 //! `list.rs` (the list and its block: adding, removing, clearing, queries), `walk.rs` (the
 //! broadcast and dispatch loops, the `Broadcast` iterator), `settle.rs` (dropping what was
 //! removed, merging and compacting, and R2's guard `Guarded`, whose three `unsafe` blocks take a
-//! value out of its `ManuallyDrop` or drop it there), and `raw.rs`, every other `unsafe` block of the module.
+//! value out of its `ManuallyDrop` or drop it there), and `raw.rs`, every other `unsafe` block of the module,
+//! among them `Shared`, the `Rc` that multicast delegates and the bus keep as their value's pointer
+//! so that a call through it costs what a call through a `Box` costs.
 //!
 //! Every method takes `&self`: subscribers re-enter the list through a shared reference. The main
 //! list is borrowed mutably only while no broadcast runs, and never across user code (removed
 //! callables are dropped after the borrow ends); while a broadcast runs it is only read, and the
 //! pending list is only borrowed briefly. So re-entrancy cannot hit a borrow panic, and
 //! [`broadcast_with`](InvocationList::broadcast_with) walks the list on the strength of its lock
-//! alone: no `RefCell` borrow, no clone of a subscriber, one store per call to record which one
-//! runs. Beginning and ending a broadcast is one state word (lock count and "needs settling"
+//! alone: no `RefCell` borrow, no clone of a subscriber, one store before and one after each call
+//! to record which one runs, and no loop scope unless the broadcast is nested in one of the
+//! same list. Beginning and ending a broadcast is one state word (lock count and "needs settling"
 //! flags) read and written (see BENCHMARKS.md for what each of these bought).
 //!
 //! The list is an implementation detail of the crate (game code reaches it through the delegate
@@ -107,3 +110,4 @@ mod tests;
 pub(crate) use drops::{Drops, Guarded, panic_text};
 pub(crate) use entry::Subscriber;
 pub(crate) use list::{Block, InvocationList, RemoveByHandle, Spec};
+pub(crate) use raw::Shared;

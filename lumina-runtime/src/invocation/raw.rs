@@ -1,6 +1,6 @@
 //! Every `unsafe` block of the invocation list but those of R2's guard (`settle.rs`), in one
 //! place: how the hot loops read the main list and a live entry's callable without a `RefCell`
-//! borrow, and how a slot is taken.
+//! borrow, how a slot is taken, and [`Shared`], the `Rc` kept as its value's pointer.
 //!
 //! The rules they rely on, kept by the rest of the module:
 //!
@@ -15,6 +15,11 @@
 //!   through `take_unless_running`, which leaves running entries alone.
 
 use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::ops::Deref;
+use std::ptr::NonNull;
+use std::rc::Rc;
 
 use super::entry::{Entry, Subscriber};
 
@@ -76,4 +81,84 @@ pub(super) unsafe fn locked_entries<C>(entries: &RefCell<Vec<Entry<C>>>) -> &[En
     // cold paths, which take shared borrows while locked; this read neither needs nor disturbs
     // them.
     unsafe { &*entries.as_ptr() }
+}
+
+/// A shared callable as an invocation list keeps it: an `Rc<T>` held as the pointer to its value
+/// (`Rc::into_raw`), owning that one strong reference.
+///
+/// Why not the `Rc` itself: reaching the value of an `Rc<dyn Fn>` adds the size of the counts
+/// rounded up to the value's alignment, read from the vtable (5 instructions per call in the
+/// broadcast loop, BENCHMARKS.md "N2"); this pointer is the value's address already, so a call
+/// through it is a call through a `Box`. Cloning (cold: the merging walk, pending entries) and
+/// dropping go back through `Rc`. Same size and niche as `Rc<T>` (16 bytes for `dyn`,
+/// `Option` free).
+pub(crate) struct Shared<T: ?Sized> {
+    value: NonNull<T>,
+    /// Owns one strong reference of an `Rc<T>` (drop check, `!Send`, `!Sync`).
+    _rc: PhantomData<Rc<T>>,
+}
+
+impl<T: ?Sized> Shared<T> {
+    /// Takes over `rc`'s strong reference.
+    #[inline]
+    pub(crate) fn new(rc: Rc<T>) -> Self {
+        // `into_raw`, not a reference to the value: its pointer keeps the provenance of the
+        // whole allocation, which `from_raw` needs to reach the counts again (Miri checks it).
+        let value = Rc::into_raw(rc).cast_mut();
+        Shared {
+            // SAFETY: `Rc::into_raw` returns the address of the value in a live allocation,
+            // never null.
+            value: unsafe { NonNull::new_unchecked(value) },
+            _rc: PhantomData,
+        }
+    }
+
+    /// A new strong reference to the value, as an `Rc`.
+    pub(crate) fn to_rc(&self) -> Rc<T> {
+        let rc = ManuallyDrop::new(self.as_rc());
+        Rc::clone(&rc)
+    }
+
+    /// The `Rc` this owns, rebuilt without touching the counts: the caller must not drop it
+    /// unless it gives up this `Shared`'s reference (`Drop`), hence `ManuallyDrop` everywhere
+    /// else.
+    fn as_rc(&self) -> Rc<T> {
+        // SAFETY: `value` came from `Rc::into_raw` of an `Rc<T>` (in `new`) whose strong
+        // reference this `Shared` still owns, so the allocation is alive. The caller keeps the
+        // count balanced (see above).
+        unsafe { Rc::from_raw(self.value.as_ptr()) }
+    }
+}
+
+impl<T: ?Sized> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared::new(self.to_rc())
+    }
+}
+
+impl<T: ?Sized> Drop for Shared<T> {
+    fn drop(&mut self) {
+        // Gives this `Shared`'s strong reference back to an `Rc`, which drops it.
+        drop(self.as_rc());
+    }
+}
+
+impl<T: ?Sized> Deref for Shared<T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        // SAFETY: `value` points to the value of an `Rc` allocation kept alive by the strong
+        // reference this `Shared` owns for at least as long as `&self`; an `Rc`'s value is only
+        // ever shared (no `get_mut` is taken on it: the `Rc` is not reachable as such), so a
+        // shared reference is what `Rc::deref` would give.
+        unsafe { self.value.as_ref() }
+    }
+}
+
+// SAFETY: cloning a `Shared` only changes a count: no user code runs.
+unsafe impl<T: ?Sized> Subscriber for Shared<T> {
+    fn code(&self) -> Option<crate::module::track::Code> {
+        crate::module::track::code_of(&**self)
+    }
 }

@@ -8,7 +8,7 @@ use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::{Rc, Weak};
 
-use super::{InvocationList, Subscriber};
+use super::{InvocationList, Shared, Subscriber};
 use crate::handle::DelegateHandle;
 
 // SAFETY: copies: no code runs.
@@ -740,4 +740,99 @@ fn r1_mb4_a_module_removal_whose_drop_frees_the_list_finishes_on_a_live_block() 
         weak.upgrade().is_none(),
         "the removal dropped the last reference"
     );
+}
+/// An argument whose clone removes a subscriber: user code between two calls (M13).
+struct RemovingArg {
+    list: Rc<Calls>,
+    target: Rc<Cell<DelegateHandle>>,
+}
+
+impl Clone for RemovingArg {
+    fn clone(&self) -> Self {
+        self.list.remove(self.target.get());
+        RemovingArg {
+            list: Rc::clone(&self.list),
+            target: Rc::clone(&self.target),
+        }
+    }
+}
+
+/// The common path of the broadcast loop keeps no `LoopScope`: a call that panics must still
+/// stop counting as running, or the next broadcast would take it for an enclosing loop's entry
+/// and keep its callable when it is removed (M4, M7).
+#[test]
+fn m7_a_subscriber_that_panicked_no_longer_counts_as_running() {
+    let list: Rc<Calls> = Rc::new(InvocationList::new());
+    let dropped = Rc::new(Cell::new(false));
+    let captures = DropFlag(
+        Rc::clone(&dropped),
+        String::from("the panicking subscriber"),
+    );
+    let panicked = Cell::new(false);
+    let first = list.add(Rc::new(move |_: u32| {
+        let _keep = &captures;
+        if !panicked.replace(true) {
+            panic!("a subscriber panics");
+        }
+    }));
+    let _last = list.add(Rc::new(|_: u32| {}));
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+        list.broadcast_with(1, |subscriber, x| subscriber(x));
+    }));
+    assert!(caught.is_err(), "the panic reaches the broadcaster");
+    // The clone made for the first subscriber removes it: it is not running, so it goes at once.
+    let arg = RemovingArg {
+        list: Rc::clone(&list),
+        target: Rc::new(Cell::new(first)),
+    };
+    let mut calls = 0;
+    list.broadcast_with(arg, |subscriber, _| {
+        calls += 1;
+        subscriber(2);
+    });
+    assert_eq!(calls, 1, "the removed subscriber does not run");
+    assert!(
+        dropped.get(),
+        "a subscriber removed by an argument's clone is dropped once the broadcast is over"
+    );
+}
+
+/// A list of `Shared` callables, as multicast delegates keep them.
+type SharedCalls = InvocationList<Shared<dyn Fn(u32)>>;
+
+/// `Shared`, the `Rc` a list keeps as its value's pointer: one strong reference each, the value
+/// called through it, and a subscriber that removes itself while it runs is dropped after its
+/// call, through `Shared`'s `Drop` (M4; Miri checks the pointer's provenance).
+#[test]
+fn m4_shared_callables_count_their_references_and_drop_after_their_call() {
+    let rc: Rc<dyn Fn(u32) -> u32> = Rc::new(|x| x + 1);
+    let weak = Rc::downgrade(&rc);
+    let shared = Shared::new(rc);
+    assert_eq!(shared(1), 2);
+    let clone = shared.clone();
+    let back = clone.to_rc();
+    assert_eq!(weak.strong_count(), 3);
+    drop((clone, back));
+    assert_eq!(weak.strong_count(), 1);
+    drop(shared);
+    assert!(weak.upgrade().is_none());
+
+    let list: Rc<SharedCalls> = Rc::new(InvocationList::new());
+    let dropped = Rc::new(Cell::new(false));
+    let captures = DropFlag(Rc::clone(&dropped), String::from("self-removing"));
+    let own = Rc::new(Cell::new(DelegateHandle::default()));
+    let (weak_list, own_handle, seen) =
+        (Rc::downgrade(&list), Rc::clone(&own), Rc::clone(&dropped));
+    own.set(list.add(Shared::new(Rc::new(move |x: u32| {
+        let list = weak_list
+            .upgrade()
+            .expect("the list outlives its broadcast");
+        assert!(list.remove(own_handle.get()));
+        assert!(!seen.get(), "not dropped while it runs");
+        assert_eq!(captures.1.len() as u32 + x, 14);
+    }))));
+    let _second = list.add(Shared::new(Rc::new(|_: u32| {})));
+    list.broadcast_with(1, |subscriber, x| subscriber(x));
+    assert!(dropped.get(), "dropped once its call is over");
+    assert_eq!(list.len(), 1);
 }

@@ -6,7 +6,7 @@
 use std::cell::Ref;
 use std::fmt;
 
-use super::entry::{Entry, ONCE, OWNED, Pending, Subscriber};
+use super::entry::{Entry, OWNED, Pending, Subscriber};
 use super::list::{Block, HAS_PENDING, InvocationList};
 use super::raw::locked_entries;
 use super::settle::{Drops, Guarded};
@@ -41,6 +41,17 @@ impl<C: Subscriber> Drop for Locked<'_, C> {
     fn drop(&mut self) {
         self.block.unlock();
     }
+}
+
+/// How [`Block::call_each`] ended.
+enum Each<'e, C, A> {
+    /// Every subscriber it had was passed.
+    Done,
+    /// A call asked to stop the broadcast.
+    Stopped,
+    /// A subscriber was removed during its argument's clone: the clone, for the next one, and
+    /// the entries after the removed one.
+    Spare(&'e [Entry<C>], Guarded<A>),
 }
 
 /// What a broadcast loop over the main list sets up so that removals during its calls leave the
@@ -151,10 +162,12 @@ impl<C: Subscriber> InvocationList<C> {
             });
         };
         for entry in locked.entries {
-            let state = entry.state();
             // Removed, blocked, one-shot or running in an enclosing loop: the slow path (owners:
-            // `upgrade` checks).
-            if state & !OWNED != 0 && !live_slow(block, entry) {
+            // `upgrade` checks), so the common path tests the state once.
+            if entry.state() & !OWNED != 0 {
+                if dispatch_slow(block, entry, &mut upgrade, &mut call) {
+                    return true;
+                }
                 continue;
             }
             // SAFETY: `locked` is held and the entry is live (checked above, no user code ran
@@ -164,10 +177,6 @@ impl<C: Subscriber> InvocationList<C> {
                 block.prune(entry);
                 continue;
             };
-            if state & ONCE != 0 {
-                // Removed before its call (X3); `strong` keeps the handler for it.
-                block.claim(entry);
-            }
             if call(strong) {
                 return true;
             }
@@ -209,18 +218,84 @@ impl<C: Subscriber> Block<C> {
     /// subscriber but the last live one, which gets the original (M11; the last is found at the
     /// start: a later removal can only make fewer clones). The clone is made before the entry it
     /// is for is checked (M13): see [`visit_cloned`].
+    ///
+    /// The common case is inlined here and kept small (every instruction of it runs per
+    /// broadcast or per subscriber, BENCHMARKS.md): no enclosing loop of this list runs (so
+    /// `running` is 0 before and after each call and this loop needs no [`LoopScope`]) and the
+    /// last entry is live. A nested loop, a dead or blocked last entry and a clone that removed
+    /// its subscriber take the outlined paths.
     #[inline(always)]
     fn walk<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> bool) -> bool {
         // The argument and its clones are guarded until they are handed to a subscriber: a
         // panic meanwhile (a subscriber's, a prune's `Drop`) drops them under the guard (R2).
         // Free when nothing panics: each is taken out of its guard by a move.
         let args = Guarded::new(args);
-        // Declared after the argument, so it ends first: after the loop's scope has restored
-        // `running`, and before the argument is dropped.
+        // Declared after the argument, so it ends first: before the argument is dropped.
         let Some(locked) = Locked::new(self) else {
             return self.walk_merging(args.into_inner(), visit);
         };
         let entries = locked.entries;
+        if let [only] = entries
+            && only.state() == 0
+            && self.running.get() == 0
+        {
+            return call_live(self, only, |current| visit(current, args.into_inner()));
+        }
+        let (before, last) = match entries.split_last() {
+            Some((last, before)) if last.state() == 0 && self.running.get() == 0 => (before, last),
+            _ => return self.walk_general(entries, args, visit),
+        };
+        match self.call_each(before, &*args, &mut visit) {
+            Each::Done => visit_entry(self, last, |current| visit(current, args.into_inner())),
+            Each::Stopped => true,
+            Each::Spare(rest, cloned) => {
+                let scope = LoopScope::new(self, entries);
+                self.walk_with_spare(scope, rest, last, &[], args, cloned, visit)
+            }
+        }
+    }
+
+    /// The loop of [`walk`](Self::walk) over the subscribers before the last live one: each
+    /// gets a clone of `args`, made before it is checked (M13). Stops at a subscriber that asks
+    /// to, or at one removed during its own argument's clone (the clone is handed back for the
+    /// next subscriber, with the entries after that one).
+    #[inline(always)]
+    fn call_each<'e, A: Clone>(
+        &self,
+        before: &'e [Entry<C>],
+        args: &A,
+        visit: &mut impl FnMut(&C, A) -> bool,
+    ) -> Each<'e, C, A> {
+        for entry in before {
+            if entry.state() != 0 && !live_slow(self, entry) {
+                continue;
+            }
+            // The argument's clone is user code (M13): this entry is checked again after it, as
+            // the clone may have removed it or dropped its owner (M3, M9). (`running` is 0 here:
+            // the previous call is over.)
+            let cloned = Guarded::new(args.clone());
+            if entry.state() != 0 && !live_slow_claim(self, entry) {
+                // Rare: the clone waits for the next subscriber.
+                return Each::Spare(rest_after(before, entry), cloned);
+            }
+            if call_live(self, entry, |current| visit(current, cloned.into_inner())) {
+                return Each::Stopped;
+            }
+        }
+        Each::Done
+    }
+
+    /// [`walk`](Self::walk) for the rare cases: a loop nested in a call of an enclosing loop of
+    /// this list (its [`LoopScope`] marks the enclosing loop's entry and restores `running`), or
+    /// a last entry that is not plainly live (removed, owned, blocked, one-shot).
+    #[cold]
+    #[inline(never)]
+    fn walk_general<A: Clone>(
+        &self,
+        entries: &[Entry<C>],
+        args: Guarded<A>,
+        mut visit: impl FnMut(&C, A) -> bool,
+    ) -> bool {
         let scope = LoopScope::new(self, entries);
         // The last live subscriber, found once: later ones cannot appear (M2); if it is removed
         // before it runs, no call is told it is the last (M11 then clones for fewer than N).
@@ -234,31 +309,13 @@ impl<C: Subscriber> Block<C> {
                 }
             },
         };
-        for (index, entry) in before.iter().enumerate() {
-            if entry.state() != 0 && !live_slow(self, entry) {
-                continue;
-            }
-            // The argument's clone is user code (M13): this entry is checked again after it, as
-            // the clone may have removed it or dropped its owner (M3, M9). (`running` is 0 here:
-            // the previous call is over.)
-            let cloned = Guarded::new((*args).clone());
-            if entry.state() != 0 && !live_slow_claim(self, entry) {
-                // Rare: the clone waits for the next subscriber.
-                return self.walk_with_spare(
-                    scope,
-                    &before[index + 1..],
-                    last,
-                    after,
-                    args,
-                    cloned,
-                    visit,
-                );
-            }
-            if call_live(self, entry, |current| visit(current, cloned.into_inner())) {
-                return true;
+        match self.call_each(before, &*args, &mut visit) {
+            Each::Done => self.walk_last(scope, last, after, args, visit),
+            Each::Stopped => true,
+            Each::Spare(rest, cloned) => {
+                self.walk_with_spare(scope, rest, last, after, args, cloned, visit)
             }
         }
-        self.walk_last(scope, last, after, args, visit)
     }
 
     /// The end of [`walk`](Self::walk): the last live subscriber gets the original argument,
@@ -386,6 +443,13 @@ fn visit_cloned<C: Subscriber, A: Clone>(
     call_live(block, entry, |current| visit(current, args))
 }
 
+/// The entries of `entries` after `entry`, one of them (a cold path's way back from the pointer
+/// the hot loop iterates with to a slice).
+fn rest_after<'a, C>(entries: &'a [Entry<C>], entry: &Entry<C>) -> &'a [Entry<C>] {
+    let index = (entry.addr() - entries.as_ptr().addr()) / std::mem::size_of::<Entry<C>>();
+    &entries[index + 1..]
+}
+
 /// Passes entries that no call is made for (after the last live one): those whose owner died
 /// are pruned (M9), as the loop would have on its way.
 #[inline(always)]
@@ -453,6 +517,9 @@ struct AfterCall<'a, C: Subscriber> {
 
 impl<C: Subscriber> Drop for AfterCall<'_, C> {
     fn drop(&mut self) {
+        // The call is over. The common path of `walk` has no `LoopScope` to restore `running`
+        // (it was 0 there); a nested loop's scope restores the enclosing loop's entry after this.
+        self.block.running.set(0);
         if self.entry.is_removed() {
             drop_removed_after_call(self.block, self.entry);
         }
@@ -477,6 +544,35 @@ fn drop_removed_after_call<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) {
 #[inline(never)]
 fn live_slow<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
     block.live_or_prune(entry)
+}
+
+/// One step of [`InvocationList::dispatch_until`] for an entry whose state is not plain
+/// (removed, blocked, one-shot, running in an enclosing loop): whether its handler consumed the
+/// event. Same requirements as that loop's common step.
+#[cold]
+#[inline(never)]
+fn dispatch_slow<C: Subscriber, T>(
+    block: &Block<C>,
+    entry: &Entry<C>,
+    upgrade: &mut impl FnMut(&C) -> Option<T>,
+    call: &mut impl FnMut(T) -> bool,
+) -> bool {
+    if !live_slow(block, entry) {
+        return false;
+    }
+    // SAFETY: the dispatch loop holds the list's lock and the entry is live (checked just
+    // above, no user code ran since); the reference is only used by `upgrade`, which runs no
+    // user code.
+    let callable = unsafe { entry.live_callable() };
+    let Some(strong) = upgrade(callable) else {
+        block.prune(entry);
+        return false;
+    };
+    if entry.is_once() {
+        // Removed before its call (X3); `strong` keeps the handler for it.
+        block.claim(entry);
+    }
+    call(strong)
 }
 
 /// Claims `entry` if it is one-shot and still present (X3); whether it may run. For a pass that

@@ -107,7 +107,7 @@ impl<A: ?Sized + 'static, R: 'static> ByReference<A, R> for MulticastDelegate<dy
                 sender.send(a.to_owned());
                 R::default()
             });
-            subscriber
+            crate::invocation::Shared::new(subscriber)
         })
     }
 
