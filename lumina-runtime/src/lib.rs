@@ -74,7 +74,7 @@ pub mod __private {
     #[doc(hidden)]
     pub use crate::bind_site::Subscription;
     #[doc(hidden)]
-    pub use crate::bus::TagKey;
+    pub use crate::bus::{DeclaredTag, TagConflict, TagKey, register_tags};
     #[doc(hidden)]
     pub use crate::bus::script_tag_key;
     #[doc(hidden)]

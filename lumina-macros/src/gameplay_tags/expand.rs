@@ -72,12 +72,32 @@ pub(crate) fn expand(decl: &TagsDecl, tags: &[FlatTag]) -> TokenStream {
             let attrs = &module.attrs;
             let vis = &module.vis;
             let ident = &module.ident;
+            let constants = tags.iter().map(|tag| &tag.constant);
             quote! {
                 #(#attrs)*
                 #vis mod #ident {
                     #[allow(unused_imports)]
                     use super::*;
                     #(#statics)*
+
+                    /// Every tag of this set, parents first, whatever its payload type.
+                    #[allow(dead_code)]
+                    pub fn all() -> &'static [&'static dyn ::lumina::__private::DeclaredTag] {
+                        static TAGS: &[&dyn ::lumina::__private::DeclaredTag] =
+                            &[#(&self::#constants),*];
+                        TAGS
+                    }
+
+                    /// Registers every tag of this set in the process's tag registry, with its
+                    /// payload type, retention and script layout, so data files, scripts and the
+                    /// C ABI find it by name before Rust uses it. Call it once at start-up (the
+                    /// engine for its sets, a game module when it loads); calling it again costs
+                    /// one atomic load per tag. Returns the first tag another set declared with
+                    /// another payload type; every other tag is registered.
+                    #[allow(dead_code)]
+                    pub fn register() -> ::core::result::Result<(), ::lumina::__private::TagConflict> {
+                        ::lumina::__private::register_tags(self::all())
+                    }
                 }
             }
         }
