@@ -74,7 +74,7 @@ pub mod __private {
     #[doc(hidden)]
     pub use crate::bind_site::Subscription;
     #[doc(hidden)]
-    pub use crate::bus::{DeclaredTag, TagConflict, TagKey, register_tags};
+    pub use crate::bus::TagKey;
     #[doc(hidden)]
     pub use crate::bus::script_tag_key;
     #[doc(hidden)]

@@ -1,4 +1,7 @@
-//! Expansion: one typed `static` per tag, naming the runtime through `::lumina::__private`.
+//! Expansion: one typed `static` per tag, naming the runtime through `::lumina::__private`, and,
+//! in the module form, the set's `all()` and `register()` (GB1), which name the public
+//! `::lumina::bus` items their signatures show. Generated function names are lowercase, so no
+//! tag constant (always upper case) can collide with them.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -82,8 +85,8 @@ pub(crate) fn expand(decl: &TagsDecl, tags: &[FlatTag]) -> TokenStream {
 
                     /// Every tag of this set, parents first, whatever its payload type.
                     #[allow(dead_code)]
-                    pub fn all() -> &'static [&'static dyn ::lumina::__private::DeclaredTag] {
-                        static TAGS: &[&dyn ::lumina::__private::DeclaredTag] =
+                    pub fn all() -> &'static [&'static dyn ::lumina::bus::DeclaredTag] {
+                        static TAGS: &[&dyn ::lumina::bus::DeclaredTag] =
                             &[#(&self::#constants),*];
                         TAGS
                     }
@@ -92,11 +95,11 @@ pub(crate) fn expand(decl: &TagsDecl, tags: &[FlatTag]) -> TokenStream {
                     /// payload type, retention and script layout, so data files, scripts and the
                     /// C ABI find it by name before Rust uses it. Call it once at start-up (the
                     /// engine for its sets, a game module when it loads); calling it again costs
-                    /// one atomic load per tag. Returns the first tag another set declared with
-                    /// another payload type; every other tag is registered.
+                    /// one atomic load per tag. Returns the first conflict, a tag another set
+                    /// declares with another payload type; every other tag is still registered.
                     #[allow(dead_code)]
-                    pub fn register() -> ::core::result::Result<(), ::lumina::__private::TagConflict> {
-                        ::lumina::__private::register_tags(self::all())
+                    pub fn register() -> ::core::result::Result<(), ::lumina::bus::TagConflict> {
+                        ::lumina::bus::register_tags(self::all())
                     }
                 }
             }
