@@ -163,8 +163,16 @@ fn gb1_a_declared_tag_is_found_by_name_after_register_before_any_use() {
         Err(UnknownTag::NotRegistered("Gb1Fresh.Loot.Picked".into()))
     );
     assert_eq!(
-        fresh::all().iter().map(|key| key.name()).collect::<Vec<_>>(),
-        ["Gb1Fresh", "Gb1Fresh.Loot", "Gb1Fresh.Loot.Picked", "Gb1Fresh.Round"]
+        fresh::all()
+            .iter()
+            .map(|key| key.name())
+            .collect::<Vec<_>>(),
+        [
+            "Gb1Fresh",
+            "Gb1Fresh.Loot",
+            "Gb1Fresh.Loot.Picked",
+            "Gb1Fresh.Round"
+        ]
     );
     fresh::register().unwrap();
     let picked = Tag::find("Gb1Fresh.Loot.Picked").unwrap();
@@ -172,7 +180,10 @@ fn gb1_a_declared_tag_is_found_by_name_after_register_before_any_use() {
     assert_eq!(picked.parent(), Tag::find("Gb1Fresh.Loot").ok());
     let round = Tag::find("Gb1Fresh.Round").unwrap();
     assert!(round.is_retained());
-    assert_eq!(round.payload_type_name(), Some(std::any::type_name::<MatchState>()));
+    assert_eq!(
+        round.payload_type_name(),
+        Some(std::any::type_name::<MatchState>())
+    );
     // The keys resolve to the tags registered for them.
     assert_eq!(fresh::GB1_FRESH_LOOT_PICKED.tag(), picked);
     assert_eq!(fresh::GB1_FRESH_ROUND.tag(), round);
@@ -181,14 +192,20 @@ fn gb1_a_declared_tag_is_found_by_name_after_register_before_any_use() {
 #[test]
 fn gb1_registering_a_set_twice_is_harmless() {
     again::register().unwrap();
-    let first: Vec<Tag> = again::all().iter().map(|key| key.register().unwrap()).collect();
+    let first: Vec<Tag> = again::all()
+        .iter()
+        .map(|key| key.register().unwrap())
+        .collect();
     again::register().unwrap();
     let second: Vec<Tag> = again::all()
         .iter()
         .map(|key| Tag::find(key.name()).unwrap())
         .collect();
     assert_eq!(first, second);
-    assert_eq!(again::GB1_AGAIN_SCORE.tag().payload_type_name(), Some("u64"));
+    assert_eq!(
+        again::GB1_AGAIN_SCORE.tag().payload_type_name(),
+        Some("u64")
+    );
     assert_eq!(again::GB1_AGAIN_READY.tag().payload_type_name(), Some("()"));
     let names = Tag::all()
         .into_iter()
