@@ -221,11 +221,9 @@ fn run(script: &Script) -> Result<(), TestCaseError> {
                 let real = register_tags(&declared).map_err(|conflict| conflict_outcome(&conflict));
                 let mut expected = Ok(());
                 for (index, &decl) in script.sets[set].iter().enumerate() {
-                    if let Err(conflict) = model.register_key((set, index), names[decl.name], decl)
-                    {
-                        if expected.is_ok() {
-                            expected = Err(conflict);
-                        }
+                    let outcome = model.register_key((set, index), names[decl.name], decl);
+                    if let (Err(conflict), Ok(())) = (outcome, &expected) {
+                        expected = Err(conflict);
                     }
                 }
                 prop_assert_eq!(real, expected, "register set {}", set);
