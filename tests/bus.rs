@@ -80,6 +80,24 @@ gameplay_tags! {
     }
 }
 
+gameplay_tags! {
+    /// Registered before any send: its tags' payload types are declared from the start.
+    pub mod claim_registered {
+        Gb2Claim.Hit: Damage {
+            Crit: Damage,
+        },
+    }
+}
+
+gameplay_tags! {
+    /// Never registered as a set: only its child is used.
+    pub mod claim_late {
+        Gb2Late.Hit: Damage {
+            Crit: Damage,
+        },
+    }
+}
+
 /// A payload that counts its drops.
 #[derive(Debug)]
 pub struct Counted(pub Rc<Cell<u32>>);
@@ -246,6 +264,28 @@ fn gb2_a_name_declared_by_two_sets_with_two_payload_types_is_a_clear_error() {
     let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(text.contains(&conflict.to_string()), "{text}");
     assert_eq!(clash_first::GB2_CLASH_SCORE.tag(), score);
+}
+
+#[test]
+fn gb2_a_registered_set_keeps_a_send_by_name_from_claiming_a_declared_tag() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    // Registered at start-up: a send by name with another type is refused.
+    claim_registered::register().unwrap();
+    let hit = Tag::find("Gb2Claim.Hit").unwrap();
+    let wrong = bus.send_tag(hit, None, 5_u32).unwrap_err();
+    assert_eq!(wrong.declared, std::any::type_name::<Damage>());
+    // Not registered, only the child used: the parent exists by name without a payload type, and
+    // the first send by name declares it; the set's declaration then conflicts.
+    let _ = claim_late::GB2_LATE_HIT_CRIT.tag();
+    let late = Tag::find("Gb2Late.Hit").unwrap();
+    assert_eq!(late.payload_type_name(), None);
+    bus.send_tag(late, None, 5_u32).unwrap();
+    let conflict = claim_late::register().unwrap_err();
+    assert_eq!(conflict.tag, late);
+    assert_eq!(
+        (conflict.declared, conflict.conflicting),
+        ("u32", std::any::type_name::<Damage>())
+    );
 }
 
 #[test]
