@@ -13,7 +13,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use lumina::bus::MessageBus;
+use lumina::bus::{MessageBus, Tag};
 use lumina::gameplay_tags;
 
 /// An entity of the game: a soldier or a squad.
@@ -78,6 +78,12 @@ fn parent_of(entity: Entity) -> Option<Entity> {
 }
 
 fn main() {
+    // Start-up: register the game's tags, so a data file or a script finds them by name before
+    // any Rust code has used them (a game module does the same with its own tags when it loads).
+    tags::register().expect("no other set declares these tags with another payload type");
+    let from_data = Tag::find("Loot.Found").expect("a declared tag");
+    println!("data: {from_data} is a tag (depth {})", from_data.depth());
+
     let bus: MessageBus<Entity> = MessageBus::new();
     bus.set_entity_parents(parent_of);
     let health = Rc::new(RefCell::new([(ALICE, 100_u32), (BOB, 100)]));

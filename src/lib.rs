@@ -266,6 +266,20 @@ pub use lumina_macros::declare_delegate;
 /// enclosing module's items, so payload types need no path); written bare, they are declared in
 /// place, private.
 ///
+/// The module also gets two functions (lowercase, so no tag constant collides with them):
+/// - `register() -> Result<(), TagConflict>` registers every tag of the set in the process's tag
+///   registry, with its payload type, retention and script layout, so data files, scripts and
+///   the C ABI find it by name before Rust code uses it (a key registers its own tag on first
+///   use, which is too late for them). Call it at start-up: the engine for its sets, a game
+///   module for its own when it loads (one registry per process). Calling it again costs one
+///   atomic load per tag. A tag another set declares with another payload type is the
+///   [`TagConflict`](bus::TagConflict) it returns; the first declaration stands and the set's
+///   other tags are registered.
+/// - `all() -> &'static [&'static dyn DeclaredTag]` lists the set's keys, parents first
+///   ([`DeclaredTag`](bus::DeclaredTag): name, payload type name, flags, `register`).
+///
+/// The bare form has neither; register its keys with [`TagKey::register`](bus::TagKey::register).
+///
 /// ```
 /// use lumina::bus::MessageBus;
 /// use lumina::gameplay_tags;
@@ -297,6 +311,11 @@ pub use lumina_macros::declare_delegate;
 /// }
 ///
 /// fn main() {
+///     // Start-up: every tag of the set is found by name from now on.
+///     tags::register().unwrap();
+///     let critical = lumina::bus::Tag::find("Combat.Damage.Critical").unwrap();
+///     assert_eq!(critical, tags::COMBAT_DAMAGE_CRITICAL.tag());
+///     assert_eq!(tags::all().len(), 6); // with the implicit parent `Match`
 ///     let bus: MessageBus<u32> = MessageBus::new();
 ///     bus.send(&tags::MATCH_STATE, MatchState::Playing);
 ///     // Added later, a listener of a retained tag hears its last message at once.

@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 
-use lumina::bus::{BusGone, Message, MessageBus, Tag, TagKey, UnknownTag};
+use lumina::bus::{BusGone, Message, MessageBus, Tag, TagConflict, TagKey, UnknownTag};
 use lumina::gameplay_tags;
 
 /// A damage message's payload.
@@ -40,6 +40,61 @@ gameplay_tags! {
         Test.Match.State: MatchState,
         Test.Job.Done: u64,
         Test.Dropped: Counted,
+    }
+}
+
+gameplay_tags! {
+    /// Tags only `gb1_a_declared_tag_is_found_by_name_after_register_before_any_use` uses.
+    pub mod fresh {
+        Gb1Fresh {
+            Loot.Picked: u32,
+            #[retained]
+            Round: MatchState,
+        },
+    }
+}
+
+gameplay_tags! {
+    /// Tags only `gb1_registering_a_set_twice_is_harmless` uses.
+    pub mod again {
+        Gb1Again.Ready,
+        Gb1Again.Score: u64,
+    }
+}
+
+gameplay_tags! {
+    /// The first of two sets declaring `Gb2Clash.Score`, as an engine would.
+    pub mod clash_first {
+        Gb2Clash.Score: u32,
+    }
+}
+
+gameplay_tags! {
+    /// The second, as a game module would: `Gb2Clash.Score` with another payload type.
+    pub mod clash_second {
+        Gb2Clash {
+            #[retained]
+            Score: String,
+            Other: u8,
+        },
+    }
+}
+
+gameplay_tags! {
+    /// Registered before any send: its tags' payload types are declared from the start.
+    pub mod claim_registered {
+        Gb2Claim.Hit: Damage {
+            Crit: Damage,
+        },
+    }
+}
+
+gameplay_tags! {
+    /// Never registered as a set: only its child is used.
+    pub mod claim_late {
+        Gb2Late.Hit: Damage {
+            Crit: Damage,
+        },
     }
 }
 
@@ -119,6 +174,121 @@ fn gb1_a_tag_is_one_per_process_and_found_by_name() {
 }
 
 #[test]
+fn gb1_a_declared_tag_is_found_by_name_after_register_before_any_use() {
+    // Declared, never used by Rust: a data file or script asking for it finds nothing yet.
+    assert_eq!(
+        Tag::find("Gb1Fresh.Loot.Picked"),
+        Err(UnknownTag::NotRegistered("Gb1Fresh.Loot.Picked".into()))
+    );
+    assert_eq!(
+        fresh::all()
+            .iter()
+            .map(|key| key.name())
+            .collect::<Vec<_>>(),
+        [
+            "Gb1Fresh",
+            "Gb1Fresh.Loot",
+            "Gb1Fresh.Loot.Picked",
+            "Gb1Fresh.Round"
+        ]
+    );
+    fresh::register().unwrap();
+    let picked = Tag::find("Gb1Fresh.Loot.Picked").unwrap();
+    assert_eq!(picked.payload_type_name(), Some("u32"));
+    assert_eq!(picked.parent(), Tag::find("Gb1Fresh.Loot").ok());
+    let round = Tag::find("Gb1Fresh.Round").unwrap();
+    assert!(round.is_retained());
+    assert_eq!(
+        round.payload_type_name(),
+        Some(std::any::type_name::<MatchState>())
+    );
+    // The keys resolve to the tags registered for them.
+    assert_eq!(fresh::GB1_FRESH_LOOT_PICKED.tag(), picked);
+    assert_eq!(fresh::GB1_FRESH_ROUND.tag(), round);
+}
+
+#[test]
+fn gb1_registering_a_set_twice_is_harmless() {
+    again::register().unwrap();
+    let first: Vec<Tag> = again::all()
+        .iter()
+        .map(|key| key.register().unwrap())
+        .collect();
+    again::register().unwrap();
+    let second: Vec<Tag> = again::all()
+        .iter()
+        .map(|key| Tag::find(key.name()).unwrap())
+        .collect();
+    assert_eq!(first, second);
+    assert_eq!(
+        again::GB1_AGAIN_SCORE.tag().payload_type_name(),
+        Some("u64")
+    );
+    assert_eq!(again::GB1_AGAIN_READY.tag().payload_type_name(), Some("()"));
+    let names = Tag::all()
+        .into_iter()
+        .filter(|tag| tag.name().starts_with("Gb1Again"))
+        .count();
+    assert_eq!(names, 3, "each tag once: Gb1Again, its Ready and its Score");
+}
+
+#[test]
+fn gb2_a_name_declared_by_two_sets_with_two_payload_types_is_a_clear_error() {
+    clash_first::register().unwrap();
+    let score = clash_first::GB2_CLASH_SCORE.tag();
+    let conflict = clash_second::register().unwrap_err();
+    assert_eq!(
+        conflict,
+        TagConflict {
+            tag: score,
+            declared: "u32",
+            conflicting: "alloc::string::String",
+        }
+    );
+    let text = conflict.to_string();
+    assert!(
+        text.contains("`Gb2Clash.Score` is declared with payload `u32` and again with payload `alloc::string::String`"),
+        "{text}"
+    );
+    // The first declaration stands, untouched by the second (not retained); the rest of the
+    // second set is registered.
+    assert_eq!(score.payload_type_name(), Some("u32"));
+    assert!(!score.is_retained());
+    assert_eq!(
+        Tag::find("Gb2Clash.Other").unwrap().payload_type_name(),
+        Some("u8")
+    );
+    // Asking again gives the same answer; the refused key panics with it when used.
+    assert_eq!(clash_second::register(), Err(conflict.clone()));
+    let panic = catch_unwind(|| clash_second::GB2_CLASH_SCORE.tag()).unwrap_err();
+    let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(text.contains(&conflict.to_string()), "{text}");
+    assert_eq!(clash_first::GB2_CLASH_SCORE.tag(), score);
+}
+
+#[test]
+fn gb2_a_registered_set_keeps_a_send_by_name_from_claiming_a_declared_tag() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    // Registered at start-up: a send by name with another type is refused.
+    claim_registered::register().unwrap();
+    let hit = Tag::find("Gb2Claim.Hit").unwrap();
+    let wrong = bus.send_tag(hit, None, 5_u32).unwrap_err();
+    assert_eq!(wrong.declared, std::any::type_name::<Damage>());
+    // Not registered, only the child used: the parent exists by name without a payload type, and
+    // the first send by name declares it; the set's declaration then conflicts.
+    let _ = claim_late::GB2_LATE_HIT_CRIT.tag();
+    let late = Tag::find("Gb2Late.Hit").unwrap();
+    assert_eq!(late.payload_type_name(), None);
+    bus.send_tag(late, None, 5_u32).unwrap();
+    let conflict = claim_late::register().unwrap_err();
+    assert_eq!(conflict.tag, late);
+    assert_eq!(
+        (conflict.declared, conflict.conflicting),
+        ("u32", std::any::type_name::<Damage>())
+    );
+}
+
+#[test]
 fn gb1_unknown_or_malformed_names_are_typed_errors() {
     assert_eq!(
         Tag::find("Test.Combat.Damag"),
@@ -161,7 +331,7 @@ fn gb2_declaring_a_tag_again_with_another_payload_type_panics_clearly() {
     let panic = catch_unwind(|| OTHER.tag()).unwrap_err();
     let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(
-        text.contains("carries `u32`, not `alloc::string::String`"),
+        text.contains("declared with payload `u32` and again with payload `alloc::string::String`"),
         "{text}"
     );
 }

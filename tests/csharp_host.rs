@@ -207,6 +207,8 @@ fn sd8_csharp_host_unloads_a_script_generation_appdomain_and_loads_the_next() {
 fn gb8_csharp_host_listens_and_sends_on_the_bus_and_its_generation_releases_once() {
     let output = host_output();
     for expected in [
+        "ok: bus: a #[script] tag no Rust code used is found by name once its set is registered",
+        "ok: bus: C# removes its Combat.Spawn listener",
         "ok: bus: C# hears a message Rust sends, every payload field intact",
         "ok: bus: a partial C# listener on Combat hears Combat.Hit",
         "ok: bus: Rust hears a message C# sends, every payload field intact",

@@ -126,6 +126,11 @@ mod message_bus;
 fn expanded_message_bus_tags_work_without_the_macro() {
     use message_bus::{Damage, tags};
 
+    tags::register().unwrap();
+    assert_eq!(
+        lumina::Tag::find("Loot.Found").unwrap().payload_type_name(),
+        Some(std::any::type_name::<message_bus::Loot>())
+    );
     let bus: lumina::MessageBus<u32> = lumina::MessageBus::new();
     let heard = Rc::new(std::cell::Cell::new(0));
     let sink = Rc::clone(&heard);

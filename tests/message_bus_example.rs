@@ -1,10 +1,12 @@
-//! Runs `examples/message_bus.rs` as a process and compares its whole output: damage addressed to
+//! Runs `examples/message_bus.rs` as a process and compares its whole output: its tags, registered
+//! at start-up, are found by name before Rust uses them (GB1); damage addressed to
 //! a soldier bubbles to the squad (GB4), which consumes critical hits (GB3); the UI's partial
 //! listener on `Combat` hears each child tag it is given (GB3); a late scoreboard hears the
 //! retained match state at once (GB6); the worker thread's posts arrive at the delivery point in
 //! post order (GB5); the announcer's one-shot listener hears the first damage only (X3).
 
 const EXPECTED: &str = "\
+data: Loot.Found is a tag (depth 2)
 warmup:
 alice takes a hit:
   soldier 1: -30 hp, 70 left

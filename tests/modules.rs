@@ -121,11 +121,13 @@ fn run(mut command: Command) -> (String, String) {
 
 /// The trace of the load, frame, hot reload, frame, unload, frame cycle.
 const CYCLE: &str = "\
+engine: Module.Loot.Found before the load: not registered
 v1: start-up
 v1: tick subscription is DelegateHandle(5)
 engine: on_module_loaded game_module_v1
 engine: loaded module#1; engine handles around the load: 4 and 13
 engine: 8 subscriptions attributed to the module
+engine: Module.Loot.Found after the load: carries u32
 engine: subscribers: on_tick 3, on_hit 2, input 1, on_settings_saved 1, on_world_travelled 1, on_pre_engine_shutdown 1
 engine: frame 1
 engine: tick 1
@@ -166,6 +168,7 @@ engine: subscribers: on_tick 1, on_hit 0, input 0, on_settings_saved 0, on_world
 engine: frame 3
 engine: tick 3
 engine: queue ran 0 task(s)
+engine: Module.Loot.Found after the unload: carries u32
 engine: unload again: no game module is loaded as module#2: it was unloaded already (or reloaded, which gives a new id)
 engine: done
 ";
@@ -205,6 +208,12 @@ fn mb1_engine_and_module_share_one_runtime() {
     );
     assert!(
         trace.contains("v1: settings saved: Engine.AudioSettings"),
+        "{trace}"
+    );
+    // One tag registry: the module's start-up registered its tag set, which the engine then
+    // finds by name (GB1), and keeps after the unload.
+    assert!(
+        trace.contains("engine: Module.Loot.Found after the load: carries u32"),
         "{trace}"
     );
     assert_eq!(trace, CYCLE);
@@ -283,7 +292,7 @@ fn mb3_load_checks_the_build_and_refuses_bad_libraries() {
     // Start-up runs, then on_module_loaded fires.
     let trace = cycle_trace("mb3");
     assert!(trace.starts_with(
-        "v1: start-up\nv1: tick subscription is DelegateHandle(5)\nengine: on_module_loaded game_module_v1\n"
+        "engine: Module.Loot.Found before the load: not registered\nv1: start-up\nv1: tick subscription is DelegateHandle(5)\nengine: on_module_loaded game_module_v1\n"
     ), "{trace}");
 }
 

@@ -15,7 +15,7 @@
 //! output, and `examples/expanded/message_bus.rs` shows what `gameplay_tags!` writes.
 use std::cell::RefCell;
 use std::rc::Rc;
-use lumina::bus::MessageBus;
+use lumina::bus::{MessageBus, Tag};
 /// An entity of the game: a soldier or a squad.
 type Entity = u32;
 const SQUAD: Entity = 100;
@@ -102,12 +102,41 @@ pub mod tags {
         "Loot.Found",
         false,
     );
+    /// Every tag of this set, parents first, whatever its payload type.
+    #[allow(dead_code)]
+    pub fn all() -> &'static [&'static dyn ::lumina::bus::DeclaredTag] {
+        static TAGS: &[&dyn ::lumina::bus::DeclaredTag] = &[
+            &self::COMBAT,
+            &self::COMBAT_DAMAGE,
+            &self::COMBAT_DAMAGE_CRITICAL,
+            &self::COMBAT_HEAL,
+            &self::MATCH,
+            &self::MATCH_STATE,
+            &self::LOOT,
+            &self::LOOT_FOUND,
+        ];
+        TAGS
+    }
+    /// Registers every tag of this set in the process's tag registry, with its
+    /// payload type, retention and script layout, so data files, scripts and the
+    /// C ABI find it by name before Rust uses it. Call it once at start-up (the
+    /// engine for its sets, a game module when it loads); calling it again costs
+    /// one atomic load per tag. Returns the first conflict, a tag another set
+    /// declares with another payload type; every other tag is still registered.
+    #[allow(dead_code)]
+    pub fn register() -> ::core::result::Result<(), ::lumina::bus::TagConflict> {
+        ::lumina::bus::register_tags(self::all())
+    }
 }
 /// The squad's parent relation: soldiers are in the squad; the squad is a root.
 fn parent_of(entity: Entity) -> Option<Entity> {
     (entity != SQUAD).then_some(SQUAD)
 }
 fn main() {
+    tags::register()
+        .expect("no other set declares these tags with another payload type");
+    let from_data = Tag::find("Loot.Found").expect("a declared tag");
+    println!("data: {from_data} is a tag (depth {})", from_data.depth());
     let bus: MessageBus<Entity> = MessageBus::new();
     bus.set_entity_parents(parent_of);
     let health = Rc::new(RefCell::new([(ALICE, 100_u32), (BOB, 100)]));

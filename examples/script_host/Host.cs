@@ -169,6 +169,14 @@ static class Host
         int releasedBefore = LuminaHost.ReleasedByHook;
         int exceptionsBefore = LuminaHost.HandlerExceptions;
 
+        // Combat.Spawn is declared #[script] and never used by Rust: the set's register() made it
+        // findable by name.
+        var spawned = new List<CollisionEvent>();
+        ulong spawnListener = bus.Listen<CollisionEvent>("Combat.Spawn", (h, m) => spawned.Add(h));
+        bus.Send("Combat.Spawn", hit);
+        Check(spawned.Count == 1 && SameHit(spawned[0], hit), "bus: a #[script] tag no Rust code used is found by name once its set is registered");
+        Check(bus.Remove(spawnListener), "bus: C# removes its Combat.Spawn listener");
+
         var heard = new List<CollisionEvent>();
         ulong listener = bus.Listen<CollisionEvent>("Combat.Hit", (h, m) => heard.Add(h));
         var partialTags = new List<string>();

@@ -135,11 +135,14 @@ pub extern "C" fn script_host_component_ptr(id: u64) -> *const c_void {
 // ---- the message bus (GB8)
 
 gameplay_tags! {
-    /// The tags of the sample: `Combat.Hit` is `#[script]`, so C# listens and sends on it.
+    /// The tags of the sample: `Combat.Hit` is `#[script]`, so C# listens and sends on it;
+    /// `Combat.Spawn` too, and no Rust code uses it: C# finds it because the set is registered.
     pub mod tags {
         Combat {
             #[script]
             Hit: CollisionEvent,
+            #[script]
+            Spawn: CollisionEvent,
         },
     }
 }
@@ -152,9 +155,15 @@ thread_local! {
 }
 
 /// The bus's address, made with a Rust listener of `Combat.Hit` by the first call; valid until
-/// `script_host_bus_drop`. Resolves the `#[script]` tags, so C# finds them by name.
+/// `script_host_bus_drop`. Registers the sample's tags first (`tags::register()`, idempotent), so
+/// C# finds them by name whatever Rust has used; null, with the conflict printed, if another set
+/// declared one of them with another payload type.
 #[unsafe(no_mangle)]
 pub extern "C" fn script_host_bus() -> *const c_void {
+    if let Err(conflict) = tags::register() {
+        eprintln!("script_host: {conflict}");
+        return std::ptr::null();
+    }
     BUS.with_borrow_mut(|slot| {
         let bus = slot.get_or_insert_with(|| {
             let bus = MessageBus::new();

@@ -187,7 +187,9 @@ pub fn derive_script_component(input: proc_macro::TokenStream) -> proc_macro::To
 /// ```
 ///
 /// Use it through the facade, `lumina::gameplay_tags!`, whose documentation has the full, tested
-/// example. Each tag becomes a typed `static` (`tags::COMBAT_DAMAGE_CRITICAL`).
+/// example. Each tag becomes a typed `static` (`tags::COMBAT_DAMAGE_CRITICAL`); the module form
+/// also gets `register()`, which registers every tag of the set so it is found by name before
+/// use, and `all()`, which lists the set's keys.
 #[proc_macro]
 pub fn gameplay_tags(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     gameplay_tags::gameplay_tags(input.into()).into()

@@ -436,7 +436,9 @@ fn bus_error(function: &str, error: &ScriptBusError) -> LuminaStatus {
 }
 
 /// Looks up a gameplay tag by name (GB1) and writes its id to `out_tag`. `UnknownTag` (and a
-/// log line saying why) for a name no one registered or that is not a tag name.
+/// log line saying why) for a name no one registered or that is not a tag name. A declared tag is
+/// registered once its set's generated `register()` ran (the engine calls it at start-up, a game
+/// module when it loads) or Rust used its key.
 ///
 /// # Safety
 /// `name` is null or valid for reads of `name_len` bytes; `out_tag` is null or valid for a write.

@@ -10,4 +10,5 @@ gameplay_tags! {
 
 fn main() {
     let _ = &tags::MATCH_STATE;
+    let _ = tags::register();
 }

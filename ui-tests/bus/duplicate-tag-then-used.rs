@@ -1,5 +1,5 @@
 // The duplicate-tag mistake, then the tags used the ordinary way: no further error (the first
-// declaration stands).
+// declaration stands, and the set's `register()` and `all()` are there).
 use lumina::bus::MessageBus;
 use lumina::gameplay_tags;
 
@@ -17,6 +17,8 @@ gameplay_tags! {
 }
 
 fn main() {
+    tags::register().unwrap();
+    assert_eq!(tags::all().len(), 2);
     let bus: MessageBus<u32> = MessageBus::new();
     let _h = bus.listen(&tags::COMBAT_DAMAGE, |damage, _| println!("{}", damage.amount));
     let _ui = bus.listen_partial(&tags::COMBAT, |message| println!("{}", message.tag()));

@@ -1,5 +1,5 @@
 // An attribute other than `#[retained]` or a doc comment is one error on it; the tag is still
-// declared.
+// declared, and registered by the set's `register()`.
 use lumina::bus::MessageBus;
 use lumina::gameplay_tags;
 
@@ -15,6 +15,7 @@ gameplay_tags! {
 }
 
 fn main() {
+    tags::register().unwrap();
     let bus: MessageBus<u32> = MessageBus::new();
     bus.send(&tags::MATCH_STATE, MatchState::Playing);
 }

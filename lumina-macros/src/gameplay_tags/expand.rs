@@ -1,4 +1,7 @@
-//! Expansion: one typed `static` per tag, naming the runtime through `::lumina::__private`.
+//! Expansion: one typed `static` per tag, naming the runtime through `::lumina::__private`, and,
+//! in the module form, the set's `all()` and `register()` (GB1), which name the public
+//! `::lumina::bus` items their signatures show. Generated function names are lowercase, so no
+//! tag constant (always upper case) can collide with them.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -72,12 +75,32 @@ pub(crate) fn expand(decl: &TagsDecl, tags: &[FlatTag]) -> TokenStream {
             let attrs = &module.attrs;
             let vis = &module.vis;
             let ident = &module.ident;
+            let constants = tags.iter().map(|tag| &tag.constant);
             quote! {
                 #(#attrs)*
                 #vis mod #ident {
                     #[allow(unused_imports)]
                     use super::*;
                     #(#statics)*
+
+                    /// Every tag of this set, parents first, whatever its payload type.
+                    #[allow(dead_code)]
+                    pub fn all() -> &'static [&'static dyn ::lumina::bus::DeclaredTag] {
+                        static TAGS: &[&dyn ::lumina::bus::DeclaredTag] =
+                            &[#(&self::#constants),*];
+                        TAGS
+                    }
+
+                    /// Registers every tag of this set in the process's tag registry, with its
+                    /// payload type, retention and script layout, so data files, scripts and the
+                    /// C ABI find it by name before Rust uses it. Call it once at start-up (the
+                    /// engine for its sets, a game module when it loads); calling it again costs
+                    /// one atomic load per tag. Returns the first conflict, a tag another set
+                    /// declares with another payload type; every other tag is still registered.
+                    #[allow(dead_code)]
+                    pub fn register() -> ::core::result::Result<(), ::lumina::bus::TagConflict> {
+                        ::lumina::bus::register_tags(self::all())
+                    }
                 }
             }
         }

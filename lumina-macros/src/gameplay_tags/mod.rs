@@ -2,9 +2,11 @@
 //!
 //! [`parse`] reads the tree of tags into a typed model, [`validate`] flattens it into one entry
 //! per tag and checks it with one function per rule (a duplicate tag, two tags making the same
-//! constant, an unknown attribute), [`expand`] writes one typed `static` per tag. After an error
+//! constant, an unknown attribute), [`expand`] writes one typed `static` per tag and, in the
+//! module form, the set's `all()` and `register()` (GB1). After an error
 //! the fallback expands the tags that are fine (the first of two duplicates, a tag with its
-//! unknown attribute left out), so code using them shows no follow-on error.
+//! unknown attribute left out) with `all()` and `register()` over them, so code using them shows
+//! no follow-on error.
 
 mod expand;
 mod parse;

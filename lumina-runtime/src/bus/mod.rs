@@ -79,7 +79,7 @@ pub use poster::{BusGone, Poster};
 pub use script::{BusMessage, ScriptBusError, ScriptLayout};
 #[doc(hidden)]
 pub use tag::script_tag_key;
-pub use tag::{Tag, TagKey, UnknownTag, WrongPayload};
+pub use tag::{DeclaredTag, Tag, TagConflict, TagKey, UnknownTag, WrongPayload, register_tags};
 
 use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};

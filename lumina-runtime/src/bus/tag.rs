@@ -9,7 +9,10 @@
 //!
 //! Game code declares its tags with `gameplay_tags!`, which makes a typed [`TagKey`] per tag
 //! (GB2). Data files, scripts and the C ABI ask for tags by name with [`Tag::find`], which
-//! returns [`UnknownTag`] for a name nobody registered.
+//! returns [`UnknownTag`] for a name nobody registered. A key registers its tag when Rust first
+//! uses it; so that names are found before that, the engine (and each game module, for its own
+//! tags) calls the set's generated `register()` at start-up, which registers every tag of the set
+//! with its payload type, retention and script layout ([`register_tags`]).
 
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -174,6 +177,33 @@ impl fmt::Display for WrongPayload {
 }
 
 impl std::error::Error for WrongPayload {}
+
+/// One tag name declared with two payload types (GB2), in two `gameplay_tags!` sets (two game
+/// modules, or a module and the engine): what [`TagKey::register`] returns for the declaration
+/// that came second. The first declaration keeps the tag; the second one's key registers nothing
+/// and panics with this message when used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TagConflict {
+    /// The tag, as the first declaration registered it.
+    pub tag: Tag,
+    /// The payload type of the declaration registered first.
+    pub declared: &'static str,
+    /// The payload type of the declaration refused.
+    pub conflicting: &'static str,
+}
+
+impl fmt::Display for TagConflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "gameplay tag `{}` is declared with payload `{}` and again with payload `{}`: a tag \
+             carries one payload type, so rename one of the two declarations",
+            self.tag, self.declared, self.conflicting
+        )
+    }
+}
+
+impl std::error::Error for TagConflict {}
 
 fn well_formed(name: &str) -> bool {
     !name.is_empty()
@@ -374,8 +404,9 @@ fn register_in(registry: &mut Registry, name: &str) -> Tag {
 /// a misspelled name is a compile error with rustc's "a static with a similar name exists"
 /// (GB1), and a payload of the wrong type is a type error (GB2).
 ///
-/// The tag is registered on first use and remembered in the key, so later uses are one atomic
-/// load. `P` is `()` for a tag declared without a payload.
+/// The tag is registered by [`register`](TagKey::register) (what the set's generated
+/// `register()` calls for every key) or else on first use, and remembered in the key, so later
+/// uses are one atomic load. `P` is `()` for a tag declared without a payload.
 pub struct TagKey<P: 'static> {
     name: &'static str,
     retained: bool,
@@ -405,7 +436,7 @@ impl<P: 'static> TagKey<P> {
     /// # Panics
     ///
     /// If the name is not well formed (the macro checks it), or the tag was declared elsewhere
-    /// (another module) with another payload type (GB2).
+    /// (another module) with another payload type (GB2): the [`TagConflict`] message.
     #[inline]
     pub fn tag(&self) -> Tag {
         match self.resolved.get() {
@@ -417,12 +448,38 @@ impl<P: 'static> TagKey<P> {
     #[cold]
     #[inline(never)]
     fn resolve(&self) -> Tag {
+        match self.register() {
+            Ok(tag) => tag,
+            Err(error) => panic!("lumina: {error}"),
+        }
+    }
+
+    /// Registers the tag, with its ancestors, its payload type, its retention (GB6) and, for a
+    /// `#[script]` tag, its payload's layout (GB8), so [`Tag::find`], scripts and the C ABI find
+    /// it by name before Rust uses the key. Idempotent: once registered, one atomic load.
+    /// Game code calls the set's generated `register()`, which calls this for every key.
+    ///
+    /// Returns [`TagConflict`] when the name was already registered with another payload type
+    /// (another set declares it too): the first declaration stands, this key stays unregistered
+    /// and [`tag`](TagKey::tag) panics with the same message.
+    ///
+    /// # Panics
+    ///
+    /// If the name is not well formed (the macro checks it).
+    pub fn register(&self) -> Result<Tag, TagConflict> {
+        if let Some(&tag) = self.resolved.get() {
+            return Ok(tag);
+        }
         let tag = match Tag::register(self.name) {
             Ok(tag) => tag,
             Err(error) => panic!("lumina: {error}"),
         };
         if let Err(error) = tag.check_payload::<P>() {
-            panic!("lumina: {error} (declared twice with different payload types)");
+            return Err(TagConflict {
+                tag,
+                declared: error.declared,
+                conflicting: error.used,
+            });
         }
         if self.retained {
             tag.0.retained.store(true, Ordering::Relaxed);
@@ -430,7 +487,7 @@ impl<P: 'static> TagKey<P> {
         if let Some(script) = self.script {
             tag.0.script.get_or_init(|| leak_layout(script));
         }
-        *self.resolved.get_or_init(|| tag)
+        Ok(*self.resolved.get_or_init(|| tag))
     }
 
     /// The full dotted name.
@@ -476,4 +533,72 @@ impl<P: 'static> fmt::Debug for TagKey<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "TagKey({}: {})", self.name, std::any::type_name::<P>())
     }
+}
+
+/// A declared tag of any payload type: a [`TagKey`] seen through what a tag set lists. The
+/// generated `all()` of a `gameplay_tags!` module returns every key of the set this way, so an
+/// engine can register, list or check a set without naming payload types.
+pub trait DeclaredTag: Sync {
+    /// The full dotted name.
+    fn name(&self) -> &'static str;
+    /// The name of the payload type declared with the tag (`()` for none).
+    fn payload_type_name(&self) -> &'static str;
+    /// Whether the tag is declared retained (GB6).
+    fn is_retained(&self) -> bool;
+    /// Whether the tag is declared `#[script]` (GB8).
+    fn is_script(&self) -> bool;
+    /// Registers the tag: [`TagKey::register`].
+    fn register(&self) -> Result<Tag, TagConflict>;
+}
+
+impl<P: 'static> DeclaredTag for TagKey<P> {
+    fn name(&self) -> &'static str {
+        TagKey::name(self)
+    }
+
+    fn payload_type_name(&self) -> &'static str {
+        std::any::type_name::<P>()
+    }
+
+    fn is_retained(&self) -> bool {
+        TagKey::is_retained(self)
+    }
+
+    fn is_script(&self) -> bool {
+        TagKey::is_script(self)
+    }
+
+    fn register(&self) -> Result<Tag, TagConflict> {
+        TagKey::register(self)
+    }
+}
+
+/// Registers every tag of `set` (GB1): what the `register()` a `gameplay_tags!` module generates
+/// does with its `all()`. Every tag that does not conflict is registered; the first
+/// [`TagConflict`] is returned. Idempotent, and one atomic load per tag once registered.
+///
+/// ```
+/// use lumina::bus::{register_tags, Tag};
+/// use lumina::gameplay_tags;
+///
+/// gameplay_tags! {
+///     pub mod tags {
+///         DocSet { Ready, Score: u32 },
+///     }
+/// }
+///
+/// fn main() {
+///     assert!(Tag::find("DocSet.Score").is_err()); // declared, not yet registered
+///     register_tags(tags::all()).unwrap(); // the same as `tags::register()`
+///     assert_eq!(Tag::find("DocSet.Score").unwrap().payload_type_name(), Some("u32"));
+/// }
+/// ```
+pub fn register_tags(set: &[&dyn DeclaredTag]) -> Result<(), TagConflict> {
+    let mut first = None;
+    for key in set {
+        if let Err(conflict) = key.register() {
+            first.get_or_insert(conflict);
+        }
+    }
+    first.map_or(Ok(()), Err)
 }

@@ -37,6 +37,20 @@ lumina_macros::gameplay_tags! {
     }
 }
 
+lumina_macros::gameplay_tags! {
+    /// Tags only `gb8_a_script_tag_is_visible_by_name_after_register_before_rust_uses_it` uses.
+    mod fresh_tags {
+        FfiGb8Fresh {
+            #[script]
+            Hit: FfiHit {
+                Echo: u32,
+            },
+            #[script]
+            Spawn: FfiHit,
+        },
+    }
+}
+
 /// What a test's thunk does besides recording.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Action {
@@ -252,6 +266,7 @@ const HIT: FfiHit = FfiHit {
 
 #[test]
 fn gb8_tags_are_found_by_name_and_unknown_names_are_error_results() {
+    tags::register().unwrap();
     let hit = tags::FFI_GB8_HIT.tag();
     let mut id = u32::MAX;
     // SAFETY: live names; local out pointers.
@@ -295,9 +310,8 @@ fn gb8_a_managed_listener_hears_a_rust_send_with_its_payload() {
         let exact = Recorder::new(&bus);
         let partial = Recorder::new(&bus);
         let entity = Recorder::new(&bus);
-        // Scripts see a tag once Rust has used its key (the engine does so at start-up).
-        let _ = tags::FFI_GB8_HIT_QUIET.tag();
-        let _ = tags::FFI_GB8_HIT.tag();
+        // Scripts see the set's tags once it is registered (the engine does so at start-up).
+        tags::register().unwrap();
         assert_eq!(
             listen(&bus, "FfiGb8.Hit", false, None, &exact),
             LuminaStatus::Ok
@@ -428,8 +442,7 @@ fn gb8_wrong_payloads_and_layouts_are_clear_error_results_not_reads() {
     let good = layout_of("FfiHit");
     let other = layout_of("FfiOther");
     let size = size_of::<FfiHit>();
-    let _ = tags::FFI_GB8_PLAIN.tag();
-    let _ = tags::FFI_GB8_STATE.tag();
+    tags::register().unwrap();
     assert_eq!(
         send(&bus, "FfiGb8.Hit", None, &HIT, &other, size),
         LuminaStatus::WrongPayload
@@ -649,7 +662,7 @@ fn gb8_bus_calls_from_another_thread_are_refused() {
     // reading the immutable thread id; that is what this test checks.
     unsafe impl Send for Foreign {}
     let foreign = Foreign(&bus);
-    let _ = tags::FFI_GB8_HIT.tag();
+    tags::register().unwrap();
     let statuses = std::thread::spawn(move || {
         let foreign = foreign;
         let layout = layout_of("FfiHit");
@@ -733,5 +746,51 @@ fn gb8_gb5_a_managed_listener_added_during_a_send_does_not_hear_it_on_a_parent_t
         assert!(bus.remove(adder));
         drop(bus);
         assert_eq!(released(), [(late.id.get(), ReleaseReason::Destroyed)]);
+    });
+}
+
+#[test]
+fn gb8_a_script_tag_is_visible_by_name_after_register_before_rust_uses_it() {
+    with_hook(|| {
+        let bus = MessageBus::new();
+        let heard = Recorder::new(&bus);
+        let good = layout_of("FfiHit");
+        let size = size_of::<FfiHit>();
+        let mut id = u32::MAX;
+        let (spawn, spawn_len) = name_of("FfiGb8Fresh.Spawn");
+        // Declared, but no Rust code used it: the registry has never heard of it.
+        // SAFETY: a live name; a local out pointer.
+        let status = unsafe { lumina_bus_find_tag(spawn, spawn_len, &mut id) };
+        assert_eq!(status, LuminaStatus::UnknownTag);
+        // Rust used the child only: the `#[script]` parent exists as a name, without its layout.
+        let _ = fresh_tags::FFI_GB8_FRESH_HIT_ECHO.tag();
+        assert_eq!(
+            listen(&bus, "FfiGb8Fresh.Hit", false, None, &heard),
+            LuminaStatus::NotScriptVisible
+        );
+        assert_eq!(
+            send(&bus, "FfiGb8Fresh.Hit", None, &HIT, &good, size),
+            LuminaStatus::NotScriptVisible
+        );
+        fresh_tags::register().unwrap();
+        // SAFETY: as above.
+        let status = unsafe { lumina_bus_find_tag(spawn, spawn_len, &mut id) };
+        assert_eq!(status, LuminaStatus::Ok);
+        assert_eq!(id, fresh_tags::FFI_GB8_FRESH_SPAWN.tag().id());
+        assert_eq!(
+            listen(&bus, "FfiGb8Fresh.Hit", false, None, &heard),
+            LuminaStatus::Ok
+        );
+        assert_eq!(
+            send(&bus, "FfiGb8Fresh.Hit", None, &HIT, &good, size),
+            LuminaStatus::Ok
+        );
+        assert_eq!(
+            send(&bus, "FfiGb8Fresh.Spawn", None, &HIT, &good, size),
+            LuminaStatus::Ok
+        );
+        assert_eq!(heard.amounts(), [Some(7)]);
+        drop(bus);
+        assert_eq!(released(), [(heard.id.get(), ReleaseReason::Destroyed)]);
     });
 }

@@ -500,7 +500,7 @@ fuzz_target!(|data: &[u8]| {
             ..World::default()
         };
     });
-    let _ = tags::FUZZ_HIT.tag();
+    tags::register().unwrap();
     with(|w| w.bus = Some(Rc::new(MessageBus::new())));
     for pair in data.chunks_exact(2) {
         let op = match pair[0] % 16 {

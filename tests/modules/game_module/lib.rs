@@ -54,8 +54,17 @@ fn saved(class: &SettingsClass) {
     println!("{}: settings saved: {class}", tag());
 }
 
+lumina::gameplay_tags! {
+    /// The module's own tags: its start-up registers them, so the engine finds them by name in
+    /// the one registry of the process (MB1, GB1).
+    mod tags {
+        Module.Loot.Found: u32,
+    }
+}
+
 fn start_up() {
     println!("{}: start-up", tag());
+    tags::register().expect("the engine declares no module tag with another payload type");
     let core = CoreDelegates::get();
     let game = Rc::new(Game {
         travelled: Cell::new(0),

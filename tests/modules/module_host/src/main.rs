@@ -70,6 +70,19 @@ fn rebuild(from: &Path, to: &Path) {
     std::fs::copy(from, to).unwrap();
 }
 
+/// Whether the engine finds the game module's tag by name (GB1): registered by the module's
+/// start-up in the one registry of the process (MB1), kept after the unload (the registry's own
+/// copy of the name, R5).
+fn module_tag(when: &str) {
+    match lumina::bus::Tag::find("Module.Loot.Found") {
+        Ok(tag) => println!(
+            "engine: {tag} {when}: carries {}",
+            tag.payload_type_name().unwrap_or("nothing")
+        ),
+        Err(_) => println!("engine: Module.Loot.Found {when}: not registered"),
+    }
+}
+
 fn cycle(dir: &Path) {
     let core = CoreDelegates::get();
     let _ = core
@@ -85,6 +98,7 @@ fn cycle(dir: &Path) {
     let _ = std::fs::remove_file(&path);
     std::fs::copy(dir.join("v1.so"), &path).unwrap();
 
+    module_tag("before the load");
     let before = DelegateHandle::new_unique();
     let v1 = module::load(&path).unwrap();
     let after = DelegateHandle::new_unique();
@@ -97,6 +111,7 @@ fn cycle(dir: &Path) {
         "engine: {} subscriptions attributed to the module",
         module::subscription_count(v1)
     );
+    module_tag("after the load");
     counts();
     frame(1);
 
@@ -120,6 +135,7 @@ fn cycle(dir: &Path) {
     );
     counts();
     frame(3);
+    module_tag("after the unload");
     println!("engine: unload again: {}", module::unload(v2).unwrap_err());
     core.on_pre_engine_shutdown().broadcast_and_clear();
     println!("engine: done");
