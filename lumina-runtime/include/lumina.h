@@ -210,7 +210,7 @@ LuminaStatus lumina_script_generation_begin(uint64_t *out_generation);
 /* The host unloads script generation generation (call it before unloading the generation's code): every managed binding made in it that is still bound, in every script delegate of this thread, is removed and handed to the destroyed hook once, with reason GenerationUnloaded; writes how many to out_released (SD8). UnknownId for a generation not begun on this thread, or already unloaded. */
 LuminaStatus lumina_script_generation_unload(uint64_t generation, size_t *out_released);
 
-/* Looks up a gameplay tag by name (GB1) and writes its id to out_tag. UnknownTag (and a log line saying why) for a name no one registered or that is not a tag name. */
+/* Looks up a gameplay tag by name (GB1) and writes its id to out_tag. UnknownTag (and a log line saying why) for a name no one registered or that is not a tag name. A declared tag is registered once its set's generated register() ran (the engine calls it at start-up, a game module when it loads) or Rust used its key. */
 LuminaStatus lumina_bus_find_tag(const uint8_t *name, size_t name_len, uint32_t *out_tag);
 
 /* Adds a managed listener (thunk, context) to the tag named (name, name_len) of bus (GB8): exactly, or with partial = 1 every descendant too; with has_entity = 1 only messages addressed to (or bubbling through) entity. Writes its id (never 0) to out_id. The thunk gets a pointer to a LuminaBusMessage, valid during the call only. The listener belongs to the current script generation; it reaches the release hook exactly once unless removed with lumina_bus_remove. */
