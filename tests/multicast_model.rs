@@ -1273,3 +1273,52 @@ fn m13_model_and_delegate_agree_when_a_clone_removes_the_next_subscriber_and_a_d
         "nested (in the drop, in the clone): 0, 2; then: 0, 2"
     );
 }
+
+fn once(actions: Vec<Op>, on_drop: Vec<Op>) -> Op {
+    Op::Add(Sub {
+        owner: None,
+        priority: 0,
+        once: true,
+        actions,
+        on_drop,
+    })
+}
+
+#[test]
+fn x4_a_waiting_subscriber_passed_while_blocked_does_not_run_when_a_later_clone_unblocks_it() {
+    // The shrunk case the property test found. Nested broadcasts (through the argument's clone
+    // and through subscriber 3's broadcast_and_clear) run while subscribers added during the
+    // outer one wait to be merged, so the innermost walk merges them: subscriber 5 (added by
+    // 0's drop, blocked by 1) is passed, blocked, on the way to 6; the clone made for 6
+    // unblocks 5. A walk never goes back: 5 must not run in that broadcast, 6 runs.
+    let empty = || add(Vec::new(), Vec::new());
+    let script = Script {
+        owner_drops: no_owner_drops(),
+        steps: vec![
+            once(Vec::new(), vec![empty()]),
+            once(vec![Op::Block(131, true), empty()], Vec::new()),
+            once(vec![empty()], Vec::new()),
+            add(
+                vec![Op::BroadcastAndClear(vec![empty(), Op::Block(19, false)])],
+                Vec::new(),
+            ),
+            Op::Broadcast(vec![Op::Broadcast(vec![once(Vec::new(), Vec::new())])]),
+        ],
+    };
+    check(&script).expect("model and delegate agree");
+    let model = Model::new(&script);
+    model.shared.active.set(true);
+    for op in &script.steps {
+        step(&model, op);
+    }
+    let log = model.shared.log.borrow();
+    let calls = log.iter().filter_map(|event| match event {
+        Event::Call(label) => Some(*label),
+        _ => None,
+    });
+    assert_eq!(
+        calls.collect::<Vec<_>>(),
+        [0, 1, 2, 3, 3, 3, 4, 6, 7, 8, 9, 10],
+        "5 is blocked when the innermost broadcast reaches it"
+    );
+}

@@ -836,3 +836,56 @@ fn m4_shared_callables_count_their_references_and_drop_after_their_call() {
     assert!(dropped.get(), "dropped once its call is over");
     assert_eq!(list.len(), 1);
 }
+
+/// A broadcast argument whose `Clone` unblocks `handle` once the subscriber named `after` was
+/// the last one called (user code between a walk's check of one subscriber and the next).
+struct Unblocker<'a> {
+    list: &'a Names,
+    seen: &'a RefCell<Vec<&'static str>>,
+    unblock: &'a [(&'static str, DelegateHandle)],
+}
+
+impl Clone for Unblocker<'_> {
+    fn clone(&self) -> Self {
+        let last = self.seen.borrow().last().copied();
+        for &(after, handle) in self.unblock {
+            if last == Some(after) {
+                assert!(self.list.set_blocked(handle, false));
+            }
+        }
+        Unblocker { ..*self }
+    }
+}
+
+#[test]
+fn x4_a_merging_walk_never_goes_back_to_a_waiting_subscriber_it_passed_blocked() {
+    // The nested broadcast merges subscribers added during the outer one (they wait). `w` and
+    // `y` wait, blocked; each is unblocked by the argument's clone made right after the walk
+    // passed it (`w` before a main-list subscriber, `y` among waiting ones): neither runs.
+    let list = Names::new();
+    let _ = list.insert(10, None, "a");
+    let _ = list.insert(0, None, "b");
+    let _ = list.insert(0, None, "c");
+    let nested = RefCell::new(Vec::new());
+    let outer = walk(&list, |name| {
+        if name != "a" {
+            return;
+        }
+        let w = list.insert(5, None, "w");
+        let _ = list.insert(-5, None, "x");
+        let y = list.insert(-10, None, "y");
+        let _ = list.insert(-10, None, "z");
+        let _ = list.insert(-10, None, "z2");
+        assert!(list.set_blocked(w, true) && list.set_blocked(y, true));
+        let unblock = [("a", w), ("x", y)];
+        let args = Unblocker {
+            list: &list,
+            seen: &nested,
+            unblock: &unblock,
+        };
+        list.broadcast_with(args, |name, _| nested.borrow_mut().push(name));
+    });
+    assert_eq!(outer, ["a", "b", "c"]);
+    assert_eq!(*nested.borrow(), ["a", "b", "c", "x", "z", "z2"]);
+    assert_eq!(run(&list), ["a", "w", "b", "c", "x", "y", "z", "z2"]);
+}

@@ -637,30 +637,38 @@ impl<C: Subscriber> fmt::Debug for Broadcast<'_, C> {
 }
 
 impl<C: Subscriber> Broadcast<'_, C> {
-    /// The id of the next live subscriber, without taking it. Entries passed on the way whose
-    /// owner died are pruned (M9), which may run user code (their callables' `Drop`); no user
-    /// code runs after the returned subscriber was checked.
+    /// The id of the next live, unblocked subscriber, without taking it. Entries passed on the
+    /// way are passed for good: those whose owner died are pruned (M9), which may run user code
+    /// (their callables' `Drop`), and blocked ones (X4), main or pending, are not looked at again
+    /// by this broadcast even if user code unblocks them before it moves on (a walk never goes
+    /// back, as the hot loops' never do). No user code runs after the returned subscriber was
+    /// checked.
     fn peek_id(&mut self) -> Option<u64> {
         let block = self.block;
         let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
         loop {
-            // The next runnable pending entry, if pending ones can run in this broadcast: it
+            // The next pending entry this broadcast may run, if pending ones can run in it: it
             // comes first if it is earlier in dispatch order than the next main-list entry, and
             // then that entry is not passed yet (nor pruned).
             let pending = if self.merge_pending {
                 let pending = block.pending.borrow();
-                self.next_pending(&pending).map(|p| (p.key(), p.entry.id()))
+                self.next_pending(&pending)
+                    .map(|p| (p.key(), p.entry.id(), p.entry.is_blocked()))
             } else {
                 None
             };
-            let Some(entry) = entries.get(self.index) else {
-                return pending.map(|(_, id)| id);
-            };
-            if let Some((key, id)) = pending
-                && key < block.key_at(entries, self.index)
+            let main = entries.get(self.index);
+            if let Some((key, id, blocked)) = pending
+                && main.is_none_or(|_| key < block.key_at(entries, self.index))
             {
-                return Some(id);
+                if !blocked {
+                    return Some(id);
+                }
+                // Reached while blocked: passed, as the main list's blocked entries are.
+                self.last_key = Some(key);
+                continue;
             }
+            let entry = main?;
             // Pruning runs user code: the pending list is looked at again after it.
             if block.live_or_prune(entry) {
                 return Some(entry.id());
@@ -700,15 +708,15 @@ impl<C: Subscriber> Broadcast<'_, C> {
         }
     }
 
-    /// The first live, unblocked pending entry after `last_key` that was added before this
-    /// broadcast began.
+    /// The first live pending entry after `last_key` that was added before this broadcast
+    /// began, blocked or not ([`peek_id`](Self::peek_id) passes a blocked one).
     fn next_pending<'p>(&self, pending: &'p [Pending<C>]) -> Option<&'p Pending<C>> {
         let start = self
             .last_key
             .map_or(0, |last| pending.partition_point(|p| p.key() <= last));
         pending[start..]
             .iter()
-            .find(|p| p.entry.id() < self.limit && p.is_live() && !p.entry.is_blocked())
+            .find(|p| p.entry.id() < self.limit && p.is_live())
     }
 
     /// Starts over from the first subscriber, keeping the same set of subscribers (those present
@@ -733,7 +741,8 @@ impl<C: Subscriber> Broadcast<'_, C> {
             }
             None => {
                 let pending = block.pending.borrow();
-                let found = self.next_pending(&pending)?;
+                // `peek_id` passed what came before it: the next pending entry is `id`.
+                let found = self.next_pending(&pending).filter(|p| p.entry.id() == id)?;
                 (found.key(), found.entry.clone_callable())
             }
         };
