@@ -23,8 +23,8 @@
 //! Every line it prints starts with `module:`.
 
 use engine_api::{engine, plan};
-use lumina::{coroutine, main_thread};
 use lumina::module::{self, ModuleId};
+use lumina::{coroutine, main_thread};
 
 fn me() -> ModuleId {
     lumina::this_module!().expect("the module's own code knows its id")
