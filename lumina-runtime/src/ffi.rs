@@ -12,8 +12,8 @@
 //!
 //! What the host must guarantee (the functions are `unsafe` for it): a non-null delegate pointer
 //! points at a live `ScriptDelegate` (see [`crate::script_delegate`] on stable addresses: the
-//! destroyed hook tells the host when one goes away), and out pointers are valid for one write (they need not be aligned: the library reads and
-//! writes every host pointer unaligned).
+//! destroyed hook tells the host when one goes away), and out pointers are valid for one write
+//! (they need not be aligned: the library reads and writes every host pointer unaligned).
 //! Calls may come from any thread: every call that touches a delegate first checks that it runs on
 //! the delegate's thread and returns [`LuminaStatus::NotGameThread`] otherwise, before reading any
 //! of its mutable state.
