@@ -1052,10 +1052,12 @@ mod tests {
         });
         let inside = Rc::new(Cell::new(None));
         let seen = Rc::clone(&inside);
-        // An engine listener hears the module's retained message at once; the deferred unload
-        // runs meanwhile (as a drain inside the listener would run it).
+        // An engine listener hears the module's retained message at once and runs a drain
+        // meanwhile, whose task is the deferred unload (as its retry after a panic would be). A
+        // retry put back into that drain's batch would run again at once, forever.
         let _listener = bus.listen(&LOOT, move |loot: &Loot, _| {
-            deferred(FAKE, None);
+            crate::main_thread::enqueue(|| deferred(FAKE, None));
+            crate::main_thread::process_queue();
             seen.set(Some((loaded(FAKE), loot.1)));
         });
         assert_eq!(
