@@ -1232,3 +1232,67 @@ fn x5_a_waker_that_sends_on_the_bus_when_woken_finds_the_future_settled_and_unsu
     );
     BUS.set(None);
 }
+
+/// Runs its action when dropped.
+struct OnDrop<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
+/// R1 attack on the bus's shared callables (N2's `Shared`): a listener removes itself during its
+/// call, then sends on its own tag again and clears the bus; the `Drop` of its capture (run once
+/// its call is over) sends again, adds a listener and clears once more. Nothing is read after it
+/// is freed (Miri runs this file) and each listener runs as M2/M4 say.
+#[test]
+fn r1_a_listener_freed_by_its_own_call_and_drop_reentering_the_bus() {
+    let bus = Rc::new(MessageBus::<u32>::new());
+    let calls = Rc::new(Cell::new(0u32));
+    let dropped = Rc::new(Cell::new(false));
+    let me = Rc::new(Cell::new(None));
+    let weak = Rc::downgrade(&bus);
+    let on_drop = {
+        let (weak, dropped) = (weak.clone(), Rc::clone(&dropped));
+        OnDrop(move || {
+            dropped.set(true);
+            if let Some(bus) = weak.upgrade() {
+                bus.send(&tags::TEST_COMBAT_HEAL, 99);
+                let _late = bus.listen(&tags::TEST_COMBAT_HEAL, |_, _| {});
+                bus.clear();
+            }
+        })
+    };
+    let handle = bus.listen(&tags::TEST_COMBAT_HEAL, {
+        let (weak, calls, me) = (weak.clone(), Rc::clone(&calls), Rc::clone(&me));
+        move |amount, _| {
+            let _keep = &on_drop;
+            calls.set(calls.get() + 1);
+            let bus = weak.upgrade().expect("the bus lives");
+            if let Some(handle) = me.take() {
+                assert!(bus.remove(handle));
+                // Removed: the nested send does not reach it (its slot stays until the call
+                // returns).
+                bus.send(&tags::TEST_COMBAT_HEAL, amount + 1);
+                bus.clear();
+            }
+        }
+    });
+    me.set(Some(handle));
+    let other = Rc::new(Cell::new(0u32));
+    let seen = Rc::clone(&other);
+    let _other = bus.listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+        seen.set(seen.get() + 1)
+    });
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    assert_eq!(calls.get(), 1, "removed during its call: runs once");
+    assert!(dropped.get(), "dropped once its call was over");
+    assert_eq!(
+        other.get(),
+        1,
+        "it heard the nested send; the clear came before its turn in the outer one"
+    );
+    assert_eq!(bus.listeners().len(), 0);
+    drop(bus);
+}

@@ -12,7 +12,8 @@
 //!
 //! What the host must guarantee (the functions are `unsafe` for it): a non-null delegate pointer
 //! points at a live `ScriptDelegate` (see [`crate::script_delegate`] on stable addresses: the
-//! destroyed hook tells the host when one goes away), and out pointers are valid for one write.
+//! destroyed hook tells the host when one goes away), and out pointers are valid for one write
+//! (they need not be aligned: the library reads and writes every host pointer unaligned).
 //! Calls may come from any thread: every call that touches a delegate first checks that it runs on
 //! the delegate's thread and returns [`LuminaStatus::NotGameThread`] otherwise, before reading any
 //! of its mutable state.
@@ -174,14 +175,18 @@ fn guard(function: &'static str, body: impl FnOnce() -> LuminaStatus) -> LuminaS
 
 /// Writes `value` through `out`, or reports a null out pointer.
 ///
+/// Written unaligned: the contract asks for a pointer valid for one write, not an aligned one
+/// (a host may pass a field of a packed struct).
+///
 /// # Safety
 /// A non-null `out` must be valid for one write of `T`.
 unsafe fn write_out<T>(out: *mut T, value: T) -> LuminaStatus {
     if out.is_null() {
         return LuminaStatus::NullPointer;
     }
-    // SAFETY: `out` is non-null and the caller guarantees it is valid for a write of `T`.
-    unsafe { out.write(value) };
+    // SAFETY: `out` is non-null and the caller guarantees it is valid for a write of `T`;
+    // `write_unaligned` needs no alignment.
+    unsafe { out.write_unaligned(value) };
     LuminaStatus::Ok
 }
 
@@ -556,8 +561,9 @@ pub unsafe extern "C" fn lumina_bus_send(
             Ok(found) => found,
             Err(status) => return status,
         };
-        // SAFETY: non-null and valid for a read (caller contract); a plain `Copy` struct.
-        let claimed = unsafe { layout.read() };
+        // SAFETY: non-null and valid for a read (caller contract), not necessarily aligned
+        // (read unaligned, as every host pointer); a plain `Copy` struct.
+        let claimed = unsafe { layout.read_unaligned() };
         // SAFETY: forwarded caller contract on the layout's name.
         let claimed_name = match unsafe { name_arg(claimed.name.ptr, claimed.name.len) } {
             Ok(name) => name,
@@ -797,6 +803,54 @@ mod tests {
 
     fn context(calls: &Cell<u32>) -> *mut c_void {
         std::ptr::from_ref(calls).cast_mut().cast()
+    }
+
+    /// The contract asks for out pointers "valid for one write" and a layout "valid for a
+    /// read", not aligned ones: a host may pass the address of a field of a packed struct.
+    /// Under Miri this is undefined behaviour when the library writes or reads them as aligned.
+    #[test]
+    fn r1_ffi_out_and_in_pointers_may_be_unaligned() {
+        let bus = MessageBus::new();
+        let mut bytes = [0xffu8; 2 * size_of::<usize>() + 1];
+        let out = bytes.as_mut_ptr().wrapping_add(1).cast::<usize>();
+        // SAFETY: the bus is live and on this thread; `out` is valid for one write of a
+        // `usize` (inside `bytes`), though unaligned.
+        let status = unsafe { lumina_bus_managed_count(&bus, out) };
+        assert_eq!(status, LuminaStatus::Ok);
+        // SAFETY: as above, written just now.
+        assert_eq!(unsafe { out.read_unaligned() }, 0);
+        let mut raw = [0u8; size_of::<LuminaPayloadInfo>() + 1];
+        let layout = raw.as_mut_ptr().wrapping_add(1).cast::<LuminaPayloadInfo>();
+        // SAFETY: inside `raw`; a null name is what the call must refuse.
+        unsafe {
+            layout.write_unaligned(LuminaPayloadInfo {
+                handle: std::ptr::null(),
+                name: LuminaStr::new(""),
+                size: 0,
+                align: 1,
+                field_count: 0,
+            });
+        }
+        let name = "R1Ffi.Unaligned";
+        Tag::register(name).unwrap();
+        // SAFETY: live bus; `name` readable; `layout` valid for a read, though unaligned.
+        let status = unsafe {
+            lumina_bus_send(
+                &bus,
+                name.as_ptr(),
+                name.len(),
+                0,
+                0,
+                std::ptr::null(),
+                0,
+                layout,
+            )
+        };
+        assert_eq!(
+            status,
+            LuminaStatus::NotScriptVisible,
+            "read the layout, then refused"
+        );
     }
 
     #[test]

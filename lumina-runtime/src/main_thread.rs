@@ -500,6 +500,14 @@ pub(crate) fn enqueue_next(task: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// Queues `task` at the front of the queue, for the next drain even while one runs (it then
+/// follows the rest of the running batch): for a deferred unload that must wait until the code
+/// around the running drain has returned.
+pub(crate) fn enqueue_next_drain(task: impl FnOnce() + Send + 'static) {
+    let task: Task = Box::new(task);
+    lock(&QUEUE).push_front(task);
+}
+
 /// Moves the tasks of `tasks` that `doomed` picks to `taken`, keeping the others in order.
 fn take_doomed(
     tasks: &mut VecDeque<Task>,

@@ -653,27 +653,8 @@ fn prepare_unload(id: ModuleId) -> Result<When, ModuleError> {
                 .to_owned(),
         );
     }
-    let broadcasting = track::busy_lists(id.0);
-    if broadcasting > 0 {
-        let delegates = if broadcasting == 1 {
-            "a delegate it subscribed to is broadcasting".to_owned()
-        } else {
-            format!("{broadcasting} delegates it subscribed to are broadcasting")
-        };
-        return busy(format!(
-            "{delegates} (the caller may be one of its subscribers); retry after the broadcast \
-             returns, e.g. from a task queued with `main_thread::enqueue`"
-        ));
-    }
-    let task_running = track::TASK_HOOKS
-        .get()
-        .is_some_and(|hooks| (hooks.running)(&|code| track::belongs_to(id.0, code)));
-    if task_running {
-        return busy(
-            "a coroutine task it spawned is running; unload it after the task's poll returns, \
-             e.g. from a task queued with `main_thread::enqueue`"
-                .to_owned(),
-        );
+    if let Some(reason) = lent_or_running(id) {
+        return busy(reason);
     }
     if running == Some(track::Running::Task) {
         let info = MODULES.with_borrow_mut(|modules| {
@@ -689,6 +670,34 @@ fn prepare_unload(id: ModuleId) -> Result<When, ModuleError> {
     Ok(When::Now)
 }
 
+/// Why `id` cannot be unloaded now although none of its code is on the stack (R5): a delegate it
+/// subscribed to is broadcasting, the message bus lends out a value of its types (a replay or a
+/// delivery holds it), or a coroutine task it spawned is being polled. Checked when the unload
+/// is asked for and again when a deferred unload runs: the code that runs in between (the rest
+/// of its task, the drain that retries it) may be inside such a broadcast or delivery.
+fn lent_or_running(id: ModuleId) -> Option<String> {
+    let broadcasting = track::busy_lists(id.0);
+    if broadcasting > 0 {
+        let delegates = if broadcasting == 1 {
+            "a delegate it subscribed to is broadcasting".to_owned()
+        } else {
+            format!("{broadcasting} delegates it subscribed to are broadcasting")
+        };
+        return Some(format!(
+            "{delegates} (the caller may be one of its subscribers); retry after the broadcast \
+             returns, e.g. from a task queued with `main_thread::enqueue`"
+        ));
+    }
+    let task_running = track::TASK_HOOKS
+        .get()
+        .is_some_and(|hooks| (hooks.running)(&|code| track::belongs_to(id.0, code)));
+    task_running.then(|| {
+        "a coroutine task it spawned is running; unload it after the task's poll returns, \
+         e.g. from a task queued with `main_thread::enqueue`"
+            .to_owned()
+    })
+}
+
 /// Why an unload is refused while the module's code waits on the stack for the caller.
 const ON_THE_STACK: &str = "its code is running: this call came, directly or through the \
                             engine's, from a function of its library (the `Drop` of one of its \
@@ -698,11 +707,18 @@ const ON_THE_STACK: &str = "its code is running: this call came, directly or thr
 /// A deferred unload (and load, for a reload), run when the module's task returned; the errors
 /// nobody can receive any more are logged.
 fn deferred(id: ModuleId, reload: Option<(PathBuf, ModuleId)>) {
-    if std::thread::panicking() || stack::returns_into(&track::ranges_of(id.0)) {
-        // The task panicked (not inside the unwinding: at the next drain, before the module's
-        // other tasks), or more of the module's code waits on the stack (its task ran inside a
-        // call of its code): at the next drain, when that code has returned.
+    if std::thread::panicking() {
+        // The task panicked: not inside the unwinding, but at the next drain, before the
+        // module's other tasks (the unwinding leaves this drain).
         main_thread::enqueue_next(move || deferred(id, reload));
+        return;
+    }
+    if stack::returns_into(&track::ranges_of(id.0)) || lent_or_running(id).is_some() {
+        // More of the module's code waits on the stack (its task ran inside a call of its
+        // code), or this runs inside a broadcast or a bus delivery that holds its values (the
+        // drain that retries it may run there): at a later drain, once that has returned. Not
+        // in this drain's batch, which would retry it at once, forever (R3).
+        main_thread::enqueue_next_drain(move || deferred(id, reload));
         return;
     }
     if let Err(error) = finish_unload(id, true) {
@@ -958,4 +974,107 @@ pub fn mapped_path(id: ModuleId) -> Option<PathBuf> {
             .find(|m| m.id == id)
             .map(|m| m.mapped.clone())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Leaving, Loaded, MODULES, ModuleEntry, ModuleId, RawStr, deferred, track};
+    use crate::bus::{MessageBus, TagKey};
+    use crate::core_delegates::ModuleInfo;
+    use std::cell::Cell;
+    use std::path::PathBuf;
+    use std::rc::Rc;
+
+    /// A payload whose type counts as the fake module's; says when it is dropped.
+    struct Loot(Rc<Cell<bool>>, #[allow(dead_code)] u32);
+
+    impl Drop for Loot {
+        fn drop(&mut self) {
+            self.0.set(true);
+        }
+    }
+
+    unsafe extern "C" fn shut_down(_: *const super::EntryReport) -> bool {
+        true
+    }
+
+    static ENTRY: ModuleEntry = ModuleEntry {
+        abi_version: ModuleEntry::ABI_VERSION,
+        name: RawStr::new("fake"),
+        lumina_version: RawStr::new(""),
+        rustc_version: RawStr::new(""),
+        runtime_marker: std::ptr::null(),
+        start_up: shut_down,
+        shut_down,
+    };
+
+    fn loaded(id: ModuleId) -> bool {
+        MODULES.with_borrow(|modules| modules.iter().any(|m| m.id == id))
+    }
+
+    /// A deferred unload that runs later (at a drain after its task panicked, or once module code
+    /// left the stack) while an engine listener hears the module's retained message (the bus
+    /// lends the payload: a replay holds it) must not finish then: the unmapping would leave the
+    /// listener reading, and the replay dropping, a payload whose code is the library's. Fails
+    /// (the module is gone inside the listener) when `deferred` skips the busy checks.
+    #[test]
+    fn mb4_a_deferred_unload_waits_while_the_bus_lends_a_value_of_the_module() {
+        const FAKE: ModuleId = ModuleId(u64::MAX - 43);
+        let _game = crate::main_thread::GameThreadScope::enter();
+        static LOOT: TagKey<Loot> = TagKey::new("R5Deferred.Loot", true);
+        let bus: MessageBus<u32> = MessageBus::new();
+        let dropped = Rc::new(Cell::new(false));
+        // Attribute exactly the retained message's code (its `Any` vtable) to a fake module.
+        track::add_range(FAKE.0, 0, 1);
+        bus.send(&LOOT, Loot(Rc::new(Cell::new(false)), 0));
+        let vtable = track::code_of(&*bus.retained(&LOOT).unwrap())
+            .unwrap()
+            .vtable();
+        track::add_range(FAKE.0, vtable, vtable + 1);
+        assert!(bus.clear_retained(&LOOT));
+        bus.send(&LOOT, Loot(Rc::clone(&dropped), 1));
+        assert_eq!(
+            track::count(FAKE.0),
+            1,
+            "the retained message is the module's"
+        );
+        MODULES.with_borrow_mut(|modules| {
+            modules.push(Loaded {
+                id: FAKE,
+                info: ModuleInfo::new("fake"),
+                // No such mapping: the unload leaves the (not really loaded) library alone.
+                mapped: PathBuf::from("/nonexistent/r5-deferred-fake.so"),
+                modified: None,
+                entry: &ENTRY,
+                library: libloading::os::unix::Library::this().into(),
+                leaving: Some(Leaving::Deferred),
+            });
+        });
+        let inside = Rc::new(Cell::new(None));
+        let seen = Rc::clone(&inside);
+        // An engine listener hears the module's retained message at once and runs a drain
+        // meanwhile, whose task is the deferred unload (as its retry after a panic would be). A
+        // retry put back into that drain's batch would run again at once, forever.
+        let _listener = bus.listen(&LOOT, move |loot: &Loot, _| {
+            crate::main_thread::enqueue(|| deferred(FAKE, None));
+            crate::main_thread::process_queue();
+            seen.set(Some((loaded(FAKE), loot.1)));
+        });
+        assert_eq!(
+            inside.get(),
+            Some((true, 1)),
+            "the module stayed loaded while the bus lent its payload"
+        );
+        assert!(!dropped.get());
+        // The next drain retries it: nothing is lent any more, so the unload finishes and drops
+        // the payload before it would unmap.
+        crate::main_thread::process_queue();
+        assert!(!loaded(FAKE));
+        assert!(
+            dropped.get(),
+            "the unload dropped the module's retained message"
+        );
+        assert_eq!(track::count(FAKE.0), 0);
+        track::remove_range(FAKE.0);
+    }
 }

@@ -104,6 +104,14 @@ impl Record {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Code([usize; 2]);
 
+#[cfg(test)]
+impl Code {
+    /// The vtable word (tests attribute it to a fake module).
+    pub(crate) fn vtable(self) -> usize {
+        self.0[0]
+    }
+}
+
 /// The code addresses of `callable` (the object behind an `Rc<dyn Fn(..)>`, a handler), or
 /// `None` at once while no module is loaded.
 #[inline]
