@@ -1429,14 +1429,14 @@ impl<E: EntityId> MessageBus<E> {
     /// How many posted messages wait for delivery (those other threads posted not counted until
     /// a delivery point moves them in).
     pub fn posted(&self) -> usize {
-        let queues: Vec<Rc<dyn Posted<E>>> = self
-            .channels
+        // Counting runs no user code, so nothing can re-enter the bus meanwhile: no snapshot of
+        // the queues (and no allocation) is needed.
+        self.channels
             .borrow()
             .iter()
             .flatten()
-            .filter_map(|channel| channel.queue.borrow().clone())
-            .collect();
-        queues.iter().map(|queue| queue.len()).sum()
+            .filter_map(|channel| channel.queue.borrow().as_ref().map(|queue| queue.len()))
+            .sum()
     }
 
     /// The delivery point the engine calls once a frame (GB5): moves in what other threads
