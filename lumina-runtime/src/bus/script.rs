@@ -29,8 +29,8 @@ use std::ptr::NonNull;
 use std::rc::{Rc, Weak};
 
 use super::{Callable, EntityId, Message, MessageBus, Tag, unheard};
-use crate::invocation::Drops;
 use crate::handle::DelegateHandle;
+use crate::invocation::Drops;
 use crate::invocation::RemoveByHandle;
 use crate::script_delegate::{
     Managed, ManagedBinding, ManagedThunk, Operation, ReleaseReason, Removal,

@@ -679,7 +679,10 @@ fn gb6_a_script_send_on_a_retained_tag_is_delivered_and_kept() {
             listen(&bus, "FfiGb8.State", false, None, &late),
             LuminaStatus::Ok
         );
-        assert_eq!(late.heard.borrow().as_slice(), [("FfiGb8.State".to_owned(), None, Some(first))]);
+        assert_eq!(
+            late.heard.borrow().as_slice(),
+            [("FfiGb8.State".to_owned(), None, Some(first))]
+        );
         // A second script send replaces it (in place), addressed to an entity.
         let second = FfiHit {
             amount: 22,
