@@ -216,7 +216,10 @@ pub extern "C" fn script_host_bus_last_heard() -> CollisionEvent {
 pub extern "C" fn script_host_bus_last_hit(out: &mut CollisionEvent) -> i32 {
     let bus = BUS.with_borrow(Clone::clone);
     let kept = bus.and_then(|bus| bus.retained(&tags::COMBAT_LAST_HIT));
-    match kept.as_ref().and_then(|kept| kept.downcast_ref::<CollisionEvent>()) {
+    match kept
+        .as_ref()
+        .and_then(|kept| kept.downcast_ref::<CollisionEvent>())
+    {
         Some(hit) => {
             *out = *hit;
             1

@@ -1506,14 +1506,7 @@ impl<E: EntityId> MessageBus<E> {
             return;
         }
         let mut spare = self.spare.borrow_mut();
-        self.inbox.swap_into(&mut spare);
-        let mut drops = Drops::default();
-        for item in spare.drain(..) {
-            // Moves the message into its queue: no user code runs.
-            item.enqueue(self, &mut drops);
-        }
-        drop(spare);
-        drops.finish();
+        self.inbox.drain(self, &mut spare);
     }
 
     // ---- channels --------------------------------------------------------------------------
