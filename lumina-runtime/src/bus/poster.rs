@@ -389,8 +389,9 @@ mod tests {
     #[test]
     fn r5_an_unload_sweep_does_not_miss_messages_another_threads_bus_is_moving_in() {
         const FAKE: u64 = u64::MAX - 77;
-        // Lets `code_of` answer (the range attributes nothing); the real ranges follow.
-        track::add_range(FAKE, 0, 1);
+        // Lets `code_of` answer; the range holds no code (not even a zero word, which every
+        // value larger than a word has: other tests' values must not become this module's).
+        track::add_range(FAKE, usize::MAX - 1, usize::MAX);
         let (to_game, from_b) = mpsc::channel::<FromB>();
         let (to_b, at_b) = mpsc::channel::<ToB>();
         let wake_b = to_b.clone();
