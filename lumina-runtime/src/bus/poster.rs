@@ -56,8 +56,8 @@ pub(super) struct Inbox<E> {
     filled: AtomicBool,
     /// Whether the module loader knows this inbox (R5): set by the first poster.
     swept: AtomicBool,
-    /// Test hooks: called by the mover once it took the messages out, and by a sweep about to
-    /// wait for a mover, so a test can hold the race open at exactly those points.
+    /// Test hooks: called by the mover (or the close) once it took the messages out, and by a
+    /// sweep about to wait for a mover, so a test can hold the race open at exactly those points.
     #[cfg(test)]
     pub(super) hooks: TestHooks,
 }
@@ -179,6 +179,10 @@ impl<E: EntityId> Inbox<E> {
             state.closed = true;
             std::mem::take(&mut state.items)
         };
+        #[cfg(test)]
+        if let Some(hook) = &*self.hooks.taken.lock().unwrap() {
+            hook();
+        }
         let count = items.len();
         // Each dropped now, its panic kept for the bus's teardown to resume at its end (R3).
         for item in items {
@@ -422,6 +426,8 @@ mod tests {
                 let _ = wake_b.send(ToB::SweepWaits);
             }));
             bus.drain_inbox();
+            // The close that drops the bus below takes nothing out to hold open.
+            *bus.inbox.hooks.taken.lock().unwrap() = None;
             let queued = bus.posted();
             finished.recv().unwrap();
             queued
@@ -444,6 +450,56 @@ mod tests {
             left_on_other_threads, 1,
             "the unload learnt of the message B queued meanwhile (its queue's record on B), so \
              the library stays mapped"
+        );
+    }
+
+    /// A payload that says when it was dropped.
+    struct Flagged;
+
+    static FLAGGED_DROPPED: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
+
+    impl Drop for Flagged {
+        fn drop(&mut self) {
+            FLAGGED_DROPPED.store(true, Ordering::SeqCst);
+        }
+    }
+
+    static FLAGGED: TagKey<Flagged> = TagKey::new("PosterRace.Flagged", false);
+
+    /// The same race with a bus dropped on thread B: its close has taken the inbox's message
+    /// out and not dropped it yet when the unload looks. The unload's sweep must not return
+    /// before that drop ran (it runs the message's `Drop`, which may be the module's code, R5).
+    /// Fails when the sweep does not wait for the close.
+    #[test]
+    fn r5_an_unload_sweep_waits_for_another_threads_bus_dropping_its_inbox() {
+        const FAKE: u64 = u64::MAX - 78;
+        let (to_game, from_b) = mpsc::channel::<FromB>();
+        let (to_b, at_b) = mpsc::channel::<ToB>();
+        let wake_b = to_b.clone();
+        let b = std::thread::spawn(move || {
+            let bus = MessageBus::<u32>::new();
+            bus.poster().post(&FLAGGED, Flagged).unwrap();
+            let hooks = &bus.inbox.hooks;
+            *hooks.taken.lock().unwrap() = Some(Box::new(move || {
+                to_game.send(FromB::Taken).unwrap();
+                let step = at_b.recv().unwrap();
+                assert!(matches!(step, ToB::SweepWaits | ToB::SweepDone));
+            }));
+            *hooks.sweep_waits.lock().unwrap() = Some(Box::new(move || {
+                let _ = wake_b.send(ToB::SweepWaits);
+            }));
+            drop(bus);
+        });
+        assert!(matches!(from_b.recv(), Ok(FromB::Taken)));
+        assert!(!FLAGGED_DROPPED.load(Ordering::SeqCst));
+        let _ = release_values(ModuleId::fake(FAKE));
+        let dropped_before_the_sweep_returned = FLAGGED_DROPPED.load(Ordering::SeqCst);
+        let _ = to_b.send(ToB::SweepDone);
+        b.join().unwrap();
+        assert!(
+            dropped_before_the_sweep_returned,
+            "the close's message was still in flight when the unload's sweep returned"
         );
     }
 }
