@@ -7,8 +7,13 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use lumina::bus::MessageBus;
-use lumina::gameplay_tags;
+use lumina::bus::{BusMessage, MessageBus};
+use lumina::ffi::{
+    LuminaPayloadInfo, LuminaStatus, lumina_bus_listen, lumina_bus_send,
+    lumina_reflect_find_payload,
+};
+use lumina::{gameplay_tags, script_delegate};
+use std::ffi::c_void;
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
@@ -32,6 +37,27 @@ gameplay_tags! {
             },
             #[retained]
             Score: u64,
+        },
+    }
+}
+
+/// A payload scripts send (GB8).
+#[script_delegate]
+#[derive(Clone, Copy, Debug)]
+pub struct ScriptHit {
+    amount: u32,
+    crit: f64,
+}
+
+gameplay_tags! {
+    /// The script-visible tags of these tests.
+    pub mod script_tags {
+        AllocScript {
+            #[script]
+            Hit: ScriptHit,
+            #[retained]
+            #[script]
+            State: ScriptHit,
         },
     }
 }
@@ -141,4 +167,94 @@ fn gb9_posting_allocates_nothing_once_the_queues_have_grown() {
     println!("GB9 post + deliver, 128 messages a frame: {counted} allocations in 20 frames");
     assert_eq!(counted, 0);
     assert!(hits.get() > 0);
+}
+
+/// A managed listener's thunk: counts the amounts it hears (its context is a `Cell<u64>`).
+extern "C" fn count_thunk(context: *mut c_void, message: *const c_void) {
+    // SAFETY: the test passes a live `Cell<u64>` as the context; the bus passes a `BusMessage`
+    // valid for the call, whose payload, when non-null, is a `ScriptHit` (the tag's type).
+    unsafe {
+        let message = &*message.cast::<BusMessage>();
+        let sum = &*context.cast::<Cell<u64>>();
+        if !message.payload.is_null() {
+            sum.set(sum.get() + u64::from(message.payload.cast::<ScriptHit>().read().amount));
+        }
+    }
+}
+
+/// GB9 for a script's send through the C ABI: the payload is copied into an inline aligned
+/// buffer, not the heap, so a send to Rust and managed listeners allocates nothing, and a
+/// retained tag keeps the bytes in place once it has a message (amortized zero). Fails when
+/// `send_script` copies into a `Vec`.
+#[test]
+fn gb9_a_script_send_allocates_nothing() {
+    script_tags::register().unwrap();
+    let bus: MessageBus = MessageBus::new();
+    let rust = Rc::new(Cell::new(0_u64));
+    let sink = Rc::clone(&rust);
+    let _rust = bus.listen(&script_tags::ALLOC_SCRIPT_HIT, move |hit, _| {
+        sink.set(sink.get() + u64::from(hit.amount))
+    });
+    let managed = Cell::new(0_u64);
+    let mut info = std::mem::MaybeUninit::<LuminaPayloadInfo>::uninit();
+    // SAFETY: a live name and a local out pointer, read after `Ok`.
+    let layout = unsafe {
+        let name = "ScriptHit";
+        assert_eq!(
+            lumina_reflect_find_payload(name.as_ptr(), name.len(), info.as_mut_ptr()),
+            LuminaStatus::Ok
+        );
+        info.assume_init()
+    };
+    for tag in ["AllocScript.Hit", "AllocScript.State"] {
+        let mut id = 0;
+        // SAFETY: a live bus, name and context (outliving the bus's listeners: dropped after
+        // the bus below); a local out pointer.
+        let status = unsafe {
+            lumina_bus_listen(
+                &bus,
+                tag.as_ptr(),
+                tag.len(),
+                0,
+                0,
+                0,
+                Some(count_thunk),
+                std::ptr::from_ref(&managed).cast_mut().cast(),
+                &mut id,
+            )
+        };
+        assert_eq!(status, LuminaStatus::Ok);
+    }
+    let send = |tag: &str, amount: u32| {
+        let hit = ScriptHit { amount, crit: 1.0 };
+        // SAFETY: a live bus, name, payload of `size_of::<ScriptHit>()` bytes and layout.
+        let status = unsafe {
+            lumina_bus_send(
+                &bus,
+                tag.as_ptr(),
+                tag.len(),
+                0,
+                0,
+                std::ptr::from_ref(&hit).cast(),
+                size_of::<ScriptHit>(),
+                &layout,
+            )
+        };
+        assert_eq!(status, LuminaStatus::Ok);
+    };
+    // The retained tag's first message stores it once: not part of the steady state.
+    send("AllocScript.State", 1);
+    let counted = allocations(|| {
+        for round in 0..10 {
+            send("AllocScript.Hit", round);
+            send("AllocScript.State", round);
+        }
+    });
+    println!(
+        "GB9 script send (C ABI), Rust + managed listeners: {counted} allocations in 20 sends"
+    );
+    assert_eq!(counted, 0);
+    assert_eq!(rust.get(), 45);
+    assert_eq!(managed.get(), 1 + 2 * 45);
+    drop(bus);
 }

@@ -105,6 +105,7 @@ namespace Lumina.Generated
         public uint TagId;
         public byte HasEntity;
         public byte Replay;
+        /// <summary>1 when a listener consumed the message; set it through the <c>ListenConsuming</c> forms of <see cref="LuminaBus"/> (a handler returning true), not on this copy.</summary>
         public byte Consume;
         public byte Reserved;
         public ulong Entity;
@@ -398,6 +399,41 @@ namespace Lumina.Generated
         public ulong ListenPartial(string tag, Action<LuminaBusMessage> handler)
         {
             return LuminaHost.BusListen(Address, tag, true, false, 0, raw => handler((LuminaBusMessage)Marshal.PtrToStructure(raw, typeof(LuminaBusMessage))));
+        }
+
+        static readonly int ConsumeOffset = (int)Marshal.OffsetOf(typeof(LuminaBusMessage), "Consume");
+
+        /// <summary>Calls <paramref name="handler"/>; when it returns true, tells lumina the message is consumed (GB3).</summary>
+        static Action<IntPtr> Consuming(Func<IntPtr, bool> handler)
+        {
+            return raw => { if (handler(raw)) Marshal.WriteByte(raw, ConsumeOffset, 1); };
+        }
+
+        static Func<IntPtr, bool> TypedConsuming<T>(Func<T, LuminaBusMessage, bool> handler) where T : struct
+        {
+            return raw => {
+                var message = (LuminaBusMessage)Marshal.PtrToStructure(raw, typeof(LuminaBusMessage));
+                var payload = message.Payload == IntPtr.Zero ? default(T) : (T)Marshal.PtrToStructure(message.Payload, typeof(T));
+                return handler(payload, message);
+            };
+        }
+
+        /// <summary>Listens to <paramref name="tag"/> exactly; a handler that returns true consumes the message: no listener after it hears it, on this tag or its parents (GB3).</summary>
+        public ulong ListenConsuming<T>(string tag, Func<T, LuminaBusMessage, bool> handler) where T : struct
+        {
+            return LuminaHost.BusListen(Address, tag, false, false, 0, Consuming(TypedConsuming(handler)));
+        }
+
+        /// <summary>As <see cref="ListenConsuming{T}"/>, for messages to <paramref name="entity"/> only (a consumed message climbs no further up the entity hierarchy).</summary>
+        public ulong ListenEntityConsuming<T>(string tag, ulong entity, Func<T, LuminaBusMessage, bool> handler) where T : struct
+        {
+            return LuminaHost.BusListen(Address, tag, false, true, entity, Consuming(TypedConsuming(handler)));
+        }
+
+        /// <summary>Listens to <paramref name="tag"/> and every descendant; a handler that returns true consumes the message (GB3).</summary>
+        public ulong ListenPartialConsuming(string tag, Func<LuminaBusMessage, bool> handler)
+        {
+            return LuminaHost.BusListen(Address, tag, true, false, 0, Consuming(raw => handler((LuminaBusMessage)Marshal.PtrToStructure(raw, typeof(LuminaBusMessage)))));
         }
 
         /// <summary>Removes a listener this host added; false for a stale id.</summary>

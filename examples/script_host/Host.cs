@@ -27,6 +27,7 @@ static class Engine
     [DllImport(Library)] public static extern int script_host_bus_send_hit(CollisionEvent hit);
     [DllImport(Library)] public static extern uint script_host_bus_heard();
     [DllImport(Library)] public static extern CollisionEvent script_host_bus_last_heard();
+    [DllImport(Library)] public static extern int script_host_bus_last_hit(out CollisionEvent hit);
     [DllImport(Library)] public static extern int script_host_bus_drop();
 
     // Script generations (SD8).
@@ -214,6 +215,40 @@ static class Host
         Engine.script_host_bus_send_hit(hit);
         Check(LuminaHost.HandlerExceptions == exceptionsBefore, "bus: the unloaded generation's listener is not called");
         Check(bus.ManagedCount == 1 && partialTags.Count == 4, "bus: the listener of no generation still hears");
+
+        // GB3: a C# listener on a child tag may consume a message (its handler returns true);
+        // then no listener of a parent tag hears it, C#'s or Rust's.
+        var critical = new List<CollisionEvent>();
+        bool consume = false;
+        ulong criticalListener = bus.ListenConsuming<CollisionEvent>("Combat.Hit.Critical", (h, m) => { critical.Add(h); return consume; });
+        var parentHeard = new List<string>();
+        ulong parentListener = bus.ListenPartial("Combat.Hit", m => parentHeard.Add(m.Tag()));
+        int partialBefore = partialTags.Count;
+        bus.Send("Combat.Hit.Critical", hit);
+        Check(critical.Count == 1 && parentHeard.Count == 1 && parentHeard[0] == "Combat.Hit.Critical" && partialTags.Count == partialBefore + 1, "bus: a C# listener on Combat.Hit.Critical that does not consume lets the parent listeners hear it");
+        consume = true;
+        bus.Send("Combat.Hit.Critical", hit);
+        Console.WriteLine("bus: consumed on Combat.Hit.Critical: the parents heard " + parentHeard.Count + " of 2");
+        Check(critical.Count == 2 && parentHeard.Count == 1 && partialTags.Count == partialBefore + 1, "bus: a C# listener on Combat.Hit.Critical consumes a message: the parent listeners do not hear it");
+        var partialConsumer = bus.ListenPartialConsuming("Combat.Hit", m => true);
+        consume = false;
+        bus.Send("Combat.Hit.Critical", hit);
+        Check(critical.Count == 3 && parentHeard.Count == 2 && partialTags.Count == partialBefore + 1, "bus: a partial C# listener consumes on Combat.Hit: Combat's listener does not hear it");
+        Check(bus.Remove(criticalListener) && bus.Remove(parentListener) && bus.Remove(partialConsumer), "bus: C# removes its consuming listeners");
+
+        // GB6: C# sends on a retained tag: the message is delivered, and kept as a Rust send's is.
+        var lastHits = new List<CollisionEvent>();
+        ulong early = bus.Listen<CollisionEvent>("Combat.LastHit", (h, m) => lastHits.Add(h));
+        var sent = bus.TrySend("Combat.LastHit", hit);
+        Console.WriteLine("bus: sending on the retained Combat.LastHit: " + sent);
+        Check(sent == LuminaStatus.Ok && lastHits.Count == 1 && SameHit(lastHits[0], hit), "bus: C# sends on a retained tag and its listener hears it");
+        var replayed = new List<CollisionEvent>();
+        bool wasReplay = false;
+        ulong late = bus.Listen<CollisionEvent>("Combat.LastHit", (h, m) => { replayed.Add(h); wasReplay = m.Replay == 1; });
+        Check(replayed.Count == 1 && wasReplay && SameHit(replayed[0], hit), "bus: a C# listener added later hears the retained message C# sent, at once");
+        CollisionEvent kept;
+        Check(Engine.script_host_bus_last_hit(out kept) == 1 && SameHit(kept, hit), "bus: Rust keeps the message C# sent on a retained tag, typed, every field intact");
+        Check(bus.Remove(early) && bus.Remove(late) && bus.ManagedCount == 1, "bus: C# removes its retained-tag listeners");
 
         Engine.script_host_bus_drop();
         Check(LuminaHost.ReleasedByHook - releasedBefore == 2, "bus: dropping the bus released its last listener, once");

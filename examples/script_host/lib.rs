@@ -135,14 +135,23 @@ pub extern "C" fn script_host_component_ptr(id: u64) -> *const c_void {
 // ---- the message bus (GB8)
 
 gameplay_tags! {
-    /// The tags of the sample: `Combat.Hit` is `#[script]`, so C# listens and sends on it;
-    /// `Combat.Spawn` too, and no Rust code uses it: C# finds it because the set is registered.
+    /// The tags of the sample: `Combat.Hit` is `#[script]`, so C# listens and sends on it, and
+    /// on its child `Combat.Hit.Critical` (a C# listener there may consume a message before
+    /// `Combat.Hit`'s partial listeners hear it); `Combat.Spawn` too, and no Rust code uses it:
+    /// C# finds it because the set is registered. `Combat.LastHit` is retained: C# sends on it
+    /// and the bus keeps the message (GB6).
     pub mod tags {
         Combat {
             #[script]
-            Hit: CollisionEvent,
+            Hit: CollisionEvent {
+                #[script]
+                Critical: CollisionEvent,
+            },
             #[script]
             Spawn: CollisionEvent,
+            #[retained]
+            #[script]
+            LastHit: CollisionEvent,
         },
     }
 }
@@ -199,6 +208,24 @@ pub extern "C" fn script_host_bus_heard() -> u32 {
 #[unsafe(no_mangle)]
 pub extern "C" fn script_host_bus_last_heard() -> CollisionEvent {
     BUS_HEARD.with_borrow(|heard| heard.1)
+}
+
+/// The retained message of `Combat.LastHit` as Rust keeps it, typed (GB6), written to `out`:
+/// 1, or 0 (nothing written) when there is none or no bus.
+#[unsafe(no_mangle)]
+pub extern "C" fn script_host_bus_last_hit(out: &mut CollisionEvent) -> i32 {
+    let bus = BUS.with_borrow(Clone::clone);
+    let kept = bus.and_then(|bus| bus.retained(&tags::COMBAT_LAST_HIT));
+    match kept
+        .as_ref()
+        .and_then(|kept| kept.downcast_ref::<CollisionEvent>())
+    {
+        Some(hit) => {
+            *out = *hit;
+            1
+        }
+        None => 0,
+    }
 }
 
 /// Drops the bus: its managed listeners reach the release hook (`Destroyed`). 0, or -1 without

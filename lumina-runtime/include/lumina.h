@@ -117,7 +117,7 @@ typedef enum LuminaStatus {
     LUMINA_STATUS_WRONG_PAYLOAD = 12,
     /* The sender's payload layout (size, alignment, field count) or byte count differs from the declared payload type's: the managed mirror is out of date (SD6, GB8). */
     LUMINA_STATUS_WRONG_LAYOUT = 13,
-    /* The gameplay tag is retained: scripts cannot send it (GB6, GB8). */
+    /* Not returned any more: scripts send on retained tags like Rust does (GB6, GB8). Kept so that the numbers of the statuses stay what hosts compiled against. */
     LUMINA_STATUS_RETAINED = 14,
 } LuminaStatus;
 
@@ -219,7 +219,7 @@ LuminaStatus lumina_bus_listen(const LuminaMessageBus *bus, const uint8_t *name,
 /* Removes the managed listener id from bus (GB8); the host releases its own handle (no hook call). Safe during a send, also from the listener's own thunk. UnknownId for 0, a stale id, or a Rust listener's handle. */
 LuminaStatus lumina_bus_remove(const LuminaMessageBus *bus, uint64_t id);
 
-/* Sends a message on the tag named (name, name_len) of bus now (GB5, GB8), addressed to entity when has_entity is 1. payload points at payload_len bytes laid out as layout says (what lumina_reflect_find_payload reports for the managed mirror's type); they are checked against the tag's declared payload type before a byte is read: NotScriptVisible, WrongPayload (another type), WrongLayout (size, alignment, field count or payload_len differ), Retained, each with a log line saying what differs. Every matching listener, Rust or managed, hears it before this returns. */
+/* Sends a message on the tag named (name, name_len) of bus now (GB5, GB8), addressed to entity when has_entity is 1. payload points at payload_len bytes laid out as layout says (what lumina_reflect_find_payload reports for the managed mirror's type); they are checked against the tag's declared payload type before a byte is read: NotScriptVisible, WrongPayload (another type), WrongLayout (size, alignment, field count or payload_len differ), each with a log line saying what differs. Every matching listener, Rust or managed, hears it before this returns; on a retained tag the payload is kept as its last message (GB6). */
 LuminaStatus lumina_bus_send(const LuminaMessageBus *bus, const uint8_t *name, size_t name_len, uint8_t has_entity, uint64_t entity, const void *payload, size_t payload_len, const LuminaPayloadInfo *layout);
 
 /* Writes how many managed listeners bus has to out_count (GB8). */

@@ -64,7 +64,8 @@ pub enum LuminaStatus {
     /// The sender's payload layout (size, alignment, field count) or byte count differs from
     /// the declared payload type's: the managed mirror is out of date (SD6, GB8).
     WrongLayout = 13,
-    /// The gameplay tag is retained: scripts cannot send it (GB6, GB8).
+    /// Not returned any more: scripts send on retained tags like Rust does (GB6, GB8). Kept so
+    /// that the numbers of the statuses stay what hosts compiled against.
     Retained = 14,
 }
 
@@ -434,7 +435,6 @@ fn bus_error(function: &str, error: &ScriptBusError) -> LuminaStatus {
         ScriptBusError::NullThunk => LuminaStatus::NullThunk,
         ScriptBusError::NullPayload => LuminaStatus::NullPointer,
         ScriptBusError::NotScriptVisible(_) => LuminaStatus::NotScriptVisible,
-        ScriptBusError::Retained(_) => LuminaStatus::Retained,
         ScriptBusError::WrongPayload { .. } => LuminaStatus::WrongPayload,
         ScriptBusError::WrongLayout { .. } => LuminaStatus::WrongLayout,
     }
@@ -531,8 +531,9 @@ pub unsafe extern "C" fn lumina_bus_remove(bus: *const MessageBus, id: u64) -> L
 /// says (what `lumina_reflect_find_payload` reports for the managed mirror's type); they are
 /// checked against the tag's declared payload type before a byte is read: `NotScriptVisible`,
 /// `WrongPayload` (another type), `WrongLayout` (size, alignment, field count or `payload_len`
-/// differ), `Retained`, each with a log line saying what differs. Every matching listener, Rust
-/// or managed, hears it before this returns.
+/// differ), each with a log line saying what differs. Every matching listener, Rust or managed,
+/// hears it before this returns; on a retained tag the payload is kept as its last message
+/// (GB6).
 ///
 /// # Safety
 /// `bus` is null or points at a live `MessageBus`; `name` is null or valid for reads of

@@ -1106,7 +1106,15 @@ impl<E: EntityId> MessageBus<E> {
             if !channel.list.subscriber_matches(handle, |_| true) {
                 break;
             }
-            let mut message = Message::new_erased(sent_on, sent_to, &*payload);
+            let mut message = match payload.downcast_ref::<script::ScriptRetained>() {
+                // SAFETY: the bytes of a value of the type `ty` names, borrowed from `payload`,
+                // which lives until after the call (see `ScriptRetained::read`).
+                Some(bytes) => unsafe {
+                    let (address, ty) = bytes.payload();
+                    Message::with_type(sent_on, sent_to, address, ty)
+                },
+                None => Message::new_erased(sent_on, sent_to, &*payload),
+            };
             message.replayed = true;
             // Heard by this listener alone, whenever it was added.
             message.limit = u64::MAX;
@@ -1379,14 +1387,26 @@ impl<E: EntityId> MessageBus<E> {
     /// The retained message of `key`'s tag, if any (GB6). While the engine holds the `Rc` this
     /// returns, a game module whose type the payload is cannot be unloaded (`Busy`, R5): drop it
     /// before the unload.
+    ///
+    /// A retained message a script sent (GB8) is kept as its bytes; this turns it into a `P`
+    /// first, so the `Rc` always holds a `P`.
     pub fn retained<P: 'static>(&self, key: &TagKey<P>) -> Option<Rc<dyn Any>> {
-        self.channel(key.tag()).and_then(|channel| {
-            channel
-                .retained
-                .borrow()
-                .as_ref()
-                .map(|(_, p)| Rc::clone(p))
-        })
+        let channel = self.channel(key.tag())?;
+        let typed = {
+            let slot = channel.retained.borrow();
+            let (sent_to, payload) = slot.as_ref()?;
+            match payload.downcast_ref::<script::ScriptRetained>() {
+                None => return Some(Rc::clone(payload)),
+                Some(bytes) => (*sent_to, bytes.read::<P>()?),
+            }
+        };
+        // Kept typed from now on, as a Rust send keeps it (recorded if its code is a module's).
+        self.retain(key.tag(), typed.0, typed.1);
+        channel
+            .retained
+            .borrow()
+            .as_ref()
+            .map(|(_, payload)| Rc::clone(payload))
     }
 
     /// Forgets the retained message of `key`'s tag; whether there was one.
@@ -1486,14 +1506,7 @@ impl<E: EntityId> MessageBus<E> {
             return;
         }
         let mut spare = self.spare.borrow_mut();
-        self.inbox.swap_into(&mut spare);
-        let mut drops = Drops::default();
-        for item in spare.drain(..) {
-            // Moves the message into its queue: no user code runs.
-            item.enqueue(self, &mut drops);
-        }
-        drop(spare);
-        drops.finish();
+        self.inbox.drain(self, &mut spare);
     }
 
     // ---- channels --------------------------------------------------------------------------

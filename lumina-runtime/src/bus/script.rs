@@ -20,7 +20,7 @@
 //! layout ([`Tag::script_payload`]). A managed send is checked against it (SD6) before a byte is
 //! read.
 
-use std::any::TypeId;
+use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::fmt;
@@ -30,6 +30,7 @@ use std::rc::{Rc, Weak};
 
 use super::{Callable, EntityId, Message, MessageBus, Tag, unheard};
 use crate::handle::DelegateHandle;
+use crate::invocation::Drops;
 use crate::invocation::RemoveByHandle;
 use crate::script_delegate::{
     Managed, ManagedBinding, ManagedThunk, Operation, ReleaseReason, Removal,
@@ -88,9 +89,6 @@ pub enum ScriptBusError {
     NullPayload,
     /// The tag was not declared `#[script]`: scripts can neither send it nor hear it exactly.
     NotScriptVisible(Tag),
-    /// A retained tag (GB6) cannot be sent from a script: its last message is kept as the
-    /// declared Rust type, which a script's bytes are not.
-    Retained(Tag),
     /// The payload type named by the sender is not the one declared with the tag.
     WrongPayload {
         /// The tag.
@@ -129,10 +127,6 @@ impl fmt::Display for ScriptBusError {
                 f,
                 "gameplay tag `{tag}` is not visible to scripts: declare it `#[script]` in \
                  `gameplay_tags!` with a `#[script_delegate]` payload"
-            ),
-            ScriptBusError::Retained(tag) => write!(
-                f,
-                "gameplay tag `{tag}` is retained: scripts cannot send it (send it from Rust)"
             ),
             ScriptBusError::WrongPayload {
                 tag,
@@ -289,7 +283,89 @@ fn call_managed(managed: &Managed, message: &Message<'_, u64>) -> bool {
     raw.consume != 0
 }
 
+/// How many 8-byte words of payload a script send copies on the stack; a larger payload is
+/// copied to the heap (reflected payloads this large are rare).
+const INLINE_WORDS: usize = 32;
+
+/// Copies `size` bytes of a script's payload into `words`.
+///
+/// # Safety
+///
+/// `payload` is valid for reads of `size` bytes when `size > 0`, and `words` holds at least
+/// `size` bytes (it is a buffer of the caller's, so the two do not overlap).
+unsafe fn copy_payload(payload: *const c_void, words: &mut [MaybeUninit<u64>], size: usize) {
+    debug_assert!(size <= words.len() * 8);
+    if size > 0 {
+        // SAFETY: contract.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                payload.cast::<u8>(),
+                words.as_mut_ptr().cast::<u8>(),
+                size,
+            );
+        }
+    }
+}
+
+/// A retained message a script sent (GB6, GB8): its bytes, 8-aligned, and the `TypeId` of the
+/// tag's declared payload type they are a value of. Kept as bytes, not as that type: the bus
+/// cannot make a value of a type it knows only by `TypeId` (and the value holds no game
+/// module's code, so an unload has nothing to drop early, R5). A replay presents the bytes as
+/// the declared type; [`MessageBus::retained`] turns them into a typed value first.
+pub(super) struct ScriptRetained {
+    ty: TypeId,
+    words: Box<[MaybeUninit<u64>]>,
+}
+
+impl ScriptRetained {
+    /// The payload's address and type, for a message.
+    pub(super) fn payload(&self) -> (NonNull<()>, TypeId) {
+        (NonNull::from(&*self.words).cast::<()>(), self.ty)
+    }
+
+    /// The bytes as a `P`, when `P` is the type they were sent as.
+    pub(super) fn read<P: 'static>(&self) -> Option<P> {
+        if self.ty != TypeId::of::<P>() || size_of::<P>() > self.words.len() * 8 {
+            return None;
+        }
+        // SAFETY: the bytes were checked, before they were kept, against the reflected layout
+        // of the tag's declared payload type, whose `TypeId` is `ty == P`'s: `P` is a
+        // `ScriptPayload` (only `#[script]` tags take a script's bytes), so every field byte is
+        // initialized (the sender's contract) and any such bytes form a valid `P`; `words` is
+        // 8-aligned (>= `align_of::<P>()`, checked at the send) and holds `size_of::<P>()`
+        // bytes (checked above). Read, not moved out: the buffer never drops a `P`.
+        Some(unsafe { self.words.as_ptr().cast::<P>().read() })
+    }
+}
+
 impl<E: EntityId> MessageBus<E> {
+    /// Keeps a script's payload as the retained message of `tag` (GB6): in place when the last
+    /// one was a script's of the same size and nothing holds it (amortized zero allocation).
+    fn retain_bytes(&self, tag: Tag, entity: Option<E>, words: &[MaybeUninit<u64>], ty: TypeId) {
+        let channel = self.channel_or_new(tag);
+        let mut slot = channel.retained.borrow_mut();
+        if let Some((sent_to, shared)) = slot.as_mut()
+            && let Some(kept) =
+                Rc::get_mut(shared).and_then(|value| value.downcast_mut::<ScriptRetained>())
+            && kept.words.len() == words.len()
+        {
+            *sent_to = entity;
+            kept.ty = ty;
+            kept.words.copy_from_slice(words);
+            return;
+        }
+        let kept: Rc<dyn Any> = Rc::new(ScriptRetained {
+            ty,
+            words: words.into(),
+        });
+        let old = slot.replace((entity, kept));
+        drop(slot);
+        // The bytes hold no module's code: a record of the value replaced is forgotten.
+        channel.track(super::RETAINED, None);
+        // The previous message is user data: dropped outside the borrow, guarded.
+        Drops::drop_one(old);
+    }
+
     /// Whether the calling thread is the one that made this bus: only it may use the bus, and
     /// the C ABI refuses calls from any other (T1).
     pub fn is_owner_thread(&self) -> bool {
@@ -452,8 +528,12 @@ impl MessageBus<u64> {
     /// Sends a message from a script (GB8): `payload` points at `len` bytes that a managed
     /// sender claims are laid out as `layout`. Checked against the payload type declared with
     /// `tag` (SD6) before a byte is read: the name, size, alignment, field count and `len` must
-    /// match. The bytes are then copied into an aligned buffer of the bus and every matching
-    /// listener, Rust or managed, hears them as the declared type, at once (GB5).
+    /// match. The bytes are then copied into an aligned buffer (on the stack, so a send
+    /// allocates nothing, up to 256 bytes of payload) and every matching listener, Rust or
+    /// managed, hears them as the declared type, at once (GB5). On a retained tag the bytes are
+    /// kept as its last message, exactly as a Rust send keeps its payload (GB6): a listener added
+    /// later hears them at once, and [`retained`](MessageBus::retained) reads them as the
+    /// declared type.
     ///
     /// # Safety
     ///
@@ -474,9 +554,6 @@ impl MessageBus<u64> {
         let declared = tag
             .script_payload()
             .ok_or(ScriptBusError::NotScriptVisible(tag))?;
-        if tag.is_retained() {
-            return Err(ScriptBusError::Retained(tag));
-        }
         if layout.name != declared.name {
             return Err(ScriptBusError::WrongPayload {
                 tag,
@@ -503,26 +580,33 @@ impl MessageBus<u64> {
             // A `#[script]` key declares its payload type before its layout.
             return Err(ScriptBusError::NotScriptVisible(tag));
         };
-        let mut words: Vec<MaybeUninit<u64>> = Vec::new();
-        words.resize_with(declared.size.div_ceil(8).max(1), MaybeUninit::uninit);
-        if declared.size > 0 {
-            // SAFETY: `payload` is non-null and valid for reads of `len == declared.size` bytes
-            // (caller contract); `words` holds at least that many bytes, and the two do not
-            // overlap (the buffer is new).
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    payload.cast::<u8>(),
-                    words.as_mut_ptr().cast::<u8>(),
-                    declared.size,
-                );
-            }
+        let words = declared.size.div_ceil(8).max(1);
+        if words <= INLINE_WORDS {
+            // The common case allocates nothing (GB9): an 8-aligned buffer on the stack.
+            let mut inline = [const { MaybeUninit::<u64>::uninit() }; INLINE_WORDS];
+            // SAFETY: forwarded caller contract; `declared.size <= 8 * words` bytes fit.
+            unsafe { copy_payload(payload, &mut inline[..words], declared.size) };
+            self.deliver_bytes(tag, entity, &inline[..words], type_id, declared.size);
+        } else {
+            let mut heap: Vec<MaybeUninit<u64>> = Vec::new();
+            heap.resize_with(words, MaybeUninit::uninit);
+            // SAFETY: as above.
+            unsafe { copy_payload(payload, &mut heap, declared.size) };
+            self.deliver_bytes(tag, entity, &heap, type_id, declared.size);
         }
-        self.deliver_bytes(tag, entity, &words, type_id);
         Ok(())
     }
 
     /// Delivers a payload copied from a script.
-    fn deliver_bytes(&self, tag: Tag, entity: Option<u64>, words: &[MaybeUninit<u64>], ty: TypeId) {
+    /// Delivers a payload copied from a script; keeps a copy when the tag is retained (GB6).
+    fn deliver_bytes(
+        &self,
+        tag: Tag,
+        entity: Option<u64>,
+        words: &[MaybeUninit<u64>],
+        ty: TypeId,
+        size: usize,
+    ) {
         let payload = NonNull::from(words).cast::<()>();
         // SAFETY: `ty` is the `TypeId` of the payload type declared with `tag` (`P`), and
         // `words`, borrowed for the whole message, is aligned to 8 >= `align_of::<P>()` and holds
@@ -536,6 +620,9 @@ impl MessageBus<u64> {
         self.dispatch(&message);
         if !message.heard.get() {
             unheard(tag);
+        }
+        if tag.is_retained() {
+            self.retain_bytes(tag, entity, &words[..size.div_ceil(8)], ty);
         }
     }
 }

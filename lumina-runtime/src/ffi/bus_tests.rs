@@ -475,10 +475,6 @@ fn gb8_wrong_payloads_and_layouts_are_clear_error_results_not_reads() {
         LuminaStatus::NotScriptVisible
     );
     assert_eq!(
-        send(&bus, "FfiGb8.State", None, &HIT, &good, size),
-        LuminaStatus::Retained
-    );
-    assert_eq!(
         send(&bus, "FfiGb8.Nope", None, &HIT, &good, size),
         LuminaStatus::UnknownTag
     );
@@ -650,6 +646,126 @@ fn gb8_a_managed_listener_hears_a_retained_message_at_once_and_a_clear_from_it_r
         assert_eq!(bus.managed_len(), 0);
         drop(bus);
         assert!(released().is_empty());
+    });
+}
+
+/// GB6 through the C ABI: a script's send on a retained tag is delivered and kept, as a Rust
+/// send is: a later listener, managed or Rust, hears it at once, and `retained` reads it as the
+/// declared type. Fails when `send_script` refuses retained tags or does not keep the bytes.
+#[test]
+fn gb6_a_script_send_on_a_retained_tag_is_delivered_and_kept() {
+    with_hook(|| {
+        let bus = MessageBus::new();
+        tags::register().unwrap();
+        let layout = layout_of("FfiHit");
+        let size = size_of::<FfiHit>();
+        let early = Recorder::new(&bus);
+        assert_eq!(
+            listen(&bus, "FfiGb8.State", false, None, &early),
+            LuminaStatus::Ok
+        );
+        let first = FfiHit {
+            amount: 21,
+            crit: 0.5,
+        };
+        assert_eq!(
+            send(&bus, "FfiGb8.State", None, &first, &layout, size),
+            LuminaStatus::Ok
+        );
+        assert_eq!(early.amounts(), [Some(21)], "delivered at once");
+        // Kept: a managed listener added later hears it at once, as a replay.
+        let late = Recorder::new(&bus);
+        assert_eq!(
+            listen(&bus, "FfiGb8.State", false, None, &late),
+            LuminaStatus::Ok
+        );
+        assert_eq!(
+            late.heard.borrow().as_slice(),
+            [("FfiGb8.State".to_owned(), None, Some(first))]
+        );
+        // A second script send replaces it (in place), addressed to an entity.
+        let second = FfiHit {
+            amount: 22,
+            crit: 1.5,
+        };
+        assert_eq!(
+            send(&bus, "FfiGb8.State", Some(5), &second, &layout, size),
+            LuminaStatus::Ok
+        );
+        // A Rust listener added later hears the script's payload, typed.
+        let rust_heard = Rc::new(RefCell::new(Vec::new()));
+        let sink = Rc::clone(&rust_heard);
+        let _rust = bus.listen(&tags::FFI_GB8_STATE, move |hit, message| {
+            sink.borrow_mut()
+                .push((*hit, message.entity(), message.is_replay()));
+        });
+        assert_eq!(*rust_heard.borrow(), [(second, Some(5), true)]);
+        // `retained` gives it as the declared type.
+        let kept = bus.retained(&tags::FFI_GB8_STATE).unwrap();
+        assert_eq!(kept.downcast_ref::<FfiHit>(), Some(&second));
+        drop(kept);
+        // A Rust send replaces it, and a script send after that again.
+        bus.send(&tags::FFI_GB8_STATE, HIT);
+        assert_eq!(
+            send(&bus, "FfiGb8.State", None, &first, &layout, size),
+            LuminaStatus::Ok
+        );
+        assert_eq!(
+            bus.retained(&tags::FFI_GB8_STATE)
+                .unwrap()
+                .downcast_ref::<FfiHit>(),
+            Some(&first)
+        );
+        assert_eq!(early.amounts(), [Some(21), Some(22), Some(7), Some(21)]);
+        drop(bus);
+        assert_eq!(released().len(), 2);
+    });
+}
+
+/// GB3 through the C ABI: a managed listener on a child tag that writes `consume` stops the
+/// message before the parent's partial listeners (managed and Rust); one that does not, does
+/// not. Fails when `call_managed` ignores the byte.
+#[test]
+fn gb3_a_managed_listener_on_a_child_tag_consumes_and_the_parent_does_not_hear() {
+    with_hook(|| {
+        let bus = MessageBus::new();
+        tags::register().unwrap();
+        let child = Recorder::new(&bus);
+        let parent = Recorder::new(&bus);
+        assert_eq!(
+            listen(&bus, "FfiGb8.Hit.Crit", false, None, &child),
+            LuminaStatus::Ok
+        );
+        assert_eq!(
+            listen(&bus, "FfiGb8.Hit", true, None, &parent),
+            LuminaStatus::Ok
+        );
+        let rust_parent = Rc::new(Cell::new(0));
+        let sink = Rc::clone(&rust_parent);
+        let _rust = bus.listen_partial(&tags::FFI_GB8, move |_| sink.set(sink.get() + 1));
+        let layout = layout_of("FfiHit");
+        let size = size_of::<FfiHit>();
+        // Not consumed: it goes up.
+        bus.send(&tags::FFI_GB8_HIT_CRIT, HIT);
+        assert_eq!(
+            send(&bus, "FfiGb8.Hit.Crit", None, &HIT, &layout, size),
+            LuminaStatus::Ok
+        );
+        assert_eq!(child.amounts().len(), 2);
+        assert_eq!(parent.amounts().len(), 2);
+        assert_eq!(rust_parent.get(), 2);
+        // Consumed by the child's listener: neither parent hears it, from Rust or a script.
+        child.action.set(Action::Consume);
+        bus.send(&tags::FFI_GB8_HIT_CRIT, HIT);
+        assert_eq!(
+            send(&bus, "FfiGb8.Hit.Crit", None, &HIT, &layout, size),
+            LuminaStatus::Ok
+        );
+        assert_eq!(child.amounts().len(), 4);
+        assert_eq!(parent.amounts().len(), 2, "consumed below it");
+        assert_eq!(rust_parent.get(), 2, "consumed below it");
+        drop(bus);
+        assert_eq!(released().len(), 2);
     });
 }
 

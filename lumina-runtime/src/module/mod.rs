@@ -93,6 +93,12 @@ impl ModuleId {
     fn fresh() -> ModuleId {
         ModuleId(NEXT_MODULE.fetch_add(1, Ordering::Relaxed))
     }
+
+    /// A fake module's id, for tests that attribute code to it with `track::add_range`.
+    #[cfg(test)]
+    pub(crate) const fn fake(id: u64) -> ModuleId {
+        ModuleId(id)
+    }
 }
 
 impl fmt::Display for ModuleId {
@@ -761,10 +767,7 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
     } else {
         None
     };
-    let left_on_other_threads = remove_subscriptions(id);
-    // Values of its types other threads handed over and nothing consumed yet (messages posted
-    // to a bus from another thread): dropped while their code is mapped (R5).
-    let swept = track::sweep(id.0);
+    let (left_on_other_threads, swept) = release_values(id);
     // Tasks it queued for the game thread would run its code after the unmapping.
     let dropped = main_thread::drop_queued(|task| track::belongs_to(id.0, track::code_of(task)));
     // Coroutine tasks it spawned would poll its code after the unmapping: dropped unpolled.
@@ -866,6 +869,21 @@ fn unmap(library: libloading::Library, mapped: &Path, name: &str) {
         drop(library);
         let _ = std::fs::remove_file(mapped);
     }
+}
+
+/// Removes every subscription of `id` on this thread and drops the values of its types that other
+/// threads handed over and nothing consumed yet (messages posted to a bus from another thread),
+/// while its code is mapped (R5). Returns how many subscriptions and values are left on other
+/// threads (then the library must stay mapped) and how many values were swept.
+pub(crate) fn release_values(id: ModuleId) -> (usize, usize) {
+    let mut left_on_other_threads = remove_subscriptions(id);
+    // A holder's sweep waits for a thread that was moving the holder's values out (a bus's
+    // thread queuing what its inbox held, see `track::Sweep`): those it queued are recorded by
+    // the time the sweep returns, on that thread, so they are counted again below and keep the
+    // library mapped, instead of being missed by both the count before and the sweep.
+    let swept = track::sweep(id.0);
+    left_on_other_threads += remove_subscriptions(id);
+    (left_on_other_threads, swept)
 }
 
 /// Removes every recorded subscription of `id` on this thread, dropping the callables; again

@@ -216,7 +216,10 @@ pub(crate) fn track(list: ListAccess, handle: DelegateHandle, code: Option<Code>
 /// (N3).
 pub(crate) trait Sweep: Send + Sync {
     /// Drops every held value whose code `doomed` says is the unloading module's; returns how
-    /// many. Called on the unloading (game) thread.
+    /// many. Called on the unloading (game) thread. A holder whose values another thread moves
+    /// out (into that thread's own, recorded, storage) waits for a move in progress before it
+    /// looks, so a value is never between the two places, missed by both the sweep and the
+    /// count of records the unload takes after it.
     fn sweep(&self, doomed: &dyn Fn(Option<Code>) -> bool) -> usize;
 }
 
