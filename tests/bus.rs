@@ -581,6 +581,55 @@ fn gb5_send_follows_the_delegates_reentrancy_rules() {
 }
 
 #[test]
+fn gb5_an_exact_listener_added_where_the_message_goes_next_does_not_hear_it() {
+    // M2 across channels: the channels an addressed message reaches later (its parent entity's,
+    // then the global one) got a listener during it, beside listeners that were there before.
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    bus.set_entity_parents(squads);
+    let seen = log();
+    for (name, entity) in [("squad", Some(10)), ("global", None)] {
+        let sink = Rc::clone(&seen);
+        let listener =
+            move |amount: &u32, _: &Message<'_, u32>| push(&sink, format!("{name} {amount}"));
+        let _ = match entity {
+            Some(entity) => bus.listen_entity(&tags::TEST_COMBAT_HEAL, entity, listener),
+            None => bus.listen(&tags::TEST_COMBAT_HEAL, listener),
+        };
+    }
+    let (b, sink) = (Rc::downgrade(&bus), Rc::clone(&seen));
+    let _soldier = bus.listen_entity(&tags::TEST_COMBAT_HEAL, 1, move |amount, _| {
+        push(&sink, format!("soldier {amount}"));
+        let bus = b.upgrade().unwrap();
+        if *amount == 1 {
+            for (name, entity) in [("late squad", Some(10)), ("late global", None)] {
+                let late = Rc::clone(&sink);
+                let listener = move |amount: &u32, _: &Message<'_, u32>| {
+                    push(&late, format!("{name} {amount}"))
+                };
+                let _ = match entity {
+                    Some(entity) => bus.listen_entity(&tags::TEST_COMBAT_HEAL, entity, listener),
+                    None => bus.listen(&tags::TEST_COMBAT_HEAL, listener),
+                };
+            }
+        }
+    });
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 1, 1);
+    assert_eq!(*seen.borrow(), ["soldier 1", "squad 1", "global 1"]);
+    seen.borrow_mut().clear();
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 1, 2);
+    assert_eq!(
+        *seen.borrow(),
+        [
+            "soldier 2",
+            "squad 2",
+            "late squad 2",
+            "global 2",
+            "late global 2"
+        ]
+    );
+}
+
+#[test]
 fn gb5_a_panicking_listener_leaves_the_bus_consistent() {
     let bus: MessageBus<u32> = MessageBus::new();
     let count = Rc::new(Cell::new(0));

@@ -131,10 +131,13 @@ pub struct Message<'a, E: EntityId = u64> {
     payload_type: TypeId,
     /// The tag whose listeners run now (the message's tag or an ancestor).
     at: Cell<Tag>,
-    /// `Some(at)` while the listeners of the message's own tag run and the payload is of the
-    /// type declared with that tag; `None` otherwise. What an exact listener checks, once, for
-    /// both its tag and its payload type (GB9; see [`Message::enter`]).
-    exact: Cell<Option<Tag>>,
+    /// What an exact listener checks, with one comparison for its tag, its payload type and
+    /// the M2 `limit` (GB9; set by [`Message::enter`] for each channel walked). While the
+    /// listeners of the message's own tag run and the payload has the type declared with it,
+    /// the tag's [`addr`](Tag::addr), with the low bit set if the channel may hold listeners
+    /// added after the message started (then each exact listener compares its id with `limit`
+    /// too); 0 otherwise.
+    gate: Cell<usize>,
     /// The entity whose listeners run now (`None`: listeners of no particular entity).
     at_entity: Cell<Option<E>>,
     consumed: Cell<bool>,
@@ -189,7 +192,7 @@ impl<'a, E: EntityId> Message<'a, E> {
             borrow: PhantomData,
             payload_type,
             at: Cell::new(tag),
-            exact: Cell::new(None),
+            gate: Cell::new(0),
             at_entity: Cell::new(None),
             consumed: Cell::new(false),
             heard: Cell::new(false),
@@ -230,13 +233,18 @@ impl<'a, E: EntityId> Message<'a, E> {
         Some(unsafe { self.payload_unchecked() })
     }
 
-    /// The listeners of `tag` run next: sets [`current_tag`](Self::current_tag), and what exact
-    /// listeners check (`exact`).
+    /// The listeners of `tag` run next, from a channel whose newest listener has the id
+    /// `newest`: sets [`current_tag`](Self::current_tag), and what exact listeners check
+    /// (`gate`). A listener with an id below `limit` was added before the message started.
     #[inline(always)]
-    fn enter(&self, tag: Tag) {
+    fn enter(&self, tag: Tag, newest: u64) {
         self.at.set(tag);
-        let exact = tag == self.tag && tag.carries_id(self.payload_type);
-        self.exact.set(exact.then_some(tag));
+        let gate = if tag == self.tag && tag.carries_id(self.payload_type) {
+            tag.addr() | usize::from(newest >= self.limit)
+        } else {
+            0
+        };
+        self.gate.set(gate);
     }
 
     /// The payload as a `P`, without comparing types.
@@ -308,6 +316,10 @@ struct Channel<E: EntityId> {
     /// How many partial listeners were ever added: 0 lets a message on a descendant skip this
     /// channel.
     partials: Cell<u32>,
+    /// The largest handle id of a listener ever added: when it is below a message's `limit`,
+    /// every listener of the channel was added before the message started, and its exact
+    /// listeners need not compare their ids with the limit (M2, GB9).
+    newest: Cell<u64>,
     /// The last message of a retained tag (GB6), shared so a listener hearing it at once can
     /// send on the tag meanwhile. Reused in place when nothing else holds it.
     retained: RefCell<Option<Retained<E>>>,
@@ -330,6 +342,7 @@ impl<E: EntityId> Channel<E> {
             tag,
             list: InvocationList::new(),
             partials: Cell::new(0),
+            newest: Cell::new(0),
             retained: RefCell::new(None),
             queue: RefCell::new(None),
             tracked: Cell::new([0; 2]),
@@ -1016,6 +1029,7 @@ impl<E: EntityId> MessageBus<E> {
             made = Some(Rc::clone(&callable));
             Shared::new(callable)
         });
+        channel.newest.set(channel.newest.get().max(handle.id()));
         self.remember(
             handle,
             Record {
@@ -1110,7 +1124,7 @@ impl<E: EntityId> MessageBus<E> {
             message.replayed = true;
             // Heard by this listener alone, whenever it was added.
             message.limit = u64::MAX;
-            message.enter(tag);
+            message.enter(tag, channel.newest.get());
             message.at_entity.set(entity);
             callable(&message);
             // The payload clone is the bus's: dropped here, guarded (R2).
@@ -1343,7 +1357,7 @@ impl<E: EntityId> MessageBus<E> {
 
     #[inline(always)]
     fn walk_channel(&self, message: &Message<'_, E>, tag: Tag, channel: &Channel<E>) -> bool {
-        message.enter(tag);
+        message.enter(tag, channel.newest.get());
         channel
             .list
             .broadcast_until_with(message, |listener, message| {
@@ -1600,19 +1614,23 @@ fn exact<P: 'static, E: EntityId>(
         tag.carries::<P>(),
         "lumina: an exact listener's payload type is the one declared with its tag"
     );
+    let key = tag.addr();
     move |handle, _| {
         let id = handle.id();
         Rc::new(move |message: &Message<'_, E>| {
-            // One check for the tag and the payload type (GB9): `exact` is `Some(tag)` only
-            // while this tag's own listeners run a message whose payload has the type declared
-            // with it; and the M2 limit (`hears`).
-            if message.exact.get() != Some(tag) || id >= message.limit {
+            // One comparison for the tag, the payload type and the M2 limit (GB9): `gate` is
+            // `key` only while this tag's own listeners run a message whose payload has the type
+            // declared with it, from a channel whose listeners were all added before the
+            // message started; `key | 1` when some may have been added since (`Message::enter`).
+            let gate = message.gate.get();
+            if gate != key && (gate != key | 1 || id >= message.limit) {
                 return;
             }
-            // SAFETY: `exact == Some(tag)` means (`Message::enter`) that `payload_type` is the
-            // `TypeId` declared with `tag`, and that declaration is `P` (asserted above; a tag's
-            // payload type is set once and never changes). `payload_type` is the `TypeId` of the
-            // value `payload` points at (see `Message::payload`), so it is a `P`.
+            // SAFETY: `gate` is `key` or `key | 1`, which means (`Message::enter`) that
+            // `payload_type` is the `TypeId` declared with `tag` (`key` is its address, which no
+            // other tag has), and that declaration is `P` (asserted above; a tag's payload type
+            // is set once and never changes). `payload_type` is the `TypeId` of the value
+            // `payload` points at (see `Message::payload`), so it is a `P`.
             let payload = unsafe { message.payload_unchecked::<P>() };
             message.heard.set(true);
             listener(payload, message);
