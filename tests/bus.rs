@@ -443,6 +443,72 @@ fn gb3_a_consumed_message_goes_no_further() {
     assert_eq!(*seen.borrow(), ["first", "first", "second", "parent"]);
 }
 
+#[test]
+fn gb3_a_listener_that_consumes_then_sends_again_on_its_tag_stops_its_own_message_only() {
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    let seen = log();
+    let (b, sink) = (Rc::downgrade(&bus), Rc::clone(&seen));
+    let _first = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, message| {
+        push(&sink, format!("first {amount}"));
+        if *amount == 1 {
+            message.consume();
+            // The nested send is not consumed: every listener hears it, this one too.
+            b.upgrade().unwrap().send(&tags::TEST_COMBAT_HEAL, 2);
+            assert!(message.is_consumed());
+        }
+    });
+    for name in ["second", "third"] {
+        let sink = Rc::clone(&seen);
+        let _ = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+            push(&sink, format!("{name} {amount}"))
+        });
+    }
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    assert_eq!(
+        *seen.borrow(),
+        ["first 1", "first 2", "second 2", "third 2"]
+    );
+    seen.borrow_mut().clear();
+    bus.send(&tags::TEST_COMBAT_HEAL, 3);
+    assert_eq!(*seen.borrow(), ["first 3", "second 3", "third 3"]);
+}
+
+#[test]
+fn gb3_gb5_a_message_consumed_in_a_send_nested_while_listeners_wait_stops_there_only() {
+    // The first listener adds one during the send, then sends again on the tag: that nested
+    // send merges the waiting listener in (M2), and the second listener consumes it there.
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    let seen = log();
+    let (b, sink) = (Rc::downgrade(&bus), Rc::clone(&seen));
+    let _first = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        push(&sink, format!("first {amount}"));
+        if *amount == 1 {
+            let bus = b.upgrade().unwrap();
+            let late = Rc::clone(&sink);
+            let _ = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+                push(&late, format!("late {amount}"))
+            });
+            bus.send(&tags::TEST_COMBAT_HEAL, 2);
+        }
+    });
+    let sink = Rc::clone(&seen);
+    let _second = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, message| {
+        push(&sink, format!("second {amount}"));
+        if *amount == 2 {
+            message.consume();
+        }
+    });
+    let sink = Rc::clone(&seen);
+    let _third = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        push(&sink, format!("third {amount}"))
+    });
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    assert_eq!(
+        *seen.borrow(),
+        ["first 1", "first 2", "second 2", "second 1", "third 1"]
+    );
+}
+
 // ---- GB4 ---------------------------------------------------------------------------------------
 
 /// Entities 1 and 2 are in squad 10, which is in army 100.

@@ -28,7 +28,7 @@ use std::sync::{Mutex, PoisonError};
 use crate::handle::DelegateHandle;
 
 /// How many bits a bind site's number takes in an entry's word.
-pub(crate) const SITE_BITS: u32 = 21;
+pub(crate) const SITE_BITS: u32 = 20;
 
 /// Where a subscription was made: a file, line and column, like
 /// [`Location`], but owned by the runtime, so it stays valid after the game

@@ -148,8 +148,13 @@ pub struct Message<'a, E: EntityId = u64> {
     replayed: bool,
     /// The handle ids of the listeners added before this message started: only they hear it
     /// (M2 across channels: a listener added to an ancestor's or another entity's channel while
-    /// the message walks an earlier one does not hear it). `u64::MAX` for a replay.
-    limit: u64,
+    /// the message walks an earlier one does not hear it). `u64::MAX` for a replay; 0 once
+    /// consumed (nobody hears it any more).
+    limit: Cell<u64>,
+    /// The channel whose listeners run now, while they run (null otherwise): what
+    /// [`consume`](Self::consume) stops. Set and cleared by `MessageBus::walk_channel`, whose
+    /// caller holds the channel meanwhile (src/addresses.md).
+    walking: Cell<*const Channel<E>>,
 }
 
 impl<'a, E: EntityId> Message<'a, E> {
@@ -197,7 +202,8 @@ impl<'a, E: EntityId> Message<'a, E> {
             consumed: Cell::new(false),
             heard: Cell::new(false),
             replayed: false,
-            limit: DelegateHandle::next_id(),
+            limit: Cell::new(DelegateHandle::next_id()),
+            walking: Cell::new(std::ptr::null()),
         }
     }
 
@@ -240,7 +246,7 @@ impl<'a, E: EntityId> Message<'a, E> {
     fn enter(&self, tag: Tag, newest: u64) {
         self.at.set(tag);
         let gate = if tag == self.tag && tag.carries_id(self.payload_type) {
-            tag.addr() | usize::from(newest >= self.limit)
+            tag.addr() | usize::from(newest >= self.limit.get())
         } else {
             0
         };
@@ -276,6 +282,17 @@ impl<'a, E: EntityId> Message<'a, E> {
     /// Stops the message: no listener after this one hears it (GB3, GB4).
     pub fn consume(&self) {
         self.consumed.set(true);
+        // Nobody hears it from now on: no exact listener's gate opens, and every listener's id
+        // is at least the limit (M2's check). Then the loop is asked to stop after this call
+        // (so it reads nothing after each call, GB9); where it cannot be (the merging walk),
+        // the listeners after this one are called and hear nothing.
+        self.gate.set(0);
+        self.limit.set(0);
+        // SAFETY: `walking` is null or points at the channel whose listeners run now, which
+        // the walk holds until it clears `walking` (see the field); this listener runs in it.
+        if let Some(channel) = unsafe { self.walking.get().as_ref() } {
+            channel.list.stop_after_call();
+        }
     }
 
     /// Whether a listener consumed the message.
@@ -1123,7 +1140,7 @@ impl<E: EntityId> MessageBus<E> {
             let mut message = Message::new_erased(sent_on, sent_to, &*payload);
             message.replayed = true;
             // Heard by this listener alone, whenever it was added.
-            message.limit = u64::MAX;
+            message.limit.set(u64::MAX);
             message.enter(tag, channel.newest.get());
             message.at_entity.set(entity);
             callable(&message);
@@ -1355,15 +1372,20 @@ impl<E: EntityId> MessageBus<E> {
         false
     }
 
+    /// The listeners of one channel: whether one consumed the message. The loop reads nothing
+    /// after each call: a listener that consumes asks it to stop ([`Message::consume`]).
     #[inline(always)]
     fn walk_channel(&self, message: &Message<'_, E>, tag: Tag, channel: &Channel<E>) -> bool {
         message.enter(tag, channel.newest.get());
+        message.walking.set(channel);
+        let _walking = Walking(message);
         channel
             .list
             .broadcast_until_with(message, |listener, message| {
                 listener(message);
-                message.consumed.get()
-            })
+                false
+            });
+        message.consumed.get()
     }
 
     fn retain<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
@@ -1589,6 +1611,16 @@ fn new_queue<P: 'static, E: EntityId>(channel: &Rc<Channel<E>>) -> Rc<dyn Posted
     queue
 }
 
+/// Clears the channel a message walks ([`Message::walking`]) when its walk ends or unwinds.
+struct Walking<'m, 'a, E: EntityId>(&'m Message<'a, E>);
+
+impl<E: EntityId> Drop for Walking<'_, '_, E> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.walking.set(std::ptr::null());
+    }
+}
+
 /// A message nobody heard: visible at debug level (GB7).
 #[cold]
 #[inline(never)]
@@ -1600,7 +1632,7 @@ fn unheard(tag: Tag) {
 /// (M2), and, for an exact listener, the message's own tag is being walked.
 #[inline(always)]
 fn hears<E: EntityId>(id: u64, exact_tag: Option<Tag>, message: &Message<'_, E>) -> bool {
-    id < message.limit && exact_tag.is_none_or(|tag| message.tag == tag)
+    id < message.limit.get() && exact_tag.is_none_or(|tag| message.tag == tag)
 }
 
 /// The callable of an exact listener: runs only while the message's own tag is walked, and
@@ -1623,7 +1655,7 @@ fn exact<P: 'static, E: EntityId>(
             // declared with it, from a channel whose listeners were all added before the
             // message started; `key | 1` when some may have been added since (`Message::enter`).
             let gate = message.gate.get();
-            if gate != key && (gate != key | 1 || id >= message.limit) {
+            if gate != key && (gate != key | 1 || id >= message.limit.get()) {
                 return;
             }
             // SAFETY: `gate` is `key` or `key | 1`, which means (`Message::enter`) that
