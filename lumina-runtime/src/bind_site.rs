@@ -174,7 +174,7 @@ pub enum OwnerState {
 pub struct Subscription {
     /// The handle `add_*` returned.
     pub handle: DelegateHandle,
-    /// Where the `add_*` call was (`None` if more than two million distinct places subscribed
+    /// Where the `add_*` call was (`None` if more than a million distinct places subscribed
     /// in this process). An owned value: it outlives the game module that subscribed (R5).
     pub bind_site: Option<BindSite>,
     /// The owner of a member binding.
