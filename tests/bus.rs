@@ -443,6 +443,72 @@ fn gb3_a_consumed_message_goes_no_further() {
     assert_eq!(*seen.borrow(), ["first", "first", "second", "parent"]);
 }
 
+#[test]
+fn gb3_a_listener_that_consumes_then_sends_again_on_its_tag_stops_its_own_message_only() {
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    let seen = log();
+    let (b, sink) = (Rc::downgrade(&bus), Rc::clone(&seen));
+    let _first = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, message| {
+        push(&sink, format!("first {amount}"));
+        if *amount == 1 {
+            message.consume();
+            // The nested send is not consumed: every listener hears it, this one too.
+            b.upgrade().unwrap().send(&tags::TEST_COMBAT_HEAL, 2);
+            assert!(message.is_consumed());
+        }
+    });
+    for name in ["second", "third"] {
+        let sink = Rc::clone(&seen);
+        let _ = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+            push(&sink, format!("{name} {amount}"))
+        });
+    }
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    assert_eq!(
+        *seen.borrow(),
+        ["first 1", "first 2", "second 2", "third 2"]
+    );
+    seen.borrow_mut().clear();
+    bus.send(&tags::TEST_COMBAT_HEAL, 3);
+    assert_eq!(*seen.borrow(), ["first 3", "second 3", "third 3"]);
+}
+
+#[test]
+fn gb3_gb5_a_message_consumed_in_a_send_nested_while_listeners_wait_stops_there_only() {
+    // The first listener adds one during the send, then sends again on the tag: that nested
+    // send merges the waiting listener in (M2), and the second listener consumes it there.
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    let seen = log();
+    let (b, sink) = (Rc::downgrade(&bus), Rc::clone(&seen));
+    let _first = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        push(&sink, format!("first {amount}"));
+        if *amount == 1 {
+            let bus = b.upgrade().unwrap();
+            let late = Rc::clone(&sink);
+            let _ = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+                push(&late, format!("late {amount}"))
+            });
+            bus.send(&tags::TEST_COMBAT_HEAL, 2);
+        }
+    });
+    let sink = Rc::clone(&seen);
+    let _second = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, message| {
+        push(&sink, format!("second {amount}"));
+        if *amount == 2 {
+            message.consume();
+        }
+    });
+    let sink = Rc::clone(&seen);
+    let _third = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        push(&sink, format!("third {amount}"))
+    });
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    assert_eq!(
+        *seen.borrow(),
+        ["first 1", "first 2", "second 2", "second 1", "third 1"]
+    );
+}
+
 // ---- GB4 ---------------------------------------------------------------------------------------
 
 /// Entities 1 and 2 are in squad 10, which is in army 100.
@@ -578,6 +644,55 @@ fn gb5_send_follows_the_delegates_reentrancy_rules() {
     seen.borrow_mut().clear();
     bus.send(&tags::TEST_COMBAT_HEAL, 3);
     assert_eq!(*seen.borrow(), ["first 3", "late 3"]);
+}
+
+#[test]
+fn gb5_an_exact_listener_added_where_the_message_goes_next_does_not_hear_it() {
+    // M2 across channels: the channels an addressed message reaches later (its parent entity's,
+    // then the global one) got a listener during it, beside listeners that were there before.
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    bus.set_entity_parents(squads);
+    let seen = log();
+    for (name, entity) in [("squad", Some(10)), ("global", None)] {
+        let sink = Rc::clone(&seen);
+        let listener =
+            move |amount: &u32, _: &Message<'_, u32>| push(&sink, format!("{name} {amount}"));
+        let _ = match entity {
+            Some(entity) => bus.listen_entity(&tags::TEST_COMBAT_HEAL, entity, listener),
+            None => bus.listen(&tags::TEST_COMBAT_HEAL, listener),
+        };
+    }
+    let (b, sink) = (Rc::downgrade(&bus), Rc::clone(&seen));
+    let _soldier = bus.listen_entity(&tags::TEST_COMBAT_HEAL, 1, move |amount, _| {
+        push(&sink, format!("soldier {amount}"));
+        let bus = b.upgrade().unwrap();
+        if *amount == 1 {
+            for (name, entity) in [("late squad", Some(10)), ("late global", None)] {
+                let late = Rc::clone(&sink);
+                let listener = move |amount: &u32, _: &Message<'_, u32>| {
+                    push(&late, format!("{name} {amount}"))
+                };
+                let _ = match entity {
+                    Some(entity) => bus.listen_entity(&tags::TEST_COMBAT_HEAL, entity, listener),
+                    None => bus.listen(&tags::TEST_COMBAT_HEAL, listener),
+                };
+            }
+        }
+    });
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 1, 1);
+    assert_eq!(*seen.borrow(), ["soldier 1", "squad 1", "global 1"]);
+    seen.borrow_mut().clear();
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 1, 2);
+    assert_eq!(
+        *seen.borrow(),
+        [
+            "soldier 2",
+            "squad 2",
+            "late squad 2",
+            "global 2",
+            "late global 2"
+        ]
+    );
 }
 
 #[test]

@@ -28,7 +28,7 @@ use std::sync::{Mutex, PoisonError};
 use crate::handle::DelegateHandle;
 
 /// How many bits a bind site's number takes in an entry's word.
-pub(crate) const SITE_BITS: u32 = 21;
+pub(crate) const SITE_BITS: u32 = 20;
 
 /// Where a subscription was made: a file, line and column, like
 /// [`Location`], but owned by the runtime, so it stays valid after the game
@@ -174,7 +174,7 @@ pub enum OwnerState {
 pub struct Subscription {
     /// The handle `add_*` returned.
     pub handle: DelegateHandle,
-    /// Where the `add_*` call was (`None` if more than two million distinct places subscribed
+    /// Where the `add_*` call was (`None` if more than a million distinct places subscribed
     /// in this process). An owned value: it outlives the game module that subscribed (R5).
     pub bind_site: Option<BindSite>,
     /// The owner of a member binding.

@@ -131,10 +131,13 @@ pub struct Message<'a, E: EntityId = u64> {
     payload_type: TypeId,
     /// The tag whose listeners run now (the message's tag or an ancestor).
     at: Cell<Tag>,
-    /// `Some(at)` while the listeners of the message's own tag run and the payload is of the
-    /// type declared with that tag; `None` otherwise. What an exact listener checks, once, for
-    /// both its tag and its payload type (GB9; see [`Message::enter`]).
-    exact: Cell<Option<Tag>>,
+    /// What an exact listener checks, with one comparison for its tag, its payload type and
+    /// the M2 `limit` (GB9; set by [`Message::enter`] for each channel walked). While the
+    /// listeners of the message's own tag run and the payload has the type declared with it,
+    /// the tag's [`addr`](Tag::addr), with the low bit set if the channel may hold listeners
+    /// added after the message started (then each exact listener compares its id with `limit`
+    /// too); 0 otherwise.
+    gate: Cell<usize>,
     /// The entity whose listeners run now (`None`: listeners of no particular entity).
     at_entity: Cell<Option<E>>,
     consumed: Cell<bool>,
@@ -145,8 +148,13 @@ pub struct Message<'a, E: EntityId = u64> {
     replayed: bool,
     /// The handle ids of the listeners added before this message started: only they hear it
     /// (M2 across channels: a listener added to an ancestor's or another entity's channel while
-    /// the message walks an earlier one does not hear it). `u64::MAX` for a replay.
-    limit: u64,
+    /// the message walks an earlier one does not hear it). `u64::MAX` for a replay; 0 once
+    /// consumed (nobody hears it any more).
+    limit: Cell<u64>,
+    /// The channel whose listeners run now, while they run (null otherwise): what
+    /// [`consume`](Self::consume) stops. Set and cleared by `MessageBus::walk_channel`, whose
+    /// caller holds the channel meanwhile (src/addresses.md).
+    walking: Cell<*const Channel<E>>,
 }
 
 impl<'a, E: EntityId> Message<'a, E> {
@@ -189,12 +197,13 @@ impl<'a, E: EntityId> Message<'a, E> {
             borrow: PhantomData,
             payload_type,
             at: Cell::new(tag),
-            exact: Cell::new(None),
+            gate: Cell::new(0),
             at_entity: Cell::new(None),
             consumed: Cell::new(false),
             heard: Cell::new(false),
             replayed: false,
-            limit: DelegateHandle::next_id(),
+            limit: Cell::new(DelegateHandle::next_id()),
+            walking: Cell::new(std::ptr::null()),
         }
     }
 
@@ -230,13 +239,18 @@ impl<'a, E: EntityId> Message<'a, E> {
         Some(unsafe { self.payload_unchecked() })
     }
 
-    /// The listeners of `tag` run next: sets [`current_tag`](Self::current_tag), and what exact
-    /// listeners check (`exact`).
+    /// The listeners of `tag` run next, from a channel whose newest listener has the id
+    /// `newest`: sets [`current_tag`](Self::current_tag), and what exact listeners check
+    /// (`gate`). A listener with an id below `limit` was added before the message started.
     #[inline(always)]
-    fn enter(&self, tag: Tag) {
+    fn enter(&self, tag: Tag, newest: u64) {
         self.at.set(tag);
-        let exact = tag == self.tag && tag.carries_id(self.payload_type);
-        self.exact.set(exact.then_some(tag));
+        let gate = if tag == self.tag && tag.carries_id(self.payload_type) {
+            tag.addr() | usize::from(newest >= self.limit.get())
+        } else {
+            0
+        };
+        self.gate.set(gate);
     }
 
     /// The payload as a `P`, without comparing types.
@@ -268,6 +282,17 @@ impl<'a, E: EntityId> Message<'a, E> {
     /// Stops the message: no listener after this one hears it (GB3, GB4).
     pub fn consume(&self) {
         self.consumed.set(true);
+        // Nobody hears it from now on: no exact listener's gate opens, and every listener's id
+        // is at least the limit (M2's check). Then the loop is asked to stop after this call
+        // (so it reads nothing after each call, GB9); where it cannot be (the merging walk),
+        // the listeners after this one are called and hear nothing.
+        self.gate.set(0);
+        self.limit.set(0);
+        // SAFETY: `walking` is null or points at the channel whose listeners run now, which
+        // the walk holds until it clears `walking` (see the field); this listener runs in it.
+        if let Some(channel) = unsafe { self.walking.get().as_ref() } {
+            channel.list.stop_after_call();
+        }
     }
 
     /// Whether a listener consumed the message.
@@ -308,6 +333,10 @@ struct Channel<E: EntityId> {
     /// How many partial listeners were ever added: 0 lets a message on a descendant skip this
     /// channel.
     partials: Cell<u32>,
+    /// The largest handle id of a listener ever added: when it is below a message's `limit`,
+    /// every listener of the channel was added before the message started, and its exact
+    /// listeners need not compare their ids with the limit (M2, GB9).
+    newest: Cell<u64>,
     /// The last message of a retained tag (GB6), shared so a listener hearing it at once can
     /// send on the tag meanwhile. Reused in place when nothing else holds it.
     retained: RefCell<Option<Retained<E>>>,
@@ -330,6 +359,7 @@ impl<E: EntityId> Channel<E> {
             tag,
             list: InvocationList::new(),
             partials: Cell::new(0),
+            newest: Cell::new(0),
             retained: RefCell::new(None),
             queue: RefCell::new(None),
             tracked: Cell::new([0; 2]),
@@ -1016,6 +1046,7 @@ impl<E: EntityId> MessageBus<E> {
             made = Some(Rc::clone(&callable));
             Shared::new(callable)
         });
+        channel.newest.set(channel.newest.get().max(handle.id()));
         self.remember(
             handle,
             Record {
@@ -1117,8 +1148,8 @@ impl<E: EntityId> MessageBus<E> {
             };
             message.replayed = true;
             // Heard by this listener alone, whenever it was added.
-            message.limit = u64::MAX;
-            message.enter(tag);
+            message.limit.set(u64::MAX);
+            message.enter(tag, channel.newest.get());
             message.at_entity.set(entity);
             callable(&message);
             // The payload clone is the bus's: dropped here, guarded (R2).
@@ -1349,15 +1380,20 @@ impl<E: EntityId> MessageBus<E> {
         false
     }
 
+    /// The listeners of one channel: whether one consumed the message. The loop reads nothing
+    /// after each call: a listener that consumes asks it to stop ([`Message::consume`]).
     #[inline(always)]
     fn walk_channel(&self, message: &Message<'_, E>, tag: Tag, channel: &Channel<E>) -> bool {
-        message.enter(tag);
+        message.enter(tag, channel.newest.get());
+        message.walking.set(channel);
+        let _walking = Walking(message);
         channel
             .list
             .broadcast_until_with(message, |listener, message| {
                 listener(message);
-                message.consumed.get()
-            })
+                false
+            });
+        message.consumed.get()
     }
 
     fn retain<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
@@ -1588,6 +1624,16 @@ fn new_queue<P: 'static, E: EntityId>(channel: &Rc<Channel<E>>) -> Rc<dyn Posted
     queue
 }
 
+/// Clears the channel a message walks ([`Message::walking`]) when its walk ends or unwinds.
+struct Walking<'m, 'a, E: EntityId>(&'m Message<'a, E>);
+
+impl<E: EntityId> Drop for Walking<'_, '_, E> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.walking.set(std::ptr::null());
+    }
+}
+
 /// A message nobody heard: visible at debug level (GB7).
 #[cold]
 #[inline(never)]
@@ -1599,7 +1645,7 @@ fn unheard(tag: Tag) {
 /// (M2), and, for an exact listener, the message's own tag is being walked.
 #[inline(always)]
 fn hears<E: EntityId>(id: u64, exact_tag: Option<Tag>, message: &Message<'_, E>) -> bool {
-    id < message.limit && exact_tag.is_none_or(|tag| message.tag == tag)
+    id < message.limit.get() && exact_tag.is_none_or(|tag| message.tag == tag)
 }
 
 /// The callable of an exact listener: runs only while the message's own tag is walked, and
@@ -1613,19 +1659,26 @@ fn exact<P: 'static, E: EntityId>(
         tag.carries::<P>(),
         "lumina: an exact listener's payload type is the one declared with its tag"
     );
+    let key = tag.addr();
+    // Captured too, so the common path compares the gate with `key` in memory (LLVM keeps a
+    // loaded `key` in a register for `key | 1` otherwise: one instruction per call, GB9).
+    let late = key | 1;
     move |handle, _| {
         let id = handle.id();
         Rc::new(move |message: &Message<'_, E>| {
-            // One check for the tag and the payload type (GB9): `exact` is `Some(tag)` only
-            // while this tag's own listeners run a message whose payload has the type declared
-            // with it; and the M2 limit (`hears`).
-            if message.exact.get() != Some(tag) || id >= message.limit {
+            // One comparison for the tag, the payload type and the M2 limit (GB9): `gate` is
+            // `key` only while this tag's own listeners run a message whose payload has the type
+            // declared with it, from a channel whose listeners were all added before the
+            // message started; `key | 1` when some may have been added since (`Message::enter`).
+            let gate = message.gate.get();
+            if gate != key && (gate != late || id >= message.limit.get()) {
                 return;
             }
-            // SAFETY: `exact == Some(tag)` means (`Message::enter`) that `payload_type` is the
-            // `TypeId` declared with `tag`, and that declaration is `P` (asserted above; a tag's
-            // payload type is set once and never changes). `payload_type` is the `TypeId` of the
-            // value `payload` points at (see `Message::payload`), so it is a `P`.
+            // SAFETY: `gate` is `key` or `key | 1`, which means (`Message::enter`) that
+            // `payload_type` is the `TypeId` declared with `tag` (`key` is its address, which no
+            // other tag has), and that declaration is `P` (asserted above; a tag's payload type
+            // is set once and never changes). `payload_type` is the `TypeId` of the value
+            // `payload` points at (see `Message::payload`), so it is a `P`.
             let payload = unsafe { message.payload_unchecked::<P>() };
             message.heard.set(true);
             listener(payload, message);

@@ -288,6 +288,14 @@ impl Tag {
         self.0.id
     }
 
+    /// The address of the tag's registry record: non-zero, even, and the same for two tags
+    /// exactly when they are equal. What the bus's exact listeners compare (GB9).
+    #[inline(always)]
+    pub(crate) fn addr(self) -> usize {
+        const { assert!(std::mem::align_of::<TagInfo>() >= 2) };
+        std::ptr::from_ref(self.0).addr()
+    }
+
     /// Whether a declaration made this tag retained (GB6): the bus keeps its last message.
     #[inline]
     pub fn is_retained(self) -> bool {

@@ -25,8 +25,15 @@ pub(super) const BLOCKED: u64 = 8;
 pub(super) const ONCE: u64 = 16;
 /// The state bits of [`Entry::word`].
 const STATE_MASK: u64 = 31;
-/// Above the state bits: the number of the subscription's bind site (B5), then its id.
-const SITE_SHIFT: u32 = 5;
+/// Above the state bits, and no state bit (no check of the state sees it): the subscriber
+/// asked, during its call, that the broadcast loop calling it stop once that call returns
+/// ([`Block::stop_after_call`](super::list::Block::stop_after_call)). Set only on the entry
+/// that the innermost loop of the list is calling, and cleared by that loop when the call
+/// returns or unwinds; a loop nested in the call sets it aside meanwhile (`LoopScope`). The
+/// loops test it with [`REMOVED`], after each call, in the one test they make there anyway.
+pub(super) const STOP: u64 = 32;
+/// Above that bit: the number of the subscription's bind site (B5), then its id.
+const SITE_SHIFT: u32 = 6;
 const SITE_MASK: u64 = (1 << crate::bind_site::SITE_BITS) - 1;
 const ID_SHIFT: u32 = SITE_SHIFT + crate::bind_site::SITE_BITS;
 
@@ -69,11 +76,11 @@ unsafe impl<T: ?Sized> Subscriber for std::rc::Weak<T> {
 /// (a broadcast loop records it in the list's `running` while it calls it): then it stays until
 /// its call is over (M4). So an empty slot always has [`REMOVED`] set.
 pub(super) struct Entry<C> {
-    /// `id << 26 | bind site << 5 | state`, the state being [`REMOVED`] | [`OWNED`] |
-    /// [`RUNNING_OUTER`] | [`BLOCKED`] | [`ONCE`]. The state is 0 for a live, unblocked,
-    /// lasting entry without owner that no enclosing loop is running, so the broadcast loop
-    /// checks liveness with one load and one test. Ids fit in 38 bits (a quarter of a trillion
-    /// subscriptions), bind sites in 21 (see `bind_site`).
+    /// `id << 26 | bind site << 6 | stop << 5 | state`, the state being [`REMOVED`] |
+    /// [`OWNED`] | [`RUNNING_OUTER`] | [`BLOCKED`] | [`ONCE`], and stop [`STOP`]. The state is
+    /// 0 for a live, unblocked, lasting entry without owner that no enclosing loop is running,
+    /// so the broadcast loop checks liveness with one load and one test. Ids fit in 38 bits (a
+    /// quarter of a trillion subscriptions), bind sites in 20 (see `bind_site`).
     word: Cell<u64>,
     /// The callable; see `raw.rs` for who reads it how.
     pub(super) slot: UnsafeCell<Option<C>>,
@@ -96,7 +103,7 @@ impl<C> Entry<C> {
 
     /// The number of the bind site (B5).
     pub(super) fn site(&self) -> u32 {
-        // At most 21 bits: the cast keeps them all.
+        // At most 20 bits: the cast keeps them all.
         ((self.word.get() >> SITE_SHIFT) & SITE_MASK) as u32
     }
 
@@ -120,6 +127,26 @@ impl<C> Entry<C> {
     #[inline(always)]
     pub(super) fn is_removed(&self) -> bool {
         self.state() & REMOVED != 0
+    }
+
+    /// Whether the entry was removed or asked its loop to stop: what a loop tests after each
+    /// call, in one test.
+    #[inline(always)]
+    pub(super) fn removed_or_stopped(&self) -> bool {
+        self.word.get() & (REMOVED | STOP) != 0
+    }
+
+    /// Asks the loop calling this entry to stop after the call ([`STOP`]).
+    pub(super) fn set_stop(&self) {
+        self.set_bit(STOP, true);
+    }
+
+    /// Clears [`STOP`]; whether it was set.
+    #[inline]
+    pub(super) fn take_stop(&self) -> bool {
+        let word = self.word.get();
+        self.word.set(word & !STOP);
+        word & STOP != 0
     }
 
     pub(super) fn mark_removed(&self) {

@@ -797,6 +797,90 @@ fn m7_a_subscriber_that_panicked_no_longer_counts_as_running() {
     );
 }
 
+/// `stop_after_call` from inside a call: the loop calling it stops after it; a broadcast nested
+/// in that call (which calls the same subscriber) does not; the request does not outlive the
+/// call, also when the call panics (X7's early stop asked from inside, the bus's `consume`).
+#[test]
+fn m5_x7_a_subscriber_stops_the_loop_calling_it_and_no_other() {
+    let list: Rc<Calls> = Rc::new(InvocationList::new());
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let (weak, sink) = (Rc::downgrade(&list), Rc::clone(&seen));
+    let _first = list.add(Rc::new(move |x: u32| {
+        sink.borrow_mut().push(format!("first {x}"));
+        let list = weak.upgrade().unwrap();
+        if x == 1 || x == 4 {
+            assert!(list.stop_after_call(), "a loop is calling this subscriber");
+        }
+        if x == 1 {
+            let stopped = list.broadcast_until_with(2, |subscriber, x| {
+                subscriber(x);
+                false
+            });
+            assert!(!stopped, "the nested broadcast ran to its end");
+        }
+        assert!(x != 4, "a subscriber that asked to stop panics");
+    }));
+    for name in ["second", "third"] {
+        let sink = Rc::clone(&seen);
+        let _ = list.add(Rc::new(move |x: u32| {
+            sink.borrow_mut().push(format!("{name} {x}"))
+        }));
+    }
+    assert!(!list.stop_after_call(), "no loop runs");
+    let call = |subscriber: &Rc<dyn Fn(u32)>, x| {
+        subscriber(x);
+        false
+    };
+    assert!(list.broadcast_until_with(1, call));
+    assert_eq!(
+        *seen.borrow(),
+        ["first 1", "first 2", "second 2", "third 2"]
+    );
+    seen.borrow_mut().clear();
+    assert!(!list.broadcast_until_with(3, call));
+    assert_eq!(*seen.borrow(), ["first 3", "second 3", "third 3"]);
+    seen.borrow_mut().clear();
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| list.broadcast_until_with(4, call)));
+    assert!(caught.is_err());
+    assert!(!list.broadcast_until_with(5, call));
+    assert_eq!(
+        *seen.borrow(),
+        ["first 4", "first 5", "second 5", "third 5"]
+    );
+}
+
+/// The merging walk (a nested broadcast while added subscribers wait) calls clones: a stop asked
+/// for during its calls finds no loop, and does not stop the enclosing one either.
+#[test]
+fn m5_x7_a_stop_asked_in_the_merging_walk_reaches_no_enclosing_loop() {
+    let list: Rc<Calls> = Rc::new(InvocationList::new());
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let (weak, sink) = (Rc::downgrade(&list), Rc::clone(&seen));
+    let _first = list.add(Rc::new(move |x: u32| {
+        sink.borrow_mut().push(format!("first {x}"));
+        if x == 1 {
+            let list = weak.upgrade().unwrap();
+            let late = Rc::clone(&sink);
+            let _ = list.add(Rc::new(move |x: u32| {
+                late.borrow_mut().push(format!("late {x}"))
+            }));
+            list.broadcast_with(2, |subscriber, x| subscriber(x));
+        }
+    }));
+    let (weak, sink) = (Rc::downgrade(&list), Rc::clone(&seen));
+    let _second = list.add(Rc::new(move |x: u32| {
+        sink.borrow_mut().push(format!("second {x}"));
+        if x == 2 {
+            assert!(!weak.upgrade().unwrap().stop_after_call());
+        }
+    }));
+    list.broadcast_with(1, |subscriber, x| subscriber(x));
+    assert_eq!(
+        *seen.borrow(),
+        ["first 1", "first 2", "second 2", "late 2", "second 1"]
+    );
+}
+
 /// A list of `Shared` callables, as multicast delegates keep them.
 type SharedCalls = InvocationList<Shared<dyn Fn(u32)>>;
 

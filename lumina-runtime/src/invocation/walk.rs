@@ -61,12 +61,18 @@ enum Each<'e, C, A> {
 /// call (a subscriber re-broadcasting the same list) takes `running` over, so the enclosing
 /// loop's entry is marked `RUNNING_OUTER` for the nested loop's duration and both are restored
 /// when it ends. Loops nest on one thread (the list is !Sync), so scopes end innermost first.
+///
+/// A stop the enclosing loop's entry asked for before this loop began (`STOP`, see
+/// [`Block::stop_after_call`]) is that loop's: it is set aside while this one runs (this loop may
+/// call the same entry), and restored when it ends.
 struct LoopScope<'a, C: Subscriber> {
     block: &'a Block<C>,
     /// What `running` held when the loop began.
     outer: usize,
     /// The enclosing loop's entry, if this scope marked it (it was not marked already).
     marked: Option<&'a Entry<C>>,
+    /// The enclosing loop's entry, if this scope set its stop request aside.
+    stopped: Option<&'a Entry<C>>,
 }
 
 impl<'a, C: Subscriber> LoopScope<'a, C> {
@@ -74,8 +80,8 @@ impl<'a, C: Subscriber> LoopScope<'a, C> {
     #[inline(always)]
     fn new(block: &'a Block<C>, entries: &'a [Entry<C>]) -> Self {
         let outer = block.running.get();
-        let marked = if outer == 0 {
-            None
+        let (marked, stopped) = if outer == 0 {
+            (None, None)
         } else {
             Self::mark_outer(entries, outer)
         };
@@ -83,24 +89,27 @@ impl<'a, C: Subscriber> LoopScope<'a, C> {
             block,
             outer,
             marked,
+            stopped,
         }
     }
 
     /// Marks the entry at address `outer` (in `entries`: the main list keeps its place while
-    /// any broadcast runs) as running in an enclosing loop, unless it already is.
+    /// any broadcast runs) as running in an enclosing loop, unless it already is; sets its stop
+    /// request aside, if it has one. Returns the entry for each of the two it did.
     #[cold]
     #[inline(never)]
-    fn mark_outer(entries: &'a [Entry<C>], outer: usize) -> Option<&'a Entry<C>> {
-        let offset = outer.wrapping_sub(entries.as_ptr().addr());
-        let entry = entries
-            .get(offset / std::mem::size_of::<Entry<C>>())
-            .filter(|entry| entry.addr() == outer)
+    fn mark_outer(
+        entries: &'a [Entry<C>],
+        outer: usize,
+    ) -> (Option<&'a Entry<C>>, Option<&'a Entry<C>>) {
+        let entry = entry_at(entries, outer)
             .expect("the entry a broadcast loop runs lies in the main list");
+        let stopped = entry.take_stop().then_some(entry);
         if entry.is_running_outer() {
-            return None;
+            return (None, stopped);
         }
         entry.set_running_outer(true);
-        Some(entry)
+        (Some(entry), stopped)
     }
 }
 
@@ -111,7 +120,18 @@ impl<C: Subscriber> Drop for LoopScope<'_, C> {
         if let Some(entry) = self.marked {
             entry.set_running_outer(false);
         }
+        if let Some(entry) = self.stopped {
+            entry.set_stop();
+        }
     }
+}
+
+/// The entry of `entries` at address `addr`, as the list's `running` records it.
+fn entry_at<C>(entries: &[Entry<C>], addr: usize) -> Option<&Entry<C>> {
+    let offset = addr.wrapping_sub(entries.as_ptr().addr());
+    entries
+        .get(offset / std::mem::size_of::<Entry<C>>())
+        .filter(|entry| entry.addr() == addr)
 }
 
 impl<C: Subscriber> InvocationList<C> {
@@ -184,6 +204,21 @@ impl<C: Subscriber> InvocationList<C> {
         false
     }
 
+    /// Asks the broadcast loop that is calling a subscriber of this list right now to stop once
+    /// that call returns, as if `call` had returned `true` in
+    /// [`broadcast_until_with`](Self::broadcast_until_with) (or its pass of
+    /// [`Broadcast::for_each_matching`] ended): how a subscriber stops the broadcast it runs in
+    /// from inside its call (the message bus's `consume`, GB3) without the loop reading
+    /// anything of it after each call. Whether such a loop was found: `false` when no call of
+    /// this list is running, and when the innermost broadcast calls clones (the merging walk,
+    /// [`InvocationList::begin`]); the caller then stops it another way. Runs no user code.
+    ///
+    /// Ask only from the call to be stopped: the loop found is the innermost one of this list
+    /// that is in a call, whoever asks.
+    pub(crate) fn stop_after_call(&self) -> bool {
+        self.block().is_some_and(Block::stop_after_call)
+    }
+
     /// Starts a broadcast: locks the list until the returned [`Broadcast`] is dropped and yields
     /// the live subscribers that were present at this moment, in order (M1, M2). `None` for a
     /// list that never had a subscriber.
@@ -193,6 +228,27 @@ impl<C: Subscriber> InvocationList<C> {
 }
 
 impl<C: Subscriber> Block<C> {
+    /// See [`InvocationList::stop_after_call`]: marks the entry `running` names (the one the
+    /// innermost loop is calling; 0 while the merging walk calls clones) with
+    /// [`STOP`](super::entry::STOP), which
+    /// that loop tests after the call.
+    pub(super) fn stop_after_call(&self) -> bool {
+        let running = self.running.get();
+        if running == 0 {
+            return false;
+        }
+        // A running loop holds the lock: the main list keeps its place and is never borrowed
+        // mutably meanwhile.
+        let Ok(entries) = self.entries.try_borrow() else {
+            return false;
+        };
+        let Some(entry) = entry_at(&entries, running) else {
+            return false;
+        };
+        entry.set_stop();
+        true
+    }
+
     /// Starts a broadcast over this block (see [`InvocationList::begin`]).
     #[inline]
     pub(super) fn begin(&self) -> Broadcast<'_, C> {
@@ -372,6 +428,13 @@ impl<C: Subscriber> Block<C> {
     #[inline(never)]
     fn walk_merging<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> bool) -> bool {
         let mut broadcast = self.begin();
+        // The calls here go through clones, which `running` does not record: an enclosing
+        // loop's entry is marked by a scope instead (M4), and `running` is 0 meanwhile, so a stop
+        // asked for during these calls reaches no enclosing loop (`stop_after_call` finds none).
+        // SAFETY: `broadcast` holds the list's lock until it drops, after `_scope` (declared
+        // after it), which is the only user of this slice.
+        let _scope = LoopScope::new(self, unsafe { locked_entries(&self.entries) });
+        self.running.set(0);
         let Some(last) = broadcast.last_id() else {
             while broadcast.next_entry().is_some() {}
             return false;
@@ -502,10 +565,23 @@ fn call_live<C: Subscriber>(
     // The call is over: user code that runs before the next call (an argument's clone, a
     // prune's drop) must not take this entry for running.
     block.running.set(0);
+    // One test for both: removed during its call, or asked to stop (`stop_after_call`).
+    if entry.removed_or_stopped() {
+        return after_call(block, entry) || stop;
+    }
+    stop
+}
+
+/// After a call whose entry was removed or asked to stop during it: drops a removed callable
+/// (see [`drop_removed_after_call`]) and clears the stop request; whether there was one.
+#[cold]
+#[inline(never)]
+fn after_call<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
+    let stopped = entry.take_stop();
     if entry.is_removed() {
         drop_removed_after_call(block, entry);
     }
-    stop
+    stopped
 }
 
 /// Drops the callable of a subscriber removed during its call when that call unwinds; see
@@ -519,7 +595,9 @@ impl<C: Subscriber> Drop for AfterCall<'_, C> {
     fn drop(&mut self) {
         // The call is over. The common path of `walk` has no `LoopScope` to restore `running`
         // (it was 0 there); a nested loop's scope restores the enclosing loop's entry after this.
+        // A stop it asked for ends with the loop the panic leaves.
         self.block.running.set(0);
+        self.entry.take_stop();
         if self.entry.is_removed() {
             drop_removed_after_call(self.block, self.entry);
         }
@@ -829,13 +907,17 @@ impl<C: Subscriber> Broadcast<'_, C> {
             if entry.state() != 0 && !live_slow(block, entry) {
                 continue;
             }
-            call_live(block, entry, |subscriber| {
+            let stopped = call_live(block, entry, |subscriber| {
                 // A one-shot entry is claimed only by the pass whose filter takes it (X3).
                 if filter(subscriber) && claim_if_once(block, entry) {
                     call(subscriber);
                 }
                 false
             });
+            // A subscriber asked to stop the broadcast (`stop_after_call`): this pass ends.
+            if stopped {
+                break;
+            }
         }
         self.index = entries.len();
     }
