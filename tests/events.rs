@@ -693,6 +693,47 @@ fn p3_a_handler_dropping_the_last_reference_to_itself_during_its_call_finishes_s
     assert_eq!(log.borrow().len(), 4, "only `after` runs again");
 }
 
+/// A handler aligned past the `Rc`'s counts: its value lies 64 bytes into the allocation, not
+/// 16, so a dispatch that reached it at the wrong offset would read padding.
+#[repr(align(64))]
+struct OverAligned {
+    id: u64,
+    seen: Rc<Cell<u64>>,
+}
+
+impl EventHandler for OverAligned {
+    fn on_event(&self, _event: &mut dyn Event) -> bool {
+        self.seen.set(self.seen.get() * 1000 + self.id);
+        false
+    }
+}
+
+#[test]
+fn p3_handlers_of_any_alignment_are_called_on_their_own_values() {
+    let processor = EventProcessor::new();
+    let seen = Rc::new(Cell::new(0));
+    let first = Rc::new(OverAligned {
+        id: 7,
+        seen: Rc::clone(&seen),
+    });
+    let second: Rc<dyn EventHandler> = Rc::new(OverAligned {
+        id: 9,
+        seen: Rc::clone(&seen),
+    });
+    let plain = {
+        let seen = Rc::clone(&seen);
+        Rc::new(move |_: &mut dyn Event| {
+            seen.set(seen.get() * 1000 + 5);
+            false
+        })
+    };
+    assert!(processor.register_event_handler(&first, 2));
+    assert!(processor.register_dyn_event_handler(&second, 1));
+    assert!(processor.register_event_handler(&plain, 0));
+    assert!(!processor.dispatch(key(Key::A)));
+    assert_eq!(seen.get(), 7_009_005);
+}
+
 // ------------------------------------------------------------------------------------------ P4
 
 #[test]

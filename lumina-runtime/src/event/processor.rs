@@ -9,7 +9,7 @@ use super::class::{Envelope, Event, EventClass};
 use super::handler::EventHandler;
 use super::typed::{EventSelector, EventSubscription, SelfAware, TypedHandler};
 use crate::handle::DelegateHandle;
-use crate::invocation::{Guarded, InvocationList};
+use crate::invocation::{Guarded, InvocationList, WeakShared};
 use crate::scoped::{ScopedBlock, ThisSubscription};
 
 /// The standard priorities of handlers (`EInputLayer`): higher layers see events first.
@@ -82,7 +82,8 @@ impl From<InputLayer> for i32 {
 /// ```
 #[derive(Default)]
 pub struct EventProcessor {
-    handlers: InvocationList<Weak<dyn EventHandler>>,
+    /// Each handler held weakly (P3), with its value's address (no offset computed per call).
+    handlers: InvocationList<WeakShared<dyn EventHandler>>,
 }
 
 impl fmt::Debug for EventProcessor {
@@ -201,7 +202,7 @@ impl EventProcessor {
             once,
             key: None,
         };
-        Some(self.handlers.insert_spec(spec, weak))
+        Some(self.handlers.insert_spec(spec, WeakShared::new(weak)))
     }
 
     /// Registers `handler` like [`register_event_handler`](Self::register_event_handler) and
@@ -399,7 +400,7 @@ impl EventProcessor {
         };
         let handle = self.handlers.insert_with(spec, |handle, list| {
             aware.bind(ThisSubscription::new(handle, list));
-            weak
+            WeakShared::new(weak)
         });
         EventSubscription::new(
             crate::ScopedSubscription::new(handle, self.handlers.weak_remover()),
@@ -550,11 +551,13 @@ impl EventProcessor {
         }
         // Each entry's owner is its handler: the upgrade both checks that it is alive and keeps
         // it alive for its call. A dead one is pruned by the list (P3).
-        let consumed = self.handlers.dispatch_until(Weak::upgrade, |handler| {
-            // The strong reference may be the handler's last (unregistered and dropped during
-            // its call): dropped under the guard if the call unwinds (R2).
-            Guarded::hold(handler, |handler| handler.on_event(as_dyn(event))) || event.is_handled()
-        });
+        let consumed = self
+            .handlers
+            .dispatch_until(WeakShared::upgrade, |handler| {
+                // The strong reference may be the handler's last (unregistered and dropped during
+                // its call): dropped under the guard if the call unwinds (R2).
+                handler.hold(|handler| handler.on_event(as_dyn(event))) || event.is_handled()
+            });
         if consumed {
             event.set_handled(true);
         }

@@ -110,4 +110,4 @@ mod tests;
 pub(crate) use drops::{Drops, Guarded, panic_text};
 pub(crate) use entry::Subscriber;
 pub(crate) use list::{Block, InvocationList, RemoveByHandle, Spec};
-pub(crate) use raw::Shared;
+pub(crate) use raw::{Shared, WeakShared};

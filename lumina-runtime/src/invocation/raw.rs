@@ -19,8 +19,9 @@ use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::ptr::NonNull;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
+use super::drops::Guarded;
 use super::entry::{Entry, Subscriber};
 
 impl<C> Entry<C> {
@@ -160,5 +161,92 @@ impl<T: ?Sized> Deref for Shared<T> {
 unsafe impl<T: ?Sized> Subscriber for Shared<T> {
     fn code(&self) -> Option<crate::module::track::Code> {
         crate::module::track::code_of(&**self)
+    }
+}
+
+/// A weakly held callable as the event processor keeps it (P3): the `Weak<T>` and the address
+/// of its value, taken once when it is made.
+///
+/// Why not the `Weak` alone: a call through the `Rc` an upgrade gives adds the size of the
+/// counts rounded up to the value's alignment, read from the vtable (5 instructions per handler
+/// in the dispatch loop, BENCHMARKS.md "N2"); the address kept here is the value's already.
+/// The upgrade still goes through the `Weak` (its pointer is the allocation's, so testing and
+/// raising the strong count needs no offset), and [`Lent`] calls through the address while the
+/// strong reference it holds keeps the value alive.
+pub(crate) struct WeakShared<T: ?Sized> {
+    weak: Weak<T>,
+    /// `Weak::as_ptr(&weak)`: the value's address in the allocation `weak` points to. Only
+    /// dereferenced by a [`Lent`], which holds a strong reference to that allocation.
+    value: NonNull<T>,
+}
+
+impl<T: ?Sized> WeakShared<T> {
+    /// Keeps `weak`, and its value's address.
+    pub(crate) fn new(weak: Weak<T>) -> Self {
+        // `as_ptr` keeps the provenance of the allocation (it is computed from the `Weak`'s own
+        // pointer, not from a reference), so it may be read through while a strong reference
+        // lives.
+        let value = Weak::as_ptr(&weak).cast_mut();
+        WeakShared {
+            // SAFETY: `Weak::as_ptr` of a `Weak` made by `Rc::downgrade` (the only way to make
+            // one of an unsized `T`) is the value's address in that allocation, never null.
+            value: unsafe { NonNull::new_unchecked(value) },
+            weak,
+        }
+    }
+
+    /// A strong reference to the value, if it is still alive: what the dispatch loop calls.
+    #[inline(always)]
+    pub(crate) fn upgrade(&self) -> Option<Lent<T>> {
+        self.weak.upgrade().map(|rc| Lent {
+            rc,
+            value: self.value,
+        })
+    }
+}
+
+impl<T: ?Sized> Clone for WeakShared<T> {
+    fn clone(&self) -> Self {
+        WeakShared {
+            weak: self.weak.clone(),
+            value: self.value,
+        }
+    }
+}
+
+// SAFETY: cloning a `Weak` only changes a count: no user code runs.
+unsafe impl<T: ?Sized> Subscriber for WeakShared<T> {
+    fn code(&self) -> Option<crate::module::track::Code> {
+        self.weak.code()
+    }
+}
+
+/// A strong reference to the value of a [`WeakShared`], called through the address the
+/// `WeakShared` kept (no offset computed).
+pub(crate) struct Lent<T: ?Sized> {
+    /// Keeps the value alive for as long as this lives; dropped with it.
+    rc: Rc<T>,
+    /// The value's address in `rc`'s allocation.
+    value: NonNull<T>,
+}
+
+impl<T: ?Sized> Lent<T> {
+    /// Runs `f` on the value, then drops the strong reference; if `f` unwinds, the reference
+    /// (the value's last, if its handler was removed and dropped meanwhile) is dropped under
+    /// the guard (R2). Only the `Rc` is held in memory for the guard; the value's address stays
+    /// in registers.
+    #[inline(always)]
+    pub(crate) fn hold<R>(self, f: impl FnOnce(&T) -> R) -> R {
+        let Lent { rc, value } = self;
+        Guarded::hold(rc, |_| {
+            // SAFETY: `value` is `Weak::as_ptr` of a `Weak` to the allocation `rc` holds a
+            // strong reference to (`WeakShared::upgrade` made both from the same `Weak`), and
+            // `rc` is held until `f` returns or unwinds, so the value is alive while the
+            // reference lives (it does not outlive `f`); `Weak::as_ptr` documents that its
+            // pointer is valid while a strong reference exists. The value is only ever shared
+            // (`rc` is a strong reference no one else reaches, so no `Rc::get_mut` succeeds
+            // while it lives), so a shared reference is what `Rc::deref` would give.
+            f(unsafe { value.as_ref() })
+        })
     }
 }
