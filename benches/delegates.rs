@@ -1,7 +1,7 @@
 //! Criterion benchmarks of the performance targets (`lumina::rules`): lumina against the floor (a raw
 //! `Vec<Box<dyn Fn>>` loop), the `signals2` crate and, with `--features boost-bench`,
 //! Boost.Signals2. Run with `cargo bench --bench delegates`; the quick table is
-//! `cargo run --release --example bench_report`.
+//! `cargo run --release --example bench_report --features bench`.
 
 mod common;
 

@@ -3,7 +3,7 @@
 //! shared machine cannot move (BENCHMARKS.md, "Instructions per call").
 //!
 //! ```text
-//! cargo run --release --example bench_one -- <system> <n> <operations>
+//! cargo run --release --example bench_one --features bench -- <system> <n> <operations>
 //! ```
 //!
 //! `<system>` is one of `floor`, `lumina`, `signals2` (broadcast to `n` subscribers),

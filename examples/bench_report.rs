@@ -1,7 +1,7 @@
 //! The quick benchmark report of the performance targets (`lumina::rules`): one table, in well under a minute.
 //!
 //! ```text
-//! cargo run --release --example bench_report                          # without Boost
+//! cargo run --release --example bench_report --features bench         # without Boost
 //! cargo run --release --example bench_report --features boost-bench   # with Boost.Signals2
 //! ```
 //!

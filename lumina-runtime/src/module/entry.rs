@@ -172,7 +172,10 @@ pub unsafe fn run_entry(report: *const EntryReport, body: fn()) -> bool {
 /// module's name (its crate name), the lumina version and compiler it was built with (checked
 /// by the engine before any of the module's code runs) and the two entry points.
 ///
-/// ```
+// `standalone_crate`: this example and the one of `this_module!` each export
+// `lumina_game_module_v1`; merged into one doctest crate (edition 2024) they would clash, and
+// rustdoc would then compile every doctest of the crate on its own.
+/// ```rust,standalone_crate
 /// use lumina::CoreDelegates;
 ///
 /// fn start_up() {
@@ -233,7 +236,7 @@ macro_rules! game_module {
 /// It expands to the address of a function defined at the call site, so it names the library the
 /// calling code was compiled into ([`module::containing`](crate::module::containing)).
 ///
-/// ```
+/// ```rust,standalone_crate
 /// use lumina::module::ModuleId;
 ///
 /// fn start_up() {

@@ -6,6 +6,11 @@
 //! A new group needs no change here. Regenerate a `.stderr` with `TRYBUILD=overwrite`, then
 //! read it: it must point at the user's token and read well.
 //!
+//! This file and the cases are the package `lumina-ui-tests` (`ui-tests/Cargo.toml`), whose only
+//! dev-dependencies are lumina and trybuild: trybuild's project builds just those (rule N1).
+//! Paths in the `.stderr` files are relative to `ui-tests/` (`bus/duplicate-tag.rs`), and
+//! lumina's own sources are `$WORKSPACE/...`.
+//!
 //! One error per mistake (the diagnostics rules of `lumina::rules`): a case makes one mistake
 //! and its `.stderr` holds exactly one error. The cases that make several on purpose are named
 //! `every-mistake-at-once*` or `several-*`, and say how many in a `// mistakes: N` line. A case
@@ -14,14 +19,18 @@
 
 use std::path::{Path, PathBuf};
 
-/// The groups of `ui-tests/` (directory names), sorted.
+/// Where trybuild writes the output of a case that has no `.stderr` yet: not a group.
+const WIP: &str = "wip";
+
+/// The groups of `ui-tests/` (directory names, without trybuild's `wip/`), sorted.
 fn groups() -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("ui-tests");
-    let mut groups: Vec<String> = std::fs::read_dir(&root)
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut groups: Vec<String> = std::fs::read_dir(root)
         .expect("ui-tests/ exists")
         .map(|entry| entry.expect("readable ui-tests/ entry"))
         .filter(|entry| entry.path().is_dir())
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|group| group != WIP)
         .collect();
     groups.sort();
     groups
@@ -35,7 +44,7 @@ fn groups() -> Vec<String> {
 fn ui() {
     let cases = trybuild::TestCases::new();
     for group in groups().into_iter().filter(|group| group != "pass") {
-        cases.compile_fail(format!("ui-tests/{group}/*.rs"));
+        cases.compile_fail(format!("{group}/*.rs"));
     }
 }
 
@@ -43,16 +52,16 @@ fn ui() {
 /// runs this after [`ui`] or before it, never at the same time (they share one project).
 #[test]
 fn ui_pass() {
-    trybuild::TestCases::new().pass("ui-tests/pass/*.rs");
+    trybuild::TestCases::new().pass("pass/*.rs");
 }
 
 /// The compile-fail cases: every `ui-tests/<group>/*.rs` outside `ui-tests/pass/`.
 fn compile_fail_cases() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("ui-tests");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut cases = Vec::new();
-    for group in std::fs::read_dir(&root).expect("ui-tests/ exists") {
+    for group in std::fs::read_dir(root).expect("ui-tests/ exists") {
         let group = group.expect("readable ui-tests/ entry").path();
-        if !group.is_dir() || group.ends_with("pass") {
+        if !group.is_dir() || group.ends_with("pass") || group.ends_with(WIP) {
             continue;
         }
         for case in std::fs::read_dir(&group).expect("readable group") {
