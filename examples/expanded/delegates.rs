@@ -332,7 +332,6 @@ impl ProjectLoaded {
         ::lumina::__private::broadcast_with(
             &self.0,
             (),
-            |()| (),
             |f, ()| {
                 f();
             },
@@ -930,10 +929,9 @@ impl WindowResize {
     pub fn broadcast(&self, window: &Window, size: UVec2) {
         ::lumina::__private::broadcast_with(
             &self.0,
-            (size,),
-            |(size,)| (::lumina::__private::clone_arg::<UVec2>(size),),
+            (::lumina::__private::owned_arg::<UVec2>(size),),
             |f, (size,)| {
-                f(window, size);
+                f(window, size.value);
             },
         );
     }
@@ -1551,7 +1549,6 @@ impl SaveQuery {
         ::lumina::__private::broadcast_with(
             &self.0,
             (),
-            |()| (),
             |f, ()| {
                 f(path);
             },
@@ -1566,7 +1563,7 @@ impl SaveQuery {
     /// Calls every subscriber like `broadcast` and returns their results in call order.
     #[must_use]
     pub fn broadcast_collect(&self, path: &str) -> ::std::vec::Vec<bool> {
-        ::lumina::__private::broadcast_collect(&self.0, (), |()| (), |f, ()| f(path))
+        ::lumina::__private::broadcast_collect(&self.0, (), |f, ()| f(path))
     }
     /// Calls subscribers in order and folds their results as they come: the fold
     /// returns `Continue(next)` to go on or `Break(last)` to stop, and then no further
@@ -1585,7 +1582,6 @@ impl SaveQuery {
         ::lumina::__private::broadcast_until_with(
             &self.0,
             (),
-            |()| (),
             |f, ()| ::lumina::__private::fold_step(&mut accumulator, f(path), &mut fold),
         );
         accumulator.expect("the fold's accumulator is put back after each call")
@@ -1602,7 +1598,6 @@ impl SaveQuery {
         ::lumina::__private::broadcast_until_with(
             &self.0,
             (),
-            |()| (),
             |f, ()| ::lumina::__private::until_step(&mut found, f(path), &mut stop),
         );
         found
@@ -2227,13 +2222,12 @@ impl AssetImported {
     pub fn broadcast(&self, path: String, bytes: usize) {
         ::lumina::__private::broadcast_with(
             &self.0,
-            (path, bytes),
-            |(path, bytes)| (
-                ::lumina::__private::clone_arg::<String>(path),
-                ::lumina::__private::clone_arg::<usize>(bytes),
+            (
+                ::lumina::__private::owned_arg::<String>(path),
+                ::lumina::__private::owned_arg::<usize>(bytes),
             ),
             |f, (path, bytes)| {
-                f(path, bytes);
+                f(path.value, bytes.value);
             },
         );
     }

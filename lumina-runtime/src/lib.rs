@@ -105,36 +105,31 @@ pub mod __private {
 
     /// Not public API; used by expansions of `declare_multicast_delegate!`. Broadcasts `args` to
     /// every subscriber of `delegate`: `call(subscriber, args)` for each, with `args` cloned for
-    /// all but the last by `clone` (M11), before each subscriber is checked (M13).
+    /// all but the last (M11), before each subscriber is checked (M13).
     #[doc(hidden)]
     #[inline]
-    pub fn broadcast_with<F: ?Sized + 'static, A>(
+    pub fn broadcast_with<F: ?Sized + 'static, A: Clone>(
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
-        clone: impl Fn(&A) -> A + Copy,
         mut call: impl FnMut(&F, A),
     ) {
-        let args = ClonedBy { value: args, clone };
-        // `call` is moved in: a closure borrowing it would need its address on the stack.
         delegate
             .list()
-            .broadcast_with(args, move |subscriber, args| call(subscriber, args.value));
+            .broadcast_with(args, |subscriber, args| call(subscriber, args));
     }
 
     /// Not public API; used by expansions of `declare_multicast_delegate!`:
     /// [`broadcast_with`] with an early stop once `call` returns `true` (X7).
     #[doc(hidden)]
     #[inline]
-    pub fn broadcast_until_with<F: ?Sized + 'static, A>(
+    pub fn broadcast_until_with<F: ?Sized + 'static, A: Clone>(
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
-        clone: impl Fn(&A) -> A + Copy,
         mut call: impl FnMut(&F, A) -> bool,
     ) -> bool {
-        let args = ClonedBy { value: args, clone };
         delegate
             .list()
-            .broadcast_until_with(args, move |subscriber, args| call(subscriber, args.value))
+            .broadcast_until_with(args, |subscriber, args| call(subscriber, args))
     }
 
     /// Not public API; one step of a `broadcast_fold` (X7): folds `result` into the accumulator
@@ -235,14 +230,12 @@ pub mod __private {
     /// R2).
     #[doc(hidden)]
     #[inline]
-    pub fn broadcast_collect<F: ?Sized + 'static, A, R>(
+    pub fn broadcast_collect<F: ?Sized + 'static, A: Clone, R>(
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
-        clone: impl Fn(&A) -> A + Copy,
         mut call: impl FnMut(&F, A) -> R,
     ) -> Vec<R> {
-        let args = ClonedBy { value: args, clone };
-        delegate.collect_with(args, |subscriber, args| call(subscriber, args.value))
+        delegate.collect_with(args, |subscriber, args| call(subscriber, args))
     }
 
     /// Not public API; used by expansions. Upgrades the weak owner of a member binding; the
@@ -297,37 +290,36 @@ pub mod __private {
         }
     }
 
-    /// Not public API; used by expansions. The owned broadcast arguments with the closure that
-    /// clones them, written by the expansion: `clone_arg::<T>` for each owned parameter, spanned
-    /// at its type, so `T: CloneArg` fails there, once (M11). The closure captures nothing, so
-    /// its type is the whole cloner: `Clone` here needs no bound on the arguments, and a
-    /// broadcast loop that is not inlined into the delegate's `broadcast` still inlines the
-    /// clone (a function pointer kept beside the arguments would be an indirect call per
-    /// subscriber there; BENCHMARKS.md, N2).
+    /// Not public API; used by expansions. An owned broadcast argument with the function that
+    /// clones it, captured by [`owned_arg`] where `T: CloneArg` is asserted. Its `Clone` impl
+    /// needs no bound, so a non-`Clone` parameter fails once, at that assertion (spanned at the
+    /// user's type), and nowhere else.
     #[doc(hidden)]
-    pub struct ClonedBy<A, K> {
-        /// The arguments.
-        pub value: A,
-        clone: K,
+    pub struct OwnedArg<T> {
+        /// The argument.
+        pub value: T,
+        clone: fn(&T) -> T,
     }
 
-    impl<A, K: Fn(&A) -> A + Copy> Clone for ClonedBy<A, K> {
-        #[inline(always)]
+    impl<T> Clone for OwnedArg<T> {
+        #[inline]
         fn clone(&self) -> Self {
-            ClonedBy {
+            OwnedArg {
                 value: (self.clone)(&self.value),
                 clone: self.clone,
             }
         }
     }
 
-    /// Not public API; used by the clone closures of expansions. Clones an owned broadcast
-    /// argument for one subscriber; the expansion spans this call at the parameter's type, so
-    /// `T: CloneArg` fails there (M11).
+    /// Not public API; used by expansions. Wraps an owned broadcast argument; the expansion
+    /// spans this call at the parameter's type, so `T: CloneArg` fails there (M11).
     #[doc(hidden)]
-    #[inline(always)]
-    pub fn clone_arg<T: CloneArg>(value: &T) -> T {
-        value.clone_for_subscriber()
+    #[inline]
+    pub fn owned_arg<T: CloneArg>(value: T) -> OwnedArg<T> {
+        OwnedArg {
+            value,
+            clone: T::clone_for_subscriber,
+        }
     }
 
     /// Not public API; used by `execute` of single-cast delegates (generic and declared): the

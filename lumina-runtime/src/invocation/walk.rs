@@ -143,9 +143,7 @@ impl<C: Subscriber> InvocationList<C> {
     #[inline]
     pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
         if let Some(block) = self.block() {
-            // `call` is moved in: a closure that borrowed it would need its address, which puts
-            // it on the stack before the empty check.
-            block.walk_outlined(args, move |subscriber, args| {
+            block.walk(args, |subscriber, args| {
                 call(subscriber, args);
                 false
             });
@@ -269,19 +267,6 @@ impl<C: Subscriber> Block<C> {
             index: 0,
             last_key: None,
         }
-    }
-
-    /// [`walk`](Self::walk), out of line, for [`InvocationList::broadcast_with`]: the
-    /// broadcast's inlined part is the empty check alone, so an empty broadcast saves no
-    /// registers (the loop needs six, and inlined, their saves came before the check;
-    /// BENCHMARKS.md, N2). The argument's clone is still inlined in here: a declared delegate
-    /// clones its arguments through a closure that captures nothing
-    /// ([`ClonedBy`](crate::__private::ClonedBy)), not a function pointer. The message bus's
-    /// `broadcast_until_with` keeps the loop inlined: out of line it cost 2 instructions per
-    /// listener and 15 per send.
-    #[inline(never)]
-    fn walk_outlined<A: Clone>(&self, args: A, visit: impl FnMut(&C, A) -> bool) -> bool {
-        self.walk(args, visit)
     }
 
     /// The broadcast loop: `visit(subscriber, args)` for each live subscriber present when it
