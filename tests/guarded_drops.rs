@@ -457,3 +457,81 @@ fn r2_script_delegate_nested_merging_pass_holds_its_listener_under_the_guard() {
         },
     );
 }
+
+/// Runs its closure when dropped: library calls made from a `Drop` that runs while a panic
+/// unwinds.
+struct WhileUnwinding<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for WhileUnwinding<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
+/// Runs `during` from a `Drop` while the panic "outer" unwinds; asserts that "outer" is what
+/// propagates and that the guard logged each of `expected_logs` second panics.
+#[track_caller]
+fn while_unwinding(expected_logs: usize, during: impl FnMut()) {
+    let (got, log) = panics_with_log(|| {
+        let _on_unwind = WhileUnwinding(during);
+        panic!("outer");
+    });
+    assert_eq!(got, "outer");
+    assert_eq!(log.matches(GUARD_LOG).count(), expected_logs, "{log:?}");
+}
+
+/// R2 also holds after a call that returns normally: a call made from a `Drop` that runs while
+/// another panic unwinds, whose callee or owner let go of itself, drops the library's last
+/// reference under the guard (found by the bus's model: a one-shot listener dropped after its
+/// call, in a send made from a payload's `Drop` during an unwind).
+#[test]
+fn r2_the_last_reference_a_normal_call_held_is_guarded_while_the_thread_unwinds() {
+    in_child_process(
+        "r2_the_last_reference_a_normal_call_held_is_guarded_while_the_thread_unwinds",
+        || {
+            // The processor's dispatch, through the handler's address beside its `Weak`.
+            /// A handler kept alive only by itself until it is called: it lets go of itself
+            /// then and returns normally; its `Drop` panics.
+            struct Leaves(RefCell<Option<Rc<Leaves>>>);
+            impl lumina::event::EventHandler for Leaves {
+                fn on_event(&self, _: &mut dyn Event) -> bool {
+                    let me = self.0.borrow_mut().take();
+                    drop(me);
+                    false
+                }
+            }
+            impl Drop for Leaves {
+                fn drop(&mut self) {
+                    panic!("leaves dropped");
+                }
+            }
+            while_unwinding(1, || {
+                let leaves = Rc::new(Leaves(RefCell::new(None)));
+                *leaves.0.borrow_mut() = Some(Rc::clone(&leaves));
+                let processor = EventProcessor::new();
+                assert!(processor.register_event_handler(&leaves, 0));
+                drop(leaves);
+                processor.dispatch(lumina::event::KeyPressedEvent::new(
+                    lumina::event::Key::W,
+                    lumina::event::Modifiers::NONE,
+                ));
+            });
+
+            // A member binding whose owner lets go of itself: multicast, declared, single-cast.
+            let member = |owner: &Doomed| owner.let_go();
+            while_unwinding(3, || {
+                let multicast: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+                let _h = multicast.add_member(&Doomed::new(), move |owner, _| member(owner));
+                multicast.broadcast(1);
+                let declared = OnPing::new();
+                let _h = declared.add_member(&Doomed::new(), move |owner, _| member(owner));
+                declared.broadcast(1);
+                let single =
+                    Delegate::<dyn Fn(u32)>::create_member(&Doomed::new(), move |owner, _| {
+                        member(owner);
+                    });
+                single.execute(1);
+            });
+        },
+    );
+}

@@ -263,7 +263,7 @@ pub mod __private {
         let args = crate::invocation::Guarded::new(args);
         let owner = upgrade_owner(owner);
         let args = args.into_inner();
-        crate::invocation::Guarded::hold(owner, |owner| call(owner, args))
+        crate::invocation::Guarded::hold_rc(owner, |owner| call(owner, args))
     }
 
     /// Not public API; used by expansions. A multicast delegate hands an owned argument to

@@ -7,6 +7,7 @@ use std::any::Any;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::panic::{self, AssertUnwindSafe};
+use std::rc::Rc;
 
 /// Drops user values for an operation that drops several of them (clear, settle, the list's own
 /// drop, the end of a game-thread session) or that may run while the thread unwinds: each `Drop`
@@ -106,16 +107,45 @@ impl<T> Guarded<T> {
     /// the call (forgetting it costs nothing), and the value is dropped where it is afterwards.
     /// Taking it out of a [`Guarded`] first would copy it (5 instructions per handler in the
     /// dispatch loop).
+    ///
+    /// The call may itself run while the thread unwinds (a send from a `Drop` that runs during
+    /// a panic): the value is then dropped under the guard after a normal return too, so a
+    /// panicking `Drop` of it is logged instead of aborting the process (R2).
     #[inline(always)]
     pub(crate) fn hold<R>(value: T, f: impl FnOnce(&T) -> R) -> R {
+        Self::hold_then(value, f, |_| {
+            std::mem::needs_drop::<T>() && std::thread::panicking()
+        })
+    }
+
+    /// [`hold`](Self::hold) with the test that sends the value to the guarded drop after the
+    /// call: `guard_drop` must return true whenever dropping the value may run user code while
+    /// the thread unwinds (it may return true more often: the guarded drop checks again).
+    #[inline(always)]
+    fn hold_then<R>(value: T, f: impl FnOnce(&T) -> R, guard_drop: impl FnOnce(&T) -> bool) -> R {
         let mut slot = ManuallyDrop::new(value);
         let armed = Armed(&mut slot);
         let result = f(armed.0);
         std::mem::forget(armed);
-        // SAFETY: the only other path that drops the value, `armed`, is forgotten, and `slot`
-        // is not used again. A panic in this drop unwinds with nothing left to drop it twice.
-        unsafe { ManuallyDrop::drop(&mut slot) };
+        if guard_drop(&slot) {
+            drop_guarded(&mut slot);
+        } else {
+            // SAFETY: the only other path that drops the value, `armed`, is forgotten, and
+            // `slot` is not used again. A panic in this drop unwinds with nothing left to drop
+            // it twice; it runs no user code while the thread unwinds (`guard_drop`).
+            unsafe { ManuallyDrop::drop(&mut slot) };
+        }
         result
+    }
+}
+
+impl<T: ?Sized> Guarded<Rc<T>> {
+    /// [`hold`](Guarded::hold) for a strong reference: only the last one runs the value's
+    /// `Drop`, so only it goes to the guarded drop, and the hot path pays one compare of the
+    /// count that the decrement loads anyway, not a look at the thread's panic state.
+    #[inline(always)]
+    pub(crate) fn hold_rc<R>(rc: Rc<T>, f: impl FnOnce(&Rc<T>) -> R) -> R {
+        Guarded::hold_then(rc, f, |rc| Rc::strong_count(rc) == 1)
     }
 }
 
@@ -156,13 +186,15 @@ impl<T> Drop for Guarded<T> {
     }
 }
 
-/// The drop of an armed [`Guarded`] (an unwinding or early-return path): out of line, so a
+/// The drop of an armed [`Guarded`] (an unwinding or early-return path), or of a value
+/// [`Guarded::hold`] held that may run user code while the thread unwinds: out of line, so a
 /// landing pad is one call and the guard adds no code to its callers' normal paths. Under the
 /// guard while the thread unwinds, a plain drop otherwise.
 #[cold]
 #[inline(never)]
 fn drop_guarded<T>(slot: &mut ManuallyDrop<T>) {
-    // SAFETY: called once, by the guard's drop; the guard is not used afterwards.
+    // SAFETY: called once per value, by the guard's drop (the guard is not used afterwards) or
+    // by `hold_then` instead of its plain drop (the slot is not used afterwards).
     let value = unsafe { ManuallyDrop::take(slot) };
     if std::thread::panicking() {
         Drops::drop_one(value);

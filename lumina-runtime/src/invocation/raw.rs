@@ -238,7 +238,7 @@ impl<T: ?Sized> Lent<T> {
     #[inline(always)]
     pub(crate) fn hold<R>(self, f: impl FnOnce(&T) -> R) -> R {
         let Lent { rc, value } = self;
-        Guarded::hold(rc, |_| {
+        Guarded::hold_rc(rc, |_| {
             // SAFETY: `value` is `Weak::as_ptr` of a `Weak` to the allocation `rc` holds a
             // strong reference to (`WeakShared::upgrade` made both from the same `Weak`), and
             // `rc` is held until `f` returns or unwinds, so the value is alive while the
