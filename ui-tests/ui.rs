@@ -2,7 +2,8 @@
 //!
 //! Every directory of `ui-tests/` is a group of compile-fail cases (`ui-tests/<group>/*.rs`,
 //! each with the expected `.stderr` beside it), except `ui-tests/pass/`, whose cases must
-//! compile. A case can only name `lumina`, which proves every macro works through the facade.
+//! compile and run: they are test targets of this package of their own (`pass-<case>`, see
+//! `ui-tests/Cargo.toml`), and [`every_pass_case_is_a_test_target`] keeps that list whole. A case can only name `lumina`, which proves every macro works through the facade.
 //! A new group needs no change here. Regenerate a `.stderr` with `TRYBUILD=overwrite`, then
 //! read it: it must point at the user's token and read well.
 //!
@@ -48,11 +49,27 @@ fn ui() {
     }
 }
 
-/// The compile-pass cases (`ui-tests/pass/`): built and run, each on its own. trybuild's lock
-/// runs this after [`ui`] or before it, never at the same time (they share one project).
+/// Every compile-pass case (`ui-tests/pass/*.rs`) is a `[[test]]` target named `pass-<case>` in
+/// this package's manifest, so a new case cannot be left unbuilt.
 #[test]
-fn ui_pass() {
-    trybuild::TestCases::new().pass("pass/*.rs");
+fn every_pass_case_is_a_test_target() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("the manifest");
+    let mut cases = 0;
+    for case in std::fs::read_dir(root.join("pass")).expect("ui-tests/pass/ exists") {
+        let case = case.expect("readable case").path();
+        if case.extension().is_none_or(|ext| ext != "rs") {
+            continue;
+        }
+        let stem = case.file_stem().unwrap().to_string_lossy();
+        let target = format!("name = \"pass-{stem}\"\npath = \"pass/{stem}.rs\"\nharness = false");
+        assert!(
+            manifest.contains(&target),
+            "ui-tests/pass/{stem}.rs is not a test target: add to ui-tests/Cargo.toml\n[[test]]\n{target}"
+        );
+        cases += 1;
+    }
+    assert!(cases >= 4, "only {cases} compile-pass cases");
 }
 
 /// The compile-fail cases: every `ui-tests/<group>/*.rs` outside `ui-tests/pass/`.

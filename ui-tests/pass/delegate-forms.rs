@@ -69,7 +69,10 @@ pub fn borrowing() {
         cow.is_empty().then_some("empty")
     });
     let mut bytes = Vec::new();
-    assert_eq!(borrowing.execute("ab", "".into(), &mut bytes), Some("empty"));
+    assert_eq!(
+        borrowing.execute("ab", "".into(), &mut bytes),
+        Some("empty")
+    );
 }
 
 /// Not `Clone`: a single-cast delegate passes it straight through, so that is fine.

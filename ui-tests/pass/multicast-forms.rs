@@ -2,7 +2,7 @@
 //! (generated docs satisfy `missing_docs`; unused generated methods are not dead code).
 #![deny(warnings, missing_docs)]
 
-use lumina::{declare_multicast_delegate, DelegateHandle};
+use lumina::{DelegateHandle, declare_multicast_delegate};
 use std::rc::Rc;
 
 /// A window.
@@ -55,7 +55,9 @@ fn main() {
     let _b = resize.add_static(on_resize);
     let hud = Rc::new(Hud);
     let _c = resize.add_member(&hud, Hud::resized);
-    let window = Window { title: "main".to_owned() };
+    let window = Window {
+        title: "main".to_owned(),
+    };
     resize.broadcast(&window, (640, 480));
     assert_eq!(resize.remove_all(&hud), 1);
     assert!(!resize.is_bound_to(&hud));
@@ -83,7 +85,13 @@ fn main() {
     private.broadcast(&mut values, "four".to_owned());
 
     let lifetimes = Lifetimes::new();
-    let _g = lifetimes.add_lambda(|a, b, c| if c.is_empty() { Some(a) } else { b.is_empty().then_some("empty") });
+    let _g = lifetimes.add_lambda(|a, b, c| {
+        if c.is_empty() {
+            Some(a)
+        } else {
+            b.is_empty().then_some("empty")
+        }
+    });
     let owner = Rc::new(());
     let _h = lifetimes.add_member(&owner, |_, a, _, _| Some(a));
     let _ = lifetimes.broadcast_collect("a", "b".into(), &[]);

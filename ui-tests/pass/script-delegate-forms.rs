@@ -1,4 +1,4 @@
-// Every form of #[script_delegate] and #[derive(ScriptComponent)], through the facade only.
+//! Every form of #[script_delegate] and #[derive(ScriptComponent)], through the facade only.
 use lumina::{ScriptComponent, ScriptDelegate, script_delegate};
 
 /// Doc comments and derives pass through; an explicit `#[repr(C)]` is accepted.
@@ -6,7 +6,9 @@ use lumina::{ScriptComponent, ScriptDelegate, script_delegate};
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C)]
 pub struct Vec2 {
+    /// Across.
     pub x: f32,
+    /// Up.
     pub y: f32,
 }
 
@@ -28,15 +30,21 @@ struct EveryScalar {
     path: core::primitive::u32,
 }
 
+/// Every property form, and a field that is not a property.
 #[derive(ScriptComponent, Default)]
 pub struct Everything {
+    /// Not a property.
     pub data: u32,
+    /// A bare property.
     #[property]
     pub bare: ScriptDelegate<()>,
+    /// Editable.
     #[property(editable)]
     pub editable: ScriptDelegate<Vec2>,
+    /// In a category.
     #[property(category = "Events")]
     pub categorised: ScriptDelegate<Vec2>,
+    /// Both, in this order.
     #[property(editable, category = "Events")]
     pub both: ScriptDelegate<Vec2>,
     #[property(category = "Private", editable)]
