@@ -54,7 +54,9 @@ fn main() {
     });
     let event: &mut dyn Event = &mut envelope;
     assert!(event.is::<nested::QuitAsked>());
-    let asked = event.downcast_ref::<nested::QuitAsked>().expect("a QuitAsked");
+    let asked = event
+        .downcast_ref::<nested::QuitAsked>()
+        .expect("a QuitAsked");
     assert_eq!(asked.reason, "menu");
     let processor = EventProcessor::new();
     assert!(!processor.dispatch(Chord::default()));
