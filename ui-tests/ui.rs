@@ -1,4 +1,5 @@
-//! Compile-fail and compile-pass cases of every lumina macro (trybuild).
+//! Compile-fail cases of every lumina macro (trybuild), and the check that every compile-pass
+//! case is built.
 //!
 //! Every directory of `ui-tests/` is a group of compile-fail cases (`ui-tests/<group>/*.rs`,
 //! each with the expected `.stderr` beside it), except `ui-tests/pass/`, whose cases must
