@@ -549,18 +549,45 @@ impl EventProcessor {
         if event.is_handled() {
             return true;
         }
-        // Each entry's owner is its handler: the upgrade both checks that it is alive and keeps
-        // it alive for its call. A dead one is pruned by the list (P3).
-        let consumed = self
-            .handlers
-            .dispatch_until(WeakShared::upgrade, |handler| {
-                // The strong reference may be the handler's last (unregistered and dropped during
-                // its call): dropped under the guard if the call unwinds (R2).
-                handler.hold(|handler| handler.on_event(as_dyn(event))) || event.is_handled()
-            });
+        let consumed = if std::thread::panicking() {
+            self.run_while_unwinding(event, as_dyn)
+        } else {
+            self.run_loop::<false, Ev>(event, as_dyn)
+        };
         if consumed {
             event.set_handled(true);
         }
         consumed
+    }
+
+    /// [`run`](Self::run)'s loop for a dispatch made while the thread unwinds (from a `Drop`
+    /// during a panic): out of line, as it is rare.
+    #[cold]
+    #[inline(never)]
+    fn run_while_unwinding<Ev: Event + ?Sized>(
+        &self,
+        event: &mut Ev,
+        as_dyn: impl Fn(&mut Ev) -> &mut dyn Event,
+    ) -> bool {
+        self.run_loop::<true, Ev>(event, as_dyn)
+    }
+
+    /// The loop of [`run`](Self::run); `UNWINDING` as in `Lent::hold`.
+    #[inline(always)]
+    fn run_loop<const UNWINDING: bool, Ev: Event + ?Sized>(
+        &self,
+        event: &mut Ev,
+        as_dyn: impl Fn(&mut Ev) -> &mut dyn Event,
+    ) -> bool {
+        // Each entry's owner is its handler: the upgrade both checks that it is alive and keeps
+        // it alive for its call. A dead one is pruned by the list (P3).
+        self.handlers
+            .dispatch_until(WeakShared::upgrade, |handler| {
+                // The strong reference may be the handler's last (unregistered and dropped during
+                // its call): dropped under the guard if the call unwinds, or after it returns
+                // while the thread unwinds (R2).
+                handler.hold::<UNWINDING, _>(|handler| handler.on_event(as_dyn(event)))
+                    || event.is_handled()
+            })
     }
 }

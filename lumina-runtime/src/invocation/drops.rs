@@ -122,7 +122,11 @@ impl<T> Guarded<T> {
     /// call: `guard_drop` must return true whenever dropping the value may run user code while
     /// the thread unwinds (it may return true more often: the guarded drop checks again).
     #[inline(always)]
-    fn hold_then<R>(value: T, f: impl FnOnce(&T) -> R, guard_drop: impl FnOnce(&T) -> bool) -> R {
+    pub(crate) fn hold_then<R>(
+        value: T,
+        f: impl FnOnce(&T) -> R,
+        guard_drop: impl FnOnce(&T) -> bool,
+    ) -> R {
         let mut slot = ManuallyDrop::new(value);
         let armed = Armed(&mut slot);
         let result = f(armed.0);

@@ -235,10 +235,23 @@ impl<T: ?Sized> Lent<T> {
     /// (the value's last, if its handler was removed and dropped meanwhile) is dropped under
     /// the guard (R2). Only the `Rc` is held in memory for the guard; the value's address stays
     /// in registers.
+    ///
+    /// `UNWINDING`: whether the loop that calls this runs while the thread unwinds (it was
+    /// called from a `Drop` during a panic; it stays so for the whole loop, as a call that
+    /// returns normally leaves the thread's panic state as it found it). Then the reference is
+    /// dropped under the guard after a normal return too, if it is the last one (R2). Two
+    /// instantiations, so the common loop pays nothing per handler for it.
     #[inline(always)]
-    pub(crate) fn hold<R>(self, f: impl FnOnce(&T) -> R) -> R {
+    pub(crate) fn hold<const UNWINDING: bool, R>(self, f: impl FnOnce(&T) -> R) -> R {
         let Lent { rc, value } = self;
-        Guarded::hold_rc(rc, |_| {
+        let hold = |f| {
+            if UNWINDING {
+                Guarded::hold_rc(rc, f)
+            } else {
+                Guarded::hold_then(rc, f, |_| false)
+            }
+        };
+        hold(|_: &Rc<T>| {
             // SAFETY: `value` is `Weak::as_ptr` of a `Weak` to the allocation `rc` holds a
             // strong reference to (`WeakShared::upgrade` made both from the same `Weak`), and
             // `rc` is held until `f` returns or unwinds, so the value is alive while the
