@@ -86,7 +86,8 @@ enum Op {
     /// Broadcast an argument whose every `Clone` runs these actions.
     Broadcast(Vec<Op>),
     BroadcastAndClear(Vec<Op>),
-    /// Inside a subscriber or a hook: panic (unless the thread already unwinds).
+    /// Inside a subscriber or a hook: panic, also while the thread already unwinds (a hook that
+    /// runs in a `Drop` during a panic: the library logs and drops that second panic, R2).
     Panic,
 }
 
@@ -255,7 +256,7 @@ fn exec<T: Target>(target: &T, op: &Op, ctx: Ctx) {
             }
         }
         Op::Panic => {
-            if ctx != Ctx::Top && !std::thread::panicking() {
+            if ctx != Ctx::Top {
                 panic::panic_any(PANIC_MARKER);
             }
         }
@@ -360,6 +361,17 @@ struct Model {
     gone: Cell<bool>,
 }
 
+/// A `Drop` the library runs: its panic propagates, unless the thread already unwinds (the
+/// library was called from a `Drop` during a panic, or drops while a panic leaves): then it is
+/// logged and dropped (R2).
+fn guarded_drop(run: impl FnOnce()) {
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(run))
+        && !std::thread::panicking()
+    {
+        panic::resume_unwind(payload);
+    }
+}
+
 /// The first panic of several drops of one operation; resumed once the operation is complete
 /// (dropped if the thread already unwinds), as the library does.
 #[derive(Default)]
@@ -434,7 +446,7 @@ impl Model {
             subs[index].dropped = true;
             Rc::clone(&subs[index].on_drop)
         };
-        hook(self, Event::Dropped(index), &on_drop);
+        guarded_drop(|| hook(self, Event::Dropped(index), &on_drop));
     }
 
     /// Whether the closure of `index` is removed, still there and not running: the library
@@ -514,7 +526,7 @@ impl Model {
 
     fn owner_maybe_dropped(&self, owner: usize) {
         if !self.owner_alive(owner) && !self.owner_dropped[owner].replace(true) {
-            hook(self, Event::OwnerDropped(owner), &self.owner_drops[owner]);
+            guarded_drop(|| hook(self, Event::OwnerDropped(owner), &self.owner_drops[owner]));
         }
     }
 
