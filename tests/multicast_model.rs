@@ -520,13 +520,16 @@ impl Model {
         self.borrowed[owner].set(self.borrowed[owner].get() + 1);
         Defer(move || {
             self.borrowed[owner].set(self.borrowed[owner].get() - 1);
-            self.owner_maybe_dropped(owner);
+            // The library drops the call's reference: under its guard (R2).
+            if !self.owner_alive(owner) && !self.owner_dropped[owner].get() {
+                guarded_drop(|| self.owner_maybe_dropped(owner));
+            }
         })
     }
 
     fn owner_maybe_dropped(&self, owner: usize) {
         if !self.owner_alive(owner) && !self.owner_dropped[owner].replace(true) {
-            guarded_drop(|| hook(self, Event::OwnerDropped(owner), &self.owner_drops[owner]));
+            hook(self, Event::OwnerDropped(owner), &self.owner_drops[owner]);
         }
     }
 
