@@ -593,13 +593,18 @@ mod r6_release_model {
                 if result.is_some() != first {
                     violation(format!("unload of {generation} returned {result:?}"));
                 }
-                with(|w| {
-                    for binding in &mut w.bindings {
-                        if binding.generation == generation {
-                            binding.soft = false;
+                // The unload that marked them is over (not a nested one that found the
+                // generation already unloading: until the outer one returns, a delegate
+                // dropped from its release hook still releases them as `Destroyed`).
+                if first {
+                    with(|w| {
+                        for binding in &mut w.bindings {
+                            if binding.generation == generation {
+                                binding.soft = false;
+                            }
                         }
-                    }
-                });
+                    });
+                }
             }
             Act::Drop(slot) => {
                 // Only a delegate no running operation holds: safe code cannot drop one that
@@ -674,45 +679,116 @@ mod r6_release_model {
         fn r6_r4_each_managed_binding_is_released_once_with_its_reason_never_while_running(
             steps in prop::collection::vec(act(), 1..40)
         ) {
-            set_destroyed_hook(Some(hook));
-            with(|w| {
-                *w = World {
-                    active: true,
-                    slots: (0..SLOTS)
-                        .map(|serial| Some((Rc::new(ScriptDelegate::new()), serial)))
-                        .collect(),
-                    next_serial: SLOTS,
-                    owners: (0..OWNERS).map(|_| Some(Rc::new(()))).collect(),
-                    ..World::default()
-                };
-            });
-            for step in &steps {
-                run(step);
-            }
-            // Teardown: everything goes (what it runs may make more, a few rounds at most).
-            with(|w| w.on_release = None);
-            for _ in 0..8 {
-                for slot in 0..SLOTS {
-                    run(&Act::Drop(slot));
-                }
-                for owner in 0..OWNERS {
-                    run(&Act::DropOwner(owner));
-                }
-                let generations = with(|w| w.generations.len());
-                for index in 0..generations {
-                    run(&Act::Unload(index));
-                }
-                with(|w| w.on_release = None);
-            }
-            let world = with(std::mem::take);
-            for (key, binding) in world.bindings.iter().enumerate() {
-                let expected = usize::from(!matches!(binding.state, State::Unbound));
-                prop_assert_eq!(
-                    binding.released, expected,
-                    "binding {} ({:?}) released {} times", key, binding.state, binding.released
-                );
-            }
-            prop_assert!(world.violations.is_empty(), "{:?}", world.violations);
+            check(&steps)?;
         }
+    }
+
+    /// Runs `steps`, then tears everything down, and checks every binding against the model.
+    fn check(steps: &[Act]) -> Result<(), TestCaseError> {
+        set_destroyed_hook(Some(hook));
+        with(|w| {
+            *w = World {
+                active: true,
+                slots: (0..SLOTS)
+                    .map(|serial| Some((Rc::new(ScriptDelegate::new()), serial)))
+                    .collect(),
+                next_serial: SLOTS,
+                owners: (0..OWNERS).map(|_| Some(Rc::new(()))).collect(),
+                ..World::default()
+            };
+        });
+        for step in steps {
+            run(step);
+        }
+        // Teardown: everything goes (what it runs may make more, a few rounds at most).
+        with(|w| w.on_release = None);
+        for _ in 0..8 {
+            for slot in 0..SLOTS {
+                run(&Act::Drop(slot));
+            }
+            for owner in 0..OWNERS {
+                run(&Act::DropOwner(owner));
+            }
+            let generations = with(|w| w.generations.len());
+            for index in 0..generations {
+                run(&Act::Unload(index));
+            }
+            with(|w| w.on_release = None);
+        }
+        let world = with(std::mem::take);
+        for (key, binding) in world.bindings.iter().enumerate() {
+            let expected = usize::from(!matches!(binding.state, State::Unbound));
+            prop_assert_eq!(
+                binding.released,
+                expected,
+                "binding {} ({:?}) released {} times",
+                key,
+                binding.state,
+                binding.released
+            );
+        }
+        prop_assert!(world.violations.is_empty(), "{:?}", world.violations);
+        Ok(())
+    }
+
+    /// A script the property once found: a release hook, while generation 0 unloads, drops a
+    /// delegate whose listeners' captures unload generation 0 again (nested, `None`) and drop
+    /// the delegate that holds the generation's next bindings, which it releases as
+    /// `Destroyed`. The model's nested unload had ended the outer one's window.
+    #[test]
+    fn r6_r4_a_release_hook_that_drops_a_delegate_during_an_unload() {
+        use Act::*;
+        let steps = [
+            Native(0, Some(0), Box::new(Count(0))),
+            Native(0, None, Box::new(Unload(0))),
+            Native(1, None, Box::new(Drop(1))),
+            Bind(1, Box::new(Native(0, Some(0), Box::new(RemoveAll(0, 0))))),
+            Native(0, None, Box::new(Move(1))),
+            OnRelease(Box::new(New(1))),
+            Drop(1),
+            Native(0, Some(0), Box::new(Nothing)),
+            Drop(1),
+            Bind(0, Box::new(Bind(1, Box::new(Drop(1))))),
+            Native(1, None, Box::new(Bind(1, Box::new(Unbind(12))))),
+            Replace(0, 1),
+            Bind(1, Box::new(Drop(0))),
+            Native(0, Some(0), Box::new(Begin)),
+            Bind(0, Box::new(Nothing)),
+            Native(1, Some(0), Box::new(Unbind(3))),
+            Native(0, None, Box::new(DropOwner(0))),
+            Native(0, Some(0), Box::new(New(0))),
+            Drop(0),
+            Bind(
+                1,
+                Box::new(Native(1, Some(0), Box::new(Bind(0, Box::new(Nothing))))),
+            ),
+            Native(
+                0,
+                Some(0),
+                Box::new(Native(1, None, Box::new(Broadcast(1)))),
+            ),
+            Bind(1, Box::new(Clear(0))),
+            Native(0, Some(0), Box::new(DropOwner(0))),
+            Native(1, None, Box::new(Drop(0))),
+            Bind(1, Box::new(Native(0, Some(0), Box::new(Unbind(10))))),
+            Bind(1, Box::new(Bind(1, Box::new(Count(1))))),
+            OnRelease(Box::new(Drop(1))),
+            Native(1, Some(0), Box::new(Native(1, None, Box::new(Move(0))))),
+            Replace(0, 0),
+            Native(
+                0,
+                Some(0),
+                Box::new(Native(1, Some(0), Box::new(DropOwner(0)))),
+            ),
+            Bind(0, Box::new(Bind(0, Box::new(New(0))))),
+            Bind(0, Box::new(Unbind(12))),
+            Native(1, Some(0), Box::new(Count(1))),
+            Unload(0),
+            Bind(1, Box::new(Move(1))),
+            Bind(0, Box::new(New(1))),
+            Native(1, Some(0), Box::new(Native(1, None, Box::new(Nothing)))),
+            OnRelease(Box::new(Bind(1, Box::new(New(0))))),
+        ];
+        check(&steps).unwrap();
     }
 }
