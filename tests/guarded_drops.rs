@@ -535,3 +535,47 @@ fn r2_the_last_reference_a_normal_call_held_is_guarded_while_the_thread_unwinds(
         },
     );
 }
+
+/// A method whose owner lets go of itself, then panics (`add_method` takes a `fn`).
+fn doomed_method(owner: &Doomed, _: u32) {
+    owner.let_go();
+    panic!("member");
+}
+
+/// Every member form holds the owner's strong reference for the call under the guard (R2):
+/// once, method and self-aware bindings of a runtime delegate and of a declared one. A form
+/// that held it in a temporary dropped the owner's last reference unguarded while the call
+/// unwound (found by the multicast model: `add_member_once`).
+#[test]
+fn r2_every_member_form_holds_its_owner_under_the_guard() {
+    in_child_process(
+        "r2_every_member_form_holds_its_owner_under_the_guard",
+        || {
+            let member = |owner: &Doomed| {
+                owner.let_go();
+                panic!("member");
+            };
+            let multicast = || -> MulticastDelegate<dyn Fn(u32)> { MulticastDelegate::new() };
+
+            let once = multicast();
+            let _h = once.add_member_once(&Doomed::new(), move |owner, _| member(owner));
+            assert_guarded("member", || once.broadcast(1));
+            let method = multicast();
+            let _h = method.add_method(&Doomed::new(), doomed_method);
+            assert_guarded("member", || method.broadcast(1));
+            let aware = multicast();
+            let _h = aware.add_member_self_aware(&Doomed::new(), move |owner, _, _| member(owner));
+            assert_guarded("member", || aware.broadcast(1));
+
+            let once = OnPing::new();
+            let _h = once.add_member_once(&Doomed::new(), move |owner, _| member(owner));
+            assert_guarded("member", || once.broadcast(1));
+            let method = OnPing::new();
+            let _h = method.add_method(&Doomed::new(), doomed_method);
+            assert_guarded("member", || method.broadcast(1));
+            let aware = OnPing::new();
+            let _h = aware.add_member_self_aware(&Doomed::new(), move |owner, _, _| member(owner));
+            assert_guarded("member", || aware.broadcast(1));
+        },
+    );
+}

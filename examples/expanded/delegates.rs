@@ -167,7 +167,11 @@ impl ProjectLoaded {
                 owner,
                 move |this: ::lumina::__private::ThisSubscription| {
                     ::lumina::__private::Rc::new(move || {
-                        method(&::lumina::__private::upgrade_owner(&weak), &this)
+                        ::lumina::__private::call_member(
+                            &weak,
+                            (),
+                            |object, ()| method(object, &this),
+                        )
                     })
                 },
             )
@@ -760,11 +764,10 @@ impl WindowResize {
                 owner,
                 move |this: ::lumina::__private::ThisSubscription| {
                     ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
-                        method(
-                            &::lumina::__private::upgrade_owner(&weak),
-                            &this,
-                            window,
-                            size,
+                        ::lumina::__private::call_member(
+                            &weak,
+                            (window, size),
+                            |object, (window, size)| method(object, &this, window, size),
                         )
                     })
                 },
@@ -1384,7 +1387,11 @@ impl SaveQuery {
                 owner,
                 move |this: ::lumina::__private::ThisSubscription| {
                     ::lumina::__private::Rc::new(move |path: &str| {
-                        method(&::lumina::__private::upgrade_owner(&weak), &this, path)
+                        ::lumina::__private::call_member(
+                            &weak,
+                            (path,),
+                            |object, (path,)| method(object, &this, path),
+                        )
                     })
                 },
             )
@@ -2053,11 +2060,10 @@ impl AssetImported {
                 owner,
                 move |this: ::lumina::__private::ThisSubscription| {
                     ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
-                        method(
-                            &::lumina::__private::upgrade_owner(&weak),
-                            &this,
-                            path,
-                            bytes,
+                        ::lumina::__private::call_member(
+                            &weak,
+                            (path, bytes),
+                            |object, (path, bytes)| method(object, &this, path, bytes),
                         )
                     })
                 },

@@ -238,11 +238,12 @@ pub mod __private {
         delegate.collect_with(args, |subscriber, args| call(subscriber, args))
     }
 
-    /// Not public API; used by expansions. Upgrades the weak owner of a member binding; the
-    /// invocation list checks the owner is alive right before it calls the binding.
-    #[doc(hidden)]
+    /// Upgrades the weak owner of a member binding; the invocation list checks the owner is
+    /// alive right before it calls the binding. Only through [`call_member`], which holds the
+    /// strong reference under the guard (R2): a temporary of it dropped at the end of a
+    /// statement would drop the owner's last reference unguarded if the call unwinds.
     #[inline]
-    pub fn upgrade_owner<T>(owner: &std::rc::Weak<T>) -> std::rc::Rc<T> {
+    fn upgrade_owner<T>(owner: &std::rc::Weak<T>) -> std::rc::Rc<T> {
         owner
             .upgrade()
             .expect("lumina: a member binding ran after its owner was dropped")

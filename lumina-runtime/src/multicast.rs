@@ -437,7 +437,9 @@ macro_rules! impl_multicast_arity {
             ) -> DelegateHandle {
                 let weak = Rc::downgrade(owner);
                 let callable: Rc<dyn Fn($($Arg),*) -> R> = Rc::new(move |$($arg: $Arg),*| {
-                    method(&crate::__private::upgrade_owner(&weak), $($arg),*)
+                    crate::__private::call_member(&weak, ($($arg,)*), |owner, ($($arg,)*)| {
+                        method(owner, $($arg),*)
+                    })
                 });
                 self.add_shared_method_keyed(owner, (method as *const ()).addr(), callable)
             }
@@ -490,7 +492,7 @@ macro_rules! impl_multicast_arity {
                 let weak = Rc::downgrade(owner);
                 self.add_shared_member_once(
                     owner,
-                    Rc::new(move |$($arg: $Arg),*| method(&crate::__private::upgrade_owner(&weak), $($arg),*)),
+                    Rc::new(move |$($arg: $Arg),*| crate::__private::call_member(&weak, ($($arg,)*), |owner, ($($arg,)*)| method(owner, $($arg),*))),
                 )
             }
 
@@ -515,7 +517,9 @@ macro_rules! impl_multicast_arity {
                 let weak = Rc::downgrade(owner);
                 self.add_shared_member_self_aware(owner, |this| {
                     Rc::new(move |$($arg: $Arg),*| {
-                        method(&crate::__private::upgrade_owner(&weak), &this, $($arg),*)
+                        crate::__private::call_member(&weak, ($($arg,)*), |owner, ($($arg,)*)| {
+                            method(owner, &this, $($arg),*)
+                        })
                     })
                 })
             }

@@ -228,7 +228,7 @@ impl<'a> Common<'a> {
             method,
             ..
         } = self;
-        let (weak, this) = (local("weak"), local("this"));
+        let (weak, this, object) = (local("weak"), local("this"), local("object"));
         let lambda = quote! {
             move |#this: ::lumina::__private::ThisSubscription| {
                 #rc::new(move |#(#names: #types),*| #f(&#this, #(#names),*))
@@ -237,7 +237,11 @@ impl<'a> Common<'a> {
         let member = quote! {
             move |#this: ::lumina::__private::ThisSubscription| {
                 #rc::new(move |#(#names: #types),*| {
-                    #method(&::lumina::__private::upgrade_owner(&#weak), &#this, #(#names),*)
+                    ::lumina::__private::call_member(
+                        &#weak,
+                        (#(#names,)*),
+                        |#object, (#(#names,)*)| #method(#object, &#this, #(#names),*),
+                    )
                 })
             }
         };
