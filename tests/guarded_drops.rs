@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use child::in_child_process;
+use lumina::bus::{Message, MessageBus, TagKey};
 use lumina::core_delegates::CoreDelegates;
 use lumina::event::{Event, EventProcessor};
 use lumina::main_thread::{self, GameThreadScope, QueuedSender};
@@ -531,6 +532,129 @@ fn r2_the_last_reference_a_normal_call_held_is_guarded_while_the_thread_unwinds(
                         member(owner);
                     });
                 single.execute(1);
+            });
+        },
+    );
+}
+
+/// R2 for library code that runs while the thread unwinds and drops a user value on its normal
+/// path: the event a dispatch made from a `Drop` during a panic is dropped after the dispatch
+/// returns, under the guard.
+#[test]
+fn r2_the_event_of_a_dispatch_made_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_the_event_of_a_dispatch_made_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            while_unwinding(1, || {
+                let processor = EventProcessor::new();
+                let handler = Rc::new(|_: &mut dyn Event| -> bool { false });
+                assert!(processor.register_event_handler(&handler, 0));
+                assert!(!processor.dispatch(Fragile { id: 2 }));
+            });
+        },
+    );
+}
+
+/// A bus payload that panics when dropped.
+static DUD: TagKey<Bomb> = TagKey::new("GuardedDrops.Dud", false);
+
+/// The payload of a send (and of a post delivered by `deliver_posted`) made while the thread
+/// unwinds is dropped after its delivery under the guard.
+#[test]
+fn r2_a_bus_payload_sent_or_delivered_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_a_bus_payload_sent_or_delivered_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            while_unwinding(2, || {
+                let bus: MessageBus<u32> = MessageBus::new();
+                let heard = Rc::new(AtomicUsize::new(0));
+                let count = Rc::clone(&heard);
+                let _h = bus.listen(&DUD, move |_: &Bomb, _: &Message<'_, u32>| {
+                    count.fetch_add(1, Ordering::SeqCst);
+                });
+                bus.send(&DUD, Bomb);
+                bus.post(&DUD, Bomb);
+                assert_eq!(bus.deliver_posted(), 1);
+                assert_eq!(heard.load(Ordering::SeqCst), 2);
+            });
+        },
+    );
+}
+
+/// A callable removed by `remove`, and the ones `clear` removes, are dropped under the guard when
+/// the removal runs while the thread unwinds.
+#[test]
+fn r2_callables_removed_while_the_thread_unwinds_are_dropped_under_the_guard() {
+    in_child_process(
+        "r2_callables_removed_while_the_thread_unwinds_are_dropped_under_the_guard",
+        || {
+            // One log for `remove`, one for `clear` (its second panic is dropped with the first).
+            while_unwinding(2, || {
+                let d: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+                let loud = Loud("removed");
+                let handle = d.add_lambda(move |_| {
+                    let _ = &loud;
+                });
+                assert!(d.remove(handle));
+                for text in ["cleared 1", "cleared 2"] {
+                    let loud = Loud(text);
+                    let _ = d.add_lambda(move |_| {
+                        let _ = &loud;
+                    });
+                }
+                d.clear();
+                assert!(!d.is_bound());
+            });
+        },
+    );
+}
+
+/// The accessor of a queued sender, with its captures: the registry entry goes when the last
+/// sender is dropped, here from a `Drop` while the thread unwinds.
+#[test]
+fn r2_a_queued_senders_entry_dropped_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_a_queued_senders_entry_dropped_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            let _game = GameThreadScope::enter();
+            let player = Rc::new(Target {
+                on_hit: MulticastDelegate::new(),
+            });
+            while_unwinding(1, || {
+                let sender = QueuedSender::new(&player, loud_accessor(Loud("accessor")));
+                drop(sender);
+            });
+            assert_eq!(main_thread::queued_targets(), 0);
+        },
+    );
+}
+
+/// An object with a delegate whose drop does not panic.
+struct Target {
+    on_hit: MulticastDelegate<dyn Fn(u32)>,
+}
+
+/// A queued sender's accessor that captures `loud`.
+fn loud_accessor(loud: Loud) -> impl Fn(&Target) -> &MulticastDelegate<dyn Fn(u32)> + 'static {
+    move |target| {
+        let _ = &loud;
+        &target.on_hit
+    }
+}
+
+/// A future's value: the broadcast that resolves a `NextBroadcast` and the future's drop run
+/// while the thread unwinds; the value it never handed out is dropped under the guard.
+#[test]
+fn r2_a_futures_value_dropped_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_a_futures_value_dropped_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            while_unwinding(2, || {
+                let bus: MessageBus<u32> = MessageBus::new();
+                let next = bus.next(&DUD);
+                // The send's payload and the future's clone of it.
+                bus.send(&DUD, Bomb);
+                drop(next);
             });
         },
     );

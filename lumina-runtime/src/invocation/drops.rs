@@ -61,6 +61,29 @@ impl Drops {
     }
 }
 
+/// Drops a user value the library owns in its own frame on a normal path (after a call
+/// returned, after delivery, on remove): a plain drop, unless the thread unwinds, where a
+/// panicking `Drop` would abort the process. Library code runs while the thread unwinds when
+/// user code calls it from a `Drop` during a panic (a send, a dispatch, a remove): the value then
+/// goes to the guarded drop, which logs a second panic instead (R2). The check is compiled out
+/// for a type without drop glue and is one load and a branch otherwise; the guarded path is out
+/// of line.
+#[inline(always)]
+pub(crate) fn drop_user<T>(value: T) {
+    if std::mem::needs_drop::<T>() && std::thread::panicking() {
+        drop_user_while_unwinding(value);
+    } else {
+        drop(value);
+    }
+}
+
+/// [`drop_user`]'s path while the thread unwinds.
+#[cold]
+#[inline(never)]
+fn drop_user_while_unwinding<T>(value: T) {
+    Drops::drop_one(value);
+}
+
 /// Drops a panic's payload that will not propagate. Its own `Drop` could panic again: that is
 /// caught too, and only then (a payload whose drop panics, twice) is anything leaked.
 fn drop_payload(payload: Box<dyn Any + Send>) {
