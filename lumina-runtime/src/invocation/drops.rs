@@ -14,7 +14,7 @@ use std::rc::Rc;
 /// runs even when an earlier one panicked, and [`finish`](Drops::finish) resumes the first panic
 /// once the operation is complete (M13, R3: a clear still clears, a teardown runs to its end). A
 /// panic while the thread is already unwinding cannot propagate (it would abort the process): it
-/// is logged and dropped (R2).
+/// is logged and dropped (R2). For a single value dropped on a normal path, see [`drop_user`].
 #[derive(Default)]
 pub(crate) struct Drops {
     panic: Option<Box<dyn Any + Send>>,
@@ -103,6 +103,11 @@ fn drop_payload(payload: Box<dyn Any + Send>) {
 /// whose type has no drop glue costs nothing on any path. For several values, hold a
 /// `Vec<Guarded<T>>`: each element's drop is guarded on its own, so two panicking `Drop`s do not
 /// abort either.
+///
+/// R2 also covers library code that itself runs while the thread unwinds (called from a `Drop`
+/// during a panic) and drops a user value on its normal path: dropping a `Guarded` (rather than
+/// taking the value out) guards that drop too, and [`drop_user`] does it for a value held
+/// plainly.
 #[repr(transparent)]
 pub(crate) struct Guarded<T>(ManuallyDrop<T>);
 
