@@ -659,3 +659,22 @@ fn r2_a_futures_value_dropped_while_the_thread_unwinds_is_dropped_under_the_guar
         },
     );
 }
+
+declare_multicast_delegate!(OnBoom(bomb: Bomb));
+
+/// The argument of a broadcast to a delegate with no subscriber is the library's to drop: a
+/// broadcast made while the thread unwinds drops it under the guard (generic and declared).
+#[test]
+fn r2_the_argument_of_a_broadcast_nobody_hears_while_the_thread_unwinds_is_guarded() {
+    in_child_process(
+        "r2_the_argument_of_a_broadcast_nobody_hears_while_the_thread_unwinds_is_guarded",
+        || {
+            while_unwinding(2, || {
+                let generic: MulticastDelegate<dyn Fn(Bomb)> = MulticastDelegate::new();
+                generic.broadcast(Bomb);
+                let declared = OnBoom::new();
+                declared.broadcast(Bomb);
+            });
+        },
+    );
+}
