@@ -160,7 +160,10 @@ impl<C: Subscriber> InvocationList<C> {
     /// result they want). Never allocates. `call` runs while its subscriber is recorded as
     /// running, so whatever it does after the subscriber returned (combining the result) is part
     /// of that subscriber's call for the rules (M4, M13).
-    #[inline]
+    ///
+    /// Always inlined: with the empty list's guarded drop of the argument, `#[inline]` no longer
+    /// was, and the bus's send paid 12 to 17 instructions for the call (callgrind).
+    #[inline(always)]
     pub fn broadcast_until_with<A: Clone>(&self, args: A, call: impl FnMut(&C, A) -> bool) -> bool {
         match self.block() {
             Some(block) => block.walk(args, call),
