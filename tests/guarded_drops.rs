@@ -678,3 +678,21 @@ fn r2_the_argument_of_a_broadcast_nobody_hears_while_the_thread_unwinds_is_guard
         },
     );
 }
+
+/// A single-cast delegate's callable, dropped by `unbind` called while the thread unwinds.
+#[test]
+fn r2_a_callable_unbound_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_a_callable_unbound_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            while_unwinding(1, || {
+                let loud = Loud("unbound");
+                let mut single = Delegate::<dyn Fn()>::create_lambda(move || {
+                    let _ = &loud;
+                });
+                single.unbind();
+                assert!(!single.is_bound());
+            });
+        },
+    );
+}
