@@ -696,3 +696,38 @@ fn r2_a_callable_unbound_while_the_thread_unwinds_is_dropped_under_the_guard() {
         },
     );
 }
+
+/// A waker whose last drop panics.
+struct LoudWaker;
+
+impl std::task::Wake for LoudWaker {
+    fn wake(self: Arc<Self>) {}
+}
+
+impl Drop for LoudWaker {
+    fn drop(&mut self) {
+        panic!("waker dropped");
+    }
+}
+
+/// The waker a `NextBroadcast` kept, replaced by a poll made while the thread unwinds: the
+/// future drops it under the guard.
+#[test]
+fn r2_a_waker_a_poll_replaces_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_a_waker_a_poll_replaces_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            while_unwinding(1, || {
+                let bus: MessageBus<u32> = MessageBus::new();
+                let mut next = Box::pin(bus.next(&DUD));
+                let loud = std::task::Waker::from(Arc::new(LoudWaker));
+                let mut cx = std::task::Context::from_waker(&loud);
+                assert!(next.as_mut().poll(&mut cx).is_pending());
+                // The future's clone is the last one now.
+                drop(loud);
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                assert!(next.as_mut().poll(&mut cx).is_pending());
+            });
+        },
+    );
+}
