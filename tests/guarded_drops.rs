@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use child::in_child_process;
+use lumina::bus::{Message, MessageBus, TagKey};
 use lumina::core_delegates::CoreDelegates;
 use lumina::event::{Event, EventProcessor};
 use lumina::main_thread::{self, GameThreadScope, QueuedSender};
@@ -576,6 +577,201 @@ fn r2_every_member_form_holds_its_owner_under_the_guard() {
             let aware = OnPing::new();
             let _h = aware.add_member_self_aware(&Doomed::new(), move |owner, _, _| member(owner));
             assert_guarded("member", || aware.broadcast(1));
+        },
+    );
+}
+
+/// R2 for library code that runs while the thread unwinds and drops a user value on its normal
+/// path: the event a dispatch made from a `Drop` during a panic is dropped after the dispatch
+/// returns, under the guard.
+#[test]
+fn r2_the_event_of_a_dispatch_made_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_the_event_of_a_dispatch_made_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            while_unwinding(1, || {
+                let processor = EventProcessor::new();
+                let handler = Rc::new(|_: &mut dyn Event| -> bool { false });
+                assert!(processor.register_event_handler(&handler, 0));
+                assert!(!processor.dispatch(Fragile { id: 2 }));
+            });
+        },
+    );
+}
+
+/// A bus payload that panics when dropped.
+static DUD: TagKey<Bomb> = TagKey::new("GuardedDrops.Dud", false);
+
+/// The payload of a send (and of a post delivered by `deliver_posted`) made while the thread
+/// unwinds is dropped after its delivery under the guard.
+#[test]
+fn r2_a_bus_payload_sent_or_delivered_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_a_bus_payload_sent_or_delivered_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            while_unwinding(2, || {
+                let bus: MessageBus<u32> = MessageBus::new();
+                let heard = Rc::new(AtomicUsize::new(0));
+                let count = Rc::clone(&heard);
+                let _h = bus.listen(&DUD, move |_: &Bomb, _: &Message<'_, u32>| {
+                    count.fetch_add(1, Ordering::SeqCst);
+                });
+                bus.send(&DUD, Bomb);
+                bus.post(&DUD, Bomb);
+                assert_eq!(bus.deliver_posted(), 1);
+                assert_eq!(heard.load(Ordering::SeqCst), 2);
+            });
+        },
+    );
+}
+
+/// A callable removed by `remove`, and the ones `clear` removes, are dropped under the guard when
+/// the removal runs while the thread unwinds.
+#[test]
+fn r2_callables_removed_while_the_thread_unwinds_are_dropped_under_the_guard() {
+    in_child_process(
+        "r2_callables_removed_while_the_thread_unwinds_are_dropped_under_the_guard",
+        || {
+            // One log for `remove`, one for `clear` (its second panic is dropped with the first).
+            while_unwinding(2, || {
+                let d: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+                let loud = Loud("removed");
+                let handle = d.add_lambda(move |_| {
+                    let _ = &loud;
+                });
+                assert!(d.remove(handle));
+                for text in ["cleared 1", "cleared 2"] {
+                    let loud = Loud(text);
+                    let _ = d.add_lambda(move |_| {
+                        let _ = &loud;
+                    });
+                }
+                d.clear();
+                assert!(!d.is_bound());
+            });
+        },
+    );
+}
+
+/// The accessor of a queued sender, with its captures: the registry entry goes when the last
+/// sender is dropped, here from a `Drop` while the thread unwinds.
+#[test]
+fn r2_a_queued_senders_entry_dropped_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_a_queued_senders_entry_dropped_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            let _game = GameThreadScope::enter();
+            let player = Rc::new(Target {
+                on_hit: MulticastDelegate::new(),
+            });
+            while_unwinding(1, || {
+                let sender = QueuedSender::new(&player, loud_accessor(Loud("accessor")));
+                drop(sender);
+            });
+            assert_eq!(main_thread::queued_targets(), 0);
+        },
+    );
+}
+
+/// An object with a delegate whose drop does not panic.
+struct Target {
+    on_hit: MulticastDelegate<dyn Fn(u32)>,
+}
+
+/// A queued sender's accessor that captures `loud`.
+fn loud_accessor(loud: Loud) -> impl Fn(&Target) -> &MulticastDelegate<dyn Fn(u32)> + 'static {
+    move |target| {
+        let _ = &loud;
+        &target.on_hit
+    }
+}
+
+/// A future's value: the broadcast that resolves a `NextBroadcast` and the future's drop run
+/// while the thread unwinds; the value it never handed out is dropped under the guard.
+#[test]
+fn r2_a_futures_value_dropped_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_a_futures_value_dropped_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            while_unwinding(2, || {
+                let bus: MessageBus<u32> = MessageBus::new();
+                let next = bus.next(&DUD);
+                // The send's payload and the future's clone of it.
+                bus.send(&DUD, Bomb);
+                drop(next);
+            });
+        },
+    );
+}
+
+declare_multicast_delegate!(OnBoom(bomb: Bomb));
+
+/// The argument of a broadcast to a delegate with no subscriber is the library's to drop: a
+/// broadcast made while the thread unwinds drops it under the guard (generic and declared).
+#[test]
+fn r2_the_argument_of_a_broadcast_nobody_hears_while_the_thread_unwinds_is_guarded() {
+    in_child_process(
+        "r2_the_argument_of_a_broadcast_nobody_hears_while_the_thread_unwinds_is_guarded",
+        || {
+            while_unwinding(2, || {
+                let generic: MulticastDelegate<dyn Fn(Bomb)> = MulticastDelegate::new();
+                generic.broadcast(Bomb);
+                let declared = OnBoom::new();
+                declared.broadcast(Bomb);
+            });
+        },
+    );
+}
+
+/// A single-cast delegate's callable, dropped by `unbind` called while the thread unwinds.
+#[test]
+fn r2_a_callable_unbound_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_a_callable_unbound_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            while_unwinding(1, || {
+                let loud = Loud("unbound");
+                let mut single = Delegate::<dyn Fn()>::create_lambda(move || {
+                    let _ = &loud;
+                });
+                single.unbind();
+                assert!(!single.is_bound());
+            });
+        },
+    );
+}
+
+/// A waker whose last drop panics.
+struct LoudWaker;
+
+impl std::task::Wake for LoudWaker {
+    fn wake(self: Arc<Self>) {}
+}
+
+impl Drop for LoudWaker {
+    fn drop(&mut self) {
+        panic!("waker dropped");
+    }
+}
+
+/// The waker a `NextBroadcast` kept, replaced by a poll made while the thread unwinds: the
+/// future drops it under the guard.
+#[test]
+fn r2_a_waker_a_poll_replaces_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_a_waker_a_poll_replaces_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            while_unwinding(1, || {
+                let bus: MessageBus<u32> = MessageBus::new();
+                let mut next = Box::pin(bus.next(&DUD));
+                let loud = std::task::Waker::from(Arc::new(LoudWaker));
+                let mut cx = std::task::Context::from_waker(&loud);
+                assert!(next.as_mut().poll(&mut cx).is_pending());
+                // The future's clone is the last one now.
+                drop(loud);
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                assert!(next.as_mut().poll(&mut cx).is_pending());
+            });
         },
     );
 }

@@ -112,7 +112,8 @@ impl<F: ?Sized + 'static> Delegate<F> {
 
     /// Drops the bound callable, if any. Afterwards [`is_bound`](Self::is_bound) is false.
     pub fn unbind(&mut self) {
-        self.binding = None;
+        // The callable and its captures: guarded if this runs while the thread unwinds (R2).
+        crate::invocation::drop_user(self.binding.take());
     }
 
     /// The bound callable, if bound and alive. `execute` and `execute_if_bound` go through

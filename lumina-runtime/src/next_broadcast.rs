@@ -36,7 +36,7 @@ use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 
 use crate::handle::DelegateHandle;
-use crate::invocation::{Drops, InvocationList, RemoveByHandle, Subscriber};
+use crate::invocation::{Drops, InvocationList, RemoveByHandle, Subscriber, drop_user};
 
 /// The subscription ended before a broadcast reached it: its delegate was dropped or cleared, or
 /// its message bus dropped (godot-rust's `TrySignalFuture` resolving to an error).
@@ -227,12 +227,13 @@ impl<T> Future for NextBroadcast<T> {
                 State::Waiting(waker) => waker.replace(new),
                 _ => {
                     drop(state);
-                    drop(new);
+                    drop_user(new);
                     return Poll::Ready(take(slot));
                 }
             }
         };
-        drop(old);
+        // A poll from a `Drop` while the thread unwinds: the waker's drop is guarded (R2).
+        drop_user(old);
         Poll::Pending
     }
 }

@@ -30,8 +30,8 @@ use std::rc::{Rc, Weak};
 
 use super::{Callable, EntityId, Message, MessageBus, Tag, unheard};
 use crate::handle::DelegateHandle;
-use crate::invocation::Drops;
 use crate::invocation::RemoveByHandle;
+use crate::invocation::{Drops, drop_user};
 use crate::script_delegate::{
     Managed, ManagedBinding, ManagedThunk, Operation, ReleaseReason, Removal,
 };
@@ -492,7 +492,9 @@ impl MessageBus<u64> {
         if let Some(callable) = &callable {
             self.replay_to(tag, entity, partial, handle, callable);
         }
-        drop(callable);
+        // Maybe the binding's last reference (removed by its replay): guarded while the thread
+        // unwinds (R2).
+        drop_user(callable);
         Ok(handle.id())
     }
 

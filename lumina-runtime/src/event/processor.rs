@@ -9,7 +9,7 @@ use super::class::{Envelope, Event, EventClass};
 use super::handler::EventHandler;
 use super::typed::{EventSelector, EventSubscription, SelfAware, TypedHandler};
 use crate::handle::DelegateHandle;
-use crate::invocation::{Guarded, InvocationList, WeakShared};
+use crate::invocation::{Guarded, InvocationList, WeakShared, drop_user};
 use crate::scoped::{ScopedBlock, ThisSubscription};
 
 /// The standard priorities of handlers (`EInputLayer`): higher layers see events first.
@@ -522,7 +522,9 @@ impl EventProcessor {
         // an event whose `Drop` panics too does not abort the process (R2). Free otherwise.
         let mut envelope = Guarded::new(Envelope::new(event));
         let consumed = self.run(&mut *envelope, |envelope| envelope);
-        drop(envelope.into_inner());
+        // The dispatch may itself run while the thread unwinds (from a `Drop` during a panic):
+        // the event's `Drop` is then guarded too (R2).
+        drop_user(envelope.into_inner());
         consumed
     }
 

@@ -14,7 +14,7 @@ use std::rc::Rc;
 /// runs even when an earlier one panicked, and [`finish`](Drops::finish) resumes the first panic
 /// once the operation is complete (M13, R3: a clear still clears, a teardown runs to its end). A
 /// panic while the thread is already unwinding cannot propagate (it would abort the process): it
-/// is logged and dropped (R2).
+/// is logged and dropped (R2). For a single value dropped on a normal path, see [`drop_user`].
 #[derive(Default)]
 pub(crate) struct Drops {
     panic: Option<Box<dyn Any + Send>>,
@@ -61,6 +61,29 @@ impl Drops {
     }
 }
 
+/// Drops a user value the library owns in its own frame on a normal path (after a call
+/// returned, after delivery, on remove): a plain drop, unless the thread unwinds, where a
+/// panicking `Drop` would abort the process. Library code runs while the thread unwinds when
+/// user code calls it from a `Drop` during a panic (a send, a dispatch, a remove): the value then
+/// goes to the guarded drop, which logs a second panic instead (R2). The check is compiled out
+/// for a type without drop glue and is one load and a branch otherwise; the guarded path is out
+/// of line.
+#[inline(always)]
+pub(crate) fn drop_user<T>(value: T) {
+    if std::mem::needs_drop::<T>() && std::thread::panicking() {
+        drop_user_while_unwinding(value);
+    } else {
+        drop(value);
+    }
+}
+
+/// [`drop_user`]'s path while the thread unwinds.
+#[cold]
+#[inline(never)]
+fn drop_user_while_unwinding<T>(value: T) {
+    Drops::drop_one(value);
+}
+
 /// Drops a panic's payload that will not propagate. Its own `Drop` could panic again: that is
 /// caught too, and only then (a payload whose drop panics, twice) is anything leaked.
 fn drop_payload(payload: Box<dyn Any + Send>) {
@@ -80,6 +103,11 @@ fn drop_payload(payload: Box<dyn Any + Send>) {
 /// whose type has no drop glue costs nothing on any path. For several values, hold a
 /// `Vec<Guarded<T>>`: each element's drop is guarded on its own, so two panicking `Drop`s do not
 /// abort either.
+///
+/// R2 also covers library code that itself runs while the thread unwinds (called from a `Drop`
+/// during a panic) and drops a user value on its normal path: dropping a `Guarded` (rather than
+/// taking the value out) guards that drop too, and [`drop_user`] does it for a value held
+/// plainly.
 #[repr(transparent)]
 pub(crate) struct Guarded<T>(ManuallyDrop<T>);
 

@@ -21,7 +21,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::invocation::Guarded;
+use crate::invocation::{Guarded, drop_user};
 use crate::multicast::MulticastDelegate;
 
 /// A delegate that a [`QueuedSender`] can broadcast: its parameters, as one tuple of owned
@@ -153,7 +153,8 @@ impl<Args: Send + 'static> QueuedSender<Args> {
             targets.insert(id, target);
             dead
         });
-        drop(dead);
+        // The entries hold user accessors (and their captures): see `drop_user` (R2).
+        drop_user(dead);
         QueuedSender {
             ticket: Arc::new(Ticket {
                 id,
@@ -224,7 +225,7 @@ pub fn queued_targets() -> usize {
             let dead = take_dead(&mut targets);
             let live = targets.len();
             drop(targets);
-            drop(dead);
+            drop_user(dead);
             live
         })
         .unwrap_or(0)
@@ -284,7 +285,9 @@ fn unregister(id: u64) {
         .try_with(|targets| targets.borrow_mut().remove(&id))
         .ok()
         .flatten();
-    drop(removed);
+    // The entry holds the user's accessor: a sender dropped while the thread unwinds drops it
+    // under the guard (R2).
+    drop_user(removed);
 }
 
 /// Runs on the game thread: broadcasts `args` through the entry of `ticket`, if it is still
