@@ -775,3 +775,45 @@ fn r2_a_waker_a_poll_replaces_while_the_thread_unwinds_is_dropped_under_the_guar
         },
     );
 }
+
+/// A panic payload whose `Drop` panics too.
+struct LoudPayload;
+
+impl Drop for LoudPayload {
+    fn drop(&mut self) {
+        panic!("payload dropped");
+    }
+}
+
+/// A game module's start-up that panics with a [`LoudPayload`].
+fn loud_start_up() {
+    std::panic::panic_any(LoudPayload);
+}
+
+/// The engine's report sink of the test below: appends to a `String`.
+unsafe extern "C" fn append_report(sink: *mut std::ffi::c_void, message: *const u8, len: usize) {
+    // SAFETY: `sink` is the `String` the test passes, `message` `len` bytes of UTF-8 for the
+    // call (the report's contract).
+    let (sink, bytes) = unsafe {
+        (
+            &mut *sink.cast::<String>(),
+            std::slice::from_raw_parts(message, len),
+        )
+    };
+    sink.push_str(std::str::from_utf8(bytes).expect("UTF-8"));
+}
+
+/// A module entry point's panic payload is dropped under the guard: `run_entry` returns into the
+/// engine's `extern "C"` call, where a panic of the payload's `Drop` would abort the process.
+#[test]
+fn r2_a_module_entry_panic_payload_whose_drop_panics_is_dropped_under_the_guard() {
+    let mut text = String::new();
+    let report = lumina::module::EntryReport {
+        sink: (&raw mut text).cast(),
+        write: append_report,
+    };
+    // SAFETY: `report` is valid for the call.
+    let ran = unsafe { lumina::module::run_entry(&report, loud_start_up) };
+    assert!(!ran, "the start-up panicked");
+    assert_eq!(text, "a panic with a non-text payload");
+}

@@ -86,7 +86,7 @@ fn drop_user_while_unwinding<T>(value: T) {
 
 /// Drops a panic's payload that will not propagate. Its own `Drop` could panic again: that is
 /// caught too, and only then (a payload whose drop panics, twice) is anything leaked.
-fn drop_payload(payload: Box<dyn Any + Send>) {
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
     if let Err(again) = panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
         std::mem::forget(again);
     }

@@ -152,8 +152,10 @@ pub unsafe fn run_entry(report: *const EntryReport, body: fn()) -> bool {
                 let report = &*report;
                 (report.write)(report.sink, message.as_ptr(), message.len());
             }
-            // The payload may hold code of this runtime copy: dropped here, where it belongs.
-            drop(payload);
+            // The payload may hold code of this runtime copy: dropped here, where it belongs,
+            // under the guard: a panic of its `Drop` would unwind into the engine's
+            // `extern "C"` call and abort the process (R2).
+            crate::invocation::drop_payload(payload);
             false
         }
     }
