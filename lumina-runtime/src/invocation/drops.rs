@@ -227,12 +227,7 @@ impl<T> Drop for Guarded<T> {
 fn drop_guarded<T>(slot: &mut ManuallyDrop<T>) {
     // SAFETY: called once per value, by the guard's drop (the guard is not used afterwards) or
     // by `hold_then` instead of its plain drop (the slot is not used afterwards).
-    let value = unsafe { ManuallyDrop::take(slot) };
-    if std::thread::panicking() {
-        Drops::drop_one(value);
-    } else {
-        drop(value);
-    }
+    drop_user(unsafe { ManuallyDrop::take(slot) });
 }
 
 /// The text of a panic's payload (`panic!` with a literal or a format), for reports.

@@ -244,22 +244,21 @@ impl<T: ?Sized> Lent<T> {
     #[inline(always)]
     pub(crate) fn hold<const UNWINDING: bool, R>(self, f: impl FnOnce(&T) -> R) -> R {
         let Lent { rc, value } = self;
-        let hold = |f| {
-            if UNWINDING {
-                Guarded::hold_rc(rc, f)
-            } else {
-                Guarded::hold_then(rc, f, |_| false)
-            }
-        };
-        hold(|_: &Rc<T>| {
-            // SAFETY: `value` is `Weak::as_ptr` of a `Weak` to the allocation `rc` holds a
-            // strong reference to (`WeakShared::upgrade` made both from the same `Weak`), and
-            // `rc` is held until `f` returns or unwinds, so the value is alive while the
-            // reference lives (it does not outlive `f`); `Weak::as_ptr` documents that its
-            // pointer is valid while a strong reference exists. The value is only ever shared
-            // (`rc` is a strong reference no one else reaches, so no `Rc::get_mut` succeeds
-            // while it lives), so a shared reference is what `Rc::deref` would give.
-            f(unsafe { value.as_ref() })
-        })
+        // Only the last strong reference runs the value's `Drop` (see `Guarded::hold_rc`); the
+        // test is compiled out of the common loop (`UNWINDING` false).
+        Guarded::hold_then(
+            rc,
+            |_| {
+                // SAFETY: `value` is `Weak::as_ptr` of a `Weak` to the allocation `rc` holds a
+                // strong reference to (`WeakShared::upgrade` made both from the same `Weak`), and
+                // `rc` is held until `f` returns or unwinds, so the value is alive while the
+                // reference lives (it does not outlive `f`); `Weak::as_ptr` documents that its
+                // pointer is valid while a strong reference exists. The value is only ever shared
+                // (`rc` is a strong reference no one else reaches, so no `Rc::get_mut` succeeds
+                // while it lives), so a shared reference is what `Rc::deref` would give.
+                f(unsafe { value.as_ref() })
+            },
+            |rc| UNWINDING && Rc::strong_count(rc) == 1,
+        )
     }
 }
