@@ -817,3 +817,136 @@ fn r2_a_module_entry_panic_payload_whose_drop_panics_is_dropped_under_the_guard(
     assert!(!ran, "the start-up panicked");
     assert_eq!(text, "a panic with a non-text payload");
 }
+
+// ---- Found by the adversarial pass over the newest surfaces (coroutines, the bus, the C ABI) ----
+
+/// A panic payload whose `Drop` panics (a `Loud` with a payload that panics again).
+fn panic_with_loud_payload() -> ! {
+    std::panic::panic_any(LoudPayload)
+}
+
+/// A future whose poll panics with a [`LoudPayload`] and that holds a capture whose `Drop`
+/// panics.
+struct PanickingTask(#[allow(dead_code)] Loud);
+
+impl std::future::Future for PanickingTask {
+    type Output = ();
+
+    fn poll(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        panic_with_loud_payload()
+    }
+}
+
+/// A coroutine task that panics with a payload whose `Drop` panics: the executor drops the
+/// payload, and then the task, under the guard; the task is gone afterwards. Without it, the
+/// payload's panic unwound `poll_task` while it held the task plainly, and its capture's `Drop`
+/// aborted the process.
+#[test]
+fn r2_a_coroutine_whose_panic_payload_panics_when_dropped_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_a_coroutine_whose_panic_payload_panics_when_dropped_is_dropped_under_the_guard",
+        || {
+            let _game = GameThreadScope::enter();
+            let task = lumina::coroutine::spawn_local(PanickingTask(Loud("task dropped")));
+            let (got, _) = panics_with_log(|| {
+                main_thread::process_queue();
+            });
+            assert_eq!(got, "payload dropped");
+            assert_eq!(lumina::coroutine::task_count(), 0, "the task was dropped");
+            assert!(task.is_finished());
+        },
+    );
+}
+
+/// A waker whose `wake` panics with a [`LoudPayload`].
+struct PayloadWaker;
+
+impl std::task::Wake for PayloadWaker {
+    fn wake(self: Arc<Self>) {
+        panic_with_loud_payload();
+    }
+}
+
+/// Frame waiters: one whose `wake` panics with a payload whose `Drop` panics, then one whose
+/// `Drop` panics. Every waiter is still woken (and dropped under the guard); the first panic
+/// propagates. Without it, the payload's panic unwound the wake loop, which dropped the
+/// waiters not yet woken plainly: an abort.
+#[test]
+fn r2_frame_waiters_after_one_whose_panic_payload_panics_are_woken_and_guarded() {
+    in_child_process(
+        "r2_frame_waiters_after_one_whose_panic_payload_panics_are_woken_and_guarded",
+        || {
+            let _game = GameThreadScope::enter();
+            main_thread::wake_next_frame(std::task::Waker::from(Arc::new(PayloadWaker)));
+            main_thread::wake_next_frame(std::task::Waker::from(Arc::new(LoudWaker)));
+            let (got, _) = panics_with_log(|| {
+                main_thread::process_queue();
+            });
+            assert_eq!(got, "payload dropped");
+        },
+    );
+}
+
+/// A payload scripts send.
+#[lumina::script_delegate]
+#[derive(Clone, Copy)]
+struct Shot {
+    power: u32,
+}
+
+lumina::gameplay_tags! {
+    mod script_tags {
+        GuardedDrops.Script {
+            #[script]
+            Shot: Shot,
+        },
+    }
+}
+
+/// SD5 with R2: a script's send through the C ABI reaches a Rust listener that panics with a
+/// payload whose `Drop` panics. The call returns `Panicked` and the payload is dropped under the
+/// guard. Without it, the C ABI's guard dropped the payload plainly and its panic unwound out of
+/// the `extern "C"` function: an abort.
+#[test]
+fn r2_sd5_a_panic_payload_caught_at_the_c_abi_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_sd5_a_panic_payload_caught_at_the_c_abi_is_dropped_under_the_guard",
+        || {
+            use lumina::ffi::{LuminaPayloadInfo, LuminaStatus, lumina_bus_send};
+            let bus: MessageBus = MessageBus::new();
+            let _ = bus.listen(&script_tags::GUARDED_DROPS_SCRIPT_SHOT, |_: &Shot, _| {
+                panic_with_loud_payload();
+            });
+            let mut layout = std::mem::MaybeUninit::<LuminaPayloadInfo>::uninit();
+            let name = "Shot";
+            // SAFETY: a live name; a local out pointer, read only after `Ok`.
+            let layout = unsafe {
+                assert_eq!(
+                    lumina::ffi::lumina_reflect_find_payload(
+                        name.as_ptr(),
+                        name.len(),
+                        layout.as_mut_ptr()
+                    ),
+                    LuminaStatus::Ok
+                );
+                layout.assume_init()
+            };
+            let tag = "GuardedDrops.Script.Shot";
+            let shot = Shot { power: 3 };
+            // SAFETY: a live bus, tag name, payload and layout.
+            let status = unsafe {
+                lumina_bus_send(
+                    &bus,
+                    tag.as_ptr(),
+                    tag.len(),
+                    0,
+                    0,
+                    std::ptr::from_ref(&shot).cast(),
+                    size_of::<Shot>(),
+                    &layout,
+                )
+            };
+            assert_eq!(status, LuminaStatus::Panicked);
+        },
+    );
+}

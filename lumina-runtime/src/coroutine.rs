@@ -245,6 +245,10 @@ fn poll_task(id: u64, session: u64) {
     POLLING.set(Some(code));
     let outcome = catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)));
     POLLING.set(None);
+    // The panic's payload is a user value too: dropped with the task below, once the slot is
+    // settled, so that a panic of its `Drop` neither leaves the slot half-polled nor unwinds
+    // while this frame holds the task plainly (R2, R3).
+    let mut drops = Drops::default();
     let status = match outcome {
         Ok(Poll::Pending) => None,
         Ok(Poll::Ready(())) => Some(TaskStatus::Finished),
@@ -255,7 +259,7 @@ fn poll_task(id: u64, session: u64) {
                 "lumina: a coroutine task panicked: {message}; it was dropped, the other tasks \
                  go on"
             );
-            Drops::drop_one(payload);
+            drops.drop(payload);
             Some(TaskStatus::Panicked)
         }
     };
@@ -283,8 +287,9 @@ fn poll_task(id: u64, session: u64) {
     drop(waker);
     // The task and what it holds are user values: dropped with nothing borrowed, guarded.
     if let Some(done) = done {
-        Drops::drop_one(done);
+        drops.drop(done);
     }
+    drops.finish();
 }
 
 /// Ends task `id` with `status`: drops it now, or marks it to be dropped after its running poll.

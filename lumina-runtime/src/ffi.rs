@@ -169,6 +169,9 @@ fn guard(function: &'static str, body: impl FnOnce() -> LuminaStatus) -> LuminaS
             tracing::error!(
                 "lumina: {function} panicked; returning an error to the host: {message}"
             );
+            // A user value whose `Drop` may panic again: that must not unwind into the host
+            // (SD5, R2).
+            crate::invocation::drop_payload(panic);
             LuminaStatus::Panicked
         }
     }

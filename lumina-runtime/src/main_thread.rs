@@ -590,8 +590,13 @@ pub fn process_queue() -> usize {
 
 /// Wakes every waker registered with [`wake_next_frame`]; a panicking waker is logged and the
 /// others still wake.
+///
+/// A panic's payload is a user value: its `Drop` may panic too. Kept, and the first such panic
+/// resumed once every waiter was woken, so the waiters not woken yet are never dropped plainly
+/// while it unwinds (R2).
 fn wake_frame_wakers() {
     let wakers = FRAME_WAKERS.with(|wakers| std::mem::take(&mut *wakers.borrow_mut()));
+    let mut drops = crate::invocation::Drops::default();
     for waker in wakers {
         if let Err(payload) =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || waker.wake()))
@@ -600,9 +605,10 @@ fn wake_frame_wakers() {
                 "lumina: a waker registered for the next frame panicked in `wake`; the other \
                  frame waiters were still woken"
             );
-            crate::invocation::Drops::drop_one(payload);
+            drops.drop(payload);
         }
     }
+    drops.finish();
 }
 
 /// The frame count of the game thread: how many times [`process_queue`] has run in this session
