@@ -887,6 +887,93 @@ fn r2_frame_waiters_after_one_whose_panic_payload_panics_are_woken_and_guarded()
     );
 }
 
+/// Two retained tags under one parent.
+static KEPT_A: TagKey<Bomb> = TagKey::new("GuardedDrops.Kept.A", true);
+static KEPT_B: TagKey<Bomb> = TagKey::new("GuardedDrops.Kept.B", true);
+
+/// A partial listener hears two retained messages at once and clears both meanwhile: the
+/// replay's clones are their last references. The first one's `Drop` panics after its replay;
+/// the second one, not replayed yet, is dropped under the guard while that panic unwinds.
+/// Without it, the replay's list of clones was dropped plainly: an abort.
+#[test]
+fn r2_the_retained_messages_a_replay_holds_are_dropped_under_the_guard() {
+    in_child_process(
+        "r2_the_retained_messages_a_replay_holds_are_dropped_under_the_guard",
+        || {
+            let bus = Rc::new(MessageBus::<u32>::new());
+            bus.send(&KEPT_A, Bomb);
+            bus.send(&KEPT_B, Bomb);
+            let weak = Rc::downgrade(&bus);
+            let parent = KEPT_A.tag().parent().expect("a parent tag");
+            assert_guarded("bomb dropped", || {
+                let _ = bus.listen_partial(parent, move |_: &Message<'_, u32>| {
+                    if let Some(bus) = weak.upgrade() {
+                        bus.clear_retained(&KEPT_A);
+                        bus.clear_retained(&KEPT_B);
+                    }
+                });
+            });
+        },
+    );
+}
+
+/// A retained tag of plain numbers.
+static KEPT_NUMBER: TagKey<u32> = TagKey::new("GuardedDrops.KeptNumber", true);
+
+/// A one-shot listener hears a retained message at once: it removes itself before its code
+/// runs, so the reference the listen holds for the replay is its last. Its code panics: that
+/// reference (with a capture whose `Drop` panics) is dropped under the guard. Without it, the
+/// listen dropped it plainly while the panic unwound: an abort.
+#[test]
+fn r2_the_listener_a_replay_holds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_the_listener_a_replay_holds_is_dropped_under_the_guard",
+        || {
+            let bus = MessageBus::<u32>::new();
+            bus.send(&KEPT_NUMBER, 1);
+            let loud = Loud("listener dropped");
+            assert_guarded("listener", || {
+                let _ = bus.listen_once(&KEPT_NUMBER, move |_: &u32, _: &Message<'_, u32>| {
+                    let _ = &loud;
+                    panic!("listener");
+                });
+            });
+            assert!(bus.listeners().is_empty());
+        },
+    );
+}
+
+/// Two tags of the bus-clear test below.
+static CLEARED_A: TagKey<u32> = TagKey::new("GuardedDrops.Cleared.A", false);
+static CLEARED_B: TagKey<u32> = TagKey::new("GuardedDrops.Cleared.B", false);
+
+/// R3: a bus's `clear` clears every channel even when a listener's `Drop` panics, then resumes
+/// that panic. Without it, the first panicking channel stopped the clear: the other channels'
+/// listeners stayed, and went on hearing.
+#[test]
+fn r3_a_bus_clear_clears_every_channel_when_a_listener_drop_panics() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let heard = Rc::new(AtomicUsize::new(0));
+    for key in [&CLEARED_A, &CLEARED_B] {
+        let loud = Loud("listener dropped");
+        let count = Rc::clone(&heard);
+        let _ = bus.listen(key, move |_: &u32, _: &Message<'_, u32>| {
+            let _ = &loud;
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    let loud = Loud("listener dropped");
+    let _ = bus.listen_entity(&CLEARED_A, 7, move |_: &u32, _: &Message<'_, u32>| {
+        let _ = &loud;
+    });
+    let (got, _) = panics_with_log(|| bus.clear());
+    assert_eq!(got, "listener dropped");
+    assert!(bus.listeners().is_empty(), "R3: a clear still clears");
+    bus.send(&CLEARED_A, 1);
+    bus.send(&CLEARED_B, 1);
+    assert_eq!(heard.load(Ordering::SeqCst), 0);
+}
+
 /// A payload scripts send.
 #[lumina::script_delegate]
 #[derive(Clone, Copy)]

@@ -999,11 +999,14 @@ impl<E: EntityId> MessageBus<E> {
         make: impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E>,
     ) -> DelegateHandle {
         let (handle, made) = self.add_quietly(tag, entity, is_partial, priority, make);
-        if replay && let Some(callable) = &made {
+        // The last reference when the listener removed itself meanwhile (a one-shot listener
+        // does, before its code runs): user code, guarded also while a panic of the replay
+        // unwinds (R2).
+        let made = Guarded::new(made);
+        if replay && let Some(callable) = &*made {
             self.replay_to(tag, entity, is_partial, handle, callable);
         }
-        // The last reference when the listener removed itself meanwhile: user code, guarded.
-        Drops::drop_one(made);
+        Drops::drop_one(made.into_inner());
         handle
     }
 
@@ -1110,7 +1113,10 @@ impl<E: EntityId> MessageBus<E> {
         handle: DelegateHandle,
         callable: &Callable<E>,
     ) {
-        let retained: Vec<(Tag, Option<E>, Rc<dyn Any>)> = self
+        // Each clone guarded: a listener may clear the retained messages it hears, leaving the
+        // clones waiting here their last references, dropped while a panic unwinds (R2).
+        type Kept = Guarded<Rc<dyn Any>>;
+        let retained: Vec<(Tag, Option<E>, Kept)> = self
             .channels
             .borrow()
             .iter()
@@ -1124,9 +1130,9 @@ impl<E: EntityId> MessageBus<E> {
             })
             .filter_map(|found| {
                 let retained = found.retained.borrow();
-                retained
-                    .as_ref()
-                    .map(|(sent_to, payload)| (found.tag, *sent_to, Rc::clone(payload)))
+                retained.as_ref().map(|(sent_to, payload)| {
+                    (found.tag, *sent_to, Guarded::new(Rc::clone(payload)))
+                })
             })
             .collect();
         for (sent_on, sent_to, payload) in retained {
@@ -1137,14 +1143,15 @@ impl<E: EntityId> MessageBus<E> {
             if !channel.list.subscriber_matches(handle, |_| true) {
                 break;
             }
-            let mut message = match payload.downcast_ref::<script::ScriptRetained>() {
+            let value: &dyn Any = &**payload;
+            let mut message = match value.downcast_ref::<script::ScriptRetained>() {
                 // SAFETY: the bytes of a value of the type `ty` names, borrowed from `payload`,
                 // which lives until after the call (see `ScriptRetained::read`).
                 Some(bytes) => unsafe {
                     let (address, ty) = bytes.payload();
                     Message::with_type(sent_on, sent_to, address, ty)
                 },
-                None => Message::new_erased(sent_on, sent_to, &*payload),
+                None => Message::new_erased(sent_on, sent_to, value),
             };
             message.replayed = true;
             // Heard by this listener alone, whenever it was added.
@@ -1153,7 +1160,7 @@ impl<E: EntityId> MessageBus<E> {
             message.at_entity.set(entity);
             callable(&message);
             // The payload clone is the bus's: dropped here, guarded (R2).
-            Drops::drop_one(payload);
+            Drops::drop_one(payload.into_inner());
         }
     }
 
@@ -1244,6 +1251,7 @@ impl<E: EntityId> MessageBus<E> {
         let operation = self.script_operation();
         let mut count = 0;
         let mut drops = Drops::default();
+        // Every managed listener marked before the first clear runs user code (M13).
         for channel in &removed {
             if operation.is_some() {
                 for subscription in channel.list.subscriptions() {
@@ -1251,7 +1259,10 @@ impl<E: EntityId> MessageBus<E> {
                 }
             }
             count += channel.list.len();
-            channel.list.clear();
+        }
+        // Every channel cleared, even past a panicking `Drop` (R3).
+        for channel in &removed {
+            drops.run(|| channel.list.clear());
         }
         for channel in removed {
             drops.drop(channel);

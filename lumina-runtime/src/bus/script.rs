@@ -404,9 +404,14 @@ impl<E: EntityId> MessageBus<E> {
             .chain(self.entity_channels.borrow().values().cloned())
             .collect();
         self.records.borrow_mut().clear();
+        // Every channel cleared, even past a panicking `Drop`, whose panic resumes at the end
+        // (M13, R3: a clear still clears).
+        let mut drops = Drops::default();
         for channel in channels {
-            channel.list.clear();
+            drops.run(|| channel.list.clear());
+            drops.drop(channel);
         }
+        drops.finish();
     }
 
     /// How many managed listeners are listening (GB8).
