@@ -321,7 +321,8 @@ fn end_task(id: u64, status: TaskStatus) -> bool {
 // ---- module hooks (MB4), see `crate::module::track::TaskHooks`.
 
 /// Drops, unpolled, every task whose code `doomed` says belongs to an unloading module; returns
-/// how many.
+/// how many. Every one is dropped even when a `Drop` panics; the first panic resumes at the end
+/// (R3: a task left behind would be polled after the module's code is unmapped).
 fn drop_module_tasks(doomed: &dyn Fn(Option<Code>) -> bool) -> usize {
     let ids: Vec<u64> = TASKS.with_borrow(|tasks| {
         tasks
@@ -331,9 +332,13 @@ fn drop_module_tasks(doomed: &dyn Fn(Option<Code>) -> bool) -> usize {
             .map(|(&id, _)| id)
             .collect()
     });
-    ids.into_iter()
-        .filter(|&id| end_task(id, TaskStatus::Unloaded))
-        .count()
+    let mut drops = Drops::default();
+    let mut count = 0;
+    for id in ids {
+        drops.run(|| count += usize::from(end_task(id, TaskStatus::Unloaded)));
+    }
+    drops.finish();
+    count
 }
 
 /// Whether the task being polled now runs code `doomed` says belongs to an unloading module:
@@ -431,5 +436,38 @@ mod tests {
             Some(true),
             "inside its poll, the task's code is running"
         );
+    }
+
+    /// R3: an unload drops every task of the module even when a task's `Drop` panics (a task
+    /// left behind would be polled after the unmapping), then resumes that panic.
+    #[test]
+    fn r3_a_module_unload_drops_every_task_when_a_drop_panics() {
+        /// A task's capture whose `Drop` panics.
+        struct Loud;
+        impl Drop for Loud {
+            fn drop(&mut self) {
+                panic!("a task's capture panicked");
+            }
+        }
+        let _game = GameThreadScope::enter();
+        let handles: Vec<TaskHandle> = (0..2)
+            .map(|_| {
+                let loud = Loud;
+                spawn_local(async move {
+                    let _ = &loud;
+                })
+            })
+            .collect();
+        let hooks = track::TASK_HOOKS.get().expect("set by the first spawn");
+        let payload = catch_unwind(AssertUnwindSafe(|| (hooks.drop_tasks)(&|_| true)))
+            .expect_err("the first panic resumes");
+        assert_eq!(
+            crate::invocation::panic_text(&*payload),
+            "a task's capture panicked"
+        );
+        assert_eq!(task_count(), 0, "every task was dropped");
+        for handle in &handles {
+            assert_eq!(handle.status(), TaskStatus::Unloaded);
+        }
     }
 }

@@ -45,6 +45,26 @@ impl Drops {
         drops.finish();
     }
 
+    /// Ends the operation, keeping only the first panic's text: its payload is dropped now
+    /// (a second panic of its `Drop` is dropped too). For an operation whose first panic must
+    /// resume after the code its payload's type lives in is gone (a game module's unload, R5):
+    /// [`resume_text`](Self::resume_text) resumes it then.
+    pub(crate) fn into_text(self) -> Option<String> {
+        let payload = self.panic?;
+        let text = panic_text(&*payload);
+        drop_payload(payload);
+        Some(text)
+    }
+
+    /// Resumes a panic with `text` as its payload, as [`finish`](Self::finish) does (logged
+    /// instead while the thread already unwinds).
+    pub(crate) fn resume_text(text: String) {
+        Drops {
+            panic: Some(Box::new(text)),
+        }
+        .finish();
+    }
+
     /// Ends the operation: resumes the first panic of a `Drop`, if any. While the thread is
     /// already unwinding the panic is logged and its payload dropped instead.
     pub(crate) fn finish(self) {

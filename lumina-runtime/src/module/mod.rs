@@ -81,6 +81,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use crate::core_delegates::{CoreDelegates, ModuleInfo};
+use crate::invocation::Drops;
 use crate::main_thread;
 use crate::reflect::{RegisteredComponent, RegisteredPayload};
 
@@ -767,12 +768,24 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
     } else {
         None
     };
-    let (left_on_other_threads, swept) = release_values(id);
+    // From here on every step runs user code (the `Drop`s of the module's callables, values and
+    // tasks; the engine's `on_module_unloaded` subscribers) and runs to its end even when one of
+    // them panics, and so does the unload: the first panic resumes once the module is gone (R3).
+    // Each step completes on its own, so nothing of the module is left for after the unmapping.
+    let mut drops = Drops::default();
+    let (mut left_on_other_threads, mut swept) = (0, 0);
+    drops.run(|| (left_on_other_threads, swept) = release_values(id));
     // Tasks it queued for the game thread would run its code after the unmapping.
-    let dropped = main_thread::drop_queued(|task| track::belongs_to(id.0, track::code_of(task)));
+    let mut dropped = 0;
+    drops.run(|| {
+        dropped = main_thread::drop_queued(|task| track::belongs_to(id.0, track::code_of(task)));
+    });
     // Coroutine tasks it spawned would poll its code after the unmapping: dropped unpolled.
-    let tasks = track::TASK_HOOKS.get().map_or(0, |hooks| {
-        (hooks.drop_tasks)(&|code| track::belongs_to(id.0, code))
+    let mut tasks = 0;
+    drops.run(|| {
+        tasks = track::TASK_HOOKS.get().map_or(0, |hooks| {
+            (hooks.drop_tasks)(&|code| track::belongs_to(id.0, code))
+        });
     });
     let loaded = MODULES.with_borrow_mut(|modules| {
         let index = modules.iter().position(|m| m.id == id)?;
@@ -808,8 +821,11 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         );
     }
     if started {
-        CoreDelegates::get().on_module_unloaded().broadcast();
+        drops.run(|| CoreDelegates::get().on_module_unloaded().broadcast());
     }
+    // A panic's payload may be a value of the module (its type's `Drop` and vtable lie in the
+    // library): dropped now, while it is mapped; its text resumes after the unmapping (R5).
+    let panicked = drops.into_text();
     if left_on_other_threads > 0 {
         tracing::warn!(
             module = loaded.info.name(),
@@ -820,6 +836,9 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         std::mem::forget(loaded.library);
     } else {
         unmap(loaded.library, &loaded.mapped, loaded.info.name());
+    }
+    if let Some(text) = panicked {
+        Drops::resume_text(text);
     }
     match failed {
         Some(message) => Err(ModuleError::ShutDownFailed {
@@ -875,21 +894,31 @@ fn unmap(library: libloading::Library, mapped: &Path, name: &str) {
 /// threads handed over and nothing consumed yet (messages posted to a bus from another thread),
 /// while its code is mapped (R5). Returns how many subscriptions and values are left on other
 /// threads (then the library must stay mapped) and how many values were swept.
+///
+/// Every step runs to its end, and the steps after it run, when a `Drop` it runs panics; the
+/// first panic resumes once all of them ran (R3): none of the module's values may be left
+/// behind for after the unmapping.
 pub(crate) fn release_values(id: ModuleId) -> (usize, usize) {
-    let mut left_on_other_threads = remove_subscriptions(id);
+    let mut drops = Drops::default();
+    let mut left_on_other_threads = 0;
+    drops.run(|| left_on_other_threads += remove_subscriptions(id));
     // A holder's sweep waits for a thread that was moving the holder's values out (a bus's
     // thread queuing what its inbox held, see `track::Sweep`): those it queued are recorded by
     // the time the sweep returns, on that thread, so they are counted again below and keep the
     // library mapped, instead of being missed by both the count before and the sweep.
-    let swept = track::sweep(id.0);
-    left_on_other_threads += remove_subscriptions(id);
+    let mut swept = 0;
+    drops.run(|| swept = track::sweep(id.0));
+    drops.run(|| left_on_other_threads += remove_subscriptions(id));
+    drops.finish();
     (left_on_other_threads, swept)
 }
 
 /// Removes every recorded subscription of `id` on this thread, dropping the callables; again
 /// while those drops (user code, M13) subscribe more. Returns how many are left on other
-/// threads.
+/// threads. A panicking `Drop` does not stop it: its panic resumes once every subscription is
+/// removed (R3).
 fn remove_subscriptions(id: ModuleId) -> usize {
+    let mut drops = Drops::default();
     loop {
         let ids = track::record_ids_here(id.0);
         if ids.is_empty() {
@@ -902,11 +931,14 @@ fn remove_subscriptions(id: ModuleId) -> usize {
             let Some(record) = track::take_record(record) else {
                 continue;
             };
-            // SAFETY: on the list's own thread (`record_ids_here`), and the list is alive: its
-            // record was still registered, and a dropped list forgets its records.
-            unsafe { record.remove() };
+            drops.run(|| {
+                // SAFETY: on the list's own thread (`record_ids_here`), and the list is alive:
+                // its record was still registered, and a dropped list forgets its records.
+                unsafe { record.remove() };
+            });
         }
     }
+    drops.finish();
     // What is left was made on other threads: not reachable from here; forgotten.
     track::take_records(id.0).len()
 }
@@ -1099,6 +1131,80 @@ mod tests {
             "the unload dropped the module's retained message"
         );
         assert_eq!(track::count(FAKE.0), 0);
+        track::remove_range(FAKE.0);
+    }
+
+    /// R3 (and MB4, R5): an unload runs to its end when a `Drop` it runs panics, then resumes
+    /// that panic. Without it, the first panicking `Drop` stopped the unload halfway: the
+    /// module's other subscriptions stayed (its code went on running after its shut-down), and
+    /// the module stayed "being unloaded" for good.
+    #[test]
+    fn r3_an_unload_completes_when_a_drop_it_runs_panics_then_resumes_the_panic() {
+        use crate::invocation::{InvocationList, panic_text};
+        use std::any::Any;
+
+        const FAKE: ModuleId = ModuleId(u64::MAX - 44);
+        /// A module's capture whose `Drop` panics.
+        struct Loud;
+        impl Drop for Loud {
+            fn drop(&mut self) {
+                panic!("a module's capture panicked");
+            }
+        }
+        /// A module's capture that counts its drops.
+        struct Counted(Rc<Cell<usize>>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        let _game = crate::main_thread::GameThreadScope::enter();
+        let dropped = Rc::new(Cell::new(0));
+        let loud: Rc<dyn Any> = Rc::new(Loud);
+        let counted: Rc<dyn Any> = Rc::new(Counted(Rc::clone(&dropped)));
+        // Attribute exactly these two types' code to the fake module (see
+        // `mb4_a_deferred_unload_waits_while_the_bus_lends_a_value_of_the_module`).
+        #[cfg(not(miri))]
+        track::add_range(FAKE.0, usize::MAX - 1, usize::MAX);
+        #[cfg(miri)]
+        track::add_range(FAKE.0, 0, 1);
+        for it in [&loud, &counted] {
+            let vtable = track::code_of(&**it).expect("a module is loaded").vtable();
+            track::add_range(FAKE.0, vtable, vtable + 1);
+        }
+        let list: InvocationList<Rc<dyn Any>> = InvocationList::new();
+        // Recorded first, so removed first.
+        let _ = list.add(loud);
+        let _ = list.add(counted);
+        assert_eq!(track::count(FAKE.0), 2);
+        MODULES.with_borrow_mut(|modules| {
+            modules.push(Loaded {
+                id: FAKE,
+                info: ModuleInfo::new("fake"),
+                // No such mapping: the unload leaves the (not really loaded) library alone.
+                mapped: PathBuf::from("/nonexistent/r3-unload-fake.so"),
+                modified: None,
+                entry: &ENTRY,
+                library: libloading::os::unix::Library::this().into(),
+                leaving: None,
+            });
+        });
+        let heard = Rc::new(Cell::new(false));
+        let sink = Rc::clone(&heard);
+        let _unloaded = crate::CoreDelegates::get()
+            .on_module_unloaded()
+            .add_lambda(move || sink.set(true));
+        let payload = std::panic::catch_unwind(|| super::unload(FAKE))
+            .expect_err("the panic of the Drop resumes");
+        assert_eq!(panic_text(&*payload), "a module's capture panicked");
+        assert!(!loaded(FAKE), "the module is gone");
+        assert!(
+            list.is_empty(),
+            "every subscription of the module was removed"
+        );
+        assert_eq!(dropped.get(), 1);
+        assert_eq!(track::count(FAKE.0), 0);
+        assert!(heard.get(), "on_module_unloaded fired");
         track::remove_range(FAKE.0);
     }
 }

@@ -234,7 +234,8 @@ pub(crate) fn add_sweeper(holder: std::sync::Weak<dyn Sweep>) {
 }
 
 /// Asks every live holder to drop what belongs to `module` (its code lies in the module's
-/// library); returns how many values were dropped. The registry is not locked meanwhile.
+/// library); returns how many values were dropped. The registry is not locked meanwhile. Every
+/// holder is swept even when a `Drop` panics; the first panic resumes at the end (R3).
 pub(crate) fn sweep(module: u64) -> usize {
     let live: Vec<std::sync::Arc<dyn Sweep>> = SWEEPERS
         .lock()
@@ -242,9 +243,14 @@ pub(crate) fn sweep(module: u64) -> usize {
         .iter()
         .filter_map(std::sync::Weak::upgrade)
         .collect();
-    live.iter()
-        .map(|holder| holder.sweep(&|code| belongs_to(module, code)))
-        .sum()
+    let mut drops = crate::invocation::Drops::default();
+    let mut swept = 0;
+    for holder in &live {
+        drops.run(|| swept += holder.sweep(&|code| belongs_to(module, code)));
+    }
+    drop(live);
+    drops.finish();
+    swept
 }
 
 /// Whether any subscription is recorded: the one load a list block's drop makes.
