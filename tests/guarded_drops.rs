@@ -1037,3 +1037,72 @@ fn r2_sd5_a_panic_payload_caught_at_the_c_abi_is_dropped_under_the_guard() {
         },
     );
 }
+
+/// Runs `body` on a thread of its own and waits for it: its thread-locals are destroyed when it
+/// exits, where a panic cannot propagate (it aborts the process).
+fn on_a_thread_that_exits(body: impl FnOnce() + Send + 'static) {
+    std::thread::spawn(body)
+        .join()
+        .expect("the thread ends normally");
+}
+
+/// R2 at a thread's exit: coroutine tasks still alive when their game thread exits are dropped
+/// under the guard with the thread-local that holds them, a panic of a `Drop` logged. Without
+/// it, the thread-local's destructor panicked: an abort ("thread local panicked on drop").
+#[test]
+fn r2_coroutine_tasks_left_at_their_threads_exit_are_dropped_under_the_guard() {
+    in_child_process(
+        "r2_coroutine_tasks_left_at_their_threads_exit_are_dropped_under_the_guard",
+        || {
+            on_a_thread_that_exits(|| {
+                let _game = GameThreadScope::enter();
+                for text in ["task 1 dropped", "task 2 dropped"] {
+                    let loud = Loud(text);
+                    let _ = lumina::coroutine::spawn_local(async move {
+                        let _ = &loud;
+                    });
+                }
+            });
+        },
+    );
+}
+
+/// R2 at a thread's exit: the frame waiters a game thread leaves (designated for good, it never
+/// ends a session) are dropped under the guard. Without it: an abort.
+#[test]
+fn r2_frame_waiters_left_at_their_threads_exit_are_dropped_under_the_guard() {
+    in_child_process(
+        "r2_frame_waiters_left_at_their_threads_exit_are_dropped_under_the_guard",
+        || {
+            on_a_thread_that_exits(|| {
+                main_thread::designate_game_thread();
+                main_thread::wake_next_frame(std::task::Waker::from(Arc::new(LoudWaker)));
+                main_thread::wake_next_frame(std::task::Waker::from(Arc::new(LoudWaker)));
+            });
+        },
+    );
+}
+
+/// R2 at a thread's exit: the registry entry of a queued sender that outlives its game thread
+/// (held by another thread) is dropped with the game thread's thread-local, under the guard.
+/// Without it, its accessor's capture panicked in the thread-local's destructor: an abort.
+#[test]
+fn r2_queued_senders_outliving_their_game_thread_are_dropped_under_the_guard() {
+    in_child_process(
+        "r2_queued_senders_outliving_their_game_thread_are_dropped_under_the_guard",
+        || {
+            let (keep, kept) = std::sync::mpsc::channel();
+            on_a_thread_that_exits(move || {
+                main_thread::designate_game_thread();
+                let player = Rc::new(Target {
+                    on_hit: MulticastDelegate::new(),
+                });
+                for text in ["accessor 1", "accessor 2"] {
+                    let sender = QueuedSender::new(&player, loud_accessor(Loud(text)));
+                    keep.send(sender).expect("the test keeps it");
+                }
+            });
+            drop(kept);
+        },
+    );
+}

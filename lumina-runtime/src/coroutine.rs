@@ -58,7 +58,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::invocation::Drops;
+use crate::invocation::{AtThreadExit, Drops};
 use crate::main_thread;
 use crate::module::track::{self, Code};
 
@@ -99,7 +99,8 @@ struct Slot {
 #[derive(Default)]
 struct Tasks {
     session: u64,
-    slots: HashMap<u64, Slot>,
+    /// User values: dropped under the guard if the thread exits with tasks alive (R2).
+    slots: AtThreadExit<HashMap<u64, Slot>>,
 }
 
 thread_local! {

@@ -53,7 +53,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, ThreadId};
 
-use crate::invocation::Drops;
+use crate::invocation::{AtThreadExit, Drops};
 
 mod queued;
 pub use queued::{QueuedBroadcast, QueuedSender, queued_targets};
@@ -97,7 +97,9 @@ thread_local! {
     /// of frame-waiting futures (X5).
     static FRAME: Cell<u64> = const { Cell::new(0) };
     /// Wakers to wake when the next drain starts (see [`wake_next_frame`]).
-    static FRAME_WAKERS: RefCell<Vec<std::task::Waker>> = const { RefCell::new(Vec::new()) };
+    /// User values: dropped under the guard if the thread exits with some left (R2).
+    static FRAME_WAKERS: RefCell<AtThreadExit<Vec<std::task::Waker>>> =
+        const { RefCell::new(AtThreadExit(Vec::new())) };
 }
 
 mod sealed {
@@ -433,7 +435,7 @@ impl Drop for GameThreadScope {
         }
         SPARE.with(|spare| spare.take());
         FRAME.with(|frame| frame.set(0));
-        let wakers = FRAME_WAKERS.with(|wakers| std::mem::take(&mut *wakers.borrow_mut()));
+        let wakers = FRAME_WAKERS.with(|wakers| std::mem::take(&mut wakers.borrow_mut().0));
         for waker in wakers {
             drops.drop(waker);
         }
@@ -595,7 +597,7 @@ pub fn process_queue() -> usize {
 /// resumed once every waiter was woken, so the waiters not woken yet are never dropped plainly
 /// while it unwinds (R2).
 fn wake_frame_wakers() {
-    let wakers = FRAME_WAKERS.with(|wakers| std::mem::take(&mut *wakers.borrow_mut()));
+    let wakers = FRAME_WAKERS.with(|wakers| std::mem::take(&mut wakers.borrow_mut().0));
     let mut drops = crate::invocation::Drops::default();
     for waker in wakers {
         if let Err(payload) =

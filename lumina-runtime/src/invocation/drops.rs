@@ -81,6 +81,44 @@ impl Drops {
     }
 }
 
+/// A thread-local's collection of user values (a thread's coroutine tasks, frame waiters,
+/// queued senders' registry): its destructor runs at the thread's exit, where a panic cannot
+/// propagate (the runtime aborts the process). It drops the values one at a time, each under
+/// the guard, and logs a panic instead (R2). Derefs to the collection.
+#[derive(Default)]
+pub(crate) struct AtThreadExit<C: IntoIterator + Default>(pub(crate) C);
+
+impl<C: IntoIterator + Default> Deref for AtThreadExit<C> {
+    type Target = C;
+
+    fn deref(&self) -> &C {
+        &self.0
+    }
+}
+
+impl<C: IntoIterator + Default> DerefMut for AtThreadExit<C> {
+    fn deref_mut(&mut self) -> &mut C {
+        &mut self.0
+    }
+}
+
+impl<C: IntoIterator + Default> Drop for AtThreadExit<C> {
+    fn drop(&mut self) {
+        let mut drops = Drops::default();
+        for value in std::mem::take(&mut self.0) {
+            drops.drop(value);
+        }
+        if let Some(payload) = drops.panic {
+            tracing::error!(
+                "lumina: a Drop panicked while a thread-local of an exiting thread was \
+                 destroyed ({}); the panic is dropped so the process does not abort",
+                panic_text(&*payload)
+            );
+            drop_payload(payload);
+        }
+    }
+}
+
 /// Drops a user value the library owns in its own frame on a normal path (after a call
 /// returned, after delivery, on remove): a plain drop, unless the thread unwinds, where a
 /// panicking `Drop` would abort the process. Library code runs while the thread unwinds when

@@ -107,7 +107,7 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use drops::{Drops, Guarded, drop_payload, drop_user, panic_text};
+pub(crate) use drops::{AtThreadExit, Drops, Guarded, drop_payload, drop_user, panic_text};
 pub(crate) use entry::Subscriber;
 pub(crate) use list::{Block, InvocationList, RemoveByHandle, Spec};
 pub(crate) use raw::{Shared, WeakShared};

@@ -21,7 +21,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::invocation::{Guarded, drop_user};
+use crate::invocation::{AtThreadExit, Guarded, drop_user};
 use crate::multicast::MulticastDelegate;
 
 /// A delegate that a [`QueuedSender`] can broadcast: its parameters, as one tuple of owned
@@ -249,7 +249,10 @@ static NEXT_THREAD_TOKEN: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
     /// The registry of the game thread (of each thread that was one).
-    static TARGETS: RefCell<HashMap<u64, Target>> = RefCell::new(HashMap::new());
+    /// Its accessors are user values: dropped under the guard if the thread exits while a
+    /// sender (held by another thread) still names one (R2).
+    static TARGETS: RefCell<AtThreadExit<HashMap<u64, Target>>> =
+        RefCell::new(AtThreadExit(HashMap::new()));
     /// This thread's token, 0 until first asked. A `Cell<u64>` needs no destructor, so it stays
     /// readable while the thread's other thread-locals are destroyed (a sender kept in one may
     /// be dropped then), unlike `thread::current()`.
