@@ -859,3 +859,26 @@ fn mb4_r5_a_modules_bus_payloads_dropped_at_unload_run_clean_under_memcheck() {
         "memcheck reported errors:\n{report}"
     );
 }
+
+/// R5 at the game thread's exit: a module still loaded when its game thread exits stays mapped
+/// while the thread's other thread-locals drop what it left (here a coroutine task it spawned,
+/// in the tasks' thread-local, which the engine made first, so it is destroyed after the module
+/// list). Without it, the module list's destructor unmapped the library first and the task's
+/// `Drop` ran unmapped code: the engine crashed.
+#[test]
+fn r5_a_module_loaded_when_its_game_thread_exits_stays_mapped_for_what_it_left() {
+    let dir = libraries("r5-exit-loaded");
+    let (trace, _) = run(engine("exit-loaded", &dir, None));
+    let lines: Vec<&str> = trace.lines().collect();
+    let at = |wanted: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(wanted))
+            .unwrap_or_else(|| panic!("no {wanted:?} in {lines:#?}"))
+    };
+    let exits = at("engine: the game thread exits with the module loaded");
+    let dropped = at("module: coroutine-drop dropped");
+    let exited = at("engine: the game thread exited");
+    assert!(exits < dropped && dropped < exited, "{lines:#?}");
+    assert_eq!(lines[dropped + 1], "module: at its coroutine-drop, stays");
+}

@@ -307,9 +307,38 @@ enum Leaving {
     Deferred,
 }
 
+/// The modules loaded on a thread. When the thread exits with modules still loaded (this
+/// thread-local's destructor), their libraries stay mapped: the thread's other thread-locals,
+/// destroyed in no order this one can choose, may still hold values of theirs (a coroutine task,
+/// a frame waiter, a queued sender's accessor, a delegate of the engine's) and drop them
+/// afterwards, running the library's code (R5).
+struct Modules(Vec<Loaded>);
+
+impl std::ops::Deref for Modules {
+    type Target = Vec<Loaded>;
+
+    fn deref(&self) -> &Vec<Loaded> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Modules {
+    fn deref_mut(&mut self) -> &mut Vec<Loaded> {
+        &mut self.0
+    }
+}
+
+impl Drop for Modules {
+    fn drop(&mut self) {
+        for loaded in self.0.drain(..) {
+            std::mem::forget(loaded.library);
+        }
+    }
+}
+
 thread_local! {
     /// The loaded modules (only the game thread ever reaches its list).
-    static MODULES: RefCell<Vec<Loaded>> = const { RefCell::new(Vec::new()) };
+    static MODULES: RefCell<Modules> = const { RefCell::new(Modules(Vec::new())) };
     /// Whether a module's start-up or shut-down is running on this thread.
     static IN_ENTRY: Cell<bool> = const { Cell::new(false) };
 }

@@ -18,6 +18,14 @@ fn main() {
     let scenario = args.next().expect("usage: module_host <scenario> <dir>");
     let dir = PathBuf::from(args.next().expect("usage: module_host <scenario> <dir>"));
     let plans: Vec<&'static str> = args.map(|plan| &*plan.leak()).collect();
+    if scenario == "exit-loaded" {
+        // On a game thread of its own, whose thread-locals are destroyed when it exits.
+        std::thread::spawn(move || exit_loaded(&dir))
+            .join()
+            .expect("the game thread ends normally");
+        println!("engine: the game thread exited");
+        return;
+    }
     main_thread::designate_game_thread();
     match scenario.as_str() {
         "cycle" => cycle(&dir),
@@ -27,6 +35,20 @@ fn main() {
         "bus" => bus(&dir),
         other => panic!("unknown scenario {other}"),
     }
+}
+
+/// The game thread exits with the `reentrant_module` fixture still loaded and a coroutine task
+/// of it waiting (R5): the thread-local of coroutine tasks was made first (by the engine's own
+/// task), so it is destroyed after the module list, and drops the module's task then.
+fn exit_loaded(dir: &Path) {
+    main_thread::designate_game_thread();
+    let _engine_task = lumina::coroutine::spawn_local(std::future::pending::<()>());
+    engine_api::set_plan("coroutine-drop-stay");
+    println!(
+        "engine: load: {}",
+        result(module::load(dir.join("reentrant.so")))
+    );
+    println!("engine: the game thread exits with the module loaded");
 }
 
 /// One frame: every delegate the module subscribes to fires.

@@ -16,6 +16,7 @@
 //! - `coroutine-drop`: the `Drop` of a capture of such a waiting task, which its unload drops
 //!   unpolled;
 //!
+//! the operation `stay` only says where it is (the engine exits with the module loaded);
 //! the plan `queued-behind` queues a task behind one of the engine's that unloads the module,
 //! and the plan `engine-callback` subscribes a callable whose code is the engine's, so that the
 //! subscription outlives the module while its bind site is in the module's library.
@@ -36,6 +37,10 @@ fn act(point: &str) {
         return;
     };
     if at != point {
+        return;
+    }
+    if operation == "stay" {
+        println!("module: at its {point}, stays");
         return;
     }
     let id = me();
