@@ -1179,9 +1179,12 @@ impl<E: EntityId> MessageBus<E> {
     /// not make gives a guard that removes nothing.
     pub fn scoped(&self, handle: DelegateHandle) -> ScopedSubscription {
         let record = self.records.borrow().get(&handle.id()).copied();
-        let list = record
-            .and_then(|record| self.channel_of(record.tag, record.entity))
-            .and_then(|channel| channel.list.weak_remover());
+        // A managed listener's guard marks its removal (GB8's `Removed`, R4) on the way.
+        let list = self.managed_remover(handle.id()).or_else(|| {
+            record
+                .and_then(|record| self.channel_of(record.tag, record.entity))
+                .and_then(|channel| channel.list.weak_remover())
+        });
         ScopedSubscription::new(handle, list)
     }
 

@@ -203,6 +203,15 @@ impl ScriptListeners {
         }
     }
 
+    /// The list the managed listener `id` is in, if it is one of these.
+    fn list_of(&self, id: u64) -> Option<Rc<dyn RemoveByHandle>> {
+        self.entries
+            .borrow()
+            .iter()
+            .find(|entry| entry.id == id)
+            .and_then(|entry| entry.list.upgrade())
+    }
+
     fn ids(&self) -> Vec<u64> {
         self.entries
             .borrow()
@@ -218,6 +227,52 @@ fn released(reason: ReleaseReason) -> Removal {
         reason,
         delegate: std::ptr::null(),
         site: 0,
+    }
+}
+
+/// What a guard made for a managed listener (`MessageBus::scoped`) acts through: a removal is
+/// marked [`ReleaseReason::Removed`] first, as one by the listener's handle is (R4), and
+/// reaches the host's hook when it returns.
+impl RemoveByHandle for ScriptListeners {
+    fn remove_handle(&self, handle: DelegateHandle) -> bool {
+        let _operation = Operation::begin();
+        let Some(list) = self.list_of(handle.id()) else {
+            return false;
+        };
+        self.mark(handle.id(), released(ReleaseReason::Removed));
+        list.remove_handle(handle)
+    }
+
+    fn set_blocked_handle(&self, handle: DelegateHandle, blocked: bool) -> bool {
+        self.list_of(handle.id())
+            .is_some_and(|list| list.set_blocked_handle(handle, blocked))
+    }
+
+    fn is_blocked_handle(&self, handle: DelegateHandle) -> bool {
+        self.list_of(handle.id())
+            .is_some_and(|list| list.is_blocked_handle(handle))
+    }
+
+    fn set_priority_handle(&self, handle: DelegateHandle, priority: i32) -> bool {
+        self.list_of(handle.id())
+            .is_some_and(|list| list.set_priority_handle(handle, priority))
+    }
+
+    fn contains_handle(&self, handle: DelegateHandle) -> bool {
+        self.list_of(handle.id())
+            .is_some_and(|list| list.contains_handle(handle))
+    }
+}
+
+impl<E: EntityId> MessageBus<E> {
+    /// The remover a guard of the managed listener `id` acts through, if `id` is one (see
+    /// [`ScriptListeners`]'s `RemoveByHandle`).
+    pub(super) fn managed_remover(&self, id: u64) -> Option<Weak<dyn RemoveByHandle>> {
+        let scripts = self.scripts.borrow();
+        let scripts = scripts.as_ref()?;
+        scripts.list_of(id)?;
+        let weak: Weak<dyn RemoveByHandle> = Rc::downgrade(scripts) as Weak<dyn RemoveByHandle>;
+        Some(weak)
     }
 }
 

@@ -910,3 +910,24 @@ fn gb8_a_script_tag_is_visible_by_name_after_register_before_rust_uses_it() {
         assert_eq!(released(), [(heard.id.get(), ReleaseReason::Destroyed)]);
     });
 }
+
+/// R4, GB8: a managed listener removed from Rust by a guard (`MessageBus::scoped`) reaches the
+/// hook once with the reason of that path, `Removed`, as one removed by its handle does.
+#[test]
+fn gb8_r4_a_managed_listener_removed_by_a_guard_is_released_as_removed() {
+    tags::register().unwrap();
+    with_hook(|| {
+        let bus = MessageBus::new();
+        let guarded = Recorder::new(&bus);
+        assert_eq!(
+            listen(&bus, "FfiGb8.Hit", false, None, &guarded),
+            LuminaStatus::Ok
+        );
+        let guard = bus.scoped(DelegateHandleExt::of(guarded.id.get()));
+        drop(guard);
+        assert_eq!(bus.managed_len(), 0);
+        assert_eq!(released(), [(guarded.id.get(), ReleaseReason::Removed)]);
+        drop(bus);
+        assert!(released().is_empty(), "nothing is released twice");
+    });
+}
