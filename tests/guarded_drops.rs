@@ -1093,7 +1093,7 @@ fn r2_queued_senders_outliving_their_game_thread_are_dropped_under_the_guard() {
         || {
             let (keep, kept) = std::sync::mpsc::channel();
             on_a_thread_that_exits(move || {
-                main_thread::designate_game_thread();
+                let _game = GameThreadScope::enter();
                 let player = Rc::new(Target {
                     on_hit: MulticastDelegate::new(),
                 });
