@@ -1106,3 +1106,29 @@ fn r2_queued_senders_outliving_their_game_thread_are_dropped_under_the_guard() {
         },
     );
 }
+
+/// The bus's entity relation is user code called through a clone of it (so it may replace
+/// itself). One that replaces itself and then panics leaves that clone its last reference: the
+/// bus drops it under the guard. Without it, the clone was dropped plainly while the panic
+/// unwound, and a capture whose `Drop` panics aborted.
+#[test]
+fn r2_an_entity_relation_that_replaces_itself_and_panics_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_an_entity_relation_that_replaces_itself_and_panics_is_dropped_under_the_guard",
+        || {
+            let bus = Rc::new(MessageBus::<u32>::new());
+            // An entity channel, so that addressed messages bubble.
+            let _ = bus.listen_entity(&CLEARED_A, 9, |_: &u32, _: &Message<'_, u32>| {});
+            let weak = Rc::downgrade(&bus);
+            let loud = Loud("relation dropped");
+            bus.set_entity_parents(move |_| {
+                let _ = &loud;
+                if let Some(bus) = weak.upgrade() {
+                    bus.set_entity_parents(|_| None);
+                }
+                panic!("relation");
+            });
+            assert_guarded("relation", || bus.send_to(&CLEARED_A, 1, 5));
+        },
+    );
+}

@@ -1354,13 +1354,10 @@ impl<E: EntityId> MessageBus<E> {
                 );
                 break;
             }
-            // The relation is user code: called through a clone, so it may replace itself.
+            // The relation is user code: called through a clone, so it may replace itself; the
+            // clone is then its last reference, held under the guard (R2).
             let parents = self.parents.relation.borrow().clone();
-            current = parents.and_then(|parent| {
-                let next = parent(at);
-                Drops::drop_one(parent);
-                next
-            });
+            current = parents.and_then(|parent| Guarded::hold_rc(parent, |parent| parent(at)));
         }
         false
     }
