@@ -1132,3 +1132,29 @@ fn r2_an_entity_relation_that_replaces_itself_and_panics_is_dropped_under_the_gu
         },
     );
 }
+
+/// The first spawn of a new game-thread session drops the tasks the previous session left: a
+/// panic of one of their `Drop`s unwinds the spawn, which drops the task it was given under the
+/// guard. Without it, the spawn dropped that task plainly while the panic unwound: an abort.
+#[test]
+fn r2_a_spawn_that_drops_a_stale_task_holds_its_own_under_the_guard() {
+    in_child_process(
+        "r2_a_spawn_that_drops_a_stale_task_holds_its_own_under_the_guard",
+        || {
+            let ended = GameThreadScope::enter();
+            let stale = Loud("stale task dropped");
+            let _ = lumina::coroutine::spawn_local(async move {
+                let _ = &stale;
+            });
+            drop(ended);
+            let _game = GameThreadScope::enter();
+            let fresh = Loud("new task dropped");
+            assert_guarded("stale task dropped", || {
+                let _ = lumina::coroutine::spawn_local(async move {
+                    let _ = &fresh;
+                });
+            });
+            assert_eq!(lumina::coroutine::task_count(), 0);
+        },
+    );
+}

@@ -58,7 +58,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::invocation::{AtThreadExit, Drops};
+use crate::invocation::{AtThreadExit, Drops, Guarded};
 use crate::main_thread;
 use crate::module::track::{self, Code};
 
@@ -173,8 +173,10 @@ impl TaskHandle {
 #[track_caller]
 pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
     main_thread::assert_game_thread("`coroutine::spawn_local`");
-    let future: BoxedTask = Box::pin(future);
-    let code = track::code_of::<dyn Future<Output = ()>>(&*future);
+    // Guarded: dropping the tasks of an ended session below runs user `Drop`s, whose panic
+    // unwinds this spawn (R2).
+    let future: Guarded<BoxedTask> = Guarded::new(Box::pin(future));
+    let code = track::code_of::<dyn Future<Output = ()>>(&**future);
     let id = NEXT_TASK.fetch_add(1, Ordering::Relaxed);
     let session = main_thread::current_session();
     let waker = Arc::new(TaskWaker {
@@ -192,7 +194,7 @@ pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
         tasks.slots.insert(
             id,
             Slot {
-                future: Some(future),
+                future: Some(future.into_inner()),
                 waker: Arc::clone(&waker),
                 status: Rc::clone(&status),
                 code,
