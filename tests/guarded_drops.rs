@@ -1158,3 +1158,55 @@ fn r2_a_spawn_that_drops_a_stale_task_holds_its_own_under_the_guard() {
         },
     );
 }
+
+/// Queued senders' registry entries whose objects died are pruned together: each is dropped on
+/// its own. Without it they were dropped as one `Vec`, whose drop went on dropping the others
+/// while the first accessor's panic unwound: the second aborted the process.
+#[test]
+fn r2_dead_queued_sender_entries_pruned_together_are_dropped_one_at_a_time() {
+    in_child_process(
+        "r2_dead_queued_sender_entries_pruned_together_are_dropped_one_at_a_time",
+        || {
+            let _game = GameThreadScope::enter();
+            let mut senders = Vec::new();
+            let mut objects = Vec::new();
+            for text in ["accessor 1", "accessor 2"] {
+                let object = Rc::new(Target {
+                    on_hit: MulticastDelegate::new(),
+                });
+                senders.push(QueuedSender::new(&object, loud_accessor(Loud(text))));
+                objects.push(object);
+            }
+            drop(objects);
+            let (got, _) = panics_with_log(|| {
+                let _ = main_thread::queued_targets();
+            });
+            assert!(got.starts_with("accessor "), "{got}");
+            assert_eq!(main_thread::queued_targets(), 0);
+            drop(senders);
+        },
+    );
+}
+
+/// A retained tag whose message panics when dropped.
+static KEPT_BOMB: TagKey<Bomb> = TagKey::new("GuardedDrops.KeptBomb", true);
+
+/// A bus dropped with a channel whose listener's capture and retained message both panic when
+/// dropped: the channel drops each under the guard. Without it, the channel's list resumed the
+/// listener's panic and the retained message was dropped while it unwound: an abort.
+#[test]
+fn r2_a_channel_drops_its_listeners_and_retained_message_each_under_the_guard() {
+    in_child_process(
+        "r2_a_channel_drops_its_listeners_and_retained_message_each_under_the_guard",
+        || {
+            let bus: MessageBus<u32> = MessageBus::new();
+            bus.send(&KEPT_BOMB, Bomb);
+            let loud = Loud("listener dropped");
+            let _ = bus.listen(&KEPT_BOMB, move |_: &Bomb, _: &Message<'_, u32>| {
+                let _ = &loud;
+            });
+            let (got, _) = panics_with_log(|| drop(bus));
+            assert_eq!(got, "listener dropped");
+        },
+    );
+}

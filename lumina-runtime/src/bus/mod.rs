@@ -454,11 +454,19 @@ impl<E: EntityId> Channel<E> {
 }
 
 impl<E: EntityId> Drop for Channel<E> {
+    /// Forgets its module records, then drops its listeners, retained message and posted queue
+    /// each under the guard: left to the fields' drop, a panic of the listeners' drop would drop
+    /// the retained message while it unwinds (R2, R3).
     fn drop(&mut self) {
         let ids = self.tracked.get();
         if ids != [0; 2] && track::recording() {
             track::forget(ids.into_iter().filter(|&id| id != 0));
         }
+        let mut drops = Drops::default();
+        drops.drop(std::mem::take(&mut self.list));
+        drops.drop(self.retained.get_mut().take());
+        drops.drop(self.queue.get_mut().take());
+        drops.finish();
     }
 }
 
@@ -576,6 +584,14 @@ trait Posted<E: EntityId>: Any {
 /// One tag's posted messages, with their places in the bus's post order.
 struct TypedQueue<P, E> {
     items: RefCell<VecDeque<(u64, Option<E>, P)>>,
+}
+
+impl<P, E> Drop for TypedQueue<P, E> {
+    /// Each message still queued is dropped on its own (R2: dropped as one `VecDeque`, a
+    /// panicking payload would drop the rest while it unwinds).
+    fn drop(&mut self) {
+        Drops::drop_each(self.items.get_mut().drain(..));
+    }
 }
 
 impl<P: 'static, E: EntityId> Posted<E> for TypedQueue<P, E> {

@@ -38,6 +38,17 @@ impl Drops {
         }
     }
 
+    /// Drops each of `values` on its own, then resumes the first panic (logged instead while
+    /// the thread unwinds). For a collection of user values: dropped as one, a panic of one
+    /// element's `Drop` goes on dropping the others while it unwinds, and a second aborts.
+    pub(crate) fn drop_each<T>(values: impl IntoIterator<Item = T>) {
+        let mut drops = Drops::default();
+        for value in values {
+            drops.drop(value);
+        }
+        drops.finish();
+    }
+
     /// Drops one value, resuming its panic at once (unless the thread already unwinds).
     pub(crate) fn drop_one<T>(value: T) {
         let mut drops = Drops::default();

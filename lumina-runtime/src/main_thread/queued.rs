@@ -21,7 +21,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::invocation::{AtThreadExit, Guarded, drop_user};
+use crate::invocation::{AtThreadExit, Drops, Guarded, drop_user};
 use crate::multicast::MulticastDelegate;
 
 /// A delegate that a [`QueuedSender`] can broadcast: its parameters, as one tuple of owned
@@ -153,8 +153,8 @@ impl<Args: Send + 'static> QueuedSender<Args> {
             targets.insert(id, target);
             dead
         });
-        // The entries hold user accessors (and their captures): see `drop_user` (R2).
-        drop_user(dead);
+        // The entries hold user accessors (and their captures): each dropped on its own (R2).
+        Drops::drop_each(dead);
         QueuedSender {
             ticket: Arc::new(Ticket {
                 id,
@@ -225,7 +225,7 @@ pub fn queued_targets() -> usize {
             let dead = take_dead(&mut targets);
             let live = targets.len();
             drop(targets);
-            drop_user(dead);
+            Drops::drop_each(dead);
             live
         })
         .unwrap_or(0)
