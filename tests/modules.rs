@@ -882,3 +882,23 @@ fn r5_a_module_loaded_when_its_game_thread_exits_stays_mapped_for_what_it_left()
     assert!(exits < dropped && dropped < exited, "{lines:#?}");
     assert_eq!(lines[dropped + 1], "module: at its coroutine-drop, stays");
 }
+
+/// MB4, R5: a `Drop` that the unload runs late (a queued task's capture, dropped unrun after
+/// the module's subscriptions were removed; a coroutine task's, dropped after that) subscribes
+/// the module's code again: the unload removes that too before it unmaps. Without it the late
+/// subscription stayed, and the engine's next tick called the unmapped library: a crash.
+#[test]
+fn mb4_r5_a_subscription_made_by_a_drop_the_unload_runs_late_goes_before_the_unmap() {
+    let plans = ["queued-drop-subscribe", "coroutine-drop-subscribe"];
+    let (trace, _) = reentry("mb4-late-subscribe", &plans, None);
+    for plan in plans {
+        let lines = plan_lines(&trace, plan);
+        let (point, _) = plan.rsplit_once('-').unwrap();
+        assert!(
+            lines.contains(&format!("module: subscribed from its {point}").as_str()),
+            "{plan}: {lines:#?}"
+        );
+        assert_gone(&trace, plan);
+    }
+    assert!(!trace.contains("must not"), "{trace}");
+}

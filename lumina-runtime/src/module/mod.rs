@@ -802,20 +802,8 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
     // them panics, and so does the unload: the first panic resumes once the module is gone (R3).
     // Each step completes on its own, so nothing of the module is left for after the unmapping.
     let mut drops = Drops::default();
-    let (mut left_on_other_threads, mut swept) = (0, 0);
-    drops.run(|| (left_on_other_threads, swept) = release_values(id));
-    // Tasks it queued for the game thread would run its code after the unmapping.
-    let mut dropped = 0;
-    drops.run(|| {
-        dropped = main_thread::drop_queued(|task| track::belongs_to(id.0, track::code_of(task)));
-    });
-    // Coroutine tasks it spawned would poll its code after the unmapping: dropped unpolled.
-    let mut tasks = 0;
-    drops.run(|| {
-        tasks = track::TASK_HOOKS.get().map_or(0, |hooks| {
-            (hooks.drop_tasks)(&|code| track::belongs_to(id.0, code))
-        });
-    });
+    let mut released = Released::default();
+    let mut settled = released.release_all(id, &mut drops);
     let loaded = MODULES.with_borrow_mut(|modules| {
         let index = modules.iter().position(|m| m.id == id)?;
         Some(modules.remove(index))
@@ -824,38 +812,28 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         // Unreachable: only this function removes a module, and it is refused while leaving.
         return Err(ModuleError::NotLoaded { id });
     };
-    track::remove_range(id.0);
-    if tasks > 0 {
-        tracing::warn!(
-            module = loaded.info.name(),
-            "lumina: game module `{}` was unloaded with {tasks} coroutine task(s) it spawned \
-             still running; they were dropped unpolled",
-            loaded.info.name()
-        );
-    }
-    if swept > 0 {
-        tracing::warn!(
-            module = loaded.info.name(),
-            "lumina: game module `{}` was unloaded with {swept} message(s) of its types posted \
-             from other threads and not delivered yet; they were dropped",
-            loaded.info.name()
-        );
-    }
-    if dropped > 0 {
-        tracing::warn!(
-            module = loaded.info.name(),
-            "lumina: game module `{}` was unloaded with {dropped} task(s) it queued with \
-             `main_thread::enqueue` still waiting; they were dropped unrun",
-            loaded.info.name()
-        );
-    }
     if started {
         drops.run(|| CoreDelegates::get().on_module_unloaded().broadcast());
+        // The engine's subscribers may have dropped values of the module that left more of it.
+        settled &= released.release_all(id, &mut drops);
     }
+    // Only now: a subscription the drops above made is attributed to the module while its range
+    // is registered, so the rounds above find it.
+    track::remove_range(id.0);
+    released.warn(loaded.info.name());
     // A panic's payload may be a value of the module (its type's `Drop` and vtable lie in the
     // library): dropped now, while it is mapped; its text resumes after the unmapping (R5).
     let panicked = drops.into_text();
-    if left_on_other_threads > 0 {
+    let left_on_other_threads = released.left_on_other_threads;
+    if !settled {
+        tracing::warn!(
+            module = loaded.info.name(),
+            "lumina: unloading game module `{}` ran `Drop`s that went on subscribing, queuing \
+             or spawning its code round after round; its library stays mapped",
+            loaded.info.name()
+        );
+        std::mem::forget(loaded.library);
+    } else if left_on_other_threads > 0 {
         tracing::warn!(
             module = loaded.info.name(),
             "lumina: game module `{}` has {left_on_other_threads} subscription(s) on delegates \
@@ -875,6 +853,87 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
             message,
         }),
         None => Ok(loaded.info),
+    }
+}
+
+/// What an unload released of a module on this thread, over its rounds.
+#[derive(Default)]
+struct Released {
+    /// Subscriptions on other threads' delegates (not reachable: the library stays mapped).
+    left_on_other_threads: usize,
+    /// Messages of its types posted from other threads, dropped.
+    swept: usize,
+    /// Tasks it queued with `main_thread::enqueue`, dropped unrun.
+    queued: usize,
+    /// Coroutine tasks it spawned, dropped unpolled.
+    tasks: usize,
+}
+
+impl Released {
+    /// How many rounds [`release_all`](Self::release_all) makes before it gives up.
+    const ROUNDS: usize = 16;
+
+    /// Releases everything of `id` on this thread: its subscriptions and values, then the tasks
+    /// it queued (they would run its code after the unmapping), then its coroutine tasks (they
+    /// would be polled). Their `Drop`s are user code that may leave more of the module behind
+    /// (subscribe its code again, queue or spawn a task of it, post a value of its types): again
+    /// until a round finds nothing, at most [`ROUNDS`](Self::ROUNDS) times. Whether it settled;
+    /// if not, the library must stay mapped (R5). A panicking `Drop` goes to `drops` (R3).
+    fn release_all(&mut self, id: ModuleId, drops: &mut Drops) -> bool {
+        for _ in 0..Self::ROUNDS {
+            let before = (self.swept, self.queued, self.tasks);
+            drops.run(|| {
+                let (left, swept) = release_values(id);
+                self.left_on_other_threads += left;
+                self.swept += swept;
+            });
+            drops.run(|| {
+                self.queued +=
+                    main_thread::drop_queued(|task| track::belongs_to(id.0, track::code_of(task)));
+            });
+            drops.run(|| {
+                self.tasks += track::TASK_HOOKS.get().map_or(0, |hooks| {
+                    (hooks.drop_tasks)(&|code| track::belongs_to(id.0, code))
+                });
+            });
+            if (self.swept, self.queued, self.tasks) == before
+                && track::record_ids_here(id.0).is_empty()
+            {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Says what the unload of module `name` dropped that was still waiting.
+    fn warn(&self, name: &str) {
+        let Released {
+            swept,
+            queued,
+            tasks,
+            ..
+        } = *self;
+        if tasks > 0 {
+            tracing::warn!(
+                module = name,
+                "lumina: game module `{name}` was unloaded with {tasks} coroutine task(s) it \
+                 spawned still running; they were dropped unpolled"
+            );
+        }
+        if swept > 0 {
+            tracing::warn!(
+                module = name,
+                "lumina: game module `{name}` was unloaded with {swept} message(s) of its types \
+                 posted from other threads and not delivered yet; they were dropped"
+            );
+        }
+        if queued > 0 {
+            tracing::warn!(
+                module = name,
+                "lumina: game module `{name}` was unloaded with {queued} task(s) it queued with \
+                 `main_thread::enqueue` still waiting; they were dropped unrun"
+            );
+        }
     }
 }
 

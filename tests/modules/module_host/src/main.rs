@@ -378,8 +378,9 @@ fn reentry(dir: &Path, plans: &[&'static str]) {
             }
             drain();
         }
-        if plan.starts_with("coroutine") {
-            // A tick after the unload: a task of the module must not wake (MB4).
+        if plan.starts_with("coroutine") || plan.ends_with("-subscribe") {
+            // A tick after the unload: a task of the module must not wake, a subscription it
+            // made must not run (MB4).
             engine().on_tick.broadcast(100);
             drain();
         }

@@ -16,7 +16,8 @@
 //! - `coroutine-drop`: the `Drop` of a capture of such a waiting task, which its unload drops
 //!   unpolled;
 //!
-//! the operation `stay` only says where it is (the engine exits with the module loaded);
+//! the operation `stay` only says where it is (the engine exits with the module loaded), and
+//! `subscribe` subscribes a new tick lambda from there (a `Drop` its unload runs late);
 //! the plan `queued-behind` queues a task behind one of the engine's that unloads the module,
 //! and the plan `engine-callback` subscribes a callable whose code is the engine's, so that the
 //! subscription outlives the module while its bind site is in the module's library.
@@ -41,6 +42,14 @@ fn act(point: &str) {
     }
     if operation == "stay" {
         println!("module: at its {point}, stays");
+        return;
+    }
+    if operation == "subscribe" {
+        // Late: its unload already removed the subscriptions it found (MB4).
+        let _ = engine()
+            .on_tick
+            .add_lambda(|frame| println!("module: late subscriber ticks {frame} (must not)"));
+        println!("module: subscribed from its {point}");
         return;
     }
     let id = me();
