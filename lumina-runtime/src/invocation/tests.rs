@@ -759,11 +759,11 @@ impl Clone for RemovingArg {
     }
 }
 
-/// The common path of the broadcast loop keeps no `LoopScope`: a call that panics must still
-/// stop counting as running, or the next broadcast would take it for an enclosing loop's entry
-/// and keep its callable when it is removed (M4, M7).
+/// A call that panics leaves the list as after a normal broadcast (M7): unlocked, so the next
+/// broadcast is the outermost one, and a subscriber removed during it (here by the argument's
+/// clone) does not run and is dropped when it ends (M3, M4).
 #[test]
-fn m7_a_subscriber_that_panicked_no_longer_counts_as_running() {
+fn m7_a_broadcast_after_a_panicking_call_drops_its_removals_when_it_ends() {
     let list: Rc<Calls> = Rc::new(InvocationList::new());
     let dropped = Rc::new(Cell::new(false));
     let captures = DropFlag(
@@ -782,7 +782,8 @@ fn m7_a_subscriber_that_panicked_no_longer_counts_as_running() {
         list.broadcast_with(1, |subscriber, x| subscriber(x));
     }));
     assert!(caught.is_err(), "the panic reaches the broadcaster");
-    // The clone made for the first subscriber removes it: it is not running, so it goes at once.
+    // The clone made for the first subscriber removes it: it does not run, and goes when this
+    // broadcast ends.
     let arg = RemovingArg {
         list: Rc::clone(&list),
         target: Rc::new(Cell::new(first)),
