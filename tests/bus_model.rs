@@ -15,8 +15,9 @@
 //! `MAX_DEPTH`:
 //!
 //! - a listener's call (`Listen::actions`);
-//! - the `Drop` of a listener's closure (`Listen::on_drop`): at remove, after its own call when it
-//!   was removed while running, and when the bus is dropped (the last step of every script);
+//! - the `Drop` of a listener's closure (`Listen::on_drop`): at remove when its channel is not
+//!   being walked, at the end of the channel's outermost walk when it was removed during one
+//!   (M4), and when the bus is dropped (the last step of every script);
 //! - the `Drop` of a payload (`Send::on_drop`): after its delivery, also while a panic unwinds
 //!   (a panic there is then logged, not raised: R2), and when the bus is dropped with the message
 //!   still queued;
@@ -43,6 +44,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
+#[path = "support/drops.rs"]
+mod drops;
+
+use drops::{FirstPanic, guarded_drop};
 use lumina::bus::{Message, MessageBus, Tag, TagKey};
 use lumina::{DelegateHandle, Gone, NextBroadcast};
 use proptest::collection::vec;
@@ -263,16 +268,6 @@ fn dropped<T: Target + ?Sized>(target: &T, name: String, actions: &[Op]) {
     *shared.drops.borrow_mut().entry(name.clone()).or_default() += 1;
     if !shared.finishing.get() {
         hook(target, format!("drop {name}"), actions);
-    }
-}
-
-/// Runs a user `Drop` the way the bus does (`Drops`): a panic is raised once it is over, or
-/// logged and dropped if the thread already unwinds.
-fn guarded_drop(run: impl FnOnce()) {
-    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(run))
-        && !std::thread::panicking()
-    {
-        panic::resume_unwind(payload);
     }
 }
 
@@ -592,7 +587,9 @@ struct ModelListener {
     label: usize,
     spec: Rc<Listen>,
     removed: Cell<bool>,
-    running: Cell<u32>,
+    /// In its channel's main list: added while no walk of the channel ran, or merged when the
+    /// channel's outermost walk ended; otherwise pending.
+    in_main: Cell<bool>,
     dropped: Cell<bool>,
     /// For a future: what it holds.
     future: Option<RefCell<FutureState>>,
@@ -631,26 +628,123 @@ struct Model {
     next_seq: Cell<u64>,
     /// Whether any entity listener was ever added (the bus looks at entities only then).
     entity_listened: Cell<bool>,
+    /// How many walks of each channel (tag, entity) run: its list's lock count. A listener
+    /// removed while its channel is walked is dropped when the outermost walk ends (M4).
+    walks: RefCell<BTreeMap<(usize, Option<u8>), u32>>,
 }
 
-/// Counts a listener's running call; when the last one ends (also by unwinding) a listener
-/// removed meanwhile is dropped (M4).
-struct Running<'a> {
+/// A channel's walk, counted while it runs; the outermost one's end (also by unwinding) drops
+/// what was removed from the channel meanwhile and merges the pending listeners.
+struct Walk<'a> {
     model: &'a Model,
-    listener: &'a ModelListener,
+    channel: (usize, Option<u8>),
 }
 
-impl Drop for Running<'_> {
+impl<'a> Walk<'a> {
+    fn new(model: &'a Model, channel: (usize, Option<u8>)) -> Self {
+        *model.walks.borrow_mut().entry(channel).or_default() += 1;
+        Walk { model, channel }
+    }
+}
+
+impl Drop for Walk<'_> {
     fn drop(&mut self) {
-        let listener = self.listener;
-        listener.running.set(listener.running.get() - 1);
-        if listener.removed.get() && listener.running.get() == 0 {
-            self.model.drop_listener(listener);
+        let left = {
+            let mut walks = self.model.walks.borrow_mut();
+            let count = walks.get_mut(&self.channel).expect("counted");
+            *count -= 1;
+            *count
+        };
+        if left == 0 {
+            self.model.settle(self.channel);
         }
     }
 }
 
 impl Model {
+    fn walked(&self, channel: (usize, Option<u8>)) -> bool {
+        self.walks
+            .borrow()
+            .get(&channel)
+            .is_some_and(|&count| count > 0)
+    }
+
+    /// The dispatch-order key of a listener in its channel.
+    fn key(listener: &ModelListener) -> (i32, usize) {
+        // Entity listeners, one-shot listeners and futures are added with priority 0.
+        let priority =
+            if listener.spec.entity.is_some() || listener.spec.once || listener.future.is_some() {
+                0
+            } else {
+                listener.spec.priority
+            };
+        (-priority, listener.label)
+    }
+
+    /// The end of a channel's outermost walk: drops the listeners removed from it meanwhile,
+    /// in passes until one drops nothing (a drop may remove more; the channel counts as walked
+    /// meanwhile, so those wait for the next pass), then merges. A pass goes over the main list
+    /// in dispatch order, then the pending listeners in dispatch order, each looked at when the
+    /// pass reaches it, as the library's settle does.
+    fn settle(&self, channel: (usize, Option<u8>)) {
+        // Every drop is caught (`first`): nothing unwinds through this count.
+        let mut first = FirstPanic::default();
+        *self.walks.borrow_mut().entry(channel).or_default() += 1;
+        let of_channel = |l: &ModelListener| (l.spec.tag, l.spec.entity) == channel;
+        let droppable =
+            |l: &ModelListener| l.removed.get() && !l.dropped.get() && l.future.is_none();
+        loop {
+            let mut dropped = 0;
+            let mut main: Vec<Rc<ModelListener>> = self
+                .listeners
+                .borrow()
+                .iter()
+                .filter(|l| of_channel(l) && l.in_main.get())
+                .cloned()
+                .collect();
+            main.sort_by_key(|l| Self::key(l));
+            for listener in main {
+                if droppable(&listener) {
+                    dropped += 1;
+                    first.run(|| self.drop_listener(&listener));
+                }
+            }
+            // Pending ones keep their place, but a drop may add more: continue after the last
+            // removed one seen.
+            let mut last = None;
+            loop {
+                let next = self
+                    .listeners
+                    .borrow()
+                    .iter()
+                    .filter(|l| {
+                        of_channel(l)
+                            && !l.in_main.get()
+                            && l.removed.get()
+                            && last.is_none_or(|last| Self::key(l) > last)
+                    })
+                    .min_by_key(|l| Self::key(l))
+                    .cloned();
+                let Some(listener) = next else { break };
+                last = Some(Self::key(&listener));
+                if droppable(&listener) {
+                    dropped += 1;
+                    first.run(|| self.drop_listener(&listener));
+                }
+            }
+            if dropped == 0 {
+                break;
+            }
+        }
+        *self.walks.borrow_mut().get_mut(&channel).expect("counted") -= 1;
+        for listener in self.listeners.borrow().iter() {
+            if (listener.spec.tag, listener.spec.entity) == channel {
+                listener.in_main.set(true);
+            }
+        }
+        first.finish();
+    }
+
     fn drop_listener(&self, listener: &ModelListener) {
         // A future's listener has no user code to drop.
         if listener.dropped.replace(true) || listener.future.is_some() {
@@ -674,15 +768,7 @@ impl Model {
             .filter(|l| !l.removed.get() && l.spec.tag == tag && l.spec.entity == entity)
             .cloned()
             .collect();
-        // Entity listeners, one-shot listeners and futures are added with priority 0.
-        let priority = |l: &ModelListener| {
-            if l.spec.entity.is_some() || l.spec.once || l.future.is_some() {
-                0
-            } else {
-                l.spec.priority
-            }
-        };
-        found.sort_by_key(|l| (-priority(l), l.label));
+        found.sort_by_key(|l| Self::key(l));
         found
     }
 
@@ -697,15 +783,11 @@ impl Model {
     ) -> bool {
         let mut current = Some(tag);
         while let Some(walked) = current {
+            let _walk = Walk::new(self, (walked, at));
             for listener in self.present(walked, at, limit) {
                 if listener.removed.get() || (!listener.spec.partial && walked != tag) {
                     continue;
                 }
-                listener.running.set(listener.running.get() + 1);
-                let running = Running {
-                    model: self,
-                    listener: &listener,
-                };
                 if let Some(state) = &listener.future {
                     // The clone is made while the future still listens (X5).
                     let (label, on_drop) = self.clone_payload(sent.1, sent.2);
@@ -720,7 +802,6 @@ impl Model {
                     } else {
                         self.drop_payload(label, &on_drop);
                     }
-                    drop(running);
                     continue;
                 }
                 if listener.spec.once {
@@ -740,7 +821,6 @@ impl Model {
                     ),
                     &listener.spec.actions,
                 );
-                drop(running);
                 if listener.spec.consume {
                     return true;
                 }
@@ -832,7 +912,7 @@ impl Target for Model {
             label,
             spec: Rc::clone(listen),
             removed: Cell::new(false),
-            running: Cell::new(0),
+            in_main: Cell::new(!self.walked((listen.tag, listen.entity))),
             dropped: Cell::new(false),
             future: None,
         }));
@@ -849,7 +929,8 @@ impl Target for Model {
         if listener.future.is_some() || listener.removed.replace(true) {
             return false;
         }
-        if listener.running.get() == 0 {
+        // While its channel is walked, the walk's end drops it (M4).
+        if !self.walked((listener.spec.tag, listener.spec.entity)) {
             self.drop_listener(&listener);
         }
         true
@@ -906,7 +987,7 @@ impl Target for Model {
                 on_drop: Vec::new(),
             }),
             removed: Cell::new(false),
-            running: Cell::new(0),
+            in_main: Cell::new(!self.walked((tag, entity))),
             dropped: Cell::new(false),
             future: Some(RefCell::new(FutureState::Waiting)),
         });
@@ -969,6 +1050,7 @@ fn run_model(script: &Script) -> Shared {
         queue: RefCell::new(VecDeque::new()),
         next_seq: Cell::new(0),
         entity_listened: Cell::new(false),
+        walks: RefCell::new(BTreeMap::new()),
     };
     for op in &script.steps {
         step(&model, op);
@@ -1170,6 +1252,85 @@ fn gb5_a_one_shot_listener_whose_drop_panics_in_clone_driven_sends_matches_the_m
                 Vec::new(),
             ),
             send(0, vec![send(0, Vec::new())]),
+        ],
+    };
+    let real = run_real(&script);
+    let model = run_model(&script);
+    assert_eq!(*real.log.borrow(), *model.log.borrow());
+    assert_eq!(*real.drops.borrow(), *model.drops.borrow());
+}
+
+/// A soak of the property found this script: listeners of the root tag removed during its walks
+/// at several depths, one from the `Drop` of a one-shot partial listener that sends again.
+#[test]
+fn gb5_m4_removals_during_nested_walks_of_one_channel_drop_when_the_outermost_ends() {
+    quiet_scripted_panics();
+    let send = |tag, on_drop: Vec<Op>| Op::Send {
+        tag,
+        entity: None,
+        on_drop: Rc::new(on_drop),
+    };
+    let post = |tag, on_drop: Vec<Op>| Op::Post {
+        tag,
+        entity: None,
+        on_drop: Rc::new(on_drop),
+    };
+    let listen = |tag, partial, once, actions: Vec<Op>, on_drop: Vec<Op>| {
+        Op::Listen(Rc::new(Listen {
+            tag,
+            partial,
+            entity: None,
+            priority: 0,
+            consume: false,
+            once,
+            actions,
+            on_drop,
+        }))
+    };
+    let script = Script {
+        parent_actions: Rc::new(Vec::new()),
+        clone_actions: Rc::new(Vec::new()),
+        steps: vec![
+            listen(0, false, false, vec![send(0, Vec::new())], Vec::new()),
+            listen(
+                1,
+                false,
+                false,
+                vec![listen(
+                    0,
+                    false,
+                    false,
+                    vec![
+                        listen(0, false, false, Vec::new(), Vec::new()),
+                        Op::Remove(15),
+                    ],
+                    Vec::new(),
+                )],
+                Vec::new(),
+            ),
+            listen(
+                3,
+                false,
+                false,
+                vec![listen(
+                    2,
+                    false,
+                    false,
+                    vec![listen(0, false, false, Vec::new(), Vec::new())],
+                    Vec::new(),
+                )],
+                Vec::new(),
+            ),
+            listen(1, false, false, Vec::new(), Vec::new()),
+            send(3, vec![post(1, vec![send(0, Vec::new())])]),
+            listen(
+                0,
+                true,
+                true,
+                vec![send(1, Vec::new()), post(0, Vec::new())],
+                vec![send(0, vec![Op::Deliver])],
+            ),
+            send(1, vec![send(0, Vec::new())]),
         ],
     };
     let real = run_real(&script);

@@ -663,19 +663,18 @@ fn m4_closures_whose_drop_reenters_the_delegate_are_dropped_safely() {
     });
     let _ = subscribe(&signal);
     signal.broadcast();
-    // Each drop re-entered the delegate and added a subscriber. The two added while
-    // remove_all dropped its closures came before the clear, which removed them; the one added
-    // while clear dropped the last closure came after it and stays. None ran in this
-    // broadcast (M2).
+    // During a broadcast, remove_all and clear only mark: the three closures are dropped when
+    // the broadcast ends (M4), after the clear. Each drop re-entered the delegate and added a
+    // subscriber, which comes after the clear and stays. None ran in this broadcast (M2).
     let entries = log.take();
     assert_eq!(entries.len(), 3, "{entries:?}");
     assert!(
         entries.iter().all(|e| e.starts_with("dropped")),
         "{entries:?}"
     );
-    assert_eq!(signal.len(), 1);
+    assert_eq!(signal.len(), 3);
     signal.broadcast();
-    assert_eq!(log.take(), ["added-by-drop"]);
+    assert_eq!(log.take(), ["added-by-drop"; 3]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -683,9 +682,9 @@ fn m4_closures_whose_drop_reenters_the_delegate_are_dropped_safely() {
 
 #[test]
 fn m5_nested_broadcasts_with_removals_at_each_level_compact_only_at_the_outermost_end() {
-    // Member bindings make compaction observable: a removed binding's closure (holding one weak
-    // reference to its owner) is dropped at once, while the list entry (holding another) stays
-    // until the list is compacted.
+    // Member bindings make compaction observable: a removed binding's closure holds one weak
+    // reference to its owner and its list entry another; during a broadcast both stay until
+    // the outermost broadcast ends (M4), which drops the closure and compacts the list.
     let log = Log::default();
     let (signal, weak) = shared_signal();
     let owners: Vec<Rc<Listener>> = ["m0", "m1", "m2", "m3"]
@@ -727,10 +726,10 @@ fn m5_nested_broadcasts_with_removals_at_each_level_compact_only_at_the_outermos
         log.take(),
         ["driver@0", "driver@1", "driver@2", "driver@3", "driver@4"]
     );
-    // Observed from levels 3, 2, 1, 0 on the way out: the observer and the list entry are left
-    // for every removed member (its closure was dropped), nothing compacted yet.
+    // Observed from levels 3, 2, 1, 0 on the way out: the observer, the closure and the list
+    // entry are left for every removed member: nothing dropped or compacted yet.
     for counts in weak_counts.borrow().iter() {
-        assert_eq!(counts, &[2, 2, 2, 2]);
+        assert_eq!(counts, &[3, 3, 3, 3]);
     }
     assert_eq!(weak_counts.borrow().len(), 4);
     // After the outermost returned: compacted, only the observer is left.
@@ -1170,8 +1169,9 @@ fn m9_binding_of_an_owner_dropped_earlier_in_the_same_broadcast_is_pruned_at_onc
 #[test]
 fn m9_owner_released_when_a_self_removed_closure_is_dropped_never_runs_its_bindings() {
     // The first subscriber holds the only strong reference to the owner of the second one and
-    // removes itself: its closure is dropped once its call is over, which drops the owner.
-    // The member binding must then not run, and nothing may panic.
+    // removes itself: its closure is dropped when the broadcast ends (M4), which drops the
+    // owner. The member binding runs in this broadcast (its owner is alive, M9), never after,
+    // and nothing may panic.
     let log = Log::default();
     let (signal, weak) = shared_signal();
     let owner = Listener::new("member", &log);
@@ -1191,8 +1191,10 @@ fn m9_owner_released_when_a_self_removed_closure_is_dropped_never_runs_its_bindi
         observer.upgrade().is_none(),
         "the owner died with the one-shot closure"
     );
-    assert_eq!(log.take(), ["one-shot", "tail"]);
+    assert_eq!(log.take(), ["one-shot", "member", "tail"]);
     assert_eq!(signal.len(), 1);
+    signal.broadcast();
+    assert_eq!(log.take(), ["tail"]);
 }
 
 #[test]

@@ -632,14 +632,14 @@ fn m13_m4_a_managed_thunk_that_clears_keeps_its_context_until_its_call_returns()
     let _ = on_hit.bind_managed(Some(recording_thunk), other);
     on_hit.broadcast(&hit());
     set_destroyed_hook(previous);
-    // The other binding is released when the clear ends (it is not running); the clearing
-    // thunk's own binding once its call has returned (R4).
+    // A clear during a broadcast only marks: both bindings are released when the broadcast
+    // ends (M4), so the clearing thunk's context outlives its call (R4: once each).
     assert_eq!(
         take_log(),
         [
             managed(clearing),
-            "released 1".to_string(),
             "thunk done".to_string(),
+            "released 1".to_string(),
             "released 1".to_string()
         ]
     );

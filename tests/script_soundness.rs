@@ -226,9 +226,12 @@ fn r4_d2_a_clear_run_by_a_prune_is_released_once() {
     let owner = add_clearing_member(&delegate);
     let id = bind(&delegate, || {});
     drop(owner);
-    // The prune inside the count runs the capture's Drop, which clears.
-    assert_eq!(delegate.managed_len(), 0);
+    // The count prunes the dead owner's binding; its capture's Drop, which clears, runs when
+    // the count ends (nothing is dropped while a walk of the list runs, M4): the binding was
+    // live when counted, and is released by that clear.
+    assert_eq!(delegate.managed_len(), 1);
     assert_eq!(released(), [(id, ReleaseReason::Cleared)]);
+    assert_eq!(delegate.managed_len(), 0);
     drop(delegate);
     assert!(released().is_empty(), "R4: released once");
 }
@@ -269,8 +272,8 @@ fn r4_sd8_d7_a_thunk_that_unloads_its_own_generation_keeps_its_context_until_it_
     delegate.broadcast(&());
     assert_eq!(
         *seen.borrow(),
-        Some((Some(2), 1)),
-        "both removed; only the binding that is not running released yet"
+        Some((Some(2), 0)),
+        "both removed; released when the broadcast ends (M4)"
     );
     assert_eq!(calls(), [0], "the unloaded binding after it did not run");
     assert_none_released_while_running();

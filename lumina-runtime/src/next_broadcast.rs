@@ -89,7 +89,8 @@ impl<T> Slot<T> {
     }
 
     /// Removes the subscription (a no-op once it is gone). Its subscriber is dropped now, or
-    /// after its call if it is running (M4); its `Drop` finds the state final and does nothing.
+    /// when the outermost broadcast of its list ends if one runs (M4); its `Drop` finds the
+    /// state final and does nothing.
     fn unsubscribe(&self) {
         let list = self.list.borrow_mut().take();
         if let Some(list) = list.and_then(|list| list.upgrade()) {

@@ -385,8 +385,8 @@ impl ScriptDelegateBase {
 
     /// Removes every listener on both sides (M6). The managed bindings removed are handed to the
     /// destroyed hook with [`ReleaseReason::Cleared`], so the host releases their handles: when
-    /// the clear returns, or, for a binding whose thunk is running (it may be the one that
-    /// cleared), when its call returns (M4, R4).
+    /// the clear returns, or, during a broadcast (a thunk may be the one that cleared), when
+    /// the outermost broadcast ends (M4, R4).
     pub fn clear(&self) {
         let _operation = Operation::begin();
         self.remove_marking(ReleaseReason::Cleared);
@@ -474,8 +474,8 @@ impl Drop for ScriptDelegateBase {
 // ---- script generation hook (SD8), see `crate::script_generation`.
 impl crate::script_generation::Member for Block<Listener> {
     /// Removes the managed bindings of `generation` that are still bound (a running broadcast
-    /// does not reach them, M3; one whose thunk is running is released when its call returns,
-    /// M4) and hands them to the host's release hook once, with
+    /// does not reach them, M3; during a broadcast they are released when the outermost one
+    /// ends, M4) and hands them to the host's release hook once, with
     /// [`ReleaseReason::GenerationUnloaded`]. Returns how many.
     fn release_generation(&self, generation: u64) -> usize {
         let _operation = Operation::begin();

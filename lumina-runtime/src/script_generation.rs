@@ -106,8 +106,8 @@ pub fn current() -> u64 {
 /// of this thread, wherever the delegate has moved since: each is removed (it never runs again,
 /// also in a broadcast that is running) and handed to the host's release hook once, with
 /// [`ReleaseReason::GenerationUnloaded`](crate::script_delegate::ReleaseReason::GenerationUnloaded)
-/// (a binding whose thunk is running, say the one that asked for the unload, when its call
-/// returns). Returns how many, or `None` when `generation` was not begun on this thread or was
+/// (one whose delegate is broadcasting, say from the thunk that asked for the unload, when
+/// that broadcast ends). Returns how many, or `None` when `generation` was not begun on this thread or was
 /// unloaded already. The host calls this before it unloads the generation's code.
 pub fn unload(generation: u64) -> Option<usize> {
     let mut members = OPEN.with_borrow_mut(|open| open.remove(&generation))?;

@@ -279,8 +279,8 @@ impl<E: EntityId> MessageBus<E> {
 // ---- script generation hook (SD8), see `crate::script_generation`.
 impl crate::script_generation::Member for ScriptListeners {
     /// Removes the managed listeners of `generation` that are still listening and releases each
-    /// once through the host's hook, with [`ReleaseReason::GenerationUnloaded`] (one whose thunk
-    /// is running when its call returns). Returns how many.
+    /// once through the host's hook, with [`ReleaseReason::GenerationUnloaded`] (one removed
+    /// while its tag is being walked, when that walk ends). Returns how many.
     fn release_generation(&self, generation: u64) -> usize {
         let _operation = Operation::begin();
         let chosen: Vec<(u64, Weak<dyn RemoveByHandle>)> = self
@@ -442,8 +442,8 @@ impl<E: EntityId> MessageBus<E> {
 
     /// Removes every listener of every tag and entity (M6); managed listeners go to the host's
     /// release hook with [`ReleaseReason::Cleared`] (GB8), when the clear returns, or, for one
-    /// whose thunk is running, when its call returns. Retained messages and posted messages
-    /// stay.
+    /// whose tag is being walked (its thunk may be the one that cleared), when that walk ends
+    /// (M4). Retained messages and posted messages stay.
     pub fn clear(&self) {
         let _operation = Operation::begin();
         let scripts = self.scripts.borrow().clone();

@@ -641,7 +641,7 @@ fn gb8_a_managed_listener_hears_a_retained_message_at_once_and_a_clear_from_it_r
         assert_eq!(
             released(),
             [(late.id.get(), ReleaseReason::Cleared)],
-            "the clear its own replay made released it once, with its id, after its call"
+            "the clear its own replay made released it once, with its id, when the walk ended"
         );
         assert_eq!(bus.managed_len(), 0);
         drop(bus);

@@ -12,28 +12,18 @@ use std::rc::Weak;
 pub(super) const REMOVED: u64 = 1;
 /// State bit: has a weak owner, whose death also ends the subscription (M9).
 pub(super) const OWNED: u64 = 2;
-/// State bit: an enclosing broadcast loop is calling this entry's callable, while a loop nested
-/// in that call has taken over the list's `running` record (see `LoopScope`).
-pub(super) const RUNNING_OUTER: u64 = 4;
 /// State bit: blocked (muted, X4): skipped by broadcasts, but keeps its place, priority and
 /// handle, and counts as subscribed. Set and cleared with no change of shape, so it can change
 /// during a broadcast; the loops' one test of the state (`state() != 0`) covers it, so a list
 /// with nothing blocked pays nothing for it.
-pub(super) const BLOCKED: u64 = 8;
+pub(super) const BLOCKED: u64 = 4;
 /// State bit: one-shot (X3): a broadcast loop marks the entry removed right before its call
 /// starts (`Block::claim`), so no nested or later broadcast runs it again.
-pub(super) const ONCE: u64 = 16;
+pub(super) const ONCE: u64 = 8;
 /// The state bits of [`Entry::word`].
-const STATE_MASK: u64 = 31;
-/// Above the state bits, and no state bit (no check of the state sees it): the subscriber
-/// asked, during its call, that the broadcast loop calling it stop once that call returns
-/// ([`Block::stop_after_call`](super::list::Block::stop_after_call)). Set only on the entry
-/// that the innermost loop of the list is calling, and cleared by that loop when the call
-/// returns or unwinds; a loop nested in the call sets it aside meanwhile (`LoopScope`). The
-/// loops test it with [`REMOVED`], after each call, in the one test they make there anyway.
-pub(super) const STOP: u64 = 32;
-/// Above that bit: the number of the subscription's bind site (B5), then its id.
-const SITE_SHIFT: u32 = 6;
+const STATE_MASK: u64 = 15;
+/// Above the state bits: the number of the subscription's bind site (B5), then its id.
+const SITE_SHIFT: u32 = 4;
 const SITE_MASK: u64 = (1 << crate::bind_site::SITE_BITS) - 1;
 const ID_SHIFT: u32 = SITE_SHIFT + crate::bind_site::SITE_BITS;
 
@@ -72,15 +62,15 @@ unsafe impl<T: ?Sized> Subscriber for std::rc::Weak<T> {
 /// One subscriber of the main list.
 ///
 /// A removed entry is a *tombstone*, waiting for compaction: its state has [`REMOVED`] and its
-/// slot is emptied, dropping the callable at once, unless the callable is running right now
-/// (a broadcast loop records it in the list's `running` while it calls it): then it stays until
-/// its call is over (M4). So an empty slot always has [`REMOVED`] set.
+/// slot is emptied, dropping the callable at once, unless a broadcast of the list is running:
+/// then the callable stays in its slot until the outermost broadcast ends and settles the list
+/// (M4 allows no later), so no broadcast loop ever holds a reference into a slot that a removal
+/// empties. So an empty slot always has [`REMOVED`] set.
 pub(super) struct Entry<C> {
-    /// `id << 26 | bind site << 6 | stop << 5 | state`, the state being [`REMOVED`] |
-    /// [`OWNED`] | [`RUNNING_OUTER`] | [`BLOCKED`] | [`ONCE`], and stop [`STOP`]. The state is
-    /// 0 for a live, unblocked, lasting entry without owner that no enclosing loop is running,
-    /// so the broadcast loop checks liveness with one load and one test. Ids fit in 38 bits (a
-    /// quarter of a trillion subscriptions), bind sites in 20 (see `bind_site`).
+    /// `id << 24 | bind site << 4 | state`, the state being [`REMOVED`] | [`OWNED`] |
+    /// [`BLOCKED`] | [`ONCE`]. The state is 0 for a live, unblocked, lasting entry without owner,
+    /// so the broadcast loop checks liveness with one load and one test. Ids fit in 40 bits (a
+    /// trillion subscriptions), bind sites in 20 (see `bind_site`).
     word: Cell<u64>,
     /// The callable; see `raw.rs` for who reads it how.
     pub(super) slot: UnsafeCell<Option<C>>,
@@ -91,7 +81,7 @@ impl<C> Entry<C> {
     pub(super) fn new(id: u64, owned: bool, once: bool, site: u32, callable: C) -> Self {
         assert!(
             id < 1 << (64 - ID_SHIFT),
-            "lumina: more than 2^38 subscriptions were made in this process"
+            "lumina: more than 2^40 subscriptions were made in this process"
         );
         let site = u64::from(site) & SITE_MASK;
         let state = if owned { OWNED } else { 0 } | if once { ONCE } else { 0 };
@@ -112,7 +102,7 @@ impl<C> Entry<C> {
         self.word.get() >> ID_SHIFT
     }
 
-    /// The state bits; 0 for the common case (live, no owner, not running outside).
+    /// The state bits; 0 for the common case (live, unblocked, lasting, no owner).
     #[inline(always)]
     pub(super) fn state(&self) -> u64 {
         self.word.get() & STATE_MASK
@@ -127,26 +117,6 @@ impl<C> Entry<C> {
     #[inline(always)]
     pub(super) fn is_removed(&self) -> bool {
         self.state() & REMOVED != 0
-    }
-
-    /// Whether the entry was removed or asked its loop to stop: what a loop tests after each
-    /// call, in one test.
-    #[inline(always)]
-    pub(super) fn removed_or_stopped(&self) -> bool {
-        self.word.get() & (REMOVED | STOP) != 0
-    }
-
-    /// Asks the loop calling this entry to stop after the call ([`STOP`]).
-    pub(super) fn set_stop(&self) {
-        self.set_bit(STOP, true);
-    }
-
-    /// Clears [`STOP`]; whether it was set.
-    #[inline]
-    pub(super) fn take_stop(&self) -> bool {
-        let word = self.word.get();
-        self.word.set(word & !STOP);
-        word & STOP != 0
     }
 
     pub(super) fn mark_removed(&self) {
@@ -169,15 +139,8 @@ impl<C> Entry<C> {
         self.state() & ONCE != 0
     }
 
-    pub(super) fn is_running_outer(&self) -> bool {
-        self.state() & RUNNING_OUTER != 0
-    }
-
-    pub(super) fn set_running_outer(&self, running: bool) {
-        self.set_bit(RUNNING_OUTER, running);
-    }
-
-    /// This entry's address, as the list's `running` records it.
+    /// This entry's address (a cold path's way back from the pointer a hot loop iterates with
+    /// to an index).
     #[inline(always)]
     pub(super) fn addr(&self) -> usize {
         std::ptr::from_ref(self).addr()

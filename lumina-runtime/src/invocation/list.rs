@@ -10,7 +10,7 @@ use std::rc::{Rc, Weak};
 use smallvec::SmallVec;
 
 use super::drops::{Drops, Guarded};
-use super::entry::{BLOCKED, Entry, ONCE, OWNED, Pending, RUNNING_OUTER, Subscriber};
+use super::entry::{BLOCKED, Entry, ONCE, OWNED, Pending, Subscriber};
 use crate::handle::DelegateHandle;
 
 /// Lock-state bit: tombstones or pending subscribers wait for the end of the outermost
@@ -19,8 +19,14 @@ pub(super) const NEEDS_SETTLE: u32 = 1;
 /// Lock-state bit: subscribers added during a broadcast wait in `pending`. Always set together
 /// with [`NEEDS_SETTLE`].
 pub(super) const HAS_PENDING: u32 = 2;
+/// Lock-state bit: a subscriber asked the broadcast loop calling it to stop once its call
+/// returns ([`Block::stop_after_call`]). Tested after each call by the loops that can stop
+/// early, and at the start of every hot loop with [`HAS_PENDING`] (one test): a loop nested in
+/// the call that asked sets it aside until it ends. Always set together with [`NEEDS_SETTLE`],
+/// so the outermost broadcast's end clears one that no loop took (its call unwound).
+pub(super) const STOP: u32 = 4;
 /// One running broadcast in [`Block::state`]: the lock count is `state / LOCK_ONE`.
-pub(super) const LOCK_ONE: u32 = 4;
+pub(super) const LOCK_ONE: u32 = 8;
 
 /// A reentrancy-safe, ordered list of subscribers; see the [module documentation](super).
 ///
@@ -64,16 +70,11 @@ pub(crate) struct Block<C> {
     /// stays as a tombstone until then, so positions never move under a drop's code.
     pub(super) pending: RefCell<Vec<Pending<C>>>,
     /// The lock count (how many broadcasts are running on this list; they nest) times
-    /// [`LOCK_ONE`], plus [`NEEDS_SETTLE`] and [`HAS_PENDING`]: one word, so beginning a
+    /// [`LOCK_ONE`], plus [`NEEDS_SETTLE`], [`HAS_PENDING`] and [`STOP`]: one word, so beginning a
     /// broadcast is one load, test and store, and ending one is one load, store and compare.
     pub(super) state: Cell<u32>,
     /// Removed entries of `entries` waiting for compaction.
     pub(super) tombstones: Cell<usize>,
-    /// The address of the entry whose callable the innermost running broadcast loop is calling
-    /// (or just called); 0 when none. A removal meanwhile leaves that callable in place (M4).
-    /// Entries that enclosing loops are calling carry `RUNNING_OUTER` instead (see
-    /// `LoopScope`). An address, not a pointer: it is only compared, never dereferenced.
-    pub(super) running: Cell<usize>,
 }
 
 impl<C> Default for InvocationList<C> {
@@ -165,8 +166,8 @@ impl<C: Subscriber> InvocationList<C> {
     ///
     /// Outside a broadcast the callable is dropped before this returns; during one, the entry
     /// becomes a tombstone that no running or later broadcast invokes (M3), and its callable is
-    /// dropped at once unless it is running: then after its call, so the subscriber currently
-    /// running (if it is this one) finishes safely (M4).
+    /// dropped when the outermost broadcast ends, so the subscriber currently running (if it is
+    /// this one) finishes safely (M4).
     pub fn remove(&self, handle: DelegateHandle) -> bool {
         handle.is_valid() && self.block().is_some_and(|block| block.remove(handle.id()))
     }
@@ -423,7 +424,8 @@ impl<C> InvocationList<C> {
 impl<C: Subscriber> Block<C> {
     /// Removes every live subscriber (main or pending) that `select` picks, as a clear does
     /// (M13: all are marked removed, and `removed` is called on each, before the first is
-    /// dropped; a running one is dropped after its call, M4). Returns how many. `select` and
+    /// dropped; during a broadcast they are dropped when the outermost one ends, M4). Returns
+    /// how many. `select` and
     /// `removed` must not run user code.
     pub(crate) fn remove_selected(
         &self,
@@ -556,7 +558,6 @@ impl<C> Block<C> {
             pending: RefCell::new(Vec::new()),
             state: Cell::new(0),
             tombstones: Cell::new(0),
-            running: Cell::new(0),
         }
     }
 }
@@ -589,7 +590,7 @@ impl<C: Subscriber> Block<C> {
     /// A blocked entry is live (subscribed, X4).
     #[inline]
     pub(super) fn is_live(&self, entry: &Entry<C>) -> bool {
-        match entry.state() & !(RUNNING_OUTER | BLOCKED | ONCE) {
+        match entry.state() & !(BLOCKED | ONCE) {
             0 => true,
             OWNED => self.owner_alive(entry),
             _ => false,
@@ -598,10 +599,11 @@ impl<C: Subscriber> Block<C> {
 
     /// Whether a broadcast reaching the entry now would call it: live and not blocked. A present
     /// entry whose owner died is pruned on the way (M9): marked removed, its callable dropped
-    /// unless running. A one-shot entry is not claimed here (see [`claim`](Self::claim)).
+    /// when no broadcast runs (in a broadcast loop: when the outermost one ends, so this runs
+    /// no user code there). A one-shot entry is not claimed here (see [`claim`](Self::claim)).
     #[inline]
     pub(super) fn live_or_prune(&self, entry: &Entry<C>) -> bool {
-        let state = entry.state() & !(RUNNING_OUTER | ONCE);
+        let state = entry.state() & !ONCE;
         if state == 0 {
             return true;
         }
@@ -618,9 +620,8 @@ impl<C: Subscriber> Block<C> {
 
     /// A one-shot entry's call is about to start (X3): it is removed first, so no broadcast
     /// nested in its call (or in a later call) runs it again, and its handle no longer removes
-    /// anything. Its callable stays in the slot for the call (the loop records it as running)
-    /// and is dropped after it like any subscriber removed while it runs (M4). Runs no user
-    /// code.
+    /// anything. Its callable stays in the slot for the call and is dropped when the outermost
+    /// broadcast ends, like any subscriber removed during a broadcast (M4). Runs no user code.
     #[cold]
     #[inline(never)]
     pub(super) fn claim(&self, entry: &Entry<C>) {
@@ -704,13 +705,13 @@ impl<C: Subscriber> Block<C> {
         self.state.set(self.state.get() | NEEDS_SETTLE);
     }
 
-    /// Prunes a present entry whose owner died (M9): a tombstone, its callable dropped unless
-    /// running.
+    /// Prunes a present entry whose owner died (M9): a tombstone, its callable dropped now if
+    /// no broadcast runs, else when the outermost one ends.
     #[cold]
     #[inline(never)]
     pub(super) fn prune(&self, entry: &Entry<C>) {
         self.note_tombstone();
-        Drops::drop_one(self.take_unless_running(entry));
+        Drops::drop_one(self.take_unless_broadcasting(entry));
     }
 
     /// Raises the lock count; returns the state before.
@@ -736,16 +737,14 @@ impl<C: Subscriber> Block<C> {
         removed
     }
 
-    /// Whether a running broadcast loop is calling `entry`'s callable right now.
-    pub(super) fn is_running(&self, entry: &Entry<C>) -> bool {
-        self.running.get() == entry.addr() || entry.is_running_outer()
-    }
-
-    /// Marks `entry` removed and empties its slot unless its callable is running (then it is
-    /// dropped after its call, M4). The caller drops what this returns, outside any borrow.
-    pub(super) fn take_unless_running(&self, entry: &Entry<C>) -> Option<C> {
+    /// Marks `entry` removed and empties its slot, unless a broadcast of the list is running:
+    /// then the callable stays in its slot until the outermost broadcast ends and settles the
+    /// list (M4: no later), so no loop ever finds the slot of the entry it calls emptied, and a
+    /// removal during a broadcast runs no user code. The caller drops what this returns,
+    /// outside any borrow.
+    pub(super) fn take_unless_broadcasting(&self, entry: &Entry<C>) -> Option<C> {
         entry.mark_removed();
-        if self.is_running(entry) {
+        if self.is_broadcasting() {
             return None;
         }
         entry.take_callable()
@@ -899,30 +898,29 @@ impl<C: Subscriber> Block<C> {
         was_live
     }
 
+    /// Marks the subscriber `id` removed; its callable is dropped when the outermost broadcast
+    /// ends (M4). Runs no user code.
     fn remove_while_broadcasting(&self, id: u64) -> bool {
-        let (was_live, removed) = {
-            let entries = self.entries.borrow();
-            if let Some(index) = self.find(&entries, id) {
-                let entry = &entries[index];
-                if entry.is_removed() {
-                    return false;
-                }
-                self.note_tombstone();
-                let was_live = !entry.is_owned() || self.owner_alive(entry);
-                (was_live, self.take_unless_running(entry))
-            } else {
-                let pending = self.pending.borrow();
-                let Some(found) = pending.iter().find(|p| p.entry.id() == id) else {
-                    return false;
-                };
-                if found.entry.is_removed() {
-                    return false;
-                }
-                (found.owner_alive(), self.take_unless_running(&found.entry))
+        let entries = self.entries.borrow();
+        if let Some(index) = self.find(&entries, id) {
+            let entry = &entries[index];
+            if entry.is_removed() {
+                return false;
             }
+            self.note_tombstone();
+            entry.mark_removed();
+            return !entry.is_owned() || self.owner_alive(entry);
+        }
+        let pending = self.pending.borrow();
+        let Some(found) = pending.iter().find(|p| p.entry.id() == id) else {
+            return false;
         };
-        Drops::drop_one(removed);
-        was_live
+        if found.entry.is_removed() {
+            return false;
+        }
+        // Pending entries are merged when the outermost broadcast ends: that settles anyway.
+        found.entry.mark_removed();
+        found.owner_alive()
     }
 
     fn clear_with(&self, mut removed: impl FnMut(u64, u32, &C)) {
@@ -966,8 +964,9 @@ impl<C: Subscriber> Block<C> {
     /// Removes every entry present now that the selectors pick; returns how many. All of them
     /// are marked removed first, with no user code running (the selectors and `removed`, called
     /// on each, are the crate's own), and only then are their callables dropped, one at a time
-    /// and outside any borrow, so no drop's re-entrant code sees half of the operation (M13). A
-    /// callable that is running is dropped after its call instead (M4). The list is locked like
+    /// and outside any borrow, so no drop's re-entrant code sees half of the operation (M13).
+    /// During a broadcast they are only marked: the outermost broadcast's end drops them (M4),
+    /// so no loop finds the slot of the entry it calls emptied. The list is locked like
     /// a broadcast meanwhile, so that code cannot move entries under the walk; what it adds
     /// comes after this call and stays. Allocates nothing (a subscriber may clear or remove an
     /// owner during a broadcast, M12).
@@ -978,6 +977,8 @@ impl<C: Subscriber> Block<C> {
         mut removed: impl FnMut(u64, u32, &C),
     ) -> usize {
         let limit = DelegateHandle::next_id();
+        // Outside broadcasts, the callables are dropped here, before this returns (M4).
+        let outside = !self.is_broadcasting();
         let lock = self.begin();
         let entries: &[Entry<C>] = lock.entries.as_deref().map_or(&[], Vec::as_slice);
         let mut count = 0;
@@ -1009,7 +1010,10 @@ impl<C: Subscriber> Block<C> {
             }
         }
         let mut drops = Drops::default();
-        self.drop_removed(entries, &mut drops);
+        if outside {
+            // No loop runs: only this operation's own lock is held.
+            self.drop_removed(entries, &mut drops);
+        }
         drop(lock);
         drops.finish();
         count
@@ -1092,8 +1096,8 @@ impl<C: Subscriber> Block<C> {
         for (id, priority) in moves {
             self.move_entry(&mut entries, id, priority);
         }
-        // Normally 0: only a slot emptied late leaves a removed entry holding its callable; it
-        // is dropped by the next settle.
+        // Normally 0: every removed entry's callable was dropped already (by its removal outside
+        // a broadcast, or by the settle); one still held would be dropped by the next settle.
         let left = entries.iter().filter(|entry| entry.is_removed()).count();
         self.tombstones.set(left);
         let settled = self.state.get() & !(NEEDS_SETTLE | HAS_PENDING);

@@ -13,16 +13,17 @@
 //!   [`DelegateHandle::next_id`] when it starts, so a nested broadcast runs the pending
 //!   subscribers added before it started (merged in order) and skips those added after.
 //! - M3/M4: removal and clearing while a broadcast runs mark the entry removed (a *tombstone*),
-//!   so nothing not yet reached runs, and drop its callable at once, unless the callable is
-//!   running (a broadcast loop records the entry it calls): then it stays in place until its
-//!   call is over, so the running subscriber finishes safely. Outside a broadcast a removed
-//!   callable is dropped at once.
+//!   so nothing not yet reached runs, and leave its callable in its slot until the outermost
+//!   broadcast ends (M4's "no later than"), which drops every callable removed during it. So a
+//!   running subscriber that removes itself finishes safely, a removal during a broadcast runs no
+//!   user code, and the loops record nothing per call. Outside a broadcast a removed callable is
+//!   dropped at once.
 //! - M5: the lock count nests; the list is compacted once, when the outermost broadcast ends.
 //! - M7: the lock is a guard, released (and the list compacted) even when a subscriber panics.
 //! - M9: an entry with a weak owner whose owner died is never returned again and is pruned.
 //! - X3: a one-shot entry is *claimed* (marked removed, like M3) by the last check before its
 //!   call, after the argument's clone: no nested or later broadcast runs it again, and its callable
-//!   goes after its call (M4). A pass that filters (script delegates' native and managed passes)
+//!   goes when the outermost broadcast ends (M4). A pass that filters (script delegates' native and managed passes)
 //!   claims it only if its filter takes it.
 //! - X4: a blocked entry keeps its place; a state bit the loops' one test (`state() != 0`) already
 //!   covers, so lists with nothing blocked pay nothing. Blocked entries count as live (`len`) and as
@@ -48,10 +49,10 @@
 //! callables are dropped after the borrow ends); while a broadcast runs it is only read, and the
 //! pending list is only borrowed briefly. So re-entrancy cannot hit a borrow panic, and
 //! [`broadcast_with`](InvocationList::broadcast_with) walks the list on the strength of its lock
-//! alone: no `RefCell` borrow, no clone of a subscriber, one store before and one after each call
-//! to record which one runs, and no loop scope unless the broadcast is nested in one of the
-//! same list. Beginning and ending a broadcast is one state word (lock count and "needs settling"
-//! flags) read and written (see BENCHMARKS.md for what each of these bought).
+//! alone: no `RefCell` borrow, no clone of a subscriber, nothing stored per call, and one test of
+//! the entry's state word per subscriber. Beginning and ending a broadcast is one state word
+//! (lock count, "needs settling" and "stop" flags) read and written (see BENCHMARKS.md for what
+//! each of these bought).
 //!
 //! The list is an implementation detail of the crate (game code reaches it through the delegate
 //! types, the processor and script delegates), so the filters, predicates and subscriber types
@@ -66,22 +67,21 @@
 //!
 //! | operation | user code it runs | what makes it safe |
 //! |---|---|---|
-//! | broadcast | the subscriber's call | the entry is recorded as running (M4); the next entry's state is read after the call (M3) |
+//! | broadcast | the subscriber's call | no slot is emptied while the list is locked (M4); the next entry's state is read after the call (M3) |
 //! | broadcast | a one-shot subscriber's call (X3) | claimed (marked removed) before the call, after the argument's clone: a nested broadcast skips it, its handle removes nothing |
-//! | broadcast (`broadcast_fold`, `broadcast_until`) | the combiner, after each result (X7) | part of that subscriber's call: the entry is still recorded as running; a stop returns through the same lock guards as a panic |
+//! | broadcast (`broadcast_fold`, `broadcast_until`) | the combiner, after each result (X7) | part of that subscriber's call; a stop returns through the same lock guards as a panic |
 //! | settle | nothing new: deferred changes of priority (X6) are moved with no user code | |
 //! | broadcast | `Clone` of an owned argument | made *before* the entry it is for is checked, and that entry is checked again after it: a subscriber removed (or whose owner died) in the clone does not run; the clone then waits for the next subscriber (M11 still holds) |
-//! | broadcast | `Drop` of an argument clone left over | after the loop's scope ends, while the list is still locked |
-//! | broadcast, dispatch | `Drop` of a callable whose owner died (prune, M9) | the entry is marked removed first; the loop reads the next entry afresh |
+//! | broadcast | `Drop` of an argument clone left over | after the loop, while the list is still locked |
+//! | broadcast, dispatch | `Drop` of a callable whose owner died (prune, M9) | none in the loop: the entry is marked removed, and its callable dropped when the outermost broadcast ends (settle) |
 //! | broadcast, dispatch | `Drop` of an owner (the last strong reference a call held) | after the call, before the next entry is read |
-//! | after a call | `Drop` of a callable removed while it ran | once no loop runs it any more (M4) |
-//! | remove | `Drop` of the removed callable | after the entry is marked removed and every borrow is released |
-//! | clear, remove by owner | `Drop` of every removed callable | every entry is marked removed *before* the first drop runs: no drop sees half a clear |
-//! | end of the outermost broadcast (settle) | `Drop` of callables removed while they ran | the list counts as broadcasting meanwhile (adds wait in `pending`), nothing is borrowed across a drop, and the settle runs again until nothing is left |
+//! | remove (outside a broadcast) | `Drop` of the removed callable | after the entry is marked removed and every borrow is released |
+//! | clear, remove by owner (outside a broadcast) | `Drop` of every removed callable | every entry is marked removed *before* the first drop runs: no drop sees half a clear |
+//! | end of the outermost broadcast (settle) | `Drop` of every callable removed during the broadcasts (by remove, clear, prune, a one-shot's claim) | no loop runs any more; the list counts as broadcasting meanwhile (adds wait in `pending`, removals are marked only), nothing is borrowed across a drop, and the settle runs again until nothing is left |
 //! | drop of the list | `Drop` of every callable | one at a time, no borrow held |
 //! | script delegates: broadcast | a managed thunk (the host's code, through the C ABI) | the call, as above; it may bind, unbind, clear and broadcast through the C ABI |
-//! | script delegates: clear, drop, generation unload | the host's release hook | a managed binding is released when its last holder (its entry, or a running call) lets go, so a running thunk's context stays valid until it returns (M4); the operation hands what it released to the hook when it ends (R4) |
-//! | processor: dispatch | a handler's `Drop` (the last strong reference was the one held for its call) | after its call, before the next entry is read |
+//! | script delegates: clear, drop, generation unload | the host's release hook | a managed binding is released when its last holder (its entry, or a merging walk's clone) lets go, so a running thunk's context stays valid until it returns (M4); the operation hands what it released to the hook when it ends, and a broadcast's settle when it ends (R4) |
+//! | processor: dispatch | a handler's `Drop` (the last strong reference was the one held for its call) | after its call, before the next entry is read (the list holds handlers weakly) |
 //!
 //! Single-cast delegates run no user code inside their own operations but the call: binding
 //! and unbinding take `&mut self`, which a running callable cannot have.

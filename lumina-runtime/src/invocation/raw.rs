@@ -8,11 +8,11 @@
 //!   mutably only while no broadcast runs (the lock count is 0): `insert`, `remove`, `clear` and
 //!   `compact_if_worthwhile` check `is_broadcasting` first, and `compact` runs only once the lock
 //!   is released. So while a lock is held, a `&[Entry]` into it stays valid.
-//! - A reference into a slot lives either for a call, while the entry is recorded as running
-//!   (the list's `running`, or the entry's `RUNNING_OUTER` bit for a call of an enclosing loop),
+//! - A reference into a slot lives either for a call, made by a loop that holds the list's lock,
 //!   or for a moment with no user code in it (a clone of a [`Subscriber`], a test of which kind
-//!   it is). A slot is only taken by [`Entry::take_callable`], and during a broadcast only
-//!   through `take_unless_running`, which leaves running entries alone.
+//!   it is). A slot is only taken by [`Entry::take_callable`], and only while no loop runs: a
+//!   removal during a broadcast only marks the entry (`take_unless_broadcasting`), and the
+//!   outermost broadcast's end (the settle, at lock count 0) drops what was removed.
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
@@ -32,8 +32,8 @@ impl<C> Entry<C> {
     ///
     /// The entry must not be removed (only removed entries have an empty slot: every path that
     /// empties one marks the entry removed first), and its slot must not be taken while the
-    /// reference lives: the caller holds the list's lock and either runs no user code meanwhile
-    /// or records the entry as running (`take_unless_running` checks that first).
+    /// reference lives: the caller holds the list's lock for as long (no slot is taken while
+    /// a lock is held but by the settle and operations that hold the only lock, see above).
     #[inline(always)]
     pub(super) unsafe fn live_callable(&self) -> &C {
         // SAFETY: no one takes the slot while this reference lives (contract).
@@ -44,7 +44,7 @@ impl<C> Entry<C> {
     }
 
     /// Empties the slot. Only called where no reference into it can live: while no broadcast
-    /// runs, or through `take_unless_running` (see the module documentation).
+    /// loop runs (see the module documentation).
     pub(super) fn take_callable(&self) -> Option<C> {
         // SAFETY: no reference into the slot lives now (module rules above), and nothing else
         // runs on this thread while the slot is written.

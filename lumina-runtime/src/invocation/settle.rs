@@ -3,7 +3,7 @@
 //! broadcast merges the pending subscribers in and compacts the main list.
 
 use super::entry::{Entry, Subscriber};
-use super::list::{Block, LOCK_ONE, NEEDS_SETTLE};
+use super::list::{Block, LOCK_ONE, NEEDS_SETTLE, STOP};
 // The walk names them here; they live below the list, in `drops`.
 pub(super) use super::drops::{Drops, Guarded};
 
@@ -13,7 +13,7 @@ impl<C: Subscriber> Block<C> {
     pub(super) fn unlock(&self) {
         let state = self.state.get() - LOCK_ONE;
         self.state.set(state);
-        // Lock at 0 with NEEDS_SETTLE (HAS_PENDING comes with it): 1 or 3, never 2.
+        // Lock at 0 with NEEDS_SETTLE (HAS_PENDING and STOP come with it): odd, below LOCK_ONE.
         if state.wrapping_sub(NEEDS_SETTLE) < LOCK_ONE - NEEDS_SETTLE {
             self.settle();
         }
@@ -21,7 +21,7 @@ impl<C: Subscriber> Block<C> {
 
     /// At the end of the outermost broadcast: drops the callables removed during it, one at a
     /// time and outside any borrow (their captures may re-enter the list), then merges the
-    /// pending subscribers and compacts. The list counts as broadcasting meanwhile, so re-entrant
+    /// pending subscribers and compacts, and clears a stop request no loop took. The list counts as broadcasting meanwhile, so re-entrant
     /// calls from those drops cannot move entries under the walk. Every drop runs even if one
     /// panics; the first panic is resumed once the list is settled (M13), and a panic while the
     /// thread is already unwinding (this runs when a panicking broadcast releases its lock) is
@@ -34,26 +34,30 @@ impl<C: Subscriber> Block<C> {
         loop {
             // The lock taken above keeps every mutable borrow of the main list away.
             let entries = self.entries.borrow();
-            // A drop may remove more behind the walk (it drops them at once unless they ran in
-            // a loop it started): go again until a pass finds nothing left to drop.
+            // A drop may remove more behind the walk (marked only: the list counts as
+            // broadcasting): go again until a pass finds nothing left to drop.
             if self.drop_removed(&entries, &mut drops) == 0 {
                 break;
             }
         }
-        self.state.set(self.state.get() - LOCK_ONE);
+        self.state.set((self.state.get() - LOCK_ONE) & !STOP);
         self.compact();
         drops.finish();
     }
 
-    /// Drops the callable of every removed entry that no loop is running, main list first (in
-    /// `entries`, which a held lock keeps in place), then the pending list, in order. One at a
-    /// time and with no borrow of the pending list held: each drop may re-enter the list (M13).
-    /// Returns how many it dropped.
+    /// Drops the callable of every removed entry, main list first (in `entries`, which a held
+    /// lock keeps in place), then the pending list, in order. One at a time and with no borrow
+    /// of the pending list held: each drop may re-enter the list (M13). Returns how many it
+    /// dropped.
+    ///
+    /// Only while no broadcast loop runs on the list, so none holds a reference into a slot:
+    /// from the settle (the lock count was 0), and from an operation that found the list not
+    /// broadcasting ([`remove_each`](Self::remove_each)); the lock they hold is their own.
     pub(super) fn drop_removed(&self, entries: &[Entry<C>], drops: &mut Drops) -> usize {
         let mut dropped = 0;
         for entry in entries {
             if entry.is_removed()
-                && let Some(callable) = self.take_unless_running(entry)
+                && let Some(callable) = entry.take_callable()
             {
                 dropped += 1;
                 drops.drop(callable);
@@ -69,7 +73,7 @@ impl<C: Subscriber> Block<C> {
                 let Some(found) = pending[start..].iter().find(|p| p.entry.is_removed()) else {
                     break;
                 };
-                (found.key(), self.take_unless_running(&found.entry))
+                (found.key(), found.entry.take_callable())
             };
             last_key = Some(key);
             if let Some(callable) = callable {

@@ -438,7 +438,8 @@ impl Nested {
     }
 
     /// Adds `b`, which logs `b@depth`, removes `a` at depth `remove_at` (where `a` still runs
-    /// in the enclosing broadcasts), and at depth 0 checks that `a` is dropped by then.
+    /// in the enclosing broadcasts), and at depth 0 checks that `a` is not dropped yet: the
+    /// outermost broadcast has not ended (`run` checks that it is dropped once it has).
     fn add_remover(&self, remove_at: u32) {
         let (log, dropped, a) = (
             Rc::clone(&self.log),
@@ -454,8 +455,8 @@ impl Nested {
                 assert!(!dropped.get(), "a still runs in the enclosing broadcasts");
             } else if depth == 0 {
                 assert!(
-                    dropped.get(),
-                    "a is dropped as soon as its outermost call is over"
+                    !dropped.get(),
+                    "a is dropped when the outermost broadcast ends, not before"
                 );
             }
         }));
@@ -483,7 +484,7 @@ fn m4_subscriber_removed_in_a_nested_broadcast_while_the_outer_one_runs_it_finis
 
 /// A subscriber that calls the list again at depths 0 and 1 is running three times over when,
 /// at depth 2, another subscriber removes it: its captures must outlive every one of those calls
-/// and be dropped right after the outermost one (M4).
+/// and be dropped when the outermost broadcast ends (M4).
 #[test]
 fn m4_subscriber_running_at_three_depths_and_removed_at_the_deepest_finishes_at_every_depth() {
     let nested = Nested::new(2);
@@ -505,8 +506,8 @@ fn m4_subscriber_running_at_three_depths_and_removed_at_the_deepest_finishes_at_
 }
 
 /// A panic in a nested broadcast, caught by the subscriber that started it, must leave that
-/// subscriber recorded as running (a removal of it is still deferred, M4), and leave no stale
-/// record once its call is over: it is then dropped at once, before the next subscriber (M7).
+/// subscriber protected (a removal of it is still deferred, M4), and the list consistent: it is
+/// dropped when the outermost broadcast ends, and the list works normally afterwards (M7).
 #[test]
 fn m7_panic_caught_from_a_nested_broadcast_keeps_the_catching_subscriber_protected() {
     let list: Rc<Calls> = Rc::new(InvocationList::new());
@@ -542,9 +543,10 @@ fn m7_panic_caught_from_a_nested_broadcast_keeps_the_catching_subscriber_protect
         if depth == 1 {
             panic!("subscriber panics at depth 1");
         }
-        assert!(d.get(), "a is dropped as soon as its call is over");
+        assert!(!d.get(), "a is dropped when the outermost broadcast ends");
     }));
     list.broadcast_with(0, |subscriber, depth| subscriber(depth));
+    assert!(dropped.get(), "a was dropped when the broadcast ended");
     assert_eq!(
         calls.get(),
         2,
@@ -757,11 +759,11 @@ impl Clone for RemovingArg {
     }
 }
 
-/// The common path of the broadcast loop keeps no `LoopScope`: a call that panics must still
-/// stop counting as running, or the next broadcast would take it for an enclosing loop's entry
-/// and keep its callable when it is removed (M4, M7).
+/// A call that panics leaves the list as after a normal broadcast (M7): unlocked, so the next
+/// broadcast is the outermost one, and a subscriber removed during it (here by the argument's
+/// clone) does not run and is dropped when it ends (M3, M4).
 #[test]
-fn m7_a_subscriber_that_panicked_no_longer_counts_as_running() {
+fn m7_a_broadcast_after_a_panicking_call_drops_its_removals_when_it_ends() {
     let list: Rc<Calls> = Rc::new(InvocationList::new());
     let dropped = Rc::new(Cell::new(false));
     let captures = DropFlag(
@@ -780,7 +782,8 @@ fn m7_a_subscriber_that_panicked_no_longer_counts_as_running() {
         list.broadcast_with(1, |subscriber, x| subscriber(x));
     }));
     assert!(caught.is_err(), "the panic reaches the broadcaster");
-    // The clone made for the first subscriber removes it: it is not running, so it goes at once.
+    // The clone made for the first subscriber removes it: it does not run, and goes when this
+    // broadcast ends.
     let arg = RemovingArg {
         list: Rc::clone(&list),
         target: Rc::new(Cell::new(first)),
@@ -849,8 +852,9 @@ fn m5_x7_a_subscriber_stops_the_loop_calling_it_and_no_other() {
     );
 }
 
-/// The merging walk (a nested broadcast while added subscribers wait) calls clones: a stop asked
-/// for during its calls finds no loop, and does not stop the enclosing one either.
+/// The merging walk (a nested broadcast while added subscribers wait) calls clones and does not
+/// stop: a stop asked for during its calls is dropped when it ends, and does not stop the
+/// enclosing loop either.
 #[test]
 fn m5_x7_a_stop_asked_in_the_merging_walk_reaches_no_enclosing_loop() {
     let list: Rc<Calls> = Rc::new(InvocationList::new());
@@ -871,10 +875,14 @@ fn m5_x7_a_stop_asked_in_the_merging_walk_reaches_no_enclosing_loop() {
     let _second = list.add(Rc::new(move |x: u32| {
         sink.borrow_mut().push(format!("second {x}"));
         if x == 2 {
-            assert!(!weak.upgrade().unwrap().stop_after_call());
+            assert!(weak.upgrade().unwrap().stop_after_call(), "recorded");
         }
     }));
-    list.broadcast_with(1, |subscriber, x| subscriber(x));
+    let call = |subscriber: &Rc<dyn Fn(u32)>, x| {
+        subscriber(x);
+        false
+    };
+    assert!(!list.broadcast_until_with(1, call));
     assert_eq!(
         *seen.borrow(),
         ["first 1", "first 2", "second 2", "late 2", "second 1"]
@@ -917,7 +925,7 @@ fn m4_shared_callables_count_their_references_and_drop_after_their_call() {
     }))));
     let _second = list.add(Shared::new(Rc::new(|_: u32| {})));
     list.broadcast_with(1, |subscriber, x| subscriber(x));
-    assert!(dropped.get(), "dropped once its call is over");
+    assert!(dropped.get(), "dropped when the broadcast ends");
     assert_eq!(list.len(), 1);
 }
 

@@ -8,9 +8,9 @@ use std::fmt;
 
 use super::drops::drop_user;
 use super::entry::{Entry, OWNED, Pending, Subscriber};
-use super::list::{Block, HAS_PENDING, InvocationList};
+use super::list::{Block, HAS_PENDING, InvocationList, NEEDS_SETTLE, STOP};
 use super::raw::locked_entries;
-use super::settle::{Drops, Guarded};
+use super::settle::Guarded;
 use crate::handle::DelegateHandle;
 
 /// The lock a hot loop holds, with the main list it reads without a `RefCell` borrow. Dropping
@@ -23,10 +23,11 @@ struct Locked<'a, C: Subscriber> {
 
 impl<'a, C: Subscriber> Locked<'a, C> {
     /// Locks `block` for a hot loop, or `None` if subscribers added during an enclosing
-    /// broadcast wait (rare: then the loop merges them through the [`Broadcast`] iterator).
+    /// broadcast wait, or an enclosing loop's call asked for a stop (rare: then the loop merges
+    /// them through the [`Broadcast`] iterator, or sets the stop aside first).
     #[inline(always)]
     fn new(block: &'a Block<C>) -> Option<Self> {
-        if block.lock() & HAS_PENDING != 0 {
+        if block.lock() & (HAS_PENDING | STOP) != 0 {
             block.unlock();
             return None;
         }
@@ -55,84 +56,41 @@ enum Each<'e, C, A> {
     Spare(&'e [Entry<C>], Guarded<A>),
 }
 
-/// What a broadcast loop over the main list sets up so that removals during its calls leave the
-/// running callable in place (M4), and undoes when it ends (also while unwinding).
-///
-/// The loop records the entry it calls in `running` (one store per call). A loop nested in a
-/// call (a subscriber re-broadcasting the same list) takes `running` over, so the enclosing
-/// loop's entry is marked `RUNNING_OUTER` for the nested loop's duration and both are restored
-/// when it ends. Loops nest on one thread (the list is !Sync), so scopes end innermost first.
-///
-/// A stop the enclosing loop's entry asked for before this loop began (`STOP`, see
-/// [`Block::stop_after_call`]) is that loop's: it is set aside while this one runs (this loop may
-/// call the same entry), and restored when it ends.
-struct LoopScope<'a, C: Subscriber> {
+/// A stop that the call of an enclosing loop asked for ([`STOP`]) before a loop nested in that
+/// call began: it is the enclosing loop's, so it is set aside while the nested loop runs (which
+/// may call the same subscriber) and put back when it ends, also while unwinding. A stop asked
+/// for meanwhile and not taken by the nested loop (the merging walk takes none) ends with it.
+struct StopAside<'a, C: Subscriber> {
     block: &'a Block<C>,
-    /// What `running` held when the loop began.
-    outer: usize,
-    /// The enclosing loop's entry, if this scope marked it (it was not marked already).
-    marked: Option<&'a Entry<C>>,
-    /// The enclosing loop's entry, if this scope set its stop request aside.
-    stopped: Option<&'a Entry<C>>,
+    outer: bool,
 }
 
-impl<'a, C: Subscriber> LoopScope<'a, C> {
-    /// Begins a loop over `entries`, the main list of `block` (held by a running broadcast).
-    #[inline(always)]
-    fn new(block: &'a Block<C>, entries: &'a [Entry<C>]) -> Self {
-        let outer = block.running.get();
-        let (marked, stopped) = if outer == 0 {
-            (None, None)
-        } else {
-            Self::mark_outer(entries, outer)
-        };
-        LoopScope {
-            block,
-            outer,
-            marked,
-            stopped,
-        }
-    }
-
-    /// Marks the entry at address `outer` (in `entries`: the main list keeps its place while
-    /// any broadcast runs) as running in an enclosing loop, unless it already is; sets its stop
-    /// request aside, if it has one. Returns the entry for each of the two it did.
-    #[cold]
-    #[inline(never)]
-    fn mark_outer(
-        entries: &'a [Entry<C>],
-        outer: usize,
-    ) -> (Option<&'a Entry<C>>, Option<&'a Entry<C>>) {
-        let entry = entry_at(entries, outer)
-            .expect("the entry a broadcast loop runs lies in the main list");
-        let stopped = entry.take_stop().then_some(entry);
-        if entry.is_running_outer() {
-            return (None, stopped);
-        }
-        entry.set_running_outer(true);
-        (Some(entry), stopped)
+impl<'a, C: Subscriber> StopAside<'a, C> {
+    fn new(block: &'a Block<C>) -> Self {
+        let outer = block.take_stop();
+        StopAside { block, outer }
     }
 }
 
-impl<C: Subscriber> Drop for LoopScope<'_, C> {
-    #[inline(always)]
+impl<C: Subscriber> Drop for StopAside<'_, C> {
     fn drop(&mut self) {
-        self.block.running.set(self.outer);
-        if let Some(entry) = self.marked {
-            entry.set_running_outer(false);
-        }
-        if let Some(entry) = self.stopped {
-            entry.set_stop();
-        }
+        let state = self.block.state.get() & !STOP;
+        self.block.state.set(if self.outer {
+            state | STOP | NEEDS_SETTLE
+        } else {
+            state
+        });
     }
 }
 
-/// The entry of `entries` at address `addr`, as the list's `running` records it.
-fn entry_at<C>(entries: &[Entry<C>], addr: usize) -> Option<&Entry<C>> {
-    let offset = addr.wrapping_sub(entries.as_ptr().addr());
-    entries
-        .get(offset / std::mem::size_of::<Entry<C>>())
-        .filter(|entry| entry.addr() == addr)
+/// Clears a stop request when the call that asked for it unwinds: the loop that would have
+/// taken it began with none (see [`call_live`]).
+struct ClearStopOnUnwind<'a, C: Subscriber>(&'a Block<C>);
+
+impl<C: Subscriber> Drop for ClearStopOnUnwind<'_, C> {
+    fn drop(&mut self) {
+        self.0.take_stop();
+    }
 }
 
 impl<C: Subscriber> InvocationList<C> {
@@ -144,7 +102,7 @@ impl<C: Subscriber> InvocationList<C> {
     #[inline]
     pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
         if let Some(block) = self.block() {
-            block.walk(args, |subscriber, args| {
+            block.walk::<A, false>(args, |subscriber, args| {
                 call(subscriber, args);
                 false
             });
@@ -157,16 +115,17 @@ impl<C: Subscriber> InvocationList<C> {
 
     /// [`broadcast_with`](Self::broadcast_with) with an early stop: once `call` returns `true`
     /// no further subscriber runs, and this returns `true` (X7: combiners that stop at the first
-    /// result they want). Never allocates. `call` runs while its subscriber is recorded as
-    /// running, so whatever it does after the subscriber returned (combining the result) is part
-    /// of that subscriber's call for the rules (M4, M13).
+    /// result they want), or once a call asks for a stop
+    /// ([`stop_after_call`](Self::stop_after_call)). Never allocates. Whatever `call` does after
+    /// the subscriber returned (combining the result) is part of that subscriber's call for the
+    /// rules (M4, M13).
     ///
     /// Always inlined: with the empty list's guarded drop of the argument, `#[inline]` no longer
     /// was, and the bus's send paid 12 to 17 instructions for the call (callgrind).
     #[inline(always)]
     pub fn broadcast_until_with<A: Clone>(&self, args: A, call: impl FnMut(&C, A) -> bool) -> bool {
         match self.block() {
-            Some(block) => block.walk(args, call),
+            Some(block) => block.walk::<A, true>(args, call),
             None => {
                 drop_user(args);
                 false
@@ -178,7 +137,8 @@ impl<C: Subscriber> InvocationList<C> {
     /// (then returns `true`), for a list whose subscribers hold their owner weakly themselves
     /// (P3). `upgrade` turns a subscriber into a strong reference (`None`: its owner is dead,
     /// and the entry is pruned, M9); `call` runs on that reference, so no reference into the list
-    /// is held while handler code runs, and a handler removed meanwhile is dropped at once.
+    /// is held while handler code runs, and a handler removed meanwhile is dropped once its
+    /// call returns (the list's own reference is weak, and goes when the dispatch ends).
     ///
     /// `upgrade` must not run user code (the loop reads the slot without a borrow meanwhile);
     /// the processor passes `Weak::upgrade`.
@@ -196,7 +156,7 @@ impl<C: Subscriber> InvocationList<C> {
             });
         };
         for entry in locked.entries {
-            // Removed, blocked, one-shot or running in an enclosing loop: the slow path (owners:
+            // Removed, owned, blocked or one-shot: the slow path (owners:
             // `upgrade` checks), so the common path tests the state once.
             if entry.state() & !OWNED != 0 {
                 if dispatch_slow(block, entry, &mut upgrade, &mut call) {
@@ -218,17 +178,17 @@ impl<C: Subscriber> InvocationList<C> {
         false
     }
 
-    /// Asks the broadcast loop that is calling a subscriber of this list right now to stop once
-    /// that call returns, as if `call` had returned `true` in
-    /// [`broadcast_until_with`](Self::broadcast_until_with) (or its pass of
-    /// [`Broadcast::for_each_matching`] ended): how a subscriber stops the broadcast it runs in
-    /// from inside its call (the message bus's `consume`, GB3) without the loop reading
-    /// anything of it after each call. Whether such a loop was found: `false` when no call of
-    /// this list is running, and when the innermost broadcast calls clones (the merging walk,
-    /// [`InvocationList::begin`]); the caller then stops it another way. Runs no user code.
+    /// Asks the [`broadcast_until_with`](Self::broadcast_until_with) loop that is calling a
+    /// subscriber of this list right now to stop once that call returns, as if `call` had
+    /// returned `true`: how a subscriber stops the broadcast it runs in from inside its call
+    /// (the message bus's `consume`, GB3) with one test of the list's state word after each
+    /// call. Whether the request was recorded: `false` when no broadcast of this list runs. The
+    /// merging walk (a nested broadcast while added subscribers wait) does not stop for it (it
+    /// calls the rest; the caller makes sure they do nothing) and drops it when it ends. Runs
+    /// no user code.
     ///
-    /// Ask only from the call to be stopped: the loop found is the innermost one of this list
-    /// that is in a call, whoever asks.
+    /// Ask only from the call to be stopped, of a `broadcast_until_with` loop: the innermost
+    /// loop of this list takes the request when its current call returns, whoever asked.
     pub(crate) fn stop_after_call(&self) -> bool {
         self.block().is_some_and(Block::stop_after_call)
     }
@@ -242,25 +202,22 @@ impl<C: Subscriber> InvocationList<C> {
 }
 
 impl<C: Subscriber> Block<C> {
-    /// See [`InvocationList::stop_after_call`]: marks the entry `running` names (the one the
-    /// innermost loop is calling; 0 while the merging walk calls clones) with
-    /// [`STOP`](super::entry::STOP), which
-    /// that loop tests after the call.
+    /// See [`InvocationList::stop_after_call`]: sets [`STOP`] (with [`NEEDS_SETTLE`], so the
+    /// outermost broadcast's end clears a request that no loop took).
     pub(super) fn stop_after_call(&self) -> bool {
-        let running = self.running.get();
-        if running == 0 {
+        if !self.is_broadcasting() {
             return false;
         }
-        // A running loop holds the lock: the main list keeps its place and is never borrowed
-        // mutably meanwhile.
-        let Ok(entries) = self.entries.try_borrow() else {
-            return false;
-        };
-        let Some(entry) = entry_at(&entries, running) else {
-            return false;
-        };
-        entry.set_stop();
+        self.state.set(self.state.get() | STOP | NEEDS_SETTLE);
         true
+    }
+
+    /// Clears [`STOP`]; whether it was set.
+    #[inline(always)]
+    pub(super) fn take_stop(&self) -> bool {
+        let state = self.state.get();
+        self.state.set(state & !STOP);
+        state & STOP != 0
     }
 
     /// Starts a broadcast over this block (see [`InvocationList::begin`]).
@@ -284,45 +241,70 @@ impl<C: Subscriber> Block<C> {
     }
 
     /// The broadcast loop: `visit(subscriber, args)` for each live subscriber present when it
-    /// began, until `visit` returns `true` (then returns `true`). `args` is cloned for every
+    /// began, until `visit` returns `true` (then returns `true`), or, if `STOPS`, until a call
+    /// asks for a stop ([`stop_after_call`](Self::stop_after_call)). `args` is cloned for every
     /// subscriber but the last live one, which gets the original (M11; the last is found at the
     /// start: a later removal can only make fewer clones). The clone is made before the entry it
     /// is for is checked (M13): see [`visit_cloned`].
     ///
     /// The common case is inlined here and kept small (every instruction of it runs per
-    /// broadcast or per subscriber, BENCHMARKS.md): no enclosing loop of this list runs (so
-    /// `running` is 0 before and after each call and this loop needs no [`LoopScope`]) and the
-    /// last entry is live. A nested loop, a dead or blocked last entry and a clone that removed
-    /// its subscriber take the outlined paths.
+    /// broadcast or per subscriber, BENCHMARKS.md): nothing waits to be merged, no enclosing
+    /// loop's stop is pending, and the last entry is live. Then each subscriber costs one test of
+    /// its state word before its call (and, if `STOPS`, one of the list's after it): a removal
+    /// during the broadcast leaves the callable in its slot until the outermost broadcast ends,
+    /// so nothing is recorded per call (M4). A dead or blocked last entry and a clone that
+    /// removed its subscriber take the outlined paths.
     #[inline(always)]
-    fn walk<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> bool) -> bool {
+    fn walk<A: Clone, const STOPS: bool>(
+        &self,
+        args: A,
+        mut visit: impl FnMut(&C, A) -> bool,
+    ) -> bool {
         // The argument and its clones are guarded until they are handed to a subscriber: a
-        // panic meanwhile (a subscriber's, a prune's `Drop`) drops them under the guard (R2).
-        // Free when nothing panics: each is taken out of its guard by a move.
+        // panic meanwhile (a subscriber's, an argument's `Clone`) drops them under the guard
+        // (R2). Free when nothing panics: each is taken out of its guard by a move.
         let args = Guarded::new(args);
         // Declared after the argument, so it ends first: before the argument is dropped.
         let Some(locked) = Locked::new(self) else {
-            return self.walk_merging(args.into_inner(), visit);
+            return self.walk_aside::<A, STOPS>(args.into_inner(), visit);
         };
         let entries = locked.entries;
         if let [only] = entries
             && only.state() == 0
-            && self.running.get() == 0
         {
-            return call_live(self, only, |current| visit(current, args.into_inner()));
+            return call_live::<C, STOPS>(self, only, |current| visit(current, args.into_inner()));
         }
         let (before, last) = match entries.split_last() {
-            Some((last, before)) if last.state() == 0 && self.running.get() == 0 => (before, last),
-            _ => return self.walk_general(entries, args, visit),
+            Some((last, before)) if last.state() == 0 => (before, last),
+            _ => return self.walk_general::<A, STOPS>(entries, args, visit),
         };
-        match self.call_each(before, &*args, &mut visit) {
-            Each::Done => visit_entry(self, last, |current| visit(current, args.into_inner())),
+        match self.call_each::<A, STOPS>(before, &*args, &mut visit) {
+            Each::Done => {
+                visit_entry::<C, STOPS>(self, last, |current| visit(current, args.into_inner()))
+            }
             Each::Stopped => true,
             Each::Spare(rest, cloned) => {
-                let scope = LoopScope::new(self, entries);
-                self.walk_with_spare(scope, rest, last, &[], args, cloned, visit)
+                self.walk_with_spare::<A, STOPS>(rest, last, &[], args, cloned, visit)
             }
         }
+    }
+
+    /// [`walk`](Self::walk) when [`Locked::new`] declined: subscribers added during an
+    /// enclosing broadcast wait (the merging walk), or the call of an enclosing loop asked for
+    /// a stop, which is set aside until this loop ends ([`StopAside`]).
+    #[cold]
+    #[inline(never)]
+    fn walk_aside<A: Clone, const STOPS: bool>(
+        &self,
+        args: A,
+        visit: impl FnMut(&C, A) -> bool,
+    ) -> bool {
+        if self.state.get() & HAS_PENDING != 0 {
+            return self.walk_merging(args, visit);
+        }
+        let _aside = StopAside::new(self);
+        // No stop is pending now, nor anything to merge: the common loop.
+        self.walk::<A, STOPS>(args, visit)
     }
 
     /// The loop of [`walk`](Self::walk) over the subscribers before the last live one: each
@@ -330,7 +312,7 @@ impl<C: Subscriber> Block<C> {
     /// to, or at one removed during its own argument's clone (the clone is handed back for the
     /// next subscriber, with the entries after that one).
     #[inline(always)]
-    fn call_each<'e, A: Clone>(
+    fn call_each<'e, A: Clone, const STOPS: bool>(
         &self,
         before: &'e [Entry<C>],
         args: &A,
@@ -341,32 +323,29 @@ impl<C: Subscriber> Block<C> {
                 continue;
             }
             // The argument's clone is user code (M13): this entry is checked again after it, as
-            // the clone may have removed it or dropped its owner (M3, M9). (`running` is 0 here:
-            // the previous call is over.)
+            // the clone may have removed it or dropped its owner (M3, M9).
             let cloned = Guarded::new(args.clone());
             if entry.state() != 0 && !live_slow_claim(self, entry) {
                 // Rare: the clone waits for the next subscriber.
                 return Each::Spare(rest_after(before, entry), cloned);
             }
-            if call_live(self, entry, |current| visit(current, cloned.into_inner())) {
+            if call_live::<C, STOPS>(self, entry, |current| visit(current, cloned.into_inner())) {
                 return Each::Stopped;
             }
         }
         Each::Done
     }
 
-    /// [`walk`](Self::walk) for the rare cases: a loop nested in a call of an enclosing loop of
-    /// this list (its [`LoopScope`] marks the enclosing loop's entry and restores `running`), or
-    /// a last entry that is not plainly live (removed, owned, blocked, one-shot).
+    /// [`walk`](Self::walk) for a last entry that is not plainly live (removed, owned, blocked,
+    /// one-shot).
     #[cold]
     #[inline(never)]
-    fn walk_general<A: Clone>(
+    fn walk_general<A: Clone, const STOPS: bool>(
         &self,
         entries: &[Entry<C>],
         args: Guarded<A>,
         mut visit: impl FnMut(&C, A) -> bool,
     ) -> bool {
-        let scope = LoopScope::new(self, entries);
         // The last live subscriber, found once: later ones cannot appear (M2); if it is removed
         // before it runs, no call is told it is the last (M11 then clones for fewer than N).
         let (before, last, after) = match entries.split_last() {
@@ -379,11 +358,11 @@ impl<C: Subscriber> Block<C> {
                 }
             },
         };
-        match self.call_each(before, &*args, &mut visit) {
-            Each::Done => self.walk_last(scope, last, after, args, visit),
+        match self.call_each::<A, STOPS>(before, &*args, &mut visit) {
+            Each::Done => self.walk_last::<A, STOPS>(last, after, args, visit),
             Each::Stopped => true,
             Each::Spare(rest, cloned) => {
-                self.walk_with_spare(scope, rest, last, after, args, cloned, visit)
+                self.walk_with_spare::<A, STOPS>(rest, last, after, args, cloned, visit)
             }
         }
     }
@@ -391,31 +370,27 @@ impl<C: Subscriber> Block<C> {
     /// The end of [`walk`](Self::walk): the last live subscriber gets the original argument,
     /// then the entries after it are passed (those whose owner died are pruned).
     #[inline(always)]
-    fn walk_last<A>(
+    fn walk_last<A, const STOPS: bool>(
         &self,
-        scope: LoopScope<'_, C>,
         last: &Entry<C>,
         after: &[Entry<C>],
         args: Guarded<A>,
         mut visit: impl FnMut(&C, A) -> bool,
     ) -> bool {
-        if visit_entry(self, last, |current| visit(current, args.into_inner())) {
+        if visit_entry::<C, STOPS>(self, last, |current| visit(current, args.into_inner())) {
             return true;
         }
         prune_passed(self, after);
-        drop(scope);
         false
     }
 
     /// The rest of [`walk`](Self::walk) once a clone was made for a subscriber removed during
     /// that clone: it is kept for the next subscriber (M11: no extra clone), and dropped (user
-    /// code) after the loop's scope has ended if no subscriber is left for it.
+    /// code) after the loop if no subscriber is left for it.
     #[cold]
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    fn walk_with_spare<A: Clone>(
+    fn walk_with_spare<A: Clone, const STOPS: bool>(
         &self,
-        scope: LoopScope<'_, C>,
         before: &[Entry<C>],
         last: &Entry<C>,
         after: &[Entry<C>],
@@ -424,31 +399,26 @@ impl<C: Subscriber> Block<C> {
         mut visit: impl FnMut(&C, A) -> bool,
     ) -> bool {
         let mut spare = Guarded::new(Some(spare.into_inner()));
-        let scope = scope;
         for entry in before {
-            if visit_cloned(self, entry, &*args, &mut *spare, &mut visit) {
+            if visit_cloned::<C, A, STOPS>(self, entry, &*args, &mut *spare, &mut visit) {
                 return true;
             }
         }
-        self.walk_last(scope, last, after, args, visit)
+        self.walk_last::<A, STOPS>(last, after, args, visit)
     }
 
     /// [`walk`](Self::walk) while subscribers added during an enclosing broadcast wait (rare: a
     /// nested broadcast after an add): merges them in order through the [`Broadcast`] iterator,
     /// which calls clones of the subscribers. Same order of checks as `walk`: the argument is
     /// cloned before the subscriber it is for is taken, and a subscriber removed in that clone
-    /// does not run.
+    /// does not run. It does not stop for [`stop_after_call`](Self::stop_after_call) (an
+    /// enclosing loop's request is set aside meanwhile, and one made here ends with it).
     #[cold]
     #[inline(never)]
     fn walk_merging<A: Clone>(&self, args: A, mut visit: impl FnMut(&C, A) -> bool) -> bool {
         let mut broadcast = self.begin();
-        // The calls here go through clones, which `running` does not record: an enclosing
-        // loop's entry is marked by a scope instead (M4), and `running` is 0 meanwhile, so a stop
-        // asked for during these calls reaches no enclosing loop (`stop_after_call` finds none).
-        // SAFETY: `broadcast` holds the list's lock until it drops, after `_scope` (declared
-        // after it), which is the only user of this slice.
-        let _scope = LoopScope::new(self, unsafe { locked_entries(&self.entries) });
-        self.running.set(0);
+        // Declared after `broadcast`: put back before it unlocks.
+        let _aside = StopAside::new(self);
         let Some(last) = broadcast.last_id() else {
             while broadcast.next_entry().is_some() {}
             return false;
@@ -474,8 +444,7 @@ impl<C: Subscriber> Block<C> {
             let Some((_, current)) = broadcast.next_call() else {
                 break;
             };
-            // The last reference to a subscriber removed during its call, once it returns or
-            // unwinds (M4, R2).
+            // Dropped under the guard if the call unwinds (R2).
             if Guarded::hold(current, |current| visit(current, args)) {
                 return true;
             }
@@ -489,7 +458,7 @@ impl<C: Subscriber> Block<C> {
 /// entry, then calls it. The clone is user code (M13): it may remove this subscriber or drop its
 /// owner, which must then not run (M3, M9); the clone then waits in `spare` for the next one.
 #[inline(always)]
-fn visit_cloned<C: Subscriber, A: Clone>(
+fn visit_cloned<C: Subscriber, A: Clone, const STOPS: bool>(
     block: &Block<C>,
     entry: &Entry<C>,
     args: &A,
@@ -508,7 +477,7 @@ fn visit_cloned<C: Subscriber, A: Clone>(
             args
         }
         None => {
-            // Guarded while the check may run a prune's `Drop` (R2).
+            // Guarded until it is handed over (R2).
             let cloned = Guarded::new(args.clone());
             if entry.state() != 0 && !live_slow_claim(block, entry) {
                 *spare = Some(cloned.into_inner());
@@ -517,7 +486,7 @@ fn visit_cloned<C: Subscriber, A: Clone>(
             cloned.into_inner()
         }
     };
-    call_live(block, entry, |current| visit(current, args))
+    call_live::<C, STOPS>(block, entry, |current| visit(current, args))
 }
 
 /// The entries of `entries` after `entry`, one of them (a cold path's way back from the pointer
@@ -539,10 +508,10 @@ fn prune_passed<C: Subscriber>(block: &Block<C>, entries: &[Entry<C>]) {
 }
 
 /// One step of the broadcast loop: `visit` on the entry's callable if the entry is live; whether
-/// `visit` stopped the broadcast. `entry` must be in the main list of `block`, read by a running
-/// broadcast loop that holds the list's lock and a [`LoopScope`].
+/// the broadcast stops. `entry` must be in the main list of `block`, read by a running
+/// broadcast loop that holds the list's lock.
 #[inline(always)]
-fn visit_entry<C: Subscriber>(
+fn visit_entry<C: Subscriber, const STOPS: bool>(
     block: &Block<C>,
     entry: &Entry<C>,
     visit: impl FnOnce(&C) -> bool,
@@ -552,86 +521,43 @@ fn visit_entry<C: Subscriber>(
     if entry.state() != 0 && !live_slow_claim(block, entry) {
         return false;
     }
-    call_live(block, entry, visit)
+    call_live::<C, STOPS>(block, entry, visit)
 }
 
 /// Calls `visit` on the callable of `entry`, checked live by the caller with no user code run
-/// since; whether it stopped the broadcast. Same requirements as [`visit_entry`].
+/// since; whether the broadcast stops: `visit` returned `true`, or (if `STOPS`) the call asked
+/// for a stop ([`Block::stop_after_call`]), which this takes. Same requirements as
+/// [`visit_entry`].
 #[inline(always)]
-fn call_live<C: Subscriber>(
+fn call_live<C: Subscriber, const STOPS: bool>(
     block: &Block<C>,
     entry: &Entry<C>,
     visit: impl FnOnce(&C) -> bool,
 ) -> bool {
-    // Recorded as running for the call: a removal meanwhile leaves the callable in place (M4).
-    block.running.set(entry.addr());
-    // SAFETY: the caller's loop holds the list's lock, the entry is live (checked by the caller,
-    // and no user code ran since), and it is recorded as running until `visit` returns
-    // (`running` names it, or, while a loop nested in the call has taken `running` over, its
-    // `RUNNING_OUTER` bit is set by that loop's `LoopScope`), so `take_unless_running` leaves
-    // its slot alone meanwhile.
+    // SAFETY: the caller's loop holds the list's lock for the whole call, and the entry is live
+    // (checked by the caller, and no user code ran since), so its slot holds the callable; no
+    // slot is emptied while a lock is held but by the settle and by operations that hold the
+    // only lock (a removal during a broadcast leaves the callable in place until the outermost
+    // broadcast ends, M4), so the reference stays valid for the call.
     let callable = unsafe { entry.live_callable() };
-    // Only dropped when the call unwinds (forgotten otherwise): a subscriber removed during a
-    // call that panics is dropped then too, as after a normal call (M4).
-    let unwinding = AfterCall { block, entry };
+    if !STOPS {
+        return visit(callable);
+    }
+    // This loop began with no stop pending (`Locked::new`, `StopAside`): one the call asked
+    // for is its own, and goes with the call if the call unwinds. Forgotten on return.
+    let unwinding = ClearStopOnUnwind(block);
     let stop = visit(callable);
     std::mem::forget(unwinding);
-    // The call is over: user code that runs before the next call (an argument's clone, a
-    // prune's drop) must not take this entry for running.
-    block.running.set(0);
-    // One test for both: removed during its call, or asked to stop (`stop_after_call`).
-    if entry.removed_or_stopped() {
-        return after_call(block, entry) || stop;
+    if block.state.get() & STOP != 0 {
+        block.take_stop();
+        return true;
     }
     stop
 }
 
-/// After a call whose entry was removed or asked to stop during it: drops a removed callable
-/// (see [`drop_removed_after_call`]) and clears the stop request; whether there was one.
-#[cold]
-#[inline(never)]
-fn after_call<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
-    let stopped = entry.take_stop();
-    if entry.is_removed() {
-        drop_removed_after_call(block, entry);
-    }
-    stopped
-}
-
-/// Drops the callable of a subscriber removed during its call when that call unwinds; see
-/// [`call_live`].
-struct AfterCall<'a, C: Subscriber> {
-    block: &'a Block<C>,
-    entry: &'a Entry<C>,
-}
-
-impl<C: Subscriber> Drop for AfterCall<'_, C> {
-    fn drop(&mut self) {
-        // The call is over. The common path of `walk` has no `LoopScope` to restore `running`
-        // (it was 0 there); a nested loop's scope restores the enclosing loop's entry after this.
-        // A stop it asked for ends with the loop the panic leaves.
-        self.block.running.set(0);
-        self.entry.take_stop();
-        if self.entry.is_removed() {
-            drop_removed_after_call(self.block, self.entry);
-        }
-    }
-}
-
-/// A subscriber removed while it ran (by itself or by code it called) is dropped as soon as its
-/// call is over, unless an enclosing broadcast is still running it: its captures may hold the
-/// last reference to the owner of a later subscriber, which then must not run (M4, M9).
-#[cold]
-#[inline(never)]
-fn drop_removed_after_call<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) {
-    // The call is over: this loop no longer holds a reference into the slot.
-    block.running.set(0);
-    Drops::drop_one(block.take_unless_running(entry));
-}
-
-/// The loops' path for entries that are removed, have an owner, or run in an enclosing loop
-/// (pruning a dead owner's entry). `running` names no entry of this loop here (it is reset after
-/// each call), so a prune's drop cannot take the previous entry for running.
+/// The loops' path for entries that are removed, have an owner, or are blocked or one-shot
+/// (pruning a dead owner's entry, which runs no user code during a broadcast: its callable is
+/// dropped when the outermost one ends).
 #[cold]
 #[inline(never)]
 fn live_slow<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
@@ -639,7 +565,7 @@ fn live_slow<C: Subscriber>(block: &Block<C>, entry: &Entry<C>) -> bool {
 }
 
 /// One step of [`InvocationList::dispatch_until`] for an entry whose state is not plain
-/// (removed, blocked, one-shot, running in an enclosing loop): whether its handler consumed the
+/// (removed, owned, blocked, one-shot): whether its handler consumed the
 /// event. Same requirements as that loop's common step.
 #[cold]
 #[inline(never)]
@@ -861,28 +787,30 @@ impl<C: Subscriber> Broadcast<'_, C> {
             .checked_sub(1)
             .and_then(|index| entries.get(index))
             .filter(|entry| entry.id() == id);
-        // The caller holds a clone of the callable for the call: the slot's own reference goes
-        // now (dropping it runs no user code), so the callable goes once that call is over, as
-        // for a subscriber removed while it runs (M4).
-        let taken = match main {
-            Some(entry) if entry.is_removed() => return false,
+        // The caller holds a clone of the callable for the call; the slot's goes when the
+        // outermost broadcast ends, as for any subscriber removed during a broadcast (M4).
+        match main {
+            Some(entry) if entry.is_removed() => false,
             Some(entry) if entry.is_once() => {
                 block.claim(entry);
-                block.take_unless_running(entry)
+                true
             }
-            Some(_) => return true,
+            Some(_) => true,
             None => {
                 let pending = block.pending.borrow();
                 match pending.iter().find(|p| p.entry.id() == id) {
-                    Some(p) if p.entry.is_removed() => return false,
-                    Some(p) if p.entry.is_once() => block.take_unless_running(&p.entry),
-                    Some(_) => return true,
-                    None => return false,
+                    Some(p) if p.entry.is_removed() => false,
+                    Some(p) => {
+                        if p.entry.is_once() {
+                            // Merged (and its tombstone dropped) when the outermost one ends.
+                            p.entry.mark_removed();
+                        }
+                        true
+                    }
+                    None => false,
                 }
             }
-        };
-        drop(taken);
-        true
+        }
     }
 
     /// The next live subscriber for which `filter` returns true, skipping others, claimed if it
@@ -909,29 +837,24 @@ impl<C: Subscriber> Broadcast<'_, C> {
         if self.merge_pending {
             // Rare: a nested broadcast while subscribers added during the outer one wait.
             while let Some(subscriber) = self.next_matching(&mut filter) {
-                // Its last reference if it was removed during its call (M4, R2).
+                // Dropped under the guard if the call unwinds (R2).
                 Guarded::hold(subscriber, &mut call);
             }
             return;
         }
         let block = self.block;
         let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
-        let _scope = LoopScope::new(block, entries);
         for entry in &entries[self.index.min(entries.len())..] {
             if entry.state() != 0 && !live_slow(block, entry) {
                 continue;
             }
-            let stopped = call_live(block, entry, |subscriber| {
+            call_live::<C, false>(block, entry, |subscriber| {
                 // A one-shot entry is claimed only by the pass whose filter takes it (X3).
                 if filter(subscriber) && claim_if_once(block, entry) {
                     call(subscriber);
                 }
                 false
             });
-            // A subscriber asked to stop the broadcast (`stop_after_call`): this pass ends.
-            if stopped {
-                break;
-            }
         }
         self.index = entries.len();
     }

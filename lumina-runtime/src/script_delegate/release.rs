@@ -5,13 +5,14 @@
 //! moment (a broadcast calling its thunk, a snapshot). The path that removes it (unbind, clear,
 //! generation unload, the delegate's drop) first *marks* it with its reason, while the entry is
 //! still live and before any user code runs; the invocation list then drops the entry's
-//! reference at once, or after the call when its thunk is running (M4). When the last reference
+//! reference at once, or, during a broadcast, when the outermost one ends (M4). When the last reference
 //! goes, [`Managed`]'s `Drop` queues the binding here. So:
 //!
 //! - exactly once: an `Rc`'s value is dropped once, and only a live entry is ever marked (the
 //!   first mark wins);
-//! - never while running: a running call holds the binding (the list keeps a running entry's
-//!   callable in place, a merging walk holds a clone);
+//! - never while running: a running call holds the binding (the list keeps every removed
+//!   entry's callable in place until the outermost broadcast ends, a merging walk holds a
+//!   clone);
 //! - whatever moved: nothing here knows where the delegate is, only the binding itself.
 //!
 //! The queue is flushed at the end of every [`Operation`] that may queue into it (clear,
