@@ -1411,3 +1411,58 @@ fn r1_a_listener_freed_by_its_own_call_and_drop_reentering_the_bus() {
     assert_eq!(bus.listeners().len(), 0);
     drop(bus);
 }
+
+#[test]
+fn gb3_m7_a_stop_asked_by_a_nested_send_whose_listener_panics_stops_nothing_else() {
+    // The first listener sends again on its tag and catches the panic of that nested send's
+    // second listener, which consumed it first: the consumption (the loop's stop request) goes
+    // with the unwinding call. The outer send goes on (unless the first consumed it too), and a
+    // later send is heard by everyone.
+    let bus: Rc<MessageBus<u32>> = Rc::new(MessageBus::new());
+    let seen = log();
+    let (b, sink) = (Rc::downgrade(&bus), Rc::clone(&seen));
+    let _first = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, message| {
+        push(&sink, format!("first {amount}"));
+        if *amount == 1 || *amount == 3 {
+            if *amount == 3 {
+                message.consume();
+            }
+            let bus = b.upgrade().unwrap();
+            let caught = catch_unwind(AssertUnwindSafe(|| {
+                bus.send(&tags::TEST_COMBAT_HEAL, 2);
+            }));
+            assert!(caught.is_err(), "the nested listener panicked");
+        }
+    });
+    let sink = Rc::clone(&seen);
+    let _second = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, message| {
+        push(&sink, format!("second {amount}"));
+        if *amount == 2 {
+            message.consume();
+            panic!("the nested send's listener panics after consuming");
+        }
+    });
+    let sink = Rc::clone(&seen);
+    let _third = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+        push(&sink, format!("third {amount}"))
+    });
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    bus.send(&tags::TEST_COMBAT_HEAL, 1);
+    let heard_1 = seen.take();
+    bus.send(&tags::TEST_COMBAT_HEAL, 3);
+    let heard_3 = seen.take();
+    std::panic::set_hook(hook);
+    assert_eq!(
+        heard_1,
+        ["first 1", "first 2", "second 2", "second 1", "third 1"],
+        "the outer send goes on"
+    );
+    assert_eq!(
+        heard_3,
+        ["first 3", "first 2", "second 2"],
+        "consumed by the first"
+    );
+    bus.send(&tags::TEST_COMBAT_HEAL, 4);
+    assert_eq!(*seen.borrow(), ["first 4", "second 4", "third 4"]);
+}

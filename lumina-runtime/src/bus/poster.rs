@@ -439,7 +439,7 @@ mod tests {
         track::add_range(FAKE, queue, queue + 1);
         to_b.send(ToB::RangesReady).unwrap();
         assert!(matches!(from_b.recv(), Ok(FromB::Taken)));
-        let (left_on_other_threads, swept) = release_values(ModuleId::fake(FAKE));
+        let (left, swept) = release_values(ModuleId::fake(FAKE));
         let _ = to_b.send(ToB::SweepDone);
         finish.send(()).unwrap();
         let queued = b.join().unwrap();
@@ -447,7 +447,7 @@ mod tests {
         assert_eq!(queued, 1, "B queued the message it took out");
         assert_eq!(swept, 0, "the inbox was empty when the sweep looked");
         assert_eq!(
-            left_on_other_threads, 1,
+            left, 1,
             "the unload learnt of the message B queued meanwhile (its queue's record on B), so \
              the library stays mapped"
         );

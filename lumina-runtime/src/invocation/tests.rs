@@ -981,3 +981,184 @@ fn x4_a_merging_walk_never_goes_back_to_a_waiting_subscriber_it_passed_blocked()
     assert_eq!(*nested.borrow(), ["a", "b", "c", "x", "z", "z2"]);
     assert_eq!(run(&list), ["a", "w", "b", "c", "x", "y", "z", "z2"]);
 }
+
+/// Runs its action when dropped: a capture whose `Drop` re-enters a list.
+struct OnDrop(Option<Box<dyn FnOnce()>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(action) = self.0.take() {
+            action();
+        }
+    }
+}
+
+/// Counts drops: a callable removed during a broadcast is dropped once, when the outermost one
+/// ends (M4), never while it runs.
+struct DropCount(Rc<Cell<usize>>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
+/// The settle drops a callable removed during the broadcast; that `Drop` broadcasts the list
+/// again (the settle's own lock is held), and the subscriber running there removes itself and
+/// clears the list, then reads its captures: its callable must stay in its slot until that call
+/// returned (the settle's next pass drops it), each dropped exactly once. Miri checks that the
+/// running callable's captures are alive (strict provenance, tree borrows).
+#[test]
+fn m4_a_subscriber_removed_in_a_broadcast_a_settle_drop_started_runs_on_its_captures() {
+    let list: Rc<Calls> = Rc::new(InvocationList::new());
+    let log = Rc::new(RefCell::new(Vec::new()));
+    let x_dropped = Rc::new(Cell::new(0));
+    let y_dropped = Rc::new(Cell::new(0));
+    let z_dropped = Rc::new(Cell::new(0));
+    let weak = Rc::downgrade(&list);
+    let guard = OnDrop(Some(Box::new(move || {
+        if let Some(list) = weak.upgrade() {
+            list.broadcast_with(2, |subscriber, x| subscriber(x));
+        }
+    })));
+    let x_handle = Rc::new(Cell::new(DelegateHandle::default()));
+    let (inner, me, count) = (
+        Rc::clone(&list),
+        Rc::clone(&x_handle),
+        DropCount(Rc::clone(&x_dropped)),
+    );
+    x_handle.set(list.add(Rc::new(move |x: u32| {
+        let _ = (&guard, &count);
+        if x == 1 {
+            assert!(inner.remove(me.get()));
+        }
+    })));
+    let y_handle = Rc::new(Cell::new(DelegateHandle::default()));
+    let (inner, me, sink, mine) = (
+        Rc::clone(&list),
+        Rc::clone(&y_handle),
+        Rc::clone(&log),
+        Rc::clone(&y_dropped),
+    );
+    let count = DropCount(Rc::clone(&y_dropped));
+    let name = String::from("y");
+    y_handle.set(list.add(Rc::new(move |x: u32| {
+        let _ = &count;
+        if x == 2 {
+            assert!(inner.remove(me.get()));
+            inner.clear();
+            inner.broadcast_with(3, |subscriber, x| subscriber(x));
+            assert_eq!(mine.get(), 0, "not dropped while it runs");
+            sink.borrow_mut().push(format!("{name} {x}"));
+        }
+    })));
+    let count = DropCount(Rc::clone(&z_dropped));
+    let sink = Rc::clone(&log);
+    let _z = list.add(Rc::new(move |x: u32| {
+        let _ = &count;
+        sink.borrow_mut().push(format!("z {x}"));
+    }));
+    list.broadcast_with(1, |subscriber, x| subscriber(x));
+    assert_eq!(*log.borrow(), ["z 1", "y 2"]);
+    assert_eq!(
+        (x_dropped.get(), y_dropped.get(), z_dropped.get()),
+        (1, 1, 1),
+        "each removed callable dropped once, by the end of the outermost broadcast"
+    );
+    assert!(!list.is_broadcasting());
+    assert!(list.is_empty());
+}
+
+/// `remove_owner` outside a broadcast drops what it removed under its own lock; a `Drop` there
+/// broadcasts the list, and the subscriber running in it removes itself by its owner (marked
+/// only: the list is locked) and reads its captures. The removal's walk must not take that
+/// slot before the call returns; it takes it after (it comes later in the list), once.
+#[test]
+fn m4_remove_owner_outside_a_broadcast_keeps_a_callable_running_in_a_nested_broadcast() {
+    let list: Rc<Calls> = Rc::new(InvocationList::new());
+    let first_owner = Rc::new(1_u8);
+    let second_owner = Rc::new(2_u8);
+    let log = Rc::new(RefCell::new(Vec::new()));
+    let w_dropped = Rc::new(Cell::new(0));
+    let weak = Rc::downgrade(&list);
+    let guard = OnDrop(Some(Box::new(move || {
+        if let Some(list) = weak.upgrade() {
+            list.broadcast_with(2, |subscriber, x| subscriber(x));
+        }
+    })));
+    let _x = list.add_owned(
+        &first_owner,
+        Rc::new(move |_: u32| {
+            let _ = &guard;
+        }),
+    );
+    let (inner, owner, sink, mine) = (
+        Rc::clone(&list),
+        Rc::downgrade(&second_owner),
+        Rc::clone(&log),
+        Rc::clone(&w_dropped),
+    );
+    let count = DropCount(Rc::clone(&w_dropped));
+    let name = String::from("w");
+    let _w = list.add_owned(
+        &second_owner,
+        Rc::new(move |x: u32| {
+            let _ = &count;
+            let owner = owner.upgrade().expect("alive");
+            assert_eq!(inner.remove_owner(&owner), 1);
+            assert_eq!(mine.get(), 0, "not dropped while it runs");
+            sink.borrow_mut().push(format!("{name} {x}"));
+        }),
+    );
+    assert_eq!(list.remove_owner(&first_owner), 1);
+    assert_eq!(*log.borrow(), ["w 2"]);
+    assert_eq!(
+        w_dropped.get(),
+        1,
+        "dropped once, before remove_owner returned"
+    );
+    assert!(list.is_empty());
+    assert!(!list.is_broadcasting());
+}
+
+/// The settle goes on while its drops remove more: each `Drop` here adds a subscriber of a
+/// higher priority (so it lands in the pending list before the settle's place there) and
+/// removes it at once. Every one is dropped by the end of the broadcast, and the settle ends.
+#[test]
+fn m4_a_settle_drops_what_its_drops_add_and_remove_before_its_place() {
+    let list: Rc<Calls> = Rc::new(InvocationList::new());
+    let dropped = Rc::new(Cell::new(0));
+    /// A callable whose `Drop` adds and removes another, `depth` more times.
+    fn chained(list: &Rc<Calls>, dropped: &Rc<Cell<usize>>, depth: i32) -> Rc<dyn Fn(u32)> {
+        let count = DropCount(Rc::clone(dropped));
+        let (weak, sink) = (Rc::downgrade(list), Rc::clone(dropped));
+        let guard = OnDrop(Some(Box::new(move || {
+            if depth == 0 {
+                return;
+            }
+            if let Some(list) = weak.upgrade() {
+                let next = chained(&list, &sink, depth - 1);
+                let handle = list.insert(10 - depth, None, next);
+                assert!(list.remove(handle));
+            }
+        })));
+        Rc::new(move |_: u32| {
+            let _ = (&count, &guard);
+        })
+    }
+    let doomed = Rc::new(Cell::new(DelegateHandle::default()));
+    let (inner, me) = (Rc::downgrade(&list), Rc::clone(&doomed));
+    let _remover = list.add(Rc::new(move |_: u32| {
+        inner.upgrade().expect("alive").remove(me.get());
+    }));
+    doomed.set(list.insert(-1, None, chained(&list, &dropped, 4)));
+    list.broadcast_with(0, |subscriber, x| subscriber(x));
+    assert_eq!(
+        dropped.get(),
+        5,
+        "the removed one and the four its drops added"
+    );
+    assert!(!list.is_broadcasting());
+    assert_eq!(list.len(), 1);
+    assert_eq!(list.subscriptions().len(), 1, "nothing of them is left");
+}

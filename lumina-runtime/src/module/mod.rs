@@ -824,7 +824,7 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
     // A panic's payload may be a value of the module (its type's `Drop` and vtable lie in the
     // library): dropped now, while it is mapped; its text resumes after the unmapping (R5).
     let panicked = drops.into_text();
-    let left_on_other_threads = released.left_on_other_threads;
+    let left = released.left;
     if !settled {
         tracing::warn!(
             module = loaded.info.name(),
@@ -833,11 +833,13 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
             loaded.info.name()
         );
         std::mem::forget(loaded.library);
-    } else if left_on_other_threads > 0 {
+    } else if left > 0 {
         tracing::warn!(
             module = loaded.info.name(),
-            "lumina: game module `{}` has {left_on_other_threads} subscription(s) on delegates \
-             of other threads, which the game thread cannot remove; its library stays mapped",
+            "lumina: game module `{}` has {left} subscription(s) or value(s) the unload could \
+             not drop: on delegates of other threads, which the game thread cannot remove, or \
+             held by a broadcast (or bus delivery) running around the unload until it ends; its \
+             library stays mapped",
             loaded.info.name()
         );
         std::mem::forget(loaded.library);
@@ -859,8 +861,10 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
 /// What an unload released of a module on this thread, over its rounds.
 #[derive(Default)]
 struct Released {
-    /// Subscriptions on other threads' delegates (not reachable: the library stays mapped).
-    left_on_other_threads: usize,
+    /// Subscriptions and values it could not drop now (the library stays mapped): those on
+    /// other threads' delegates (not reachable), and those a broadcasting list (or a bus lending
+    /// them) still holds until that broadcast ends.
+    left: usize,
     /// Messages of its types posted from other threads, dropped.
     swept: usize,
     /// Tasks it queued with `main_thread::enqueue`, dropped unrun.
@@ -884,7 +888,7 @@ impl Released {
             let before = (self.swept, self.queued, self.tasks);
             drops.run(|| {
                 let (left, swept) = release_values(id);
-                self.left_on_other_threads += left;
+                self.left += left;
                 self.swept += swept;
             });
             drops.run(|| {
@@ -980,33 +984,38 @@ fn unmap(library: libloading::Library, mapped: &Path, name: &str) {
 
 /// Removes every subscription of `id` on this thread and drops the values of its types that other
 /// threads handed over and nothing consumed yet (messages posted to a bus from another thread),
-/// while its code is mapped (R5). Returns how many subscriptions and values are left on other
-/// threads (then the library must stay mapped) and how many values were swept.
+/// while its code is mapped (R5). Returns how many subscriptions and values are left (then the
+/// library must stay mapped: see [`remove_subscriptions`]) and how many values were swept.
 ///
 /// Every step runs to its end, and the steps after it run, when a `Drop` it runs panics; the
 /// first panic resumes once all of them ran (R3): none of the module's values may be left
 /// behind for after the unmapping.
 pub(crate) fn release_values(id: ModuleId) -> (usize, usize) {
     let mut drops = Drops::default();
-    let mut left_on_other_threads = 0;
-    drops.run(|| left_on_other_threads += remove_subscriptions(id));
+    let mut left = 0;
+    drops.run(|| left += remove_subscriptions(id));
     // A holder's sweep waits for a thread that was moving the holder's values out (a bus's
     // thread queuing what its inbox held, see `track::Sweep`): those it queued are recorded by
     // the time the sweep returns, on that thread, so they are counted again below and keep the
     // library mapped, instead of being missed by both the count before and the sweep.
     let mut swept = 0;
     drops.run(|| swept = track::sweep(id.0));
-    drops.run(|| left_on_other_threads += remove_subscriptions(id));
+    drops.run(|| left += remove_subscriptions(id));
     drops.finish();
-    (left_on_other_threads, swept)
+    (left, swept)
 }
 
 /// Removes every recorded subscription of `id` on this thread, dropping the callables; again
-/// while those drops (user code, M13) subscribe more. Returns how many are left on other
-/// threads. A panicking `Drop` does not stop it: its panic resumes once every subscription is
+/// while those drops (user code, M13) subscribe more. Returns how many are left: those on other
+/// threads, and those whose list was broadcasting (or whose bus channel lent the value) when
+/// they were removed. Such a list only marks the subscription removed and keeps the callable
+/// in its slot until its outermost broadcast ends (M4), so it outlives this call: the unload may
+/// run inside a broadcast of a list that held none of the module's code when it was asked for,
+/// and a `Drop` it runs may subscribe the module's code to that list. A panicking `Drop` does not stop it: its panic resumes once every subscription is
 /// removed (R3).
 fn remove_subscriptions(id: ModuleId) -> usize {
     let mut drops = Drops::default();
+    let mut waiting = 0;
     loop {
         let ids = track::record_ids_here(id.0);
         if ids.is_empty() {
@@ -1021,14 +1030,20 @@ fn remove_subscriptions(id: ModuleId) -> usize {
             };
             drops.run(|| {
                 // SAFETY: on the list's own thread (`record_ids_here`), and the list is alive:
-                // its record was still registered, and a dropped list forgets its records.
+                // its record was still registered, and a dropped list forgets its records. Asked
+                // before the removal, which may free the list (a busy one keeps what it holds
+                // past it).
+                if unsafe { record.busy() } {
+                    waiting += 1;
+                }
+                // SAFETY: as above; nothing ran since.
                 unsafe { record.remove() };
             });
         }
     }
     drops.finish();
     // What is left was made on other threads: not reachable from here; forgotten.
-    track::take_records(id.0).len()
+    waiting + track::take_records(id.0).len()
 }
 
 /// Hot reload (MB5): unloads `id` and loads the file at its path again (a fresh copy of it, so
@@ -1293,6 +1308,87 @@ mod tests {
         assert_eq!(dropped.get(), 1);
         assert_eq!(track::count(FAKE.0), 0);
         assert!(heard.get(), "on_module_unloaded fired");
+        track::remove_range(FAKE.0);
+    }
+
+    /// R5, M4: a subscription of the module that its unload finds in a list that is
+    /// broadcasting can only be marked removed: its callable stays in its slot until that
+    /// broadcast ends (the list's settle drops it then). The unload ran inside a broadcast of a
+    /// list that held none of the module's code when it was asked for (so it was not refused);
+    /// a `Drop` the unload ran subscribed the module's code to that list. Such a callable must
+    /// keep the library mapped: without the count, the release reported nothing left, the
+    /// library was unmapped, and the settle then ran the `Drop` of a callable whose code was
+    /// gone.
+    #[test]
+    fn r5_a_module_callable_whose_removal_waits_for_a_broadcast_keeps_the_library_mapped() {
+        use crate::invocation::InvocationList;
+        use std::any::Any;
+
+        const FAKE: ModuleId = ModuleId(u64::MAX - 45);
+        type Anys = InvocationList<Rc<dyn Any>>;
+        /// A module's capture that counts its drops.
+        struct Counted(Rc<Cell<usize>>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        /// A module's capture whose `Drop` subscribes more of the module's code to `list`.
+        struct Respawn {
+            list: Rc<Anys>,
+            spawn: Option<Rc<dyn Any>>,
+        }
+        impl Drop for Respawn {
+            fn drop(&mut self) {
+                if let Some(spawn) = self.spawn.take() {
+                    let _ = self.list.add(spawn);
+                }
+            }
+        }
+        let _game = crate::main_thread::GameThreadScope::enter();
+        let dropped = Rc::new(Cell::new(0));
+        let host: Rc<Anys> = Rc::default();
+        let module_list: Anys = InvocationList::new();
+        // Attribute exactly these two types' code to the fake module (see
+        // `mb4_a_deferred_unload_waits_while_the_bus_lends_a_value_of_the_module`).
+        #[cfg(not(miri))]
+        track::add_range(FAKE.0, usize::MAX - 1, usize::MAX);
+        #[cfg(miri)]
+        track::add_range(FAKE.0, 0, 1);
+        // Made beforehand, so that its vtable is the one attributed (Miri does not keep one
+        // vtable per type).
+        let spawn: Rc<dyn Any> = Rc::new(Counted(Rc::clone(&dropped)));
+        let vtable = track::code_of(&*spawn)
+            .expect("a module is loaded")
+            .vtable();
+        track::add_range(FAKE.0, vtable, vtable + 1);
+        let respawn: Rc<dyn Any> = Rc::new(Respawn {
+            list: Rc::clone(&host),
+            spawn: Some(spawn),
+        });
+        let vtable = track::code_of(&*respawn)
+            .expect("a module is loaded")
+            .vtable();
+        track::add_range(FAKE.0, vtable, vtable + 1);
+        let _ = module_list.add(respawn);
+        // The host's own subscriber: no code of the module (one word, not 0: the placeholder
+        // range under Miri claims the zero word).
+        let _ = host.add(Rc::new(7_usize) as Rc<dyn Any>);
+        assert_eq!(track::count(FAKE.0), 1);
+        let inside = Rc::new(Cell::new(None));
+        let seen = Rc::clone(&inside);
+        host.broadcast_with((), |_, ()| {
+            let (left, swept) = super::release_values(FAKE);
+            seen.set(Some((left, swept, dropped.get())));
+        });
+        assert_eq!(
+            inside.get(),
+            Some((1, 0, 0)),
+            "the callable left in the broadcasting list is counted as left (the library stays \
+             mapped), and is not dropped while the list broadcasts"
+        );
+        assert_eq!(dropped.get(), 1, "the broadcast's end dropped it");
+        assert_eq!(track::count(FAKE.0), 0);
         track::remove_range(FAKE.0);
     }
 }
