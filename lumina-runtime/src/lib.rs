@@ -115,7 +115,7 @@ pub mod __private {
     ) {
         delegate
             .list()
-            .broadcast_with(args, |subscriber, args| call(subscriber, args));
+            .broadcast_inlined_with(args, |subscriber, args| call(subscriber, args));
     }
 
     /// Not public API; used by expansions of `declare_multicast_delegate!`:
