@@ -1208,28 +1208,49 @@ proptest! {
     }
 }
 
+/// Builders of the deterministic scripts below: untargeted operations, priority 0.
+fn send_op(tag: usize, on_drop: Vec<Op>) -> Op {
+    Op::Send {
+        tag,
+        entity: None,
+        on_drop: Rc::new(on_drop),
+    }
+}
+
+fn post_op(tag: usize, on_drop: Vec<Op>) -> Op {
+    Op::Post {
+        tag,
+        entity: None,
+        on_drop: Rc::new(on_drop),
+    }
+}
+
+fn listen_op(tag: usize, partial: bool, once: bool, actions: Vec<Op>, on_drop: Vec<Op>) -> Op {
+    Op::Listen(Rc::new(Listen {
+        tag,
+        partial,
+        entity: None,
+        priority: 0,
+        consume: false,
+        once,
+        actions,
+        on_drop,
+    }))
+}
+
+/// Runs `script` on the bus and on the model: the logs and the drops must be the same.
+fn assert_real_matches_model(script: &Script) {
+    quiet_scripted_panics();
+    let real = run_real(script);
+    let model = run_model(script);
+    assert_eq!(*real.log.borrow(), *model.log.borrow());
+    assert_eq!(*real.drops.borrow(), *model.drops.borrow());
+}
+
 /// A send from a payload's clone whose drop sends again, and a one-shot listener whose drop
 /// panics, added by a listener: once found by the property above from a random seed.
 #[test]
 fn gb5_a_one_shot_listener_whose_drop_panics_in_clone_driven_sends_matches_the_model() {
-    quiet_scripted_panics();
-    let send = |tag, on_drop: Vec<Op>| Op::Send {
-        tag,
-        entity: None,
-        on_drop: Rc::new(on_drop),
-    };
-    let listen = |tag, partial, once, actions: Vec<Op>, on_drop: Vec<Op>| {
-        Op::Listen(Rc::new(Listen {
-            tag,
-            partial,
-            entity: None,
-            priority: 0,
-            consume: false,
-            once,
-            actions,
-            on_drop,
-        }))
-    };
     let next = |tag, partial| Op::Next {
         tag,
         partial,
@@ -1237,104 +1258,75 @@ fn gb5_a_one_shot_listener_whose_drop_panics_in_clone_driven_sends_matches_the_m
     };
     let script = Script {
         parent_actions: Rc::new(Vec::new()),
-        clone_actions: Rc::new(vec![send(
+        clone_actions: Rc::new(vec![send_op(
             0,
-            vec![send(0, vec![send(0, vec![next(1, true)])])],
+            vec![send_op(0, vec![send_op(0, vec![next(1, true)])])],
         )]),
         steps: vec![
-            listen(0, true, false, vec![next(0, false)], Vec::new()),
-            send(0, vec![send(0, Vec::new())]),
-            listen(
+            listen_op(0, true, false, vec![next(0, false)], Vec::new()),
+            send_op(0, vec![send_op(0, Vec::new())]),
+            listen_op(
                 0,
                 false,
                 false,
-                vec![listen(0, false, true, Vec::new(), vec![Op::Panic])],
+                vec![listen_op(0, false, true, Vec::new(), vec![Op::Panic])],
                 Vec::new(),
             ),
-            send(0, vec![send(0, Vec::new())]),
+            send_op(0, vec![send_op(0, Vec::new())]),
         ],
     };
-    let real = run_real(&script);
-    let model = run_model(&script);
-    assert_eq!(*real.log.borrow(), *model.log.borrow());
-    assert_eq!(*real.drops.borrow(), *model.drops.borrow());
+    assert_real_matches_model(&script);
 }
 
 /// A soak of the property found this script: listeners of the root tag removed during its walks
 /// at several depths, one from the `Drop` of a one-shot partial listener that sends again.
 #[test]
 fn gb5_m4_removals_during_nested_walks_of_one_channel_drop_when_the_outermost_ends() {
-    quiet_scripted_panics();
-    let send = |tag, on_drop: Vec<Op>| Op::Send {
-        tag,
-        entity: None,
-        on_drop: Rc::new(on_drop),
-    };
-    let post = |tag, on_drop: Vec<Op>| Op::Post {
-        tag,
-        entity: None,
-        on_drop: Rc::new(on_drop),
-    };
-    let listen = |tag, partial, once, actions: Vec<Op>, on_drop: Vec<Op>| {
-        Op::Listen(Rc::new(Listen {
-            tag,
-            partial,
-            entity: None,
-            priority: 0,
-            consume: false,
-            once,
-            actions,
-            on_drop,
-        }))
-    };
     let script = Script {
         parent_actions: Rc::new(Vec::new()),
         clone_actions: Rc::new(Vec::new()),
         steps: vec![
-            listen(0, false, false, vec![send(0, Vec::new())], Vec::new()),
-            listen(
+            listen_op(0, false, false, vec![send_op(0, Vec::new())], Vec::new()),
+            listen_op(
                 1,
                 false,
                 false,
-                vec![listen(
+                vec![listen_op(
                     0,
                     false,
                     false,
                     vec![
-                        listen(0, false, false, Vec::new(), Vec::new()),
+                        listen_op(0, false, false, Vec::new(), Vec::new()),
                         Op::Remove(15),
                     ],
                     Vec::new(),
                 )],
                 Vec::new(),
             ),
-            listen(
+            listen_op(
                 3,
                 false,
                 false,
-                vec![listen(
+                vec![listen_op(
                     2,
                     false,
                     false,
-                    vec![listen(0, false, false, Vec::new(), Vec::new())],
+                    vec![listen_op(0, false, false, Vec::new(), Vec::new())],
                     Vec::new(),
                 )],
                 Vec::new(),
             ),
-            listen(1, false, false, Vec::new(), Vec::new()),
-            send(3, vec![post(1, vec![send(0, Vec::new())])]),
-            listen(
+            listen_op(1, false, false, Vec::new(), Vec::new()),
+            send_op(3, vec![post_op(1, vec![send_op(0, Vec::new())])]),
+            listen_op(
                 0,
                 true,
                 true,
-                vec![send(1, Vec::new()), post(0, Vec::new())],
-                vec![send(0, vec![Op::Deliver])],
+                vec![send_op(1, Vec::new()), post_op(0, Vec::new())],
+                vec![send_op(0, vec![Op::Deliver])],
             ),
-            send(1, vec![send(0, Vec::new())]),
+            send_op(1, vec![send_op(0, Vec::new())]),
         ],
     };
-    let real = run_real(&script);
-    let model = run_model(&script);
-    assert_eq!(*real.log.borrow(), *model.log.borrow());
-    assert_eq!(*real.drops.borrow(), *model.drops.borrow());
+    assert_real_matches_model(&script);
 }

@@ -42,11 +42,16 @@ impl Drops {
     /// the thread unwinds). For a collection of user values: dropped as one, a panic of one
     /// element's `Drop` goes on dropping the others while it unwinds, and a second aborts.
     pub(crate) fn drop_each<T>(values: impl IntoIterator<Item = T>) {
+        Self::each(values).finish();
+    }
+
+    /// Drops each of `values` on its own, keeping the first panic.
+    fn each<T>(values: impl IntoIterator<Item = T>) -> Drops {
         let mut drops = Drops::default();
         for value in values {
             drops.drop(value);
         }
-        drops.finish();
+        drops
     }
 
     /// Drops one value, resuming its panic at once (unless the thread already unwinds).
@@ -115,11 +120,7 @@ impl<C: IntoIterator + Default> DerefMut for AtThreadExit<C> {
 
 impl<C: IntoIterator + Default> Drop for AtThreadExit<C> {
     fn drop(&mut self) {
-        let mut drops = Drops::default();
-        for value in std::mem::take(&mut self.0) {
-            drops.drop(value);
-        }
-        if let Some(payload) = drops.panic {
+        if let Some(payload) = Drops::each(std::mem::take(&mut self.0)).panic {
             tracing::error!(
                 "lumina: a Drop panicked while a thread-local of an exiting thread was \
                  destroyed ({}); the panic is dropped so the process does not abort",

@@ -1011,8 +1011,8 @@ pub(crate) fn release_values(id: ModuleId) -> (usize, usize) {
 /// they were removed. Such a list only marks the subscription removed and keeps the callable
 /// in its slot until its outermost broadcast ends (M4), so it outlives this call: the unload may
 /// run inside a broadcast of a list that held none of the module's code when it was asked for,
-/// and a `Drop` it runs may subscribe the module's code to that list. A panicking `Drop` does not stop it: its panic resumes once every subscription is
-/// removed (R3).
+/// and a `Drop` it runs may subscribe the module's code to that list. A panicking `Drop` does
+/// not stop it: its panic resumes once every subscription is removed (R3).
 fn remove_subscriptions(id: ModuleId) -> usize {
     let mut drops = Drops::default();
     let mut waiting = 0;
