@@ -336,6 +336,7 @@ impl ProjectLoaded {
         ::lumina::__private::broadcast_with(
             &self.0,
             (),
+            |()| (),
             |f, ()| {
                 f();
             },
@@ -932,9 +933,10 @@ impl WindowResize {
     pub fn broadcast(&self, window: &Window, size: UVec2) {
         ::lumina::__private::broadcast_with(
             &self.0,
-            (::lumina::__private::owned_arg::<UVec2>(size),),
+            (size,),
+            |(size,)| (::lumina::__private::clone_arg::<UVec2>(size),),
             |f, (size,)| {
-                f(window, size.value);
+                f(window, size);
             },
         );
     }
@@ -1556,6 +1558,7 @@ impl SaveQuery {
         ::lumina::__private::broadcast_with(
             &self.0,
             (),
+            |()| (),
             |f, ()| {
                 f(path);
             },
@@ -1570,7 +1573,7 @@ impl SaveQuery {
     /// Calls every subscriber like `broadcast` and returns their results in call order.
     #[must_use]
     pub fn broadcast_collect(&self, path: &str) -> ::std::vec::Vec<bool> {
-        ::lumina::__private::broadcast_collect(&self.0, (), |f, ()| f(path))
+        ::lumina::__private::broadcast_collect(&self.0, (), |()| (), |f, ()| f(path))
     }
     /// Calls subscribers in order and folds their results as they come: the fold
     /// returns `Continue(next)` to go on or `Break(last)` to stop, and then no further
@@ -1589,6 +1592,7 @@ impl SaveQuery {
         ::lumina::__private::broadcast_until_with(
             &self.0,
             (),
+            |()| (),
             |f, ()| ::lumina::__private::fold_step(&mut accumulator, f(path), &mut fold),
         );
         accumulator.expect("the fold's accumulator is put back after each call")
@@ -1605,6 +1609,7 @@ impl SaveQuery {
         ::lumina::__private::broadcast_until_with(
             &self.0,
             (),
+            |()| (),
             |f, ()| ::lumina::__private::until_step(&mut found, f(path), &mut stop),
         );
         found
@@ -2228,12 +2233,13 @@ impl AssetImported {
     pub fn broadcast(&self, path: String, bytes: usize) {
         ::lumina::__private::broadcast_with(
             &self.0,
-            (
-                ::lumina::__private::owned_arg::<String>(path),
-                ::lumina::__private::owned_arg::<usize>(bytes),
+            (path, bytes),
+            |(path, bytes)| (
+                ::lumina::__private::clone_arg::<String>(path),
+                ::lumina::__private::clone_arg::<usize>(bytes),
             ),
             |f, (path, bytes)| {
-                f(path.value, bytes.value);
+                f(path, bytes);
             },
         );
     }

@@ -105,31 +105,37 @@ pub mod __private {
 
     /// Not public API; used by expansions of `declare_multicast_delegate!`. Broadcasts `args` to
     /// every subscriber of `delegate`: `call(subscriber, args)` for each, with `args` cloned for
-    /// all but the last (M11), before each subscriber is checked (M13).
+    /// all but the last by `clone` (M11), before each subscriber is checked (M13).
     #[doc(hidden)]
     #[inline]
-    pub fn broadcast_with<F: ?Sized + 'static, A: Clone>(
+    pub fn broadcast_with<F: ?Sized + 'static, A>(
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
+        clone: impl Fn(&A) -> A + Copy,
         mut call: impl FnMut(&F, A),
     ) {
+        let args = ClonedBy { value: args, clone };
+        // The loop out of line (an empty broadcast tests the list before any register is
+        // saved); `call` is moved in, as a closure borrowing it would need its address.
         delegate
             .list()
-            .broadcast_inlined_with(args, |subscriber, args| call(subscriber, args));
+            .broadcast_with(args, move |subscriber, args| call(subscriber, args.value));
     }
 
     /// Not public API; used by expansions of `declare_multicast_delegate!`:
     /// [`broadcast_with`] with an early stop once `call` returns `true` (X7).
     #[doc(hidden)]
     #[inline]
-    pub fn broadcast_until_with<F: ?Sized + 'static, A: Clone>(
+    pub fn broadcast_until_with<F: ?Sized + 'static, A>(
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
+        clone: impl Fn(&A) -> A + Copy,
         mut call: impl FnMut(&F, A) -> bool,
     ) -> bool {
+        let args = ClonedBy { value: args, clone };
         delegate
             .list()
-            .broadcast_until_with(args, |subscriber, args| call(subscriber, args))
+            .broadcast_until_with(args, |subscriber, args| call(subscriber, args.value))
     }
 
     /// Not public API; one step of a `broadcast_fold` (X7): folds `result` into the accumulator
@@ -230,12 +236,14 @@ pub mod __private {
     /// R2).
     #[doc(hidden)]
     #[inline]
-    pub fn broadcast_collect<F: ?Sized + 'static, A: Clone, R>(
+    pub fn broadcast_collect<F: ?Sized + 'static, A, R>(
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
+        clone: impl Fn(&A) -> A + Copy,
         mut call: impl FnMut(&F, A) -> R,
     ) -> Vec<R> {
-        delegate.collect_with(args, |subscriber, args| call(subscriber, args))
+        let args = ClonedBy { value: args, clone };
+        delegate.collect_with(args, |subscriber, args| call(subscriber, args.value))
     }
 
     /// Upgrades the weak owner of a member binding; the invocation list checks the owner is
@@ -291,36 +299,37 @@ pub mod __private {
         }
     }
 
-    /// Not public API; used by expansions. An owned broadcast argument with the function that
-    /// clones it, captured by [`owned_arg`] where `T: CloneArg` is asserted. Its `Clone` impl
-    /// needs no bound, so a non-`Clone` parameter fails once, at that assertion (spanned at the
-    /// user's type), and nowhere else.
+    /// Not public API; used by expansions. A declared delegate's owned broadcast arguments with
+    /// the closure that clones them, which the expansion writes (capturing nothing, so `K` is a
+    /// zero-sized type): the loop, compiled out of line, still knows the clone from the type and
+    /// inlines it (a function pointer here cost an indirect call per subscriber: 20 instructions
+    /// per call against 12, BENCHMARKS.md). Its `Clone` impl asks only that `K` clones, which a
+    /// closure's type does even when its body fails to compile, so a non-`Clone` parameter fails
+    /// once, at [`clone_arg`] (spanned at the user's type), and nowhere else.
     #[doc(hidden)]
-    pub struct OwnedArg<T> {
-        /// The argument.
-        pub value: T,
-        clone: fn(&T) -> T,
+    pub struct ClonedBy<A, K> {
+        /// The arguments.
+        pub value: A,
+        clone: K,
     }
 
-    impl<T> Clone for OwnedArg<T> {
-        #[inline]
+    impl<A, K: Fn(&A) -> A + Copy> Clone for ClonedBy<A, K> {
+        #[inline(always)]
         fn clone(&self) -> Self {
-            OwnedArg {
+            ClonedBy {
                 value: (self.clone)(&self.value),
                 clone: self.clone,
             }
         }
     }
 
-    /// Not public API; used by expansions. Wraps an owned broadcast argument; the expansion
-    /// spans this call at the parameter's type, so `T: CloneArg` fails there (M11).
+    /// Not public API; used by the clone closures of expansions. Clones an owned broadcast
+    /// argument for one subscriber; the expansion spans this call at the parameter's type, so
+    /// `T: CloneArg` fails there (M11).
     #[doc(hidden)]
-    #[inline]
-    pub fn owned_arg<T: CloneArg>(value: T) -> OwnedArg<T> {
-        OwnedArg {
-            value,
-            clone: T::clone_for_subscriber,
-        }
+    #[inline(always)]
+    pub fn clone_arg<T: CloneArg>(value: &T) -> T {
+        value.clone_for_subscriber()
     }
 
     /// Not public API; used by `execute` of single-cast delegates (generic and declared): the

@@ -20,16 +20,14 @@ struct Arg {
 
 impl Arg {
     /// The expression passing this argument to one subscriber in a broadcast: `&mut` references
-    /// are reborrowed so every subscriber gets one, shared references are copied, owned
-    /// arguments are unwrapped from their `OwnedArg`.
+    /// are reborrowed so every subscriber gets one; shared references are copied and owned
+    /// arguments moved (each subscriber's is its own clone).
     fn pass(&self) -> TokenStream {
         let name = &self.name;
         if is_mut_reference(&self.ty) {
             quote!(&mut *#name)
-        } else if is_reference(&self.ty) {
-            quote!(#name)
         } else {
-            quote!(#name.value)
+            quote!(#name)
         }
     }
 }
@@ -316,20 +314,25 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     // the last (M11); references are captured by the call closure and passed through untouched.
     let owned: Vec<&Arg> = args.iter().filter(|arg| !is_reference(&arg.ty)).collect();
     let owned_names: Vec<&Ident> = owned.iter().map(|arg| &arg.name).collect();
-    // Wrapping asserts `CloneArg` spanned at the user's type: a non-`Clone` parameter is one
-    // error there, in our words (M11).
-    let wrapped: Vec<TokenStream> = owned
+    // The clone closure asserts `CloneArg` spanned at the user's type: a non-`Clone` parameter
+    // is one error there, in our words (M11). It captures nothing, so the runtime's loop knows
+    // the clone from its type and inlines it, out of line too (BENCHMARKS.md, N2).
+    let cloned: Vec<TokenStream> = owned
         .iter()
         .map(|arg| {
             let (ty, name) = (&arg.ty, &arg.name);
-            quote_spanned!(ty.span()=> ::lumina::__private::owned_arg::<#ty>(#name))
+            quote_spanned!(ty.span()=> ::lumina::__private::clone_arg::<#ty>(#name))
         })
         .collect();
+    let wrapped = quote! {
+        (#(#owned_names,)*),
+        |(#(#owned_names,)*)| (#(#cloned,)*)
+    };
     let broadcast_body = |call: TokenStream| {
         quote! {
             ::lumina::__private::broadcast_with(
                 &self.0,
-                (#(#wrapped,)*),
+                #wrapped,
                 |#f, (#(#owned_names,)*)| { #call; },
             );
         }
@@ -339,7 +342,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         quote! {
             ::lumina::__private::broadcast_until_with(
                 &self.0,
-                (#(#wrapped,)*),
+                #wrapped,
                 |#f, (#(#owned_names,)*)| #call,
             );
         }
@@ -397,7 +400,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             pub fn broadcast_collect(&self, #(#names: #types),*) -> ::std::vec::Vec<#output> {
                 ::lumina::__private::broadcast_collect(
                     &self.0,
-                    (#(#wrapped,)*),
+                    #wrapped,
                     |#f, (#(#owned_names,)*)| #f(#(#passed),*),
                 )
             }

@@ -102,8 +102,9 @@ impl<C: Subscriber> InvocationList<C> {
     ///
     /// Always inlined, and the loop never is (`Block::walk_outlined`): so the caller tests for
     /// an empty list before any register is saved (an empty broadcast is a load, a test and a
-    /// branch), and a non-empty broadcast pays one call. For a loop that must inline what the
-    /// caller passes, see [`broadcast_inlined_with`](Self::broadcast_inlined_with).
+    /// branch), and a non-empty broadcast pays one call. The loop is compiled for each `A` and
+    /// `call`, so it still inlines both (declared delegates' owned arguments carry their clone
+    /// as a closure type for this, `__private::OwnedArg`).
     #[inline(always)]
     pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
         if let Some(block) = self.block() {
@@ -114,23 +115,6 @@ impl<C: Subscriber> InvocationList<C> {
         } else {
             // No subscriber: the argument is the caller's, dropped here (R2: guarded if this
             // broadcast runs while the thread unwinds).
-            drop_user(args);
-        }
-    }
-
-    /// [`broadcast_with`](Self::broadcast_with) with the loop inlined into the caller, for
-    /// declared delegates: their owned arguments carry their `Clone` as a function pointer
-    /// (the expansion's `owned_arg`), which only a loop inlined where it is a constant calls
-    /// directly (out of line, an indirect call per subscriber: 20 instructions per call against
-    /// 12, callgrind). The empty test then comes after the loop's register saves.
-    #[inline]
-    pub fn broadcast_inlined_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
-        if let Some(block) = self.block() {
-            block.walk::<A, false>(args, |subscriber, args| {
-                call(subscriber, args);
-                false
-            });
-        } else {
             drop_user(args);
         }
     }
