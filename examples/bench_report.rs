@@ -511,7 +511,8 @@ fn print_table(rows: &[Row]) {
     }
 }
 
-/// Prints whether each target of the performance targets (`lumina::rules`) holds in this run.
+/// Prints whether each target of the performance targets (`lumina::rules`) holds in this run;
+/// ratios with three decimals, so a verdict at the limit reads as the value it judged.
 fn print_targets(rows: &[Row]) {
     let find = |benchmark: &str, system: &str, n: &str| {
         rows.iter()
@@ -522,7 +523,7 @@ fn print_targets(rows: &[Row]) {
     if let Some(empty) = find("broadcast", "lumina", "0") {
         let empty_ratio = empty.ratio.unwrap_or(f64::NAN);
         println!(
-            "target broadcast N=0     <= 1.0x floor: {empty_ratio:.2}x {}   0 allocs: {} {}",
+            "target broadcast N=0     <= 1.0x floor: {empty_ratio:.3}x {}   0 allocs: {} {}",
             verdict(empty_ratio <= 1.0),
             empty.allocs,
             verdict(empty.allocs == "0.00"),
@@ -540,7 +541,7 @@ fn print_targets(rows: &[Row]) {
         let speedup =
             signals2.ns_per_call.unwrap_or(f64::NAN) / lumina.ns_per_call.unwrap_or(f64::NAN);
         println!(
-            "target broadcast N={n:<5} <= {limit:.1}x floor: {ratio:.2}x {}   >= 3x faster than signals2: {speedup:.1}x {}   0 allocs: {} {}",
+            "target broadcast N={n:<5} <= {limit:.1}x floor: {ratio:.3}x {}   >= 3x faster than signals2: {speedup:.1}x {}   0 allocs: {} {}",
             verdict(ratio <= limit),
             verdict(speedup >= 3.0),
             lumina.allocs,
@@ -560,7 +561,7 @@ fn print_targets(rows: &[Row]) {
             if let Some(row) = find("tick (Copy, TLS)", system, n) {
                 let ratio = row.ratio.unwrap_or(f64::NAN);
                 println!(
-                    "target tick {:<9} N={n:<5} <= {limit:.1}x floor: {ratio:.2}x {}   0 allocs: {} {}",
+                    "target tick {:<9} N={n:<5} <= {limit:.1}x floor: {ratio:.3}x {}   0 allocs: {} {}",
                     if system == "lumina declared" {
                         "declared"
                     } else {
@@ -577,7 +578,7 @@ fn print_targets(rows: &[Row]) {
         if let Some(lumina) = find("bus send exact", "lumina", n) {
             let ratio = lumina.ratio.unwrap_or(f64::NAN);
             println!(
-                "target bus send  N={n:<5} <= 1.5x floor: {ratio:.2}x {}   0 allocs: {} {}",
+                "target bus send  N={n:<5} <= 1.5x floor: {ratio:.3}x {}   0 allocs: {} {}",
                 verdict(ratio <= 1.5),
                 lumina.allocs,
                 verdict(lumina.allocs == "0.00"),
@@ -587,7 +588,7 @@ fn print_targets(rows: &[Row]) {
     if let Some(lumina) = find("bus send partial", "lumina", "3 lvl") {
         let ratio = lumina.ratio.unwrap_or(f64::NAN);
         println!(
-            "target bus partial depth 3 vs 3 lookups: {ratio:.2}x (<= 1.0x {})   0 allocs: {} {}",
+            "target bus partial depth 3 vs 3 lookups: {ratio:.3}x (<= 1.0x {})   0 allocs: {} {}",
             verdict(ratio <= 1.0),
             lumina.allocs,
             verdict(lumina.allocs == "0.00"),
@@ -598,7 +599,7 @@ fn print_targets(rows: &[Row]) {
         if let Some(lumina) = find("dispatch", "lumina", n) {
             let ratio = lumina.ratio.unwrap_or(f64::NAN);
             println!(
-                "target dispatch  N={n:<5} <= {limit:.1}x floor: {ratio:.2}x {}   0 allocs: {} {}",
+                "target dispatch  N={n:<5} <= {limit:.1}x floor: {ratio:.3}x {}   0 allocs: {} {}",
                 verdict(ratio <= limit),
                 lumina.allocs,
                 verdict(lumina.allocs == "0.00"),
@@ -612,7 +613,7 @@ fn print_targets(rows: &[Row]) {
             let ratio =
                 typed.ns_per_call.unwrap_or(f64::NAN) / downcast.ns_per_call.unwrap_or(f64::NAN);
             println!(
-                "target typed dispatch N={n:<3} <= 1.1x today's downcasting handlers: {ratio:.2}x {}   0 allocs: {} {}",
+                "target typed dispatch N={n:<3} <= 1.1x today's downcasting handlers: {ratio:.3}x {}   0 allocs: {} {}",
                 verdict(ratio <= 1.1),
                 typed.allocs,
                 verdict(typed.allocs == "0.00"),
