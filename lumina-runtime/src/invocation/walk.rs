@@ -104,7 +104,7 @@ impl<C: Subscriber> InvocationList<C> {
     /// an empty list before any register is saved (an empty broadcast is a load, a test and a
     /// branch), and a non-empty broadcast pays one call. The loop is compiled for each `A` and
     /// `call`, so it still inlines both (declared delegates' owned arguments carry their clone
-    /// as a closure type for this, `__private::OwnedArg`).
+    /// as a closure type for this, `__private::ClonedBy`).
     #[inline(always)]
     pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
         if let Some(block) = self.block() {
