@@ -966,14 +966,18 @@ impl WindowResize {
             &self.0,
             |sender| {
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
+                    let size = ::lumina::__private::Guarded::new(size);
+                    let window = ::lumina::__private::Guarded::new(
+                        ::std::borrow::ToOwned::to_owned(
+                            <Window as ::lumina::__private::Is<
+                                __Referent0,
+                            >>::as_same(window),
+                        ),
+                    );
                     sender
                         .send((
-                            ::std::borrow::ToOwned::to_owned(
-                                <Window as ::lumina::__private::Is<
-                                    __Referent0,
-                                >>::as_same(window),
-                            ),
-                            size,
+                            ::lumina::__private::Guarded::into_inner(window),
+                            ::lumina::__private::Guarded::into_inner(size),
                         ));
                 })
             },
@@ -2234,10 +2238,18 @@ impl AssetImported {
         ::lumina::__private::broadcast_with(
             &self.0,
             (path, bytes),
-            |(path, bytes)| (
-                ::lumina::__private::clone_arg::<String>(path),
-                ::lumina::__private::clone_arg::<usize>(bytes),
-            ),
+            |(path, bytes)| {
+                let path = ::lumina::__private::Guarded::new(
+                    ::lumina::__private::clone_arg::<String>(path),
+                );
+                let bytes = ::lumina::__private::Guarded::new(
+                    ::lumina::__private::clone_arg::<usize>(bytes),
+                );
+                (
+                    ::lumina::__private::Guarded::into_inner(path),
+                    ::lumina::__private::Guarded::into_inner(bytes),
+                )
+            },
             |f, (path, bytes)| {
                 f(path, bytes);
             },

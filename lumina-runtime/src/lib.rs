@@ -83,6 +83,12 @@ pub mod __private {
     pub use crate::event::{EventClass, EventType};
     #[doc(hidden)]
     pub use crate::handle::DelegateHandle;
+    /// Not public API; used by expansions of `declare_multicast_delegate!`: each finished
+    /// element of a tuple they make element by element (an owned argument tuple's clone, M11;
+    /// `next()`'s owned copies, X5) waits in a `Guarded` until the whole tuple is made, so a
+    /// later element's panicking `Clone` drops it under the guard (R2).
+    #[doc(hidden)]
+    pub use crate::invocation::Guarded;
     #[doc(hidden)]
     pub use crate::main_thread::QueuedBroadcast;
     #[doc(hidden)]
@@ -301,9 +307,10 @@ pub mod __private {
 
     /// Not public API; used by expansions. A declared delegate's owned broadcast arguments with
     /// the closure that clones them, which the expansion writes (capturing nothing, so `K` is a
-    /// zero-sized type): the loop, compiled out of line, still knows the clone from the type and
-    /// inlines it (a function pointer here cost an indirect call per subscriber: 20 instructions
-    /// per call against 12, BENCHMARKS.md). Its `Clone` impl asks only that `K` clones, which a
+    /// zero-sized type; a generic delegate's carry its `clone_each`, a function item): the
+    /// loop, compiled out of line, still knows the clone from the type and inlines it (a
+    /// function pointer here cost an indirect call per subscriber: 20 instructions per call
+    /// against 12, BENCHMARKS.md). Its `Clone` impl asks only that `K` clones, which a
     /// closure's type does even when its body fails to compile, so a non-`Clone` parameter fails
     /// once, at [`clone_arg`] (spanned at the user's type), and nowhere else.
     #[doc(hidden)]
@@ -311,6 +318,15 @@ pub mod __private {
         /// The arguments.
         pub value: A,
         clone: K,
+    }
+
+    impl<A, K: Fn(&A) -> A + Copy> ClonedBy<A, K> {
+        /// `value`, cloned by `clone` (the generic delegates' broadcasts; the expansions go
+        /// through [`broadcast_with`] and its siblings).
+        #[inline(always)]
+        pub(crate) const fn new(value: A, clone: K) -> Self {
+            ClonedBy { value, clone }
+        }
     }
 
     impl<A, K: Fn(&A) -> A + Copy> Clone for ClonedBy<A, K> {
