@@ -1437,3 +1437,56 @@ fn r2_m11_a_queued_broadcasts_argument_clone_panicking_part_way_drops_them_guard
         },
     );
 }
+
+/// `broadcast_fold` holds the caller's accumulator and combiner, and `broadcast_until` its
+/// combiner, while subscribers run: a subscriber's panic drops them under the guard (R2), so an
+/// accumulator or a combiner's capture whose `Drop` panics does not abort the process (generic
+/// and declared delegates).
+#[test]
+fn r2_x7_a_folds_accumulator_and_combiner_are_held_when_a_subscriber_panics() {
+    in_child_process(
+        "r2_x7_a_folds_accumulator_and_combiner_are_held_when_a_subscriber_panics",
+        || {
+            let owned: MulticastDelegate<dyn Fn(u32) -> u32> = MulticastDelegate::new();
+            let _a = owned.add_lambda(|x| x);
+            let _b = owned.add_lambda(|_| panic!("subscriber"));
+            let declared = OnAsk::new();
+            let _a = declared.add_lambda(|_| Bomb);
+            let _b = declared.add_lambda(|_| panic!("subscriber"));
+            // The accumulator and the combiner's capture: two panicking drops.
+            assert_guarded_times("subscriber", 2, || {
+                let capture = Loud("combiner dropped");
+                owned.broadcast_fold(1, Bomb, move |sum, _| {
+                    let _ = &capture;
+                    std::ops::ControlFlow::Continue(sum)
+                });
+            });
+            assert_guarded_times("subscriber", 1, || {
+                let capture = Loud("combiner dropped");
+                owned.broadcast_until(1, move |_| {
+                    let _ = &capture;
+                    std::ops::ControlFlow::<()>::Continue(())
+                });
+            });
+            // The first result is handed to the combiner, which forgets it.
+            assert_guarded_times("subscriber", 2, || {
+                let capture = Loud("combiner dropped");
+                declared.broadcast_fold("?", Bomb, move |sum, result| {
+                    let _ = &capture;
+                    forget(result);
+                    std::ops::ControlFlow::Continue(sum)
+                });
+            });
+            assert_guarded_times("subscriber", 1, || {
+                let capture = Loud("combiner dropped");
+                declared.broadcast_until("?", move |result| {
+                    let _ = &capture;
+                    forget(result);
+                    std::ops::ControlFlow::<()>::Continue(())
+                });
+            });
+            assert_eq!((owned.len(), declared.len()), (2, 2));
+            assert!(!owned.is_broadcasting());
+        },
+    );
+}

@@ -1587,19 +1587,16 @@ impl SaveQuery {
         &self,
         path: &str,
         init: Acc,
-        mut fold: impl ::core::ops::FnMut(
-            Acc,
-            bool,
-        ) -> ::core::ops::ControlFlow<Acc, Acc>,
+        fold: impl ::core::ops::FnMut(Acc, bool) -> ::core::ops::ControlFlow<Acc, Acc>,
     ) -> Acc {
-        let mut accumulator = ::core::option::Option::Some(init);
-        ::lumina::__private::broadcast_until_with(
+        ::lumina::__private::broadcast_fold(
             &self.0,
             (),
             |()| (),
-            |f, ()| ::lumina::__private::fold_step(&mut accumulator, f(path), &mut fold),
-        );
-        accumulator.expect("the fold's accumulator is put back after each call")
+            init,
+            fold,
+            |f, ()| f(path),
+        )
     }
     /// Calls subscribers in order until `stop(result)` breaks: returns the break's
     /// value, or `None` if every subscriber ran. Allocates nothing.
@@ -1607,16 +1604,9 @@ impl SaveQuery {
     pub fn broadcast_until<Out>(
         &self,
         path: &str,
-        mut stop: impl ::core::ops::FnMut(bool) -> ::core::ops::ControlFlow<Out>,
+        stop: impl ::core::ops::FnMut(bool) -> ::core::ops::ControlFlow<Out>,
     ) -> ::core::option::Option<Out> {
-        let mut found = ::core::option::Option::None;
-        ::lumina::__private::broadcast_until_with(
-            &self.0,
-            (),
-            |()| (),
-            |f, ()| ::lumina::__private::until_step(&mut found, f(path), &mut stop),
-        );
-        found
+        ::lumina::__private::broadcast_until(&self.0, (), |()| (), stop, |f, ()| f(path))
     }
     /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
     /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if

@@ -559,15 +559,16 @@ macro_rules! impl_multicast_arity {
                 &self,
                 $($arg: $Arg,)*
                 init: Acc,
-                mut fold: impl FnMut(Acc, R) -> std::ops::ControlFlow<Acc, Acc>,
+                fold: impl FnMut(Acc, R) -> std::ops::ControlFlow<Acc, Acc>,
             ) -> Acc {
-                let mut accumulator = Some(init);
-                let args = crate::__private::ClonedBy::new(($($arg,)*), Self::clone_each);
-                self.list.broadcast_until_with(args, |f, args| {
-                    let ($($arg,)*) = args.value;
-                    crate::__private::fold_step(&mut accumulator, f($($arg),*), &mut fold)
-                });
-                accumulator.expect("the fold's accumulator is put back after each call")
+                crate::__private::broadcast_fold(
+                    self,
+                    ($($arg,)*),
+                    Self::clone_each,
+                    init,
+                    fold,
+                    |f, ($($arg,)*)| f($($arg),*),
+                )
             }
 
             /// Calls subscribers in order until `stop(result)` breaks (X7): returns the break's
@@ -577,15 +578,15 @@ macro_rules! impl_multicast_arity {
             pub fn broadcast_until<Out>(
                 &self,
                 $($arg: $Arg,)*
-                mut stop: impl FnMut(R) -> std::ops::ControlFlow<Out>,
+                stop: impl FnMut(R) -> std::ops::ControlFlow<Out>,
             ) -> Option<Out> {
-                let mut found = None;
-                let args = crate::__private::ClonedBy::new(($($arg,)*), Self::clone_each);
-                self.list.broadcast_until_with(args, |f, args| {
-                    let ($($arg,)*) = args.value;
-                    crate::__private::until_step(&mut found, f($($arg),*), &mut stop)
-                });
-                found
+                crate::__private::broadcast_until(
+                    self,
+                    ($($arg,)*),
+                    Self::clone_each,
+                    stop,
+                    |f, ($($arg,)*)| f($($arg),*),
+                )
             }
 
             /// Adds a method of `owner`, held weakly (M9): it never runs once `owner` is dropped.

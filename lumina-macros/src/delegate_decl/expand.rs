@@ -340,29 +340,11 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         }
     };
     let broadcast = broadcast_body(quote!(#f(#(#passed),*)));
-    let until_body = |call: TokenStream| {
-        quote! {
-            ::lumina::__private::broadcast_until_with(
-                &self.0,
-                #wrapped,
-                |#f, (#(#owned_names,)*)| #call,
-            );
-        }
-    };
     let combine = decl.output.as_ref().map(|output| {
-        let (accumulator, fold, found, stop, init) = (
-            local("accumulator"),
-            local("fold"),
-            local("found"),
-            local("stop"),
-            local("init"),
-        );
-        let fold_body = until_body(quote! {
-            ::lumina::__private::fold_step(&mut #accumulator, #f(#(#passed),*), &mut #fold)
-        });
-        let until = until_body(quote! {
-            ::lumina::__private::until_step(&mut #found, #f(#(#passed),*), &mut #stop)
-        });
+        let (fold, stop, init) = (local("fold"), local("stop"), local("init"));
+        // The runtime holds the accumulator and the combiner under the guard while
+        // subscribers run (R2).
+        let call = quote!(|#f, (#(#owned_names,)*)| #f(#(#passed),*));
         quote! {
             /// Calls subscribers in order and folds their results as they come: the fold
             /// returns `Continue(next)` to go on or `Break(last)` to stop, and then no further
@@ -372,11 +354,9 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 &self,
                 #(#names: #types,)*
                 #init: Acc,
-                mut #fold: impl ::core::ops::FnMut(Acc, #output) -> ::core::ops::ControlFlow<Acc, Acc>,
+                #fold: impl ::core::ops::FnMut(Acc, #output) -> ::core::ops::ControlFlow<Acc, Acc>,
             ) -> Acc {
-                let mut #accumulator = ::core::option::Option::Some(#init);
-                #fold_body
-                #accumulator.expect("the fold's accumulator is put back after each call")
+                ::lumina::__private::broadcast_fold(&self.0, #wrapped, #init, #fold, #call)
             }
 
             /// Calls subscribers in order until `stop(result)` breaks: returns the break's
@@ -385,11 +365,9 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             pub fn broadcast_until<Out>(
                 &self,
                 #(#names: #types,)*
-                mut #stop: impl ::core::ops::FnMut(#output) -> ::core::ops::ControlFlow<Out>,
+                #stop: impl ::core::ops::FnMut(#output) -> ::core::ops::ControlFlow<Out>,
             ) -> ::core::option::Option<Out> {
-                let mut #found = ::core::option::Option::None;
-                #until
-                #found
+                ::lumina::__private::broadcast_until(&self.0, #wrapped, #stop, #call)
             }
         }
     });
