@@ -1047,8 +1047,8 @@ fn expand_next(
     let sender = local("sender");
     // The owned arguments are guarded before any copy is made, so a panicking `ToOwned` drops
     // them and the copies made before it under the guard (R2); the tuple keeps the parameters'
-    // order.
-    // With no copy, or one element, nothing can panic while another is held: a plain tuple.
+    // order. With no copy, or one element, nothing can panic while another is held: a plain
+    // tuple.
     let guarded = quote!(::lumina::__private::Guarded);
     let guard = !copies.is_empty() && args.len() > 1;
     let values: Vec<TokenStream> = args
