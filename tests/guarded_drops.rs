@@ -1221,3 +1221,272 @@ fn r2_a_channel_drops_its_listeners_and_retained_message_each_under_the_guard() 
         },
     );
 }
+
+/// An argument whose `Clone` panics when `.0` is true; its `Drop` does not panic.
+struct Sharp(bool);
+
+impl Clone for Sharp {
+    fn clone(&self) -> Self {
+        assert!(!self.0, "argument clone");
+        Sharp(false)
+    }
+}
+
+/// Asserts that `f` panics with `message` and that the guard logged exactly `logs` second
+/// panics.
+#[track_caller]
+fn assert_guarded_times(message: &str, logs: usize, f: impl FnOnce()) {
+    let (got, log) = panics_with_log(f);
+    assert_eq!(got, message);
+    assert_eq!(log.matches(GUARD_LOG).count(), logs, "{log:?}");
+}
+
+/// A subscriber that counts its calls and forgets its arguments (a `Bomb`'s drop panics).
+fn forgetting<A, B, R: Default>(calls: &Rc<Cell<u32>>) -> impl Fn(A, B) -> R + 'static {
+    let calls = Rc::clone(calls);
+    move |a, b| {
+        calls.set(calls.get() + 1);
+        forget((a, b));
+        R::default()
+    }
+}
+
+/// The delegate after a broadcast whose argument clone panicked (M7): nothing ran, the list is
+/// whole, and the next broadcast (`broadcast`, whose clone does not panic) reaches every
+/// subscriber.
+#[track_caller]
+fn assert_consistent(calls: &Rc<Cell<u32>>, len: usize, broadcast: impl Fn()) {
+    assert_eq!(calls.get(), 0, "no subscriber ran");
+    assert_eq!(len, 2);
+    broadcast();
+    assert_eq!(calls.get(), 2);
+    calls.set(0);
+}
+
+/// M11 clones an owned argument tuple for every subscriber but the last, element by element.
+/// When the clone of a later element panics, the clones of the earlier ones are made: they are
+/// dropped under the guard (with the original arguments), so an earlier element whose `Drop`
+/// panics too does not abort the process (R2), and the delegate stays usable (M7). Without the
+/// guard, the std tuple's `Clone` dropped the finished clone plainly while unwinding: an abort.
+/// Every form of the generic delegate's broadcast goes through that clone.
+#[test]
+fn r2_m11_a_generic_argument_clone_panicking_part_way_drops_the_finished_elements_guarded() {
+    in_child_process(
+        "r2_m11_a_generic_argument_clone_panicking_part_way_drops_the_finished_elements_guarded",
+        || {
+            let d: MulticastDelegate<dyn Fn(Bomb, Sharp) -> u32> = MulticastDelegate::new();
+            let calls = Rc::new(Cell::new(0));
+            let _a = d.add_lambda(forgetting(&calls));
+            let _b = d.add_lambda(forgetting(&calls));
+            let again = || d.broadcast(Bomb, Sharp(false));
+            // The clone of `Bomb` (made) and the original `Bomb`: two panicking drops.
+            assert_guarded_times("argument clone", 2, || d.broadcast(Bomb, Sharp(true)));
+            assert_consistent(&calls, d.len(), again);
+            assert!(!d.is_broadcasting());
+            assert_guarded_times("argument clone", 2, || {
+                forget(d.broadcast_collect(Bomb, Sharp(true)));
+            });
+            assert_consistent(&calls, d.len(), again);
+            assert!(!d.is_broadcasting());
+            assert_guarded_times("argument clone", 2, || {
+                d.broadcast_fold(Bomb, Sharp(true), 0, |sum, one| {
+                    std::ops::ControlFlow::Continue(sum + one)
+                });
+            });
+            assert_consistent(&calls, d.len(), again);
+            assert!(!d.is_broadcasting());
+            assert_guarded_times("argument clone", 2, || {
+                d.broadcast_until(Bomb, Sharp(true), |_| {
+                    std::ops::ControlFlow::<()>::Continue(())
+                });
+            });
+            assert_consistent(&calls, d.len(), again);
+            assert!(!d.is_broadcasting());
+            // A future of the next broadcast is a subscriber like the others: its arguments
+            // are the broadcast's clone.
+            let next = d.next();
+            assert_guarded_times("argument clone", 2, || d.broadcast(Bomb, Sharp(true)));
+            assert_eq!(d.len(), 3, "the future's subscription did not fire");
+            drop(next);
+            assert_consistent(&calls, d.len(), again);
+            assert!(!d.is_broadcasting());
+        },
+    );
+}
+
+declare_multicast_delegate!(OnPair(bomb: Bomb, sharp: Sharp));
+declare_multicast_delegate!(OnPairAsk(bomb: Bomb, sharp: Sharp) -> u32);
+
+/// [`r2_m11_a_generic_argument_clone_panicking_part_way_drops_the_finished_elements_guarded`]
+/// for declared delegates, whose expansion writes the element-wise clone: `broadcast`,
+/// `broadcast_collect`, `broadcast_fold` and `broadcast_until`.
+#[test]
+fn r2_m11_a_declared_argument_clone_panicking_part_way_drops_the_finished_elements_guarded() {
+    in_child_process(
+        "r2_m11_a_declared_argument_clone_panicking_part_way_drops_the_finished_elements_guarded",
+        || {
+            let calls = Rc::new(Cell::new(0));
+            let plain = OnPair::new();
+            let _a = plain.add_lambda(forgetting(&calls));
+            let _b = plain.add_lambda(forgetting(&calls));
+            assert_guarded_times("argument clone", 2, || plain.broadcast(Bomb, Sharp(true)));
+            assert_consistent(&calls, plain.len(), || {
+                plain.broadcast(Bomb, Sharp(false));
+            });
+
+            let ask = OnPairAsk::new();
+            let _a = ask.add_lambda(forgetting(&calls));
+            let _b = ask.add_lambda(forgetting(&calls));
+            let again = || forget(ask.broadcast_collect(Bomb, Sharp(false)));
+            assert_guarded_times("argument clone", 2, || ask.broadcast(Bomb, Sharp(true)));
+            assert_consistent(&calls, ask.len(), again);
+            assert_guarded_times("argument clone", 2, || {
+                forget(ask.broadcast_collect(Bomb, Sharp(true)));
+            });
+            assert_consistent(&calls, ask.len(), again);
+            assert_guarded_times("argument clone", 2, || {
+                ask.broadcast_fold(Bomb, Sharp(true), 0, |sum, one| {
+                    std::ops::ControlFlow::Continue(sum + one)
+                });
+            });
+            assert_consistent(&calls, ask.len(), again);
+            assert_guarded_times("argument clone", 2, || {
+                ask.broadcast_until(Bomb, Sharp(true), |_| {
+                    std::ops::ControlFlow::<()>::Continue(())
+                });
+            });
+            assert_consistent(&calls, ask.len(), again);
+        },
+    );
+}
+
+declare_multicast_delegate!(OnSeen(bomb: &Bomb, sharp: &Sharp, owned: Bomb));
+
+/// A declared delegate's `next()` makes owned copies of its referenced arguments (`ToOwned`),
+/// element by element, in its subscriber: when one panics, the copies already made and the
+/// owned arguments it was handed are dropped under the guard (R2), not plainly while unwinding.
+#[test]
+fn r2_x5_a_declared_next_whose_to_owned_panics_part_way_drops_its_arguments_guarded() {
+    in_child_process(
+        "r2_x5_a_declared_next_whose_to_owned_panics_part_way_drops_its_arguments_guarded",
+        || {
+            let d = OnSeen::new();
+            let next = d.next();
+            let bomb = Bomb;
+            // The copy of `bomb` (made) and the owned `Bomb`: two panicking drops.
+            assert_guarded_times("argument clone", 2, || {
+                d.broadcast(&bomb, &Sharp(true), Bomb);
+            });
+            // Its subscriber panicked before it fired: the future still waits, and dropping it
+            // unsubscribes.
+            assert!(d.is_bound());
+            drop(next);
+            assert!(!d.is_bound());
+            // Usable afterwards (M7).
+            let calls = Rc::new(Cell::new(0));
+            let seen = Rc::clone(&calls);
+            let _h = d.add_lambda(move |_, _, owned| {
+                seen.set(seen.get() + 1);
+                forget(owned);
+            });
+            d.broadcast(&bomb, &Sharp(false), Bomb);
+            forget(bomb);
+            assert_eq!(calls.get(), 1);
+        },
+    );
+}
+
+/// An object with a two-argument delegate, reached by a queued sender.
+struct Pairs {
+    generic: MulticastDelegate<dyn Fn(Bomb, Sharp)>,
+    declared: OnPair,
+}
+
+/// A queued broadcast delivers through the same broadcast, so through the same element-wise
+/// clone: its finished elements are dropped under the guard when a later one's clone panics,
+/// on the game thread's `process_queue` (generic and declared delegates).
+#[test]
+fn r2_m11_a_queued_broadcasts_argument_clone_panicking_part_way_drops_them_guarded() {
+    in_child_process(
+        "r2_m11_a_queued_broadcasts_argument_clone_panicking_part_way_drops_them_guarded",
+        || {
+            let _game = GameThreadScope::enter();
+            let pairs = Rc::new(Pairs {
+                generic: MulticastDelegate::new(),
+                declared: OnPair::new(),
+            });
+            let calls = Rc::new(Cell::new(0));
+            for _ in 0..2 {
+                let _ = pairs.generic.add_lambda(forgetting(&calls));
+                let _ = pairs.declared.add_lambda(forgetting(&calls));
+            }
+            let generic = QueuedSender::new(&pairs, |pairs: &Pairs| &pairs.generic);
+            let declared = QueuedSender::new(&pairs, |pairs: &Pairs| &pairs.declared);
+            for sender in [&generic, &declared] {
+                sender.send(Bomb, Sharp(true));
+                assert_guarded_times("argument clone", 2, || {
+                    main_thread::process_queue();
+                });
+                assert_eq!(main_thread::pending(), 0);
+                sender.send(Bomb, Sharp(false));
+                main_thread::process_queue();
+                assert_eq!(calls.get(), 2, "the delegate works after the panic (M7)");
+                calls.set(0);
+            }
+            assert_eq!((pairs.generic.len(), pairs.declared.len()), (2, 2));
+        },
+    );
+}
+
+/// `broadcast_fold` holds the caller's accumulator and combiner, and `broadcast_until` its
+/// combiner, while subscribers run: a subscriber's panic drops them under the guard (R2), so an
+/// accumulator or a combiner's capture whose `Drop` panics does not abort the process (generic
+/// and declared delegates).
+#[test]
+fn r2_x7_a_folds_accumulator_and_combiner_are_held_when_a_subscriber_panics() {
+    in_child_process(
+        "r2_x7_a_folds_accumulator_and_combiner_are_held_when_a_subscriber_panics",
+        || {
+            let owned: MulticastDelegate<dyn Fn(u32) -> u32> = MulticastDelegate::new();
+            let _a = owned.add_lambda(|x| x);
+            let _b = owned.add_lambda(|_| panic!("subscriber"));
+            let declared = OnAsk::new();
+            let _a = declared.add_lambda(|_| Bomb);
+            let _b = declared.add_lambda(|_| panic!("subscriber"));
+            // The accumulator and the combiner's capture: two panicking drops.
+            assert_guarded_times("subscriber", 2, || {
+                let capture = Loud("combiner dropped");
+                owned.broadcast_fold(1, Bomb, move |sum, _| {
+                    let _ = &capture;
+                    std::ops::ControlFlow::Continue(sum)
+                });
+            });
+            assert_guarded_times("subscriber", 1, || {
+                let capture = Loud("combiner dropped");
+                owned.broadcast_until(1, move |_| {
+                    let _ = &capture;
+                    std::ops::ControlFlow::<()>::Continue(())
+                });
+            });
+            // The first result is handed to the combiner, which forgets it.
+            assert_guarded_times("subscriber", 2, || {
+                let capture = Loud("combiner dropped");
+                declared.broadcast_fold("?", Bomb, move |sum, result| {
+                    let _ = &capture;
+                    forget(result);
+                    std::ops::ControlFlow::Continue(sum)
+                });
+            });
+            assert_guarded_times("subscriber", 1, || {
+                let capture = Loud("combiner dropped");
+                declared.broadcast_until("?", move |result| {
+                    let _ = &capture;
+                    forget(result);
+                    std::ops::ControlFlow::<()>::Continue(())
+                });
+            });
+            assert_eq!((owned.len(), declared.len()), (2, 2));
+            assert!(!owned.is_broadcasting());
+        },
+    );
+}

@@ -966,14 +966,18 @@ impl WindowResize {
             &self.0,
             |sender| {
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
+                    let size = ::lumina::__private::Guarded::new(size);
+                    let window = ::lumina::__private::Guarded::new(
+                        ::std::borrow::ToOwned::to_owned(
+                            <Window as ::lumina::__private::Is<
+                                __Referent0,
+                            >>::as_same(window),
+                        ),
+                    );
                     sender
                         .send((
-                            ::std::borrow::ToOwned::to_owned(
-                                <Window as ::lumina::__private::Is<
-                                    __Referent0,
-                                >>::as_same(window),
-                            ),
-                            size,
+                            ::lumina::__private::Guarded::into_inner(window),
+                            ::lumina::__private::Guarded::into_inner(size),
                         ));
                 })
             },
@@ -1583,19 +1587,16 @@ impl SaveQuery {
         &self,
         path: &str,
         init: Acc,
-        mut fold: impl ::core::ops::FnMut(
-            Acc,
-            bool,
-        ) -> ::core::ops::ControlFlow<Acc, Acc>,
+        fold: impl ::core::ops::FnMut(Acc, bool) -> ::core::ops::ControlFlow<Acc, Acc>,
     ) -> Acc {
-        let mut accumulator = ::core::option::Option::Some(init);
-        ::lumina::__private::broadcast_until_with(
+        ::lumina::__private::broadcast_fold(
             &self.0,
             (),
             |()| (),
-            |f, ()| ::lumina::__private::fold_step(&mut accumulator, f(path), &mut fold),
-        );
-        accumulator.expect("the fold's accumulator is put back after each call")
+            init,
+            fold,
+            |f, ()| f(path),
+        )
     }
     /// Calls subscribers in order until `stop(result)` breaks: returns the break's
     /// value, or `None` if every subscriber ran. Allocates nothing.
@@ -1603,16 +1604,9 @@ impl SaveQuery {
     pub fn broadcast_until<Out>(
         &self,
         path: &str,
-        mut stop: impl ::core::ops::FnMut(bool) -> ::core::ops::ControlFlow<Out>,
+        stop: impl ::core::ops::FnMut(bool) -> ::core::ops::ControlFlow<Out>,
     ) -> ::core::option::Option<Out> {
-        let mut found = ::core::option::Option::None;
-        ::lumina::__private::broadcast_until_with(
-            &self.0,
-            (),
-            |()| (),
-            |f, ()| ::lumina::__private::until_step(&mut found, f(path), &mut stop),
-        );
-        found
+        ::lumina::__private::broadcast_until(&self.0, (), |()| (), stop, |f, ()| f(path))
     }
     /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
     /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
@@ -2234,10 +2228,18 @@ impl AssetImported {
         ::lumina::__private::broadcast_with(
             &self.0,
             (path, bytes),
-            |(path, bytes)| (
-                ::lumina::__private::clone_arg::<String>(path),
-                ::lumina::__private::clone_arg::<usize>(bytes),
-            ),
+            |(path, bytes)| {
+                let path = ::lumina::__private::Guarded::new(
+                    ::lumina::__private::clone_arg::<String>(path),
+                );
+                let bytes = ::lumina::__private::Guarded::new(
+                    ::lumina::__private::clone_arg::<usize>(bytes),
+                );
+                (
+                    ::lumina::__private::Guarded::into_inner(path),
+                    ::lumina::__private::Guarded::into_inner(bytes),
+                )
+            },
             |f, (path, bytes)| {
                 f(path, bytes);
             },

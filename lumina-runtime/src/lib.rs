@@ -83,6 +83,12 @@ pub mod __private {
     pub use crate::event::{EventClass, EventType};
     #[doc(hidden)]
     pub use crate::handle::DelegateHandle;
+    /// Not public API; used by expansions of `declare_multicast_delegate!`: each finished
+    /// element of a tuple they make element by element (an owned argument tuple's clone, M11;
+    /// `next()`'s owned copies, X5) waits in a `Guarded` until the whole tuple is made, so a
+    /// later element's panicking `Clone` drops it under the guard (R2).
+    #[doc(hidden)]
+    pub use crate::invocation::Guarded;
     #[doc(hidden)]
     pub use crate::main_thread::QueuedBroadcast;
     #[doc(hidden)]
@@ -122,11 +128,9 @@ pub mod __private {
             .broadcast_with(args, move |subscriber, args| call(subscriber, args.value));
     }
 
-    /// Not public API; used by expansions of `declare_multicast_delegate!`:
     /// [`broadcast_with`] with an early stop once `call` returns `true` (X7).
-    #[doc(hidden)]
     #[inline]
-    pub fn broadcast_until_with<F: ?Sized + 'static, A>(
+    fn broadcast_until_with<F: ?Sized + 'static, A>(
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
         clone: impl Fn(&A) -> A + Copy,
@@ -138,11 +142,57 @@ pub mod __private {
             .broadcast_until_with(args, |subscriber, args| call(subscriber, args.value))
     }
 
-    /// Not public API; one step of a `broadcast_fold` (X7): folds `result` into the accumulator
-    /// (taken out for the fold and put back after it); whether to stop.
+    /// Not public API; what `broadcast_fold` of every multicast delegate (generic and declared)
+    /// is: [`broadcast_with`] that folds each `call`'s result into the accumulator with `fold`
+    /// as it comes, until `fold` breaks (X7). The caller's accumulator and `fold` (with its
+    /// captures) are user values held while subscribers run: guarded, so a subscriber's panic
+    /// drops them under the guard (R2). Free when nothing panics.
     #[doc(hidden)]
     #[inline]
-    pub fn fold_step<Acc, R>(
+    pub fn broadcast_fold<F: ?Sized + 'static, A, R, Acc>(
+        delegate: &crate::multicast::MulticastDelegate<F>,
+        args: A,
+        clone: impl Fn(&A) -> A + Copy,
+        init: Acc,
+        fold: impl FnMut(Acc, R) -> std::ops::ControlFlow<Acc, Acc>,
+        mut call: impl FnMut(&F, A) -> R,
+    ) -> Acc {
+        let mut accumulator = crate::invocation::Guarded::new(Some(init));
+        let mut fold = crate::invocation::Guarded::new(fold);
+        broadcast_until_with(delegate, args, clone, |subscriber, args| {
+            fold_step(&mut accumulator, call(subscriber, args), &mut *fold)
+        });
+        accumulator
+            .into_inner()
+            .expect("the fold's accumulator is put back after each call")
+    }
+
+    /// Not public API; what `broadcast_until` of every multicast delegate (generic and
+    /// declared) is: [`broadcast_with`] that hands each `call`'s result to `stop` until it
+    /// breaks, and returns the break's value (X7). `stop` (with its captures) and the value are
+    /// user values held while subscribers run (or while the broadcast drops what it left):
+    /// guarded (R2). Free when nothing panics.
+    #[doc(hidden)]
+    #[inline]
+    pub fn broadcast_until<F: ?Sized + 'static, A, R, Out>(
+        delegate: &crate::multicast::MulticastDelegate<F>,
+        args: A,
+        clone: impl Fn(&A) -> A + Copy,
+        stop: impl FnMut(R) -> std::ops::ControlFlow<Out>,
+        mut call: impl FnMut(&F, A) -> R,
+    ) -> Option<Out> {
+        let mut found = crate::invocation::Guarded::new(None);
+        let mut stop = crate::invocation::Guarded::new(stop);
+        broadcast_until_with(delegate, args, clone, |subscriber, args| {
+            until_step(&mut found, call(subscriber, args), &mut *stop)
+        });
+        found.into_inner()
+    }
+
+    /// One step of a `broadcast_fold` (X7): folds `result` into the accumulator (taken out for
+    /// the fold and put back after it); whether to stop.
+    #[inline]
+    fn fold_step<Acc, R>(
         accumulator: &mut Option<Acc>,
         result: R,
         fold: &mut impl FnMut(Acc, R) -> std::ops::ControlFlow<Acc, Acc>,
@@ -163,11 +213,9 @@ pub mod __private {
         }
     }
 
-    /// Not public API; one step of a `broadcast_until` (X7): whether `stop` broke, keeping its
-    /// value in `found`.
-    #[doc(hidden)]
+    /// One step of a `broadcast_until` (X7): whether `stop` broke, keeping its value in `found`.
     #[inline]
-    pub fn until_step<Out, R>(
+    fn until_step<Out, R>(
         found: &mut Option<Out>,
         result: R,
         stop: &mut impl FnMut(R) -> std::ops::ControlFlow<Out>,
@@ -301,9 +349,10 @@ pub mod __private {
 
     /// Not public API; used by expansions. A declared delegate's owned broadcast arguments with
     /// the closure that clones them, which the expansion writes (capturing nothing, so `K` is a
-    /// zero-sized type): the loop, compiled out of line, still knows the clone from the type and
-    /// inlines it (a function pointer here cost an indirect call per subscriber: 20 instructions
-    /// per call against 12, BENCHMARKS.md). Its `Clone` impl asks only that `K` clones, which a
+    /// zero-sized type; a generic delegate's carry its `clone_each`, a function item): the
+    /// loop, compiled out of line, still knows the clone from the type and inlines it (a
+    /// function pointer here cost an indirect call per subscriber: 20 instructions per call
+    /// against 12, BENCHMARKS.md). Its `Clone` impl asks only that `K` clones, which a
     /// closure's type does even when its body fails to compile, so a non-`Clone` parameter fails
     /// once, at [`clone_arg`] (spanned at the user's type), and nowhere else.
     #[doc(hidden)]
@@ -311,6 +360,15 @@ pub mod __private {
         /// The arguments.
         pub value: A,
         clone: K,
+    }
+
+    impl<A, K: Fn(&A) -> A + Copy> ClonedBy<A, K> {
+        /// `value`, cloned by `clone` (the generic delegates' broadcasts; the expansions go
+        /// through [`broadcast_with`] and its siblings).
+        #[inline(always)]
+        pub(crate) const fn new(value: A, clone: K) -> Self {
+            ClonedBy { value, clone }
+        }
     }
 
     impl<A, K: Fn(&A) -> A + Copy> Clone for ClonedBy<A, K> {

@@ -361,6 +361,17 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
 macro_rules! impl_multicast_arity {
     ($($arg:ident: $Arg:ident),*) => {
         impl<$($Arg: Clone + 'static,)* R: 'static> MulticastDelegate<dyn Fn($($Arg),*) -> R> {
+            /// The arguments' clone for one subscriber (M11), element by element: each finished
+            /// element is guarded until the tuple is made, so if a later one's `Clone` panics,
+            /// the earlier ones are dropped under the guard (R2; std's tuple `Clone` dropped them
+            /// plainly while unwinding). Every broadcast form clones through it.
+            #[inline(always)]
+            #[allow(clippy::unused_unit)] // the arity 0 tuple
+            fn clone_each(($($arg,)*): &($($Arg,)*)) -> ($($Arg,)*) {
+                $(let $arg = Guarded::new($arg.clone());)*
+                ($($arg.into_inner(),)*)
+            }
+
             /// Adds a closure; the returned handle removes it.
             #[track_caller]
             pub fn add_lambda(&self, f: impl Fn($($Arg),*) -> R + 'static) -> DelegateHandle {
@@ -548,13 +559,16 @@ macro_rules! impl_multicast_arity {
                 &self,
                 $($arg: $Arg,)*
                 init: Acc,
-                mut fold: impl FnMut(Acc, R) -> std::ops::ControlFlow<Acc, Acc>,
+                fold: impl FnMut(Acc, R) -> std::ops::ControlFlow<Acc, Acc>,
             ) -> Acc {
-                let mut accumulator = Some(init);
-                self.list.broadcast_until_with(($($arg,)*), |f, ($($arg,)*)| {
-                    crate::__private::fold_step(&mut accumulator, f($($arg),*), &mut fold)
-                });
-                accumulator.expect("the fold's accumulator is put back after each call")
+                crate::__private::broadcast_fold(
+                    self,
+                    ($($arg,)*),
+                    Self::clone_each,
+                    init,
+                    fold,
+                    |f, ($($arg,)*)| f($($arg),*),
+                )
             }
 
             /// Calls subscribers in order until `stop(result)` breaks (X7): returns the break's
@@ -564,13 +578,15 @@ macro_rules! impl_multicast_arity {
             pub fn broadcast_until<Out>(
                 &self,
                 $($arg: $Arg,)*
-                mut stop: impl FnMut(R) -> std::ops::ControlFlow<Out>,
+                stop: impl FnMut(R) -> std::ops::ControlFlow<Out>,
             ) -> Option<Out> {
-                let mut found = None;
-                self.list.broadcast_until_with(($($arg,)*), |f, ($($arg,)*)| {
-                    crate::__private::until_step(&mut found, f($($arg),*), &mut stop)
-                });
-                found
+                crate::__private::broadcast_until(
+                    self,
+                    ($($arg,)*),
+                    Self::clone_each,
+                    stop,
+                    |f, ($($arg,)*)| f($($arg),*),
+                )
             }
 
             /// Adds a method of `owner`, held weakly (M9): it never runs once `owner` is dropped.
@@ -625,7 +641,9 @@ macro_rules! impl_multicast_arity {
             /// Calls every subscriber present when the broadcast starts, in order, discarding
             /// results. Owned arguments are cloned at most N - 1 times (M11); never allocates (M12).
             pub fn broadcast(&self, $($arg: $Arg),*) {
-                self.list.broadcast_with(($($arg,)*), |f, ($($arg,)*)| {
+                let args = crate::__private::ClonedBy::new(($($arg,)*), Self::clone_each);
+                self.list.broadcast_with(args, |f, args| {
+                    let ($($arg,)*) = args.value;
                     f($($arg),*);
                 });
             }
@@ -660,7 +678,11 @@ macro_rules! impl_multicast_arity {
             /// Calls every subscriber like [`broadcast`](Self::broadcast) and returns their
             /// results in call order.
             pub fn broadcast_collect(&self, $($arg: $Arg),*) -> Vec<R> {
-                self.collect_with(($($arg,)*), |f, ($($arg,)*)| f($($arg),*))
+                let args = crate::__private::ClonedBy::new(($($arg,)*), Self::clone_each);
+                self.collect_with(args, |f, args| {
+                    let ($($arg,)*) = args.value;
+                    f($($arg),*)
+                })
             }
         }
     };

@@ -316,7 +316,8 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let owned_names: Vec<&Ident> = owned.iter().map(|arg| &arg.name).collect();
     // The clone closure asserts `CloneArg` spanned at the user's type: a non-`Clone` parameter
     // is one error there, in our words (M11). It captures nothing, so the runtime's loop knows
-    // the clone from its type and inlines it, out of line too (BENCHMARKS.md, N2).
+    // the clone from its type and inlines it, out of line too (BENCHMARKS.md, N2). It clones
+    // element by element, each finished clone guarded until the tuple is made (R2).
     let cloned: Vec<TokenStream> = owned
         .iter()
         .map(|arg| {
@@ -324,9 +325,10 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             quote_spanned!(ty.span()=> ::lumina::__private::clone_arg::<#ty>(#name))
         })
         .collect();
+    let cloned = guarded_tuple(&owned_names, &cloned);
     let wrapped = quote! {
         (#(#owned_names,)*),
-        |(#(#owned_names,)*)| (#(#cloned,)*)
+        |(#(#owned_names,)*)| #cloned
     };
     let broadcast_body = |call: TokenStream| {
         quote! {
@@ -338,29 +340,11 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         }
     };
     let broadcast = broadcast_body(quote!(#f(#(#passed),*)));
-    let until_body = |call: TokenStream| {
-        quote! {
-            ::lumina::__private::broadcast_until_with(
-                &self.0,
-                #wrapped,
-                |#f, (#(#owned_names,)*)| #call,
-            );
-        }
-    };
     let combine = decl.output.as_ref().map(|output| {
-        let (accumulator, fold, found, stop, init) = (
-            local("accumulator"),
-            local("fold"),
-            local("found"),
-            local("stop"),
-            local("init"),
-        );
-        let fold_body = until_body(quote! {
-            ::lumina::__private::fold_step(&mut #accumulator, #f(#(#passed),*), &mut #fold)
-        });
-        let until = until_body(quote! {
-            ::lumina::__private::until_step(&mut #found, #f(#(#passed),*), &mut #stop)
-        });
+        let (fold, stop, init) = (local("fold"), local("stop"), local("init"));
+        // The runtime holds the accumulator and the combiner under the guard while
+        // subscribers run (R2).
+        let call = quote!(|#f, (#(#owned_names,)*)| #f(#(#passed),*));
         quote! {
             /// Calls subscribers in order and folds their results as they come: the fold
             /// returns `Continue(next)` to go on or `Break(last)` to stop, and then no further
@@ -370,11 +354,9 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 &self,
                 #(#names: #types,)*
                 #init: Acc,
-                mut #fold: impl ::core::ops::FnMut(Acc, #output) -> ::core::ops::ControlFlow<Acc, Acc>,
+                #fold: impl ::core::ops::FnMut(Acc, #output) -> ::core::ops::ControlFlow<Acc, Acc>,
             ) -> Acc {
-                let mut #accumulator = ::core::option::Option::Some(#init);
-                #fold_body
-                #accumulator.expect("the fold's accumulator is put back after each call")
+                ::lumina::__private::broadcast_fold(&self.0, #wrapped, #init, #fold, #call)
             }
 
             /// Calls subscribers in order until `stop(result)` breaks: returns the break's
@@ -383,11 +365,9 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             pub fn broadcast_until<Out>(
                 &self,
                 #(#names: #types,)*
-                mut #stop: impl ::core::ops::FnMut(#output) -> ::core::ops::ControlFlow<Out>,
+                #stop: impl ::core::ops::FnMut(#output) -> ::core::ops::ControlFlow<Out>,
             ) -> ::core::option::Option<Out> {
-                let mut #found = ::core::option::Option::None;
-                #until
-                #found
+                ::lumina::__private::broadcast_until(&self.0, #wrapped, #stop, #call)
             }
         }
     });
@@ -995,7 +975,8 @@ fn expand_next(
         names, types, rc, ..
     } = common;
     let mut outputs = Vec::new();
-    let mut values = Vec::new();
+    // The referents' owned copies (user code), made after every owned argument is guarded.
+    let (mut owned, mut copies) = (Vec::new(), Vec::new());
     let mut bounds = Vec::new();
     // One type parameter per referent (and one for a result), inferred to be that type by
     // `__private::Is`: the bounds name the method's own parameters, so `ToOwned` and `Default`
@@ -1017,11 +998,14 @@ fn expand_next(
                 } else {
                     quote!(#name)
                 };
-                values.push(quote! {
-                    ::std::borrow::ToOwned::to_owned(
-                        <#elem as ::lumina::__private::Is<#param>>::as_same(#reference)
-                    )
-                });
+                copies.push((
+                    name,
+                    quote! {
+                        ::std::borrow::ToOwned::to_owned(
+                            <#elem as ::lumina::__private::Is<#param>>::as_same(#reference)
+                        )
+                    },
+                ));
                 bounds.push(quote! {
                     #elem: ::lumina::__private::Is<#param>,
                     #param: ?::core::marker::Sized + ::std::borrow::ToOwned + 'static,
@@ -1035,7 +1019,7 @@ fn expand_next(
                     return None;
                 }
                 outputs.push(quote!(#ty));
-                values.push(quote!(#name));
+                owned.push(name);
             }
         }
     }
@@ -1061,6 +1045,28 @@ fn expand_next(
     };
     let generics = (!params.is_empty()).then(|| quote!(<#(#params),*>));
     let sender = local("sender");
+    // The owned arguments are guarded before any copy is made, so a panicking `ToOwned` drops
+    // them and the copies made before it under the guard (R2); the tuple keeps the parameters'
+    // order. With no copy, or one element, nothing can panic while another is held: a plain
+    // tuple.
+    let guarded = quote!(::lumina::__private::Guarded);
+    let guard = !copies.is_empty() && args.len() > 1;
+    let values: Vec<TokenStream> = args
+        .iter()
+        .map(|arg| {
+            let name = &arg.name;
+            match copies.iter().find(|(copy, _)| *copy == name) {
+                _ if guard => quote!(#guarded::into_inner(#name)),
+                Some((_, copy)) => copy.clone(),
+                None => quote!(#name),
+            }
+        })
+        .collect();
+    if !guard {
+        (owned, copies) = (Vec::new(), Vec::new());
+    }
+    let copy_names: Vec<&Ident> = copies.iter().map(|(name, _)| *name).collect();
+    let copy_values: Vec<&TokenStream> = copies.iter().map(|(_, value)| value).collect();
     let future = quote!(::lumina::__private::NextBroadcast<(#(#outputs,)*)>);
     let doc = quote! {
         /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
@@ -1082,6 +1088,8 @@ fn expand_next(
         {
             ::lumina::__private::next_broadcast(&self.0, |#sender| {
                 #rc::new(move |#(#names: #types),*| {
+                    #(let #owned = #guarded::new(#owned);)*
+                    #(let #copy_names = #guarded::new(#copy_values);)*
                     #sender.send((#(#values,)*));
                     #result
                 })
@@ -1095,6 +1103,24 @@ fn expand_next(
         }
     };
     Some((delegate, view))
+}
+
+/// A block that makes the tuple of `values` (user code: clones, `ToOwned`) element by element,
+/// binding each finished element to its name in `names` under the runtime's guard until the
+/// whole tuple is made: if a later element panics, the finished ones are dropped under the guard
+/// (R2), where a tuple expression drops them plainly while unwinding and one whose `Drop` panics
+/// then aborts the process. Free when nothing panics: the guard is taken apart by moves. A value
+/// may name the parameter its element's name shadows: it is bound after the value is made. A
+/// single element has nothing to guard: a plain tuple.
+fn guarded_tuple(names: &[&Ident], values: &[TokenStream]) -> TokenStream {
+    if values.len() < 2 {
+        return quote!((#(#values,)*));
+    }
+    let guarded = quote!(::lumina::__private::Guarded);
+    quote! {{
+        #(let #names = #guarded::new(#values);)*
+        (#(#guarded::into_inner(#names),)*)
+    }}
 }
 
 /// `Name` + `Registration`, at the name's span.

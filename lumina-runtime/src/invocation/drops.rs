@@ -165,7 +165,7 @@ pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
 /// A user value the library holds in its own frame while user code runs (a broadcast argument
 /// or its clone, a collected result, an event being dispatched, the strong reference a call
 /// holds, a queued delivery's object): R2's guard. If the frame unwinds, the value is dropped
-/// through [`Drops`], so a `Drop` that panics then is logged instead of aborting the process.
+/// through `Drops`, so a `Drop` that panics then is logged instead of aborting the process.
 ///
 /// Free on the path that does not panic: the value is taken out with
 /// [`into_inner`](Self::into_inner) (which compiles to a move), so the guard's own `Drop` runs only
@@ -176,21 +176,30 @@ pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
 ///
 /// R2 also covers library code that itself runs while the thread unwinds (called from a `Drop`
 /// during a panic) and drops a user value on its normal path: dropping a `Guarded` (rather than
-/// taking the value out) guards that drop too, and [`drop_user`] does it for a value held
+/// taking the value out) guards that drop too, and `drop_user` does it for a value held
 /// plainly.
+///
+/// A tuple made element by element from user code (an owned argument tuple's clone for one
+/// subscriber, M11; a future's owned copies of its arguments, X5) holds each finished element in
+/// a `Guarded` until the whole tuple is made: if a later element's `Clone` panics, the finished
+/// ones are dropped under the guard (a tuple expression, and std's tuple `Clone`, drop them
+/// plainly while unwinding, and one whose `Drop` panics then aborts the process). Every such
+/// tuple goes through this: the generic delegates' argument clone (`clone_each`) and the code
+/// `declare_multicast_delegate!` writes, which reaches it as `__private::Guarded` (so `new` and
+/// `into_inner` are public; the type is not public API).
 #[repr(transparent)]
-pub(crate) struct Guarded<T>(ManuallyDrop<T>);
+pub struct Guarded<T>(ManuallyDrop<T>);
 
 impl<T> Guarded<T> {
     /// Guards `value`.
     #[inline(always)]
-    pub(crate) const fn new(value: T) -> Self {
+    pub const fn new(value: T) -> Self {
         Guarded(ManuallyDrop::new(value))
     }
 
     /// Takes the value out, disarming the guard.
     #[inline(always)]
-    pub(crate) fn into_inner(self) -> T {
+    pub fn into_inner(self) -> T {
         let mut this = ManuallyDrop::new(self);
         // SAFETY: `this` is never used again and its `Drop` does not run (it is a
         // `ManuallyDrop`), so the value is taken out exactly once.

@@ -71,7 +71,7 @@
 //! | broadcast | a one-shot subscriber's call (X3) | claimed (marked removed) before the call, after the argument's clone: a nested broadcast skips it, its handle removes nothing |
 //! | broadcast (`broadcast_fold`, `broadcast_until`) | the combiner, after each result (X7) | part of that subscriber's call; a stop returns through the same lock guards as a panic |
 //! | settle | nothing new: deferred changes of priority (X6) are moved with no user code | |
-//! | broadcast | `Clone` of an owned argument | made *before* the entry it is for is checked, and that entry is checked again after it: a subscriber removed (or whose owner died) in the clone does not run; the clone then waits for the next subscriber (M11 still holds) |
+//! | broadcast | `Clone` of an owned argument | made *before* the entry it is for is checked, and that entry is checked again after it: a subscriber removed (or whose owner died) in the clone does not run; the clone then waits for the next subscriber (M11 still holds); a tuple of arguments is cloned element by element, each finished element guarded until the tuple is made (R2) |
 //! | broadcast | `Drop` of an argument clone left over | after the loop, while the list is still locked |
 //! | broadcast, dispatch | `Drop` of a callable whose owner died (prune, M9) | none in the loop: the entry is marked removed, and its callable dropped when the outermost broadcast ends (settle) |
 //! | broadcast, dispatch | `Drop` of an owner (the last strong reference a call held) | after the call, before the next entry is read |
@@ -107,7 +107,8 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use drops::{AtThreadExit, Drops, Guarded, drop_payload, drop_user, panic_text};
+pub use drops::Guarded;
+pub(crate) use drops::{AtThreadExit, Drops, drop_payload, drop_user, panic_text};
 pub(crate) use entry::Subscriber;
 pub(crate) use list::{Block, InvocationList, RemoveByHandle, Spec};
 pub(crate) use raw::{Shared, WeakShared};
