@@ -93,7 +93,7 @@ use std::sync::Arc;
 
 use crate::bind_site::Subscription;
 use crate::handle::DelegateHandle;
-use crate::invocation::{Drops, Guarded, InvocationList, RemoveByHandle, Shared, Spec};
+use crate::invocation::{Drops, Guarded, InvocationList, RemoveByHandle, Shared, Spec, drop_user};
 use crate::module::track;
 use crate::next_broadcast::{NextBroadcast, NextSender};
 use crate::scoped::ScopedSubscription;
@@ -1315,8 +1315,12 @@ impl<E: EntityId> MessageBus<E> {
         entity: Option<E>,
         payload: P,
     ) -> Result<(), WrongPayload> {
-        if !tag.carries::<P>() {
-            tag.check_payload::<P>()?;
+        if !tag.carries::<P>()
+            && let Err(wrong) = tag.check_payload::<P>()
+        {
+            // Refused: the payload is the bus's to drop, guarded while the thread unwinds (R2).
+            drop_user(payload);
+            return Err(wrong);
         }
         self.deliver(tag, entity, payload);
         Ok(())
