@@ -1490,3 +1490,79 @@ fn r2_x7_a_folds_accumulator_and_combiner_are_held_when_a_subscriber_panics() {
         },
     );
 }
+
+// ---- The sweep of values the library holds outside the multicast delegates ----
+
+// A declared single-cast delegate of two arguments whose `Drop`s panic.
+declare_delegate!(Fuses(a: Bomb, b: Bomb));
+
+/// `execute_if_bound` with nothing bound (or a member binding whose object is gone) returns
+/// `None`: its arguments are then the library's to drop. Called while the thread unwinds, it
+/// drops them under the guard, each on its own (generic and declared delegates, both unbound
+/// forms; each logs two second panics). Without it, the unrun call dropped them plainly while
+/// the panic unwound: an abort.
+#[test]
+fn r2_s3_the_arguments_of_an_unbound_execute_if_bound_while_the_thread_unwinds_are_guarded() {
+    in_child_process(
+        "r2_s3_the_arguments_of_an_unbound_execute_if_bound_while_the_thread_unwinds_are_guarded",
+        || {
+            while_unwinding(8, || {
+                let generic = Delegate::<dyn Fn(Bomb, Bomb)>::new();
+                assert!(generic.execute_if_bound(Bomb, Bomb).is_none());
+                let declared = Fuses::new();
+                assert!(declared.execute_if_bound(Bomb, Bomb).is_none());
+                // Member bindings whose object was dropped.
+                let owner = Rc::new(0_u32);
+                let generic = Delegate::<dyn Fn(Bomb, Bomb)>::create_member(&owner, |_, a, b| {
+                    forget((a, b));
+                });
+                let declared = Fuses::create_member(&owner, |_: &u32, a, b| forget((a, b)));
+                drop(owner);
+                assert!(generic.execute_if_bound(Bomb, Bomb).is_none());
+                assert!(declared.execute_if_bound(Bomb, Bomb).is_none());
+            });
+        },
+    );
+}
+
+/// An unbound `execute` of two arguments whose `Drop`s panic (S2): its panic drops them under
+/// the guard each on its own. Held as one guarded tuple, the tuple's drop went on to the second
+/// argument plainly while the first one's panic unwound: an abort (generic and declared).
+#[test]
+fn r2_s2_an_unbound_execute_drops_each_of_its_arguments_under_the_guard() {
+    in_child_process(
+        "r2_s2_an_unbound_execute_drops_each_of_its_arguments_under_the_guard",
+        || {
+            let generic = Delegate::<dyn Fn(Bomb, Bomb)>::new();
+            let (message, log) = panics_with_log(|| generic.execute(Bomb, Bomb));
+            assert!(message.contains("called with nothing bound"), "{message}");
+            assert_eq!(log.matches(GUARD_LOG).count(), 2, "{log:?}");
+
+            let declared = Fuses::new();
+            let (message, log) = panics_with_log(|| declared.execute(Bomb, Bomb));
+            assert!(message.contains("called with nothing bound"), "{message}");
+            assert_eq!(log.matches(GUARD_LOG).count(), 2, "{log:?}");
+        },
+    );
+}
+
+/// A tag of numbers, sent a [`Bomb`] by name.
+static REFUSES: TagKey<u32> = TagKey::new("GuardedDrops.Refuses", false);
+
+/// A payload the bus refuses is the library's to drop: `send_tag` with a payload type other
+/// than the tag's returns `WrongPayload`, and made while the thread unwinds, it drops the payload
+/// under the guard. Without it, the early return dropped it plainly: an abort.
+#[test]
+fn r2_gb2_a_payload_send_tag_refuses_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_gb2_a_payload_send_tag_refuses_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            while_unwinding(1, || {
+                let bus: MessageBus<u32> = MessageBus::new();
+                bus.send(&REFUSES, 1);
+                let tag = lumina::bus::Tag::from(&REFUSES);
+                assert!(bus.send_tag(tag, None, Bomb).is_err());
+            });
+        },
+    );
+}

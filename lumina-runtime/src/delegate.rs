@@ -184,14 +184,18 @@ macro_rules! impl_delegate_arity {
                 let (callable, ($($arg,)*)) = crate::__private::callable_for(
                     self,
                     ::core::any::type_name::<Self>(),
-                    ($($arg,)*),
+                    ($(crate::invocation::Guarded::new($arg),)*),
                 );
-                callable($($arg),*)
+                callable($($arg.into_inner()),*)
             }
 
             /// Calls the bound callable if there is one: `Some(result)`, or `None` when unbound (S3).
             pub fn execute_if_bound(&self, $($arg: $Arg),*) -> Option<R> {
-                self.callable_ref().map(|callable| callable($($arg),*))
+                crate::__private::callable_if_bound(
+                    self,
+                    ($(crate::invocation::Guarded::new($arg),)*),
+                )
+                .map(|(callable, ($($arg,)*))| callable($($arg.into_inner()),*))
             }
         }
     };
