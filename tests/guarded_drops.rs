@@ -1566,3 +1566,33 @@ fn r2_gb2_a_payload_send_tag_refuses_while_the_thread_unwinds_is_dropped_under_t
         },
     );
 }
+
+/// An object with a delegate of [`Bomb`]s, reached by a queued sender.
+struct Bombed {
+    on_bomb: MulticastDelegate<dyn Fn(Bomb)>,
+}
+
+/// A queued send whose delegate's entry is gone by its delivery (the object died and the
+/// registry pruned it): the arguments are the library's to drop, and a `process_queue` run
+/// while the thread unwinds drops them under the guard. Without it, the delivery dropped them
+/// plainly: an abort.
+#[test]
+fn r2_q_the_arguments_of_a_queued_send_whose_entry_is_gone_are_dropped_under_the_guard() {
+    in_child_process(
+        "r2_q_the_arguments_of_a_queued_send_whose_entry_is_gone_are_dropped_under_the_guard",
+        || {
+            let _game = GameThreadScope::enter();
+            let object = Rc::new(Bombed {
+                on_bomb: MulticastDelegate::new(),
+            });
+            let sender = QueuedSender::new(&object, |object: &Bombed| &object.on_bomb);
+            sender.send(Bomb);
+            drop(object);
+            assert_eq!(main_thread::queued_targets(), 0);
+            while_unwinding(1, || {
+                assert_eq!(main_thread::process_queue(), 1);
+            });
+            drop(sender);
+        },
+    );
+}

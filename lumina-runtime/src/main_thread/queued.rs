@@ -306,10 +306,15 @@ fn deliver<Args: 'static>(ticket: &Ticket, args: Args) {
         .flatten();
     // The clone is the entry's last if the broadcast unregistered it: dropped under the guard
     // if the broadcast unwinds (R2).
-    if let Some(deliver) = deliver
-        && !Guarded::hold(deliver, |deliver| deliver(args))
-    {
-        unregister(ticket.id);
+    match deliver {
+        Some(deliver) => {
+            if !Guarded::hold(deliver, |deliver| deliver(args)) {
+                unregister(ticket.id);
+            }
+        }
+        // No entry any more: the arguments are ours to drop, guarded while the thread unwinds
+        // (a `process_queue` called from a `Drop` during a panic, R2).
+        None => drop_user(args),
     }
 }
 
