@@ -1596,3 +1596,88 @@ fn r2_q_the_arguments_of_a_queued_send_whose_entry_is_gone_are_dropped_under_the
         },
     );
 }
+
+/// A name declared with numbers, resolved first.
+static CONFLICT_FIRST: TagKey<u32> = TagKey::new("GuardedDrops.Conflict", false);
+/// The same name declared with [`Bomb`]s: resolving it panics (GB2).
+static CONFLICT_BOMB: TagKey<Bomb> = TagKey::new("GuardedDrops.Conflict", false);
+
+/// Resolving a key whose name another set declared with another payload type panics (GB2)
+/// inside the bus's call, which owns the caller's payload or listener meanwhile: each is dropped
+/// under the guard (send, send_to, post, post_to, a poster's post, every listen form). Without
+/// it, the call dropped them plainly while the conflict's panic unwound: an abort.
+#[test]
+fn r2_gb2_a_key_that_fails_to_resolve_drops_the_callers_payload_or_listener_guarded() {
+    in_child_process(
+        "r2_gb2_a_key_that_fails_to_resolve_drops_the_callers_payload_or_listener_guarded",
+        || {
+            let bus: MessageBus<u32> = MessageBus::new();
+            bus.send(&CONFLICT_FIRST, 1);
+            let conflict = |what: &str, f: &mut dyn FnMut()| {
+                let (message, log) = panics_with_log(f);
+                assert!(
+                    message.contains("GuardedDrops.Conflict"),
+                    "{what}: {message}"
+                );
+                assert!(
+                    log.contains(GUARD_LOG),
+                    "{what}: the guard logged nothing: {log:?}"
+                );
+            };
+            conflict("send", &mut || bus.send(&CONFLICT_BOMB, Bomb));
+            conflict("send_to", &mut || bus.send_to(&CONFLICT_BOMB, 3, Bomb));
+            conflict("post", &mut || bus.post(&CONFLICT_BOMB, Bomb));
+            conflict("post_to", &mut || bus.post_to(&CONFLICT_BOMB, 3, Bomb));
+            let poster = bus.poster();
+            conflict("poster", &mut || {
+                let _ = poster.post(&CONFLICT_BOMB, Bomb);
+            });
+            conflict("poster to", &mut || {
+                let _ = poster.post_to(&CONFLICT_BOMB, 3, Bomb);
+            });
+            let exact = || {
+                let loud = Loud("listener dropped");
+                move |_: &Bomb, _: &Message<'_, u32>| {
+                    let _ = &loud;
+                }
+            };
+            let partial = || {
+                let loud = Loud("listener dropped");
+                move |_: &Message<'_, u32>| {
+                    let _ = &loud;
+                }
+            };
+            conflict("listen", &mut || {
+                let _ = bus.listen(&CONFLICT_BOMB, exact());
+            });
+            conflict("listen_with_priority", &mut || {
+                let _ = bus.listen_with_priority(&CONFLICT_BOMB, 1, exact());
+            });
+            conflict("listen_entity", &mut || {
+                let _ = bus.listen_entity(&CONFLICT_BOMB, 3, exact());
+            });
+            conflict("listen_once", &mut || {
+                let _ = bus.listen_once(&CONFLICT_BOMB, exact());
+            });
+            conflict("listen_entity_once", &mut || {
+                let _ = bus.listen_entity_once(&CONFLICT_BOMB, 3, exact());
+            });
+            conflict("listen_partial", &mut || {
+                let _ = bus.listen_partial(&CONFLICT_BOMB, partial());
+            });
+            conflict("listen_partial_with_priority", &mut || {
+                let _ = bus.listen_partial_with_priority(&CONFLICT_BOMB, 1, partial());
+            });
+            conflict("listen_entity_partial", &mut || {
+                let _ = bus.listen_entity_partial(&CONFLICT_BOMB, 3, partial());
+            });
+            conflict("listen_partial_once", &mut || {
+                let _ = bus.listen_partial_once(&CONFLICT_BOMB, partial());
+            });
+            conflict("listen_entity_partial_once", &mut || {
+                let _ = bus.listen_entity_partial_once(&CONFLICT_BOMB, 3, partial());
+            });
+            assert!(bus.listeners().is_empty());
+        },
+    );
+}
