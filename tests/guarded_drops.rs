@@ -1681,3 +1681,40 @@ fn r2_gb2_a_key_that_fails_to_resolve_drops_the_callers_payload_or_listener_guar
         },
     );
 }
+
+/// Operations of the game thread refused elsewhere (T1) own the caller's value while they panic:
+/// `spawn_local`'s future, `wake_next_frame`'s waker, `QueuedSender::new`'s accessor. Each is
+/// dropped under the guard. Without it, the refusal dropped them plainly while its panic
+/// unwound: an abort.
+#[test]
+fn r2_t1_a_game_thread_operation_refused_elsewhere_drops_the_callers_value_guarded() {
+    in_child_process(
+        "r2_t1_a_game_thread_operation_refused_elsewhere_drops_the_callers_value_guarded",
+        || {
+            assert!(!main_thread::is_game_thread());
+            let refused = |what: &str, f: &mut dyn FnMut()| {
+                let (message, log) = panics_with_log(f);
+                assert!(message.contains(what), "{what}: {message}");
+                assert!(
+                    log.contains(GUARD_LOG),
+                    "{what}: the guard logged nothing: {log:?}"
+                );
+            };
+            refused("spawn_local", &mut || {
+                let loud = Loud("future dropped");
+                let _ = lumina::coroutine::spawn_local(async move {
+                    let _ = &loud;
+                });
+            });
+            refused("wake_next_frame", &mut || {
+                main_thread::wake_next_frame(std::task::Waker::from(Arc::new(LoudWaker)));
+            });
+            refused("QueuedSender::new", &mut || {
+                let object = Rc::new(Target {
+                    on_hit: MulticastDelegate::new(),
+                });
+                let _ = QueuedSender::new(&object, loud_accessor(Loud("accessor dropped")));
+            });
+        },
+    );
+}

@@ -126,7 +126,10 @@ impl<Args: Send + 'static> QueuedSender<Args> {
     where
         D: QueuedBroadcast<Args = Args> + ?Sized,
     {
-        super::assert_game_thread("`QueuedSender::new` (its delegate's registry)");
+        let delegate = super::assert_game_thread_holding(
+            "`QueuedSender::new` (its delegate's registry)",
+            delegate,
+        );
         let weak = Rc::downgrade(owner);
         let deliver: Deliver<Args> = Rc::new(move |args| {
             // Guarded while the accessor (user code) runs.
