@@ -1718,3 +1718,35 @@ fn r2_t1_a_game_thread_operation_refused_elsewhere_drops_the_callers_value_guard
         },
     );
 }
+
+/// A single-cast delegate and an `EventSubscription` own a user callable: dropped while the
+/// thread unwinds (as locals or fields of what a panic drops), they drop it under the guard, as
+/// `unbind` and a scoped subscription's removal do (generic and declared delegates). Without it,
+/// their drop glue dropped it plainly: an abort.
+#[test]
+fn r2_a_delegate_or_event_subscription_dropped_while_the_thread_unwinds_drops_its_callable_guarded()
+{
+    in_child_process(
+        "r2_a_delegate_or_event_subscription_dropped_while_the_thread_unwinds_drops_its_callable_guarded",
+        || {
+            while_unwinding(3, || {
+                let loud = Loud("callable dropped");
+                let _generic = Delegate::<dyn Fn()>::create_lambda(move || {
+                    let _ = &loud;
+                });
+                let loud = Loud("declared callable dropped");
+                let _declared = Fuse::create_lambda(move |bomb| {
+                    forget(bomb);
+                    let _ = &loud;
+                });
+                let processor = EventProcessor::new();
+                let loud = Loud("handler dropped");
+                let _subscription =
+                    processor.add_handler::<lumina::event::KeyPressedEvent>(0, move |_| {
+                        let _ = &loud;
+                        false
+                    });
+            });
+        },
+    );
+}

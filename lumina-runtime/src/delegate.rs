@@ -66,6 +66,15 @@ impl<F: ?Sized + 'static> fmt::Debug for Delegate<F> {
     }
 }
 
+/// The callable and its captures are user values: a delegate dropped while the thread unwinds
+/// (a local or a field of what a panic drops) drops them under the guard, as
+/// [`unbind`](Delegate::unbind) does (R2).
+impl<F: ?Sized + 'static> Drop for Delegate<F> {
+    fn drop(&mut self) {
+        crate::invocation::drop_user(self.binding.take());
+    }
+}
+
 impl<F: ?Sized + 'static> Delegate<F> {
     /// An unbound delegate.
     pub const fn new() -> Self {
