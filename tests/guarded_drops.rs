@@ -1750,3 +1750,30 @@ fn r2_a_delegate_or_event_subscription_dropped_while_the_thread_unwinds_drops_it
         },
     );
 }
+
+/// An object with a delegate of two [`Bomb`]s, reached by a queued sender.
+struct BombPairs {
+    on_pair: MulticastDelegate<dyn Fn(Bomb, Bomb)>,
+}
+
+/// A queued send of two arguments whose `Drop`s panic, dropped unrun with the queue at the end
+/// of the game-thread session: the task holds each argument in its own guard, so the second is
+/// dropped under the guard while the first one's panic unwinds (R2), and that first panic
+/// propagates (R3). Captured as plain values, the task's drop went on to the second plainly while
+/// the first one's panic unwound: an abort.
+#[test]
+fn r2_a_queued_send_dropped_unrun_drops_each_of_its_arguments_under_the_guard() {
+    in_child_process(
+        "r2_a_queued_send_dropped_unrun_drops_each_of_its_arguments_under_the_guard",
+        || {
+            let game = GameThreadScope::enter();
+            let object = Rc::new(BombPairs {
+                on_pair: MulticastDelegate::new(),
+            });
+            let sender = QueuedSender::new(&object, |object: &BombPairs| &object.on_pair);
+            sender.send(Bomb, Bomb);
+            assert_guarded("bomb dropped", || drop(game));
+            drop(sender);
+        },
+    );
+}

@@ -177,10 +177,15 @@ macro_rules! impl_send {
             /// been dropped by then: then nothing runs and the arguments are dropped.
             pub fn send(&self, $($arg: $Arg),*) {
                 let ticket = Arc::clone(&self.ticket);
+                // Each argument in its own guard until the delivery: a task dropped unrun (the
+                // session's end, a module's unload) drops them one by one, so a second panicking
+                // `Drop` runs under the guard while the first one's panic unwinds (R2).
+                let args = ($(Guarded::new($arg),)*);
                 // The ticket may be the sender's last clone (its drop unregisters the delegate's
                 // entry, user code): dropped under the guard if the delivery unwinds (R2).
                 super::enqueue(move || {
-                    Guarded::hold(ticket, |ticket| deliver(ticket, ($($arg,)*)));
+                    let ($($arg,)*) = args;
+                    Guarded::hold(ticket, |ticket| deliver(ticket, ($($arg.into_inner(),)*)));
                 });
             }
         }
