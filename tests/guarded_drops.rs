@@ -1490,3 +1490,290 @@ fn r2_x7_a_folds_accumulator_and_combiner_are_held_when_a_subscriber_panics() {
         },
     );
 }
+
+// ---- The sweep of values the library holds outside the multicast delegates ----
+
+// A declared single-cast delegate of two arguments whose `Drop`s panic.
+declare_delegate!(Fuses(a: Bomb, b: Bomb));
+
+/// `execute_if_bound` with nothing bound (or a member binding whose object is gone) returns
+/// `None`: its arguments are then the library's to drop. Called while the thread unwinds, it
+/// drops them under the guard, each on its own (generic and declared delegates, both unbound
+/// forms; each logs two second panics). Without it, the unrun call dropped them plainly while
+/// the panic unwound: an abort.
+#[test]
+fn r2_s3_the_arguments_of_an_unbound_execute_if_bound_while_the_thread_unwinds_are_guarded() {
+    in_child_process(
+        "r2_s3_the_arguments_of_an_unbound_execute_if_bound_while_the_thread_unwinds_are_guarded",
+        || {
+            while_unwinding(8, || {
+                let generic = Delegate::<dyn Fn(Bomb, Bomb)>::new();
+                assert!(generic.execute_if_bound(Bomb, Bomb).is_none());
+                let declared = Fuses::new();
+                assert!(declared.execute_if_bound(Bomb, Bomb).is_none());
+                // Member bindings whose object was dropped.
+                let owner = Rc::new(0_u32);
+                let generic = Delegate::<dyn Fn(Bomb, Bomb)>::create_member(&owner, |_, a, b| {
+                    forget((a, b));
+                });
+                let declared = Fuses::create_member(&owner, |_: &u32, a, b| forget((a, b)));
+                drop(owner);
+                assert!(generic.execute_if_bound(Bomb, Bomb).is_none());
+                assert!(declared.execute_if_bound(Bomb, Bomb).is_none());
+            });
+        },
+    );
+}
+
+/// An unbound `execute` of two arguments whose `Drop`s panic (S2): its panic drops them under
+/// the guard each on its own. Held as one guarded tuple, the tuple's drop went on to the second
+/// argument plainly while the first one's panic unwound: an abort (generic and declared).
+#[test]
+fn r2_s2_an_unbound_execute_drops_each_of_its_arguments_under_the_guard() {
+    in_child_process(
+        "r2_s2_an_unbound_execute_drops_each_of_its_arguments_under_the_guard",
+        || {
+            let generic = Delegate::<dyn Fn(Bomb, Bomb)>::new();
+            let (message, log) = panics_with_log(|| generic.execute(Bomb, Bomb));
+            assert!(message.contains("called with nothing bound"), "{message}");
+            assert_eq!(log.matches(GUARD_LOG).count(), 2, "{log:?}");
+
+            let declared = Fuses::new();
+            let (message, log) = panics_with_log(|| declared.execute(Bomb, Bomb));
+            assert!(message.contains("called with nothing bound"), "{message}");
+            assert_eq!(log.matches(GUARD_LOG).count(), 2, "{log:?}");
+        },
+    );
+}
+
+/// A tag of numbers, sent a [`Bomb`] by name.
+static REFUSES: TagKey<u32> = TagKey::new("GuardedDrops.Refuses", false);
+
+/// A payload the bus refuses is the library's to drop: `send_tag` with a payload type other
+/// than the tag's returns `WrongPayload`, and made while the thread unwinds, it drops the payload
+/// under the guard. Without it, the early return dropped it plainly: an abort.
+#[test]
+fn r2_gb2_a_payload_send_tag_refuses_while_the_thread_unwinds_is_dropped_under_the_guard() {
+    in_child_process(
+        "r2_gb2_a_payload_send_tag_refuses_while_the_thread_unwinds_is_dropped_under_the_guard",
+        || {
+            while_unwinding(1, || {
+                let bus: MessageBus<u32> = MessageBus::new();
+                bus.send(&REFUSES, 1);
+                let tag = lumina::bus::Tag::from(&REFUSES);
+                assert!(bus.send_tag(tag, None, Bomb).is_err());
+            });
+        },
+    );
+}
+
+/// An object with a delegate of [`Bomb`]s, reached by a queued sender.
+struct Bombed {
+    on_bomb: MulticastDelegate<dyn Fn(Bomb)>,
+}
+
+/// A queued send whose delegate's entry is gone by its delivery (the object died and the
+/// registry pruned it): the arguments are the library's to drop, and a `process_queue` run
+/// while the thread unwinds drops them under the guard. Without it, the delivery dropped them
+/// plainly: an abort.
+#[test]
+fn r2_q_the_arguments_of_a_queued_send_whose_entry_is_gone_are_dropped_under_the_guard() {
+    in_child_process(
+        "r2_q_the_arguments_of_a_queued_send_whose_entry_is_gone_are_dropped_under_the_guard",
+        || {
+            let _game = GameThreadScope::enter();
+            let object = Rc::new(Bombed {
+                on_bomb: MulticastDelegate::new(),
+            });
+            let sender = QueuedSender::new(&object, |object: &Bombed| &object.on_bomb);
+            sender.send(Bomb);
+            drop(object);
+            assert_eq!(main_thread::queued_targets(), 0);
+            while_unwinding(1, || {
+                assert_eq!(main_thread::process_queue(), 1);
+            });
+            drop(sender);
+        },
+    );
+}
+
+/// A name declared with numbers, resolved first.
+static CONFLICT_FIRST: TagKey<u32> = TagKey::new("GuardedDrops.Conflict", false);
+/// The same name declared with [`Bomb`]s: resolving it panics (GB2).
+static CONFLICT_BOMB: TagKey<Bomb> = TagKey::new("GuardedDrops.Conflict", false);
+
+/// Resolving a key whose name another set declared with another payload type panics (GB2)
+/// inside the bus's call, which owns the caller's payload or listener meanwhile: each is dropped
+/// under the guard (send, send_to, post, post_to, a poster's post, every listen form). Without
+/// it, the call dropped them plainly while the conflict's panic unwound: an abort.
+#[test]
+fn r2_gb2_a_key_that_fails_to_resolve_drops_the_callers_payload_or_listener_guarded() {
+    in_child_process(
+        "r2_gb2_a_key_that_fails_to_resolve_drops_the_callers_payload_or_listener_guarded",
+        || {
+            let bus: MessageBus<u32> = MessageBus::new();
+            bus.send(&CONFLICT_FIRST, 1);
+            let conflict = |what: &str, f: &mut dyn FnMut()| {
+                let (message, log) = panics_with_log(f);
+                assert!(
+                    message.contains("GuardedDrops.Conflict"),
+                    "{what}: {message}"
+                );
+                assert!(
+                    log.contains(GUARD_LOG),
+                    "{what}: the guard logged nothing: {log:?}"
+                );
+            };
+            conflict("send", &mut || bus.send(&CONFLICT_BOMB, Bomb));
+            conflict("send_to", &mut || bus.send_to(&CONFLICT_BOMB, 3, Bomb));
+            conflict("post", &mut || bus.post(&CONFLICT_BOMB, Bomb));
+            conflict("post_to", &mut || bus.post_to(&CONFLICT_BOMB, 3, Bomb));
+            let poster = bus.poster();
+            conflict("poster", &mut || {
+                let _ = poster.post(&CONFLICT_BOMB, Bomb);
+            });
+            conflict("poster to", &mut || {
+                let _ = poster.post_to(&CONFLICT_BOMB, 3, Bomb);
+            });
+            let exact = || {
+                let loud = Loud("listener dropped");
+                move |_: &Bomb, _: &Message<'_, u32>| {
+                    let _ = &loud;
+                }
+            };
+            let partial = || {
+                let loud = Loud("listener dropped");
+                move |_: &Message<'_, u32>| {
+                    let _ = &loud;
+                }
+            };
+            conflict("listen", &mut || {
+                let _ = bus.listen(&CONFLICT_BOMB, exact());
+            });
+            conflict("listen_with_priority", &mut || {
+                let _ = bus.listen_with_priority(&CONFLICT_BOMB, 1, exact());
+            });
+            conflict("listen_entity", &mut || {
+                let _ = bus.listen_entity(&CONFLICT_BOMB, 3, exact());
+            });
+            conflict("listen_once", &mut || {
+                let _ = bus.listen_once(&CONFLICT_BOMB, exact());
+            });
+            conflict("listen_entity_once", &mut || {
+                let _ = bus.listen_entity_once(&CONFLICT_BOMB, 3, exact());
+            });
+            conflict("listen_partial", &mut || {
+                let _ = bus.listen_partial(&CONFLICT_BOMB, partial());
+            });
+            conflict("listen_partial_with_priority", &mut || {
+                let _ = bus.listen_partial_with_priority(&CONFLICT_BOMB, 1, partial());
+            });
+            conflict("listen_entity_partial", &mut || {
+                let _ = bus.listen_entity_partial(&CONFLICT_BOMB, 3, partial());
+            });
+            conflict("listen_partial_once", &mut || {
+                let _ = bus.listen_partial_once(&CONFLICT_BOMB, partial());
+            });
+            conflict("listen_entity_partial_once", &mut || {
+                let _ = bus.listen_entity_partial_once(&CONFLICT_BOMB, 3, partial());
+            });
+            assert!(bus.listeners().is_empty());
+        },
+    );
+}
+
+/// Operations of the game thread refused elsewhere (T1) own the caller's value while they panic:
+/// `spawn_local`'s future, `wake_next_frame`'s waker, `QueuedSender::new`'s accessor. Each is
+/// dropped under the guard. Without it, the refusal dropped them plainly while its panic
+/// unwound: an abort.
+#[test]
+fn r2_t1_a_game_thread_operation_refused_elsewhere_drops_the_callers_value_guarded() {
+    in_child_process(
+        "r2_t1_a_game_thread_operation_refused_elsewhere_drops_the_callers_value_guarded",
+        || {
+            assert!(!main_thread::is_game_thread());
+            let refused = |what: &str, f: &mut dyn FnMut()| {
+                let (message, log) = panics_with_log(f);
+                assert!(message.contains(what), "{what}: {message}");
+                assert!(
+                    log.contains(GUARD_LOG),
+                    "{what}: the guard logged nothing: {log:?}"
+                );
+            };
+            refused("spawn_local", &mut || {
+                let loud = Loud("future dropped");
+                let _ = lumina::coroutine::spawn_local(async move {
+                    let _ = &loud;
+                });
+            });
+            refused("wake_next_frame", &mut || {
+                main_thread::wake_next_frame(std::task::Waker::from(Arc::new(LoudWaker)));
+            });
+            refused("QueuedSender::new", &mut || {
+                let object = Rc::new(Target {
+                    on_hit: MulticastDelegate::new(),
+                });
+                let _ = QueuedSender::new(&object, loud_accessor(Loud("accessor dropped")));
+            });
+        },
+    );
+}
+
+/// A single-cast delegate and an `EventSubscription` own a user callable: dropped while the
+/// thread unwinds (as locals or fields of what a panic drops), they drop it under the guard, as
+/// `unbind` and a scoped subscription's removal do (generic and declared delegates). Without it,
+/// their drop glue dropped it plainly: an abort.
+#[test]
+fn r2_a_delegate_or_event_subscription_dropped_while_the_thread_unwinds_drops_its_callable_guarded()
+{
+    in_child_process(
+        "r2_a_delegate_or_event_subscription_dropped_while_the_thread_unwinds_drops_its_callable_guarded",
+        || {
+            while_unwinding(3, || {
+                let loud = Loud("callable dropped");
+                let _generic = Delegate::<dyn Fn()>::create_lambda(move || {
+                    let _ = &loud;
+                });
+                let loud = Loud("declared callable dropped");
+                let _declared = Fuse::create_lambda(move |bomb| {
+                    forget(bomb);
+                    let _ = &loud;
+                });
+                let processor = EventProcessor::new();
+                let loud = Loud("handler dropped");
+                let _subscription =
+                    processor.add_handler::<lumina::event::KeyPressedEvent>(0, move |_| {
+                        let _ = &loud;
+                        false
+                    });
+            });
+        },
+    );
+}
+
+/// An object with a delegate of two [`Bomb`]s, reached by a queued sender.
+struct BombPairs {
+    on_pair: MulticastDelegate<dyn Fn(Bomb, Bomb)>,
+}
+
+/// A queued send of two arguments whose `Drop`s panic, dropped unrun with the queue at the end
+/// of the game-thread session: the task holds each argument in its own guard, so the second is
+/// dropped under the guard while the first one's panic unwinds (R2), and that first panic
+/// propagates (R3). Captured as plain values, the task's drop went on to the second plainly while
+/// the first one's panic unwound: an abort.
+#[test]
+fn r2_a_queued_send_dropped_unrun_drops_each_of_its_arguments_under_the_guard() {
+    in_child_process(
+        "r2_a_queued_send_dropped_unrun_drops_each_of_its_arguments_under_the_guard",
+        || {
+            let game = GameThreadScope::enter();
+            let object = Rc::new(BombPairs {
+                on_pair: MulticastDelegate::new(),
+            });
+            let sender = QueuedSender::new(&object, |object: &BombPairs| &object.on_pair);
+            sender.send(Bomb, Bomb);
+            assert_guarded("bomb dropped", || drop(game));
+            drop(sender);
+        },
+    );
+}

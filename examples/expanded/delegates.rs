@@ -2591,7 +2591,7 @@ impl CanQuit {
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is
     /// bound or the bound object was dropped.
     pub fn execute_if_bound(&self) -> ::core::option::Option<bool> {
-        self.0.callable_ref().map(|f| f())
+        ::lumina::__private::callable_if_bound(&self.0, ()).map(|(f, ())| f())
     }
 }
 /// Shows a message in the status bar.
@@ -2665,14 +2665,18 @@ impl StatusLine {
         let (f, (message,)) = ::lumina::__private::callable_for(
             &self.0,
             "StatusLine",
-            (message,),
+            (::lumina::__private::Guarded::new(message),),
         );
-        f(message)
+        f(message.into_inner())
     }
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is
     /// bound or the bound object was dropped.
     pub fn execute_if_bound(&self, message: &str) -> ::core::option::Option<()> {
-        self.0.callable_ref().map(|f| f(message))
+        ::lumina::__private::callable_if_bound(
+                &self.0,
+                (::lumina::__private::Guarded::new(message),),
+            )
+            .map(|(f, (message,))| f(message.into_inner()))
     }
 }
 /// A panel that follows the main window's size while it is open.

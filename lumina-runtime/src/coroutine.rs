@@ -172,7 +172,7 @@ impl TaskHandle {
 /// On the game thread only (panics elsewhere, naming [`main_thread::enqueue`]).
 #[track_caller]
 pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
-    main_thread::assert_game_thread("`coroutine::spawn_local`");
+    let future = main_thread::assert_game_thread_holding("`coroutine::spawn_local`", future);
     // Guarded: dropping the tasks of an ended session below runs user `Drop`s, whose panic
     // unwinds this spawn (R2).
     let future: Guarded<BoxedTask> = Guarded::new(Box::pin(future));

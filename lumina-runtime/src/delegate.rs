@@ -66,6 +66,15 @@ impl<F: ?Sized + 'static> fmt::Debug for Delegate<F> {
     }
 }
 
+/// The callable and its captures are user values: a delegate dropped while the thread unwinds
+/// (a local or a field of what a panic drops) drops them under the guard, as
+/// [`unbind`](Delegate::unbind) does (R2).
+impl<F: ?Sized + 'static> Drop for Delegate<F> {
+    fn drop(&mut self) {
+        crate::invocation::drop_user(self.binding.take());
+    }
+}
+
 impl<F: ?Sized + 'static> Delegate<F> {
     /// An unbound delegate.
     pub const fn new() -> Self {
@@ -184,14 +193,18 @@ macro_rules! impl_delegate_arity {
                 let (callable, ($($arg,)*)) = crate::__private::callable_for(
                     self,
                     ::core::any::type_name::<Self>(),
-                    ($($arg,)*),
+                    ($(crate::invocation::Guarded::new($arg),)*),
                 );
-                callable($($arg),*)
+                callable($($arg.into_inner()),*)
             }
 
             /// Calls the bound callable if there is one: `Some(result)`, or `None` when unbound (S3).
             pub fn execute_if_bound(&self, $($arg: $Arg),*) -> Option<R> {
-                self.callable_ref().map(|callable| callable($($arg),*))
+                crate::__private::callable_if_bound(
+                    self,
+                    ($(crate::invocation::Guarded::new($arg),)*),
+                )
+                .map(|(callable, ($($arg,)*))| callable($($arg.into_inner()),*))
             }
         }
     };

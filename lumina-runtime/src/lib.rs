@@ -391,9 +391,12 @@ pub mod __private {
     }
 
     /// Not public API; used by `execute` of single-cast delegates (generic and declared): the
-    /// bound callable, or the panic of an unbound `execute` (S2). The arguments are guarded
-    /// meanwhile: if it panics they are dropped under the guard, so an argument whose `Drop`
-    /// panics too does not abort the process (R2). Free when a callable is bound.
+    /// bound callable, or the panic of an unbound `execute` (S2). The caller passes its
+    /// arguments as a tuple of `Guarded`s, one per argument, and takes each out for the call: if
+    /// this panics they are dropped under the guard each on its own, so arguments whose `Drop`
+    /// panics too do not abort the process (R2; one `Guarded` of the whole tuple would drop it as
+    /// one value, whose later elements are then dropped plainly while the first one's panic
+    /// unwinds). Free when a callable is bound.
     #[doc(hidden)]
     #[inline(always)]
     #[track_caller]
@@ -402,9 +405,26 @@ pub mod __private {
         delegate_name: &str,
         args: A,
     ) -> (&'a F, A) {
-        let args = crate::invocation::Guarded::new(args);
-        let callable = delegate.callable_or_panic(delegate_name);
-        (callable, args.into_inner())
+        (delegate.callable_or_panic(delegate_name), args)
+    }
+
+    /// Not public API; used by `execute_if_bound` of single-cast delegates (generic and
+    /// declared): the bound callable with `args`, or `None` once `args` are dropped (S3): an
+    /// unrun call's arguments are the library's to drop, under the guard while the thread
+    /// unwinds (R2). `args` come as [`callable_for`]'s do, each element in its own `Guarded`.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn callable_if_bound<F: ?Sized + 'static, A>(
+        delegate: &crate::delegate::Delegate<F>,
+        args: A,
+    ) -> Option<(&F, A)> {
+        match delegate.callable_ref() {
+            Some(callable) => Some((callable, args)),
+            None => {
+                crate::invocation::drop_user(args);
+                None
+            }
+        }
     }
 
     /// Not public API; used by expansions. The panic of `execute` on an unbound delegate (S2).

@@ -53,7 +53,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, ThreadId};
 
-use crate::invocation::{AtThreadExit, Drops};
+use crate::invocation::{AtThreadExit, Drops, Guarded};
 
 mod queued;
 pub use queued::{QueuedBroadcast, QueuedSender, queued_targets};
@@ -225,6 +225,17 @@ pub fn assert_game_thread(what: &str) {
     if !is_game_thread() {
         not_the_game_thread(what);
     }
+}
+
+/// [`assert_game_thread`] for an operation that owns a value of the caller's meanwhile (a
+/// future, a waker, an accessor): refused, it drops `value` under the guard rather than plainly
+/// while its panic unwinds (R2). Every such operation checks its thread through this.
+#[track_caller]
+#[inline]
+pub(crate) fn assert_game_thread_holding<T>(what: &str, value: T) -> T {
+    let value = Guarded::new(value);
+    assert_game_thread(what);
+    value.into_inner()
 }
 
 #[cold]
@@ -626,7 +637,7 @@ pub fn frame() -> u64 {
 /// frame-waiting futures register. On the game thread only.
 #[track_caller]
 pub fn wake_next_frame(waker: std::task::Waker) {
-    assert_game_thread("`main_thread::wake_next_frame`");
+    let waker = assert_game_thread_holding("`main_thread::wake_next_frame`", waker);
     FRAME_WAKERS.with(|wakers| wakers.borrow_mut().push(waker));
 }
 

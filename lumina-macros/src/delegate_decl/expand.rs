@@ -1265,15 +1265,22 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// or call `execute_if_bound`, which returns `None` instead.
             #[track_caller]
             pub fn execute(&self, #(#names: #types),*) #output_arrow {
-                let (#f, (#(#names,)*)) =
-                    ::lumina::__private::callable_for(&self.0, #type_name, (#(#names,)*));
-                #f(#(#names),*)
+                let (#f, (#(#names,)*)) = ::lumina::__private::callable_for(
+                    &self.0,
+                    #type_name,
+                    (#(::lumina::__private::Guarded::new(#names),)*),
+                );
+                #f(#(#names.into_inner()),*)
             }
 
             /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is
             /// bound or the bound object was dropped.
             pub fn execute_if_bound(&self, #(#names: #types),*) -> ::core::option::Option<#output> {
-                self.0.callable_ref().map(|#f| #f(#(#names),*))
+                ::lumina::__private::callable_if_bound(
+                    &self.0,
+                    (#(::lumina::__private::Guarded::new(#names),)*),
+                )
+                .map(|(#f, (#(#names,)*))| #f(#(#names.into_inner()),*))
             }
         }
     }

@@ -93,7 +93,7 @@ use std::sync::Arc;
 
 use crate::bind_site::Subscription;
 use crate::handle::DelegateHandle;
-use crate::invocation::{Drops, Guarded, InvocationList, RemoveByHandle, Shared, Spec};
+use crate::invocation::{Drops, Guarded, InvocationList, RemoveByHandle, Shared, Spec, drop_user};
 use crate::module::track;
 use crate::next_broadcast::{NextBroadcast, NextSender};
 use crate::scoped::ScopedSubscription;
@@ -743,7 +743,8 @@ impl<E: EntityId> MessageBus<E> {
         key: &TagKey<P>,
         listener: impl Fn(&P, &Message<'_, E>) + 'static,
     ) -> DelegateHandle {
-        self.add(key.tag(), None, false, 0, exact(key.tag(), listener))
+        let (tag, listener) = resolve(key, listener);
+        self.add(tag, None, false, 0, exact(tag, listener))
     }
 
     /// [`listen`](Self::listen) with a priority: higher runs first within the tag (GB3).
@@ -754,7 +755,8 @@ impl<E: EntityId> MessageBus<E> {
         priority: i32,
         listener: impl Fn(&P, &Message<'_, E>) + 'static,
     ) -> DelegateHandle {
-        self.add(key.tag(), None, false, priority, exact(key.tag(), listener))
+        let (tag, listener) = resolve(key, listener);
+        self.add(tag, None, false, priority, exact(tag, listener))
     }
 
     /// Listens to `tag` and every descendant (GB3): `listener(message)`, told the actual tag
@@ -766,7 +768,8 @@ impl<E: EntityId> MessageBus<E> {
         tag: impl Into<Tag>,
         listener: impl Fn(&Message<'_, E>) + 'static,
     ) -> DelegateHandle {
-        self.add(tag.into(), None, true, 0, partial(listener))
+        let (tag, listener) = resolve(tag, listener);
+        self.add(tag, None, true, 0, partial(listener))
     }
 
     /// [`listen_partial`](Self::listen_partial) with a priority.
@@ -777,7 +780,8 @@ impl<E: EntityId> MessageBus<E> {
         priority: i32,
         listener: impl Fn(&Message<'_, E>) + 'static,
     ) -> DelegateHandle {
-        self.add(tag.into(), None, true, priority, partial(listener))
+        let (tag, listener) = resolve(tag, listener);
+        self.add(tag, None, true, priority, partial(listener))
     }
 
     /// Listens to `key`'s tag exactly, for messages addressed to `entity` or bubbling up through
@@ -789,13 +793,8 @@ impl<E: EntityId> MessageBus<E> {
         entity: E,
         listener: impl Fn(&P, &Message<'_, E>) + 'static,
     ) -> DelegateHandle {
-        self.add(
-            key.tag(),
-            Some(entity),
-            false,
-            0,
-            exact(key.tag(), listener),
-        )
+        let (tag, listener) = resolve(key, listener);
+        self.add(tag, Some(entity), false, 0, exact(tag, listener))
     }
 
     /// [`listen_partial`](Self::listen_partial) for one entity (GB4).
@@ -806,7 +805,8 @@ impl<E: EntityId> MessageBus<E> {
         entity: E,
         listener: impl Fn(&Message<'_, E>) + 'static,
     ) -> DelegateHandle {
-        self.add(tag.into(), Some(entity), true, 0, partial(listener))
+        let (tag, listener) = resolve(tag, listener);
+        self.add(tag, Some(entity), true, 0, partial(listener))
     }
 
     // ---- one-shot listeners (X3) --------------------------------------------------------------
@@ -845,7 +845,7 @@ impl<E: EntityId> MessageBus<E> {
         key: &TagKey<P>,
         listener: impl Fn(&P, &Message<'_, E>) + 'static,
     ) -> DelegateHandle {
-        let tag = key.tag();
+        let (tag, listener) = resolve(key, listener);
         self.add(tag, None, false, 0, once_exact(tag, listener))
     }
 
@@ -857,7 +857,8 @@ impl<E: EntityId> MessageBus<E> {
         tag: impl Into<Tag>,
         listener: impl Fn(&Message<'_, E>) + 'static,
     ) -> DelegateHandle {
-        self.add(tag.into(), None, true, 0, once(None, |_| true, listener))
+        let (tag, listener) = resolve(tag, listener);
+        self.add(tag, None, true, 0, once(None, |_| true, listener))
     }
 
     /// [`listen_entity`](Self::listen_entity), for one message only (X3; see
@@ -869,7 +870,7 @@ impl<E: EntityId> MessageBus<E> {
         entity: E,
         listener: impl Fn(&P, &Message<'_, E>) + 'static,
     ) -> DelegateHandle {
-        let tag = key.tag();
+        let (tag, listener) = resolve(key, listener);
         self.add(tag, Some(entity), false, 0, once_exact(tag, listener))
     }
 
@@ -882,13 +883,8 @@ impl<E: EntityId> MessageBus<E> {
         entity: E,
         listener: impl Fn(&Message<'_, E>) + 'static,
     ) -> DelegateHandle {
-        self.add(
-            tag.into(),
-            Some(entity),
-            true,
-            0,
-            once(None, |_| true, listener),
-        )
+        let (tag, listener) = resolve(tag, listener);
+        self.add(tag, Some(entity), true, 0, once(None, |_| true, listener))
     }
 
     // ---- futures (X5) ----------------------------------------------------------------------
@@ -1297,14 +1293,16 @@ impl<E: EntityId> MessageBus<E> {
     /// it once). Sending from a listener nests.
     #[inline]
     pub fn send<P: 'static>(&self, key: &TagKey<P>, payload: P) {
-        self.deliver(key.tag(), None, payload);
+        let (tag, payload) = resolve(key, payload);
+        self.deliver(tag, None, payload);
     }
 
     /// Sends a message addressed to `entity` now (GB4): it bubbles from `entity` up the entity
     /// hierarchy, then reaches the listeners of no particular entity, unless consumed.
     #[inline]
     pub fn send_to<P: 'static>(&self, key: &TagKey<P>, entity: E, payload: P) {
-        self.deliver(key.tag(), Some(entity), payload);
+        let (tag, payload) = resolve(key, payload);
+        self.deliver(tag, Some(entity), payload);
     }
 
     /// Sends on a tag found by name at run time (data files, scripts): the payload type is
@@ -1315,8 +1313,12 @@ impl<E: EntityId> MessageBus<E> {
         entity: Option<E>,
         payload: P,
     ) -> Result<(), WrongPayload> {
-        if !tag.carries::<P>() {
-            tag.check_payload::<P>()?;
+        if !tag.carries::<P>()
+            && let Err(wrong) = tag.check_payload::<P>()
+        {
+            // Refused: the payload is the bus's to drop, guarded while the thread unwinds (R2).
+            drop_user(payload);
+            return Err(wrong);
         }
         self.deliver(tag, entity, payload);
         Ok(())
@@ -1488,12 +1490,14 @@ impl<E: EntityId> MessageBus<E> {
     /// (GB5). The payload is moved in now; the queues keep their storage, so once they have
     /// grown a post allocates nothing.
     pub fn post<P: 'static>(&self, key: &TagKey<P>, payload: P) {
-        self.enqueue(key.tag(), None, payload);
+        let (tag, payload) = resolve(key, payload);
+        self.enqueue(tag, None, payload);
     }
 
     /// [`post`](Self::post), addressed to `entity`.
     pub fn post_to<P: 'static>(&self, key: &TagKey<P>, entity: E, payload: P) {
-        self.enqueue(key.tag(), Some(entity), payload);
+        let (tag, payload) = resolve(key, payload);
+        self.enqueue(tag, Some(entity), payload);
     }
 
     fn enqueue<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
@@ -1659,6 +1663,19 @@ impl<E: EntityId> Drop for Walking<'_, '_, E> {
     fn drop(&mut self) {
         self.0.walking.set(std::ptr::null());
     }
+}
+
+/// The tag of `key` (a [`TagKey`], or a [`Tag`]), resolved while the caller's `value` (a
+/// payload, a listener) is held under the guard: resolving a key panics when its name was
+/// declared with another payload type or is malformed (GB2), and `value`, the library's then,
+/// is dropped under the guard rather than plainly while that panic unwinds (R2). Every bus
+/// operation that takes a key and a user value resolves the key through this. Free when the
+/// key resolves.
+#[inline(always)]
+pub(super) fn resolve<T>(key: impl Into<Tag>, value: T) -> (Tag, T) {
+    let value = Guarded::new(value);
+    let tag = key.into();
+    (tag, value.into_inner())
 }
 
 /// A message nobody heard: visible at debug level (GB7).

@@ -290,7 +290,8 @@ impl<E: EntityId + Send> Poster<E> {
 
     /// Posts a message on `key`'s tag (GB5).
     pub fn post<P: Send + 'static>(&self, key: &TagKey<P>, payload: P) -> Result<(), BusGone> {
-        self.push(key.tag(), None, payload)
+        let (tag, payload) = super::resolve(key, payload);
+        self.push(tag, None, payload)
     }
 
     /// Posts a message addressed to `entity` (GB4, GB5).
@@ -300,7 +301,8 @@ impl<E: EntityId + Send> Poster<E> {
         entity: E,
         payload: P,
     ) -> Result<(), BusGone> {
-        self.push(key.tag(), Some(entity), payload)
+        let (tag, payload) = super::resolve(key, payload);
+        self.push(tag, Some(entity), payload)
     }
 
     fn push<P: Send + 'static>(

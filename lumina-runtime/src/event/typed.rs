@@ -23,6 +23,7 @@ use super::class::{Event, EventClass};
 use super::events::*;
 use super::handler::EventHandler;
 use crate::handle::DelegateHandle;
+use crate::invocation::Guarded;
 use crate::scoped::{ScopedSubscription, ThisSubscription};
 
 /// What a typed handler receives: an event class `E` (the handler gets `&mut E`) or a category
@@ -303,14 +304,16 @@ pub(super) fn select_self_aware<S: EventSelector>(
 pub struct EventSubscription {
     // Declared first so it drops first: unregister, then release the handler.
     scoped: Option<ScopedSubscription>,
-    handler: Rc<dyn EventHandler>,
+    /// The user's handler: guarded, so a subscription dropped while the thread unwinds drops it
+    /// under the guard (R2).
+    handler: Guarded<Rc<dyn EventHandler>>,
 }
 
 impl EventSubscription {
     pub(super) fn new(scoped: ScopedSubscription, handler: Rc<dyn EventHandler>) -> Self {
         EventSubscription {
             scoped: Some(scoped),
-            handler,
+            handler: Guarded::new(handler),
         }
     }
 

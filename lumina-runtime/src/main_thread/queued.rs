@@ -126,7 +126,10 @@ impl<Args: Send + 'static> QueuedSender<Args> {
     where
         D: QueuedBroadcast<Args = Args> + ?Sized,
     {
-        super::assert_game_thread("`QueuedSender::new` (its delegate's registry)");
+        let delegate = super::assert_game_thread_holding(
+            "`QueuedSender::new` (its delegate's registry)",
+            delegate,
+        );
         let weak = Rc::downgrade(owner);
         let deliver: Deliver<Args> = Rc::new(move |args| {
             // Guarded while the accessor (user code) runs.
@@ -174,10 +177,15 @@ macro_rules! impl_send {
             /// been dropped by then: then nothing runs and the arguments are dropped.
             pub fn send(&self, $($arg: $Arg),*) {
                 let ticket = Arc::clone(&self.ticket);
+                // Each argument in its own guard until the delivery: a task dropped unrun (the
+                // session's end, a module's unload) drops them one by one, so a second panicking
+                // `Drop` runs under the guard while the first one's panic unwinds (R2).
+                let args = ($(Guarded::new($arg),)*);
                 // The ticket may be the sender's last clone (its drop unregisters the delegate's
                 // entry, user code): dropped under the guard if the delivery unwinds (R2).
                 super::enqueue(move || {
-                    Guarded::hold(ticket, |ticket| deliver(ticket, ($($arg,)*)));
+                    let ($($arg,)*) = args;
+                    Guarded::hold(ticket, |ticket| deliver(ticket, ($($arg.into_inner(),)*)));
                 });
             }
         }
@@ -306,10 +314,15 @@ fn deliver<Args: 'static>(ticket: &Ticket, args: Args) {
         .flatten();
     // The clone is the entry's last if the broadcast unregistered it: dropped under the guard
     // if the broadcast unwinds (R2).
-    if let Some(deliver) = deliver
-        && !Guarded::hold(deliver, |deliver| deliver(args))
-    {
-        unregister(ticket.id);
+    match deliver {
+        Some(deliver) => {
+            if !Guarded::hold(deliver, |deliver| deliver(args)) {
+                unregister(ticket.id);
+            }
+        }
+        // No entry any more: the arguments are ours to drop, guarded while the thread unwinds
+        // (a `process_queue` called from a `Drop` during a panic, R2).
+        None => drop_user(args),
     }
 }
 
