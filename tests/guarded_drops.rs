@@ -1777,3 +1777,82 @@ fn r2_a_queued_send_dropped_unrun_drops_each_of_its_arguments_under_the_guard() 
         },
     );
 }
+
+/// An argument that clones and whose `Drop` panics.
+struct ClonedBomb;
+
+impl Clone for ClonedBomb {
+    fn clone(&self) -> Self {
+        ClonedBomb
+    }
+}
+
+impl Drop for ClonedBomb {
+    fn drop(&mut self) {
+        panic!("cloned bomb dropped");
+    }
+}
+
+/// A subscriber that forgets its arguments and panics: it runs first, so the loop still holds
+/// the original arguments for the last subscriber when the panic unwinds.
+fn forgetting_then_panicking<A, B, R>() -> impl Fn(A, B) -> R + 'static {
+    move |a, b| {
+        forget((a, b));
+        panic!("first subscriber");
+    }
+}
+
+/// The original owned arguments a broadcast holds for its last subscriber, dropped by the
+/// library when an earlier subscriber panics: two arguments whose `Drop` panics. Each is
+/// dropped under its own guard (R2): held as one guarded tuple, the tuple's drop glue dropped
+/// the second one plainly while the first one's panic unwound, which aborted the process.
+#[test]
+fn r2_m11_the_original_arguments_held_for_the_last_subscriber_are_dropped_one_by_one_guarded() {
+    in_child_process(
+        "r2_m11_the_original_arguments_held_for_the_last_subscriber_are_dropped_one_by_one_guarded",
+        || {
+            let generic: MulticastDelegate<dyn Fn(ClonedBomb, ClonedBomb) -> u32> =
+                MulticastDelegate::new();
+            let calls = Rc::new(Cell::new(0));
+            let _first = generic.add_lambda(forgetting_then_panicking());
+            let _last = generic.add_lambda(forgetting(&calls));
+            assert_guarded_times("first subscriber", 2, || {
+                generic.broadcast(ClonedBomb, ClonedBomb);
+            });
+            assert_guarded_times("first subscriber", 2, || {
+                forget(generic.broadcast_collect(ClonedBomb, ClonedBomb));
+            });
+            assert_guarded_times("first subscriber", 2, || {
+                generic.broadcast_fold(ClonedBomb, ClonedBomb, 0, |sum, one| {
+                    std::ops::ControlFlow::Continue(sum + one)
+                });
+            });
+            assert_eq!(calls.get(), 0, "the last subscriber never ran");
+            assert!(!generic.is_broadcasting());
+            assert_eq!(generic.len(), 2);
+
+            let declared = OnBombs::new();
+            let _first = declared.add_lambda(forgetting_then_panicking());
+            let _last = declared.add_lambda(forgetting(&calls));
+            assert_guarded_times("first subscriber", 2, || {
+                declared.broadcast(ClonedBomb, ClonedBomb);
+            });
+            let asking = OnBombsAsk::new();
+            let _first = asking.add_lambda(forgetting_then_panicking());
+            let _last = asking.add_lambda(forgetting(&calls));
+            assert_guarded_times("first subscriber", 2, || {
+                forget(asking.broadcast_collect(ClonedBomb, ClonedBomb));
+            });
+            assert_guarded_times("first subscriber", 2, || {
+                asking.broadcast_until(ClonedBomb, ClonedBomb, |_| {
+                    std::ops::ControlFlow::<()>::Continue(())
+                });
+            });
+            assert_eq!(calls.get(), 0, "the last subscriber never ran");
+            assert_eq!((declared.len(), asking.len()), (2, 2));
+        },
+    );
+}
+
+declare_multicast_delegate!(OnBombs(a: ClonedBomb, b: ClonedBomb));
+declare_multicast_delegate!(OnBombsAsk(a: ClonedBomb, b: ClonedBomb) -> u32);

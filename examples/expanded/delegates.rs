@@ -2225,25 +2225,44 @@ impl AssetImported {
     /// added, discarding results. References are passed through; an owned argument is
     /// cloned for every subscriber but the last, which gets the original.
     pub fn broadcast(&self, path: String, bytes: usize) {
-        ::lumina::__private::broadcast_with(
-            &self.0,
-            (path, bytes),
-            |(path, bytes)| {
-                let path = ::lumina::__private::Guarded::new(
-                    ::lumina::__private::clone_arg::<String>(path),
-                );
-                let bytes = ::lumina::__private::Guarded::new(
-                    ::lumina::__private::clone_arg::<usize>(bytes),
-                );
+        if ::core::mem::needs_drop::<(String, usize)>() {
+            ::lumina::__private::broadcast_with(
+                &self.0,
                 (
-                    ::lumina::__private::Guarded::into_inner(path),
-                    ::lumina::__private::Guarded::into_inner(bytes),
-                )
-            },
-            |f, (path, bytes)| {
-                f(path, bytes);
-            },
-        );
+                    ::lumina::__private::Guarded::new(path),
+                    ::lumina::__private::Guarded::new(bytes),
+                ),
+                |(path, bytes)| (
+                    ::lumina::__private::Guarded::new(
+                        ::lumina::__private::clone_arg::<String>(&**path),
+                    ),
+                    ::lumina::__private::Guarded::new(
+                        ::lumina::__private::clone_arg::<usize>(&**bytes),
+                    ),
+                ),
+                |f, (path, bytes)| {
+                    {
+                        let (path, bytes) = (
+                            ::lumina::__private::Guarded::into_inner(path),
+                            ::lumina::__private::Guarded::into_inner(bytes),
+                        );
+                        f(path, bytes)
+                    };
+                },
+            );
+        } else {
+            ::lumina::__private::broadcast_with(
+                &self.0,
+                (path, bytes),
+                |(path, bytes)| (
+                    ::lumina::__private::clone_arg::<String>(path),
+                    ::lumina::__private::clone_arg::<usize>(bytes),
+                ),
+                |f, (path, bytes)| {
+                    f(path, bytes);
+                },
+            );
+        }
     }
     /// `broadcast`, then `clear`: for one-shot signals. Subscribers added during the
     /// broadcast are cleared too.

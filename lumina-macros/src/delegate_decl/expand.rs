@@ -316,21 +316,67 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let owned_names: Vec<&Ident> = owned.iter().map(|arg| &arg.name).collect();
     // The clone closure asserts `CloneArg` spanned at the user's type: a non-`Clone` parameter
     // is one error there, in our words (M11). It captures nothing, so the runtime's loop knows
-    // the clone from its type and inlines it, out of line too (BENCHMARKS.md, N2). It clones
-    // element by element, each finished clone guarded until the tuple is made (R2).
-    let cloned: Vec<TokenStream> = owned
-        .iter()
-        .map(|arg| {
-            let (ty, name) = (&arg.ty, &arg.name);
-            quote_spanned!(ty.span()=> ::lumina::__private::clone_arg::<#ty>(#name))
-        })
-        .collect();
-    let cloned = guarded_tuple(&owned_names, &cloned);
-    let wrapped = quote! {
-        (#(#owned_names,)*),
-        |(#(#owned_names,)*)| #cloned
+    // the clone from its type and inlines it, out of line too (BENCHMARKS.md, N2).
+    //
+    // Two or more owned arguments whose types have drop glue travel as a tuple of the runtime's
+    // `Guarded` elements (R2): a clone that panics part-way drops the finished elements under the
+    // guard, and so does the loop when it drops the originals while the thread unwinds (a
+    // subscriber panicked before the last one), each element under its own guard (a plain
+    // tuple's drop glue would drop the second one plainly while the first one's panic unwinds,
+    // and one whose `Drop` panics then aborts the process). The call takes them out first.
+    // Without drop glue there is nothing to guard, and the guards' own drop glue would cost the
+    // loop: `needs_drop` picks the path, a constant per type, so only one is compiled in. One
+    // owned argument has nothing to guard either: a plain tuple.
+    let guarded = quote!(::lumina::__private::Guarded);
+    let guard_each = owned.len() >= 2;
+    let owned_types: Vec<&Type> = owned.iter().map(|arg| &arg.ty).collect();
+    let clone_each = |guard: bool| -> Vec<TokenStream> {
+        owned
+            .iter()
+            .map(|arg| {
+                let (ty, name) = (&arg.ty, &arg.name);
+                if guard {
+                    let clone =
+                        quote_spanned!(ty.span()=> ::lumina::__private::clone_arg::<#ty>(&**#name));
+                    quote!(#guarded::new(#clone))
+                } else {
+                    quote_spanned!(ty.span()=> ::lumina::__private::clone_arg::<#ty>(#name))
+                }
+            })
+            .collect()
     };
-    let broadcast_body = |call: TokenStream| {
+    let (plain_cloned, guarded_cloned) = (clone_each(false), clone_each(true));
+    let plain_wrapped = quote! {
+        (#(#owned_names,)*),
+        |(#(#owned_names,)*)| (#(#plain_cloned,)*)
+    };
+    let plain_call = quote!(#f(#(#passed),*));
+    let guarded_wrapped = quote! {
+        (#(#guarded::new(#owned_names),)*),
+        |(#(#owned_names,)*)| (#(#guarded_cloned,)*)
+    };
+    let guarded_call = quote!({
+        let (#(#owned_names,)*) = (#(#guarded::into_inner(#owned_names),)*);
+        #f(#(#passed),*)
+    });
+    // A broadcast form, `form(arguments and their clone, a subscriber's call)`, on the path the
+    // argument types pick.
+    let paths = |form: &dyn Fn(&TokenStream, &TokenStream) -> TokenStream| {
+        let plain = form(&plain_wrapped, &plain_call);
+        if guard_each {
+            let guarded_form = form(&guarded_wrapped, &guarded_call);
+            quote! {
+                if ::core::mem::needs_drop::<(#(#owned_types,)*)>() {
+                    #guarded_form
+                } else {
+                    #plain
+                }
+            }
+        } else {
+            plain
+        }
+    };
+    let broadcast = paths(&|wrapped, call| {
         quote! {
             ::lumina::__private::broadcast_with(
                 &self.0,
@@ -338,13 +384,25 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 |#f, (#(#owned_names,)*)| { #call; },
             );
         }
-    };
-    let broadcast = broadcast_body(quote!(#f(#(#passed),*)));
+    });
     let combine = decl.output.as_ref().map(|output| {
         let (fold, stop, init) = (local("fold"), local("stop"), local("init"));
         // The runtime holds the accumulator and the combiner under the guard while
         // subscribers run (R2).
-        let call = quote!(|#f, (#(#owned_names,)*)| #f(#(#passed),*));
+        let fold_body = paths(&|wrapped, call| {
+            quote! {
+                ::lumina::__private::broadcast_fold(
+                    &self.0, #wrapped, #init, #fold, |#f, (#(#owned_names,)*)| #call,
+                )
+            }
+        });
+        let until_body = paths(&|wrapped, call| {
+            quote! {
+                ::lumina::__private::broadcast_until(
+                    &self.0, #wrapped, #stop, |#f, (#(#owned_names,)*)| #call,
+                )
+            }
+        });
         quote! {
             /// Calls subscribers in order and folds their results as they come: the fold
             /// returns `Continue(next)` to go on or `Break(last)` to stop, and then no further
@@ -356,7 +414,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #init: Acc,
                 #fold: impl ::core::ops::FnMut(Acc, #output) -> ::core::ops::ControlFlow<Acc, Acc>,
             ) -> Acc {
-                ::lumina::__private::broadcast_fold(&self.0, #wrapped, #init, #fold, #call)
+                #fold_body
             }
 
             /// Calls subscribers in order until `stop(result)` breaks: returns the break's
@@ -367,22 +425,25 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #(#names: #types,)*
                 #stop: impl ::core::ops::FnMut(#output) -> ::core::ops::ControlFlow<Out>,
             ) -> ::core::option::Option<Out> {
-                ::lumina::__private::broadcast_until(&self.0, #wrapped, #stop, #call)
+                #until_body
             }
         }
     });
     // The results are gathered by the runtime, which guards those held while later
     // subscribers run (R2).
     let collect = decl.output.as_ref().map(|output| {
+        let body = paths(&|wrapped, call| {
+            quote! {
+                ::lumina::__private::broadcast_collect(
+                    &self.0, #wrapped, |#f, (#(#owned_names,)*)| #call,
+                )
+            }
+        });
         quote! {
             /// Calls every subscriber like `broadcast` and returns their results in call order.
             #[must_use]
             pub fn broadcast_collect(&self, #(#names: #types),*) -> ::std::vec::Vec<#output> {
-                ::lumina::__private::broadcast_collect(
-                    &self.0,
-                    #wrapped,
-                    |#f, (#(#owned_names,)*)| #f(#(#passed),*),
-                )
+                #body
             }
         }
     });
@@ -1103,24 +1164,6 @@ fn expand_next(
         }
     };
     Some((delegate, view))
-}
-
-/// A block that makes the tuple of `values` (user code: clones, `ToOwned`) element by element,
-/// binding each finished element to its name in `names` under the runtime's guard until the
-/// whole tuple is made: if a later element panics, the finished ones are dropped under the guard
-/// (R2), where a tuple expression drops them plainly while unwinding and one whose `Drop` panics
-/// then aborts the process. Free when nothing panics: the guard is taken apart by moves. A value
-/// may name the parameter its element's name shadows: it is bound after the value is made. A
-/// single element has nothing to guard: a plain tuple.
-fn guarded_tuple(names: &[&Ident], values: &[TokenStream]) -> TokenStream {
-    if values.len() < 2 {
-        return quote!((#(#values,)*));
-    }
-    let guarded = quote!(::lumina::__private::Guarded);
-    quote! {{
-        #(let #names = #guarded::new(#values);)*
-        (#(#guarded::into_inner(#names),)*)
-    }}
 }
 
 /// `Name` + `Registration`, at the name's span.

@@ -186,7 +186,11 @@ pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
 /// plainly while unwinding, and one whose `Drop` panics then aborts the process). Every such
 /// tuple goes through this: the generic delegates' argument clone (`clone_each`) and the code
 /// `declare_multicast_delegate!` writes, which reaches it as `__private::Guarded` (so `new` and
-/// `into_inner` are public; the type is not public API).
+/// `into_inner` are public; the type is not public API). Those owned arguments (when their types
+/// have drop glue) also travel through the loop as a tuple of `Guarded` elements, not as one
+/// guarded tuple: a tuple's drop glue, unwinding from its first element's panicking `Drop`,
+/// would drop the second one plainly. A `Guarded` has drop glue of its own, so a value without
+/// any is passed plainly (its guard would cost the loop).
 #[repr(transparent)]
 pub struct Guarded<T>(ManuallyDrop<T>);
 
