@@ -1778,21 +1778,6 @@ fn r2_a_queued_send_dropped_unrun_drops_each_of_its_arguments_under_the_guard() 
     );
 }
 
-/// An argument that clones and whose `Drop` panics.
-struct ClonedBomb;
-
-impl Clone for ClonedBomb {
-    fn clone(&self) -> Self {
-        ClonedBomb
-    }
-}
-
-impl Drop for ClonedBomb {
-    fn drop(&mut self) {
-        panic!("cloned bomb dropped");
-    }
-}
-
 /// A subscriber that forgets its arguments and panics: it runs first, so the loop still holds
 /// the original arguments for the last subscriber when the panic unwinds.
 fn forgetting_then_panicking<A, B, R>() -> impl Fn(A, B) -> R + 'static {
@@ -1811,19 +1796,18 @@ fn r2_m11_the_original_arguments_held_for_the_last_subscriber_are_dropped_one_by
     in_child_process(
         "r2_m11_the_original_arguments_held_for_the_last_subscriber_are_dropped_one_by_one_guarded",
         || {
-            let generic: MulticastDelegate<dyn Fn(ClonedBomb, ClonedBomb) -> u32> =
-                MulticastDelegate::new();
+            let generic: MulticastDelegate<dyn Fn(Bomb, Bomb) -> u32> = MulticastDelegate::new();
             let calls = Rc::new(Cell::new(0));
             let _first = generic.add_lambda(forgetting_then_panicking());
             let _last = generic.add_lambda(forgetting(&calls));
             assert_guarded_times("first subscriber", 2, || {
-                generic.broadcast(ClonedBomb, ClonedBomb);
+                generic.broadcast(Bomb, Bomb);
             });
             assert_guarded_times("first subscriber", 2, || {
-                forget(generic.broadcast_collect(ClonedBomb, ClonedBomb));
+                forget(generic.broadcast_collect(Bomb, Bomb));
             });
             assert_guarded_times("first subscriber", 2, || {
-                generic.broadcast_fold(ClonedBomb, ClonedBomb, 0, |sum, one| {
+                generic.broadcast_fold(Bomb, Bomb, 0, |sum, one| {
                     std::ops::ControlFlow::Continue(sum + one)
                 });
             });
@@ -1835,18 +1819,16 @@ fn r2_m11_the_original_arguments_held_for_the_last_subscriber_are_dropped_one_by
             let _first = declared.add_lambda(forgetting_then_panicking());
             let _last = declared.add_lambda(forgetting(&calls));
             assert_guarded_times("first subscriber", 2, || {
-                declared.broadcast(ClonedBomb, ClonedBomb);
+                declared.broadcast(Bomb, Bomb);
             });
             let asking = OnBombsAsk::new();
             let _first = asking.add_lambda(forgetting_then_panicking());
             let _last = asking.add_lambda(forgetting(&calls));
             assert_guarded_times("first subscriber", 2, || {
-                forget(asking.broadcast_collect(ClonedBomb, ClonedBomb));
+                forget(asking.broadcast_collect(Bomb, Bomb));
             });
             assert_guarded_times("first subscriber", 2, || {
-                asking.broadcast_until(ClonedBomb, ClonedBomb, |_| {
-                    std::ops::ControlFlow::<()>::Continue(())
-                });
+                asking.broadcast_until(Bomb, Bomb, |_| std::ops::ControlFlow::<()>::Continue(()));
             });
             assert_eq!(calls.get(), 0, "the last subscriber never ran");
             assert_eq!((declared.len(), asking.len()), (2, 2));
@@ -1854,5 +1836,50 @@ fn r2_m11_the_original_arguments_held_for_the_last_subscriber_are_dropped_one_by
     );
 }
 
-declare_multicast_delegate!(OnBombs(a: ClonedBomb, b: ClonedBomb));
-declare_multicast_delegate!(OnBombsAsk(a: ClonedBomb, b: ClonedBomb) -> u32);
+declare_multicast_delegate!(OnBombs(a: Bomb, b: Bomb));
+declare_multicast_delegate!(OnBombsAsk(a: Bomb, b: Bomb) -> u32);
+
+/// An object whose delegate takes two [`Bomb`]s, through the broadcast (which clones them).
+struct BombPairsCloned {
+    on_pair: MulticastDelegate<dyn Fn(Bomb, Bomb)>,
+}
+
+/// A queued send of two such arguments, delivered while its registry entry is still there: if
+/// the object is gone by then, or the accessor panics, the delivery drops the arguments itself,
+/// one by one, each under its own guard (R2). Held as one tuple, the tuple's drop glue dropped
+/// the second one plainly while the first one's panic unwound: an abort.
+#[test]
+fn r2_q_a_queued_delivery_drops_each_argument_under_its_own_guard() {
+    in_child_process(
+        "r2_q_a_queued_delivery_drops_each_argument_under_its_own_guard",
+        || {
+            let _game = GameThreadScope::enter();
+            // The object is gone, its entry not yet pruned: the delivery finds no object.
+            let object = Rc::new(BombPairsCloned {
+                on_pair: MulticastDelegate::new(),
+            });
+            let sender = QueuedSender::new(&object, |object: &BombPairsCloned| &object.on_pair);
+            sender.send(Bomb, Bomb);
+            drop(object);
+            assert_guarded_times("bomb dropped", 1, || {
+                main_thread::process_queue();
+            });
+            drop(sender);
+            // The accessor (user code) panics while the delivery holds the arguments.
+            let object = Rc::new(BombPairsCloned {
+                on_pair: MulticastDelegate::new(),
+            });
+            let sender = QueuedSender::new(
+                &object,
+                |_: &BombPairsCloned| -> &MulticastDelegate<dyn Fn(Bomb, Bomb)> {
+                    panic!("accessor")
+                },
+            );
+            sender.send(Bomb, Bomb);
+            assert_guarded_times("accessor", 2, || {
+                main_thread::process_queue();
+            });
+            drop(sender);
+        },
+    );
+}

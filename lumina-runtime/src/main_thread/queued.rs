@@ -114,7 +114,7 @@ impl<Args> fmt::Debug for QueuedSender<Args> {
     }
 }
 
-impl<Args: Send + 'static> QueuedSender<Args> {
+impl<Args: Send + ArgTuple + 'static> QueuedSender<Args> {
     /// A sender for the delegate `delegate(owner)` reaches, e.g.
     /// `|player: &Player| &player.on_health_changed`. Holds `owner` weakly.
     ///
@@ -131,14 +131,14 @@ impl<Args: Send + 'static> QueuedSender<Args> {
             delegate,
         );
         let weak = Rc::downgrade(owner);
-        let deliver: Deliver<Args> = Rc::new(move |args| {
-            // Guarded while the accessor (user code) runs.
-            let args = Guarded::new(args);
+        let deliver: Deliver<Args> = Rc::new(move |args: Args::Guarded| {
+            // Each argument in its own guard while the accessor (user code) runs, and if the
+            // object is gone: dropped one by one (R2).
             match weak.upgrade() {
                 // This strong reference is the object's last if the broadcast dropped the
                 // others: dropped under the guard if the broadcast unwinds (R2).
                 Some(object) => Guarded::hold(object, |object| {
-                    delegate(object).broadcast_args(args.into_inner());
+                    delegate(object).broadcast_args(Args::unguard(args));
                     true
                 }),
                 None => false,
@@ -184,8 +184,7 @@ macro_rules! impl_send {
                 // The ticket may be the sender's last clone (its drop unregisters the delegate's
                 // entry, user code): dropped under the guard if the delivery unwinds (R2).
                 super::enqueue(move || {
-                    let ($($arg,)*) = args;
-                    Guarded::hold(ticket, |ticket| deliver(ticket, ($($arg.into_inner(),)*)));
+                    Guarded::hold(ticket, |ticket| deliver::<($($Arg,)*)>(ticket, args));
                 });
             }
         }
@@ -240,7 +239,42 @@ pub fn queued_targets() -> usize {
 }
 
 /// Upgrades the object and broadcasts `args`; `false` once the object is gone.
-type Deliver<Args> = Rc<dyn Fn(Args) -> bool>;
+type Deliver<Args> = Rc<dyn Fn(<Args as ArgTuple>::Guarded) -> bool>;
+
+/// A queued broadcast's arguments as a tuple, and the same tuple with each element in its own
+/// [`Guarded`]: how they travel from `send` to the delivery, so that whatever drops them before
+/// the broadcast (a task dropped unrun, an object gone, an accessor that panics) drops them one
+/// by one, and a second panicking `Drop` runs under the guard while the first one's panic
+/// unwinds (R2; a plain tuple's drop glue would drop it plainly). Implemented for the tuples
+/// `send` takes (up to six parameters).
+#[doc(hidden)]
+pub trait ArgTuple: Sized {
+    /// `(Guarded<A>, Guarded<B>, ..)` for `(A, B, ..)`.
+    type Guarded: 'static;
+    /// Takes each element out of its guard.
+    fn unguard(guarded: Self::Guarded) -> Self;
+}
+
+/// `ArgTuple` for each number of parameters.
+macro_rules! impl_arg_tuple {
+    ($($arg:ident: $Arg:ident),*) => {
+        impl<$($Arg: 'static),*> ArgTuple for ($($Arg,)*) {
+            type Guarded = ($(Guarded<$Arg>,)*);
+            #[allow(clippy::unused_unit)] // the arity 0 tuple
+            fn unguard(($($arg,)*): Self::Guarded) -> Self {
+                ($($arg.into_inner(),)*)
+            }
+        }
+    };
+}
+
+impl_arg_tuple!();
+impl_arg_tuple!(a: A);
+impl_arg_tuple!(a: A, b: B);
+impl_arg_tuple!(a: A, b: B, c: C);
+impl_arg_tuple!(a: A, b: B, c: C, d: D);
+impl_arg_tuple!(a: A, b: B, c: C, d: D, e: E);
+impl_arg_tuple!(a: A, b: B, c: C, d: D, e: E, g: G);
 
 /// A registry entry: the object (to find dropped ones without knowing `Args`) and its
 /// `Deliver<Args>`.
@@ -303,7 +337,7 @@ fn unregister(id: u64) {
 
 /// Runs on the game thread: broadcasts `args` through the entry of `ticket`, if it is still
 /// registered here and its object alive; otherwise drops `args`.
-fn deliver<Args: 'static>(ticket: &Ticket, args: Args) {
+fn deliver<Args: ArgTuple + 'static>(ticket: &Ticket, args: Args::Guarded) {
     let deliver = TARGETS
         .try_with(|targets| {
             let targets = targets.borrow();
