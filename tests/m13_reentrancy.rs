@@ -337,3 +337,57 @@ fn m13_4_remove_all_during_a_broadcast_is_atomic_too() {
     assert_eq!(d.len(), 1);
     d.clear(); // the remover holds the delegate: break the cycle
 }
+
+lumina::declare_multicast_delegate!(OnArgCopy(arg: Arg, count: u32));
+lumina::declare_multicast_delegate!(OnArgOwned(arg: Arg, name: String));
+
+/// A declared delegate's argument clone is written by its expansion and runs in the shared loop
+/// out of line, on one of two paths (plain arguments; arguments with drop glue, each in its own
+/// guard): on both, a clone that removes the subscriber it is made for keeps that subscriber
+/// from running (M3, M13), the clone goes to the next one (M11), and the rest run.
+#[test]
+fn m13_a_declared_delegates_argument_clone_that_removes_its_subscriber_stops_it_on_both_paths() {
+    fn check<D>(
+        delegate: Rc<D>,
+        add: impl Fn(&D, Box<dyn Fn()>) -> DelegateHandle,
+        remove: impl Fn(&D, DelegateHandle) -> bool + 'static,
+        broadcast: impl Fn(&D),
+    ) where
+        D: 'static,
+    {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let push = |name: &'static str| {
+            let log = Rc::clone(&log);
+            Box::new(move || log.borrow_mut().push(name)) as Box<dyn Fn()>
+        };
+        let first = add(&delegate, push("first"));
+        let _second = add(&delegate, push("second"));
+        let _third = add(&delegate, push("third"));
+        // The first clone is made for the first subscriber, before its check: it removes that
+        // subscriber, which then does not run; the clone waits for the second.
+        let target = Rc::clone(&delegate);
+        ACTION.with(|a| {
+            *a.borrow_mut() = Some(Box::new(move || {
+                assert!(remove(&target, first));
+            }));
+        });
+        broadcast(&delegate);
+        assert_eq!(*log.borrow(), ["second", "third"]);
+        assert!(
+            ACTION.with(|a| a.borrow().is_none()),
+            "the clone ran its action"
+        );
+    }
+    check(
+        Rc::new(OnArgCopy::new()),
+        |d, f| d.add_lambda(move |_: Arg, _: u32| f()),
+        |d, h| d.remove(h),
+        |d| d.broadcast(Arg, 7),
+    );
+    check(
+        Rc::new(OnArgOwned::new()),
+        |d, f| d.add_lambda(move |_: Arg, _: String| f()),
+        |d, h| d.remove(h),
+        |d| d.broadcast(Arg, "owned".to_owned()),
+    );
+}

@@ -2604,7 +2604,7 @@ impl CanQuit {
     /// or call `execute_if_bound`, which returns `None` instead.
     #[track_caller]
     pub fn execute(&self) -> bool {
-        let (f, ()) = ::lumina::__private::callable_for(&self.0, "CanQuit", ());
+        let f = ::lumina::__private::callable_for(&self.0, "CanQuit");
         f()
     }
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is
@@ -2681,11 +2681,8 @@ impl StatusLine {
     /// or call `execute_if_bound`, which returns `None` instead.
     #[track_caller]
     pub fn execute(&self, message: &str) {
-        let (f, (message,)) = ::lumina::__private::callable_for(
-            &self.0,
-            "StatusLine",
-            (::lumina::__private::Guarded::new(message),),
-        );
+        let message = ::lumina::__private::Guarded::new(message);
+        let f = ::lumina::__private::callable_for(&self.0, "StatusLine");
         f(message.into_inner())
     }
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is

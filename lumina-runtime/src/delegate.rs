@@ -190,11 +190,9 @@ macro_rules! impl_delegate_arity {
             /// [`execute_if_bound`](Self::execute_if_bound).
             #[track_caller]
             pub fn execute(&self, $($arg: $Arg),*) -> R {
-                let (callable, ($($arg,)*)) = crate::__private::callable_for(
-                    self,
-                    ::core::any::type_name::<Self>(),
-                    ($(crate::invocation::Guarded::new($arg),)*),
-                );
+                // Each argument in its own guard meanwhile (see `callable_for`).
+                $(let $arg = crate::invocation::Guarded::new($arg);)*
+                let callable = crate::__private::callable_for(self, ::core::any::type_name::<Self>());
                 callable($($arg.into_inner()),*)
             }
 

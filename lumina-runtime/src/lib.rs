@@ -349,7 +349,7 @@ pub mod __private {
 
     /// Not public API; used by expansions. A declared delegate's owned broadcast arguments with
     /// the closure that clones them, which the expansion writes (capturing nothing, so `K` is a
-    /// zero-sized type; a generic delegate's carry its `clone_each`, a function item): the
+    /// zero-sized type; a generic delegate's fold and until pass `Clone::clone`): the
     /// loop, compiled out of line, still knows the clone from the type and inlines it (a
     /// function pointer here cost an indirect call per subscriber: 20 instructions per call
     /// against 12, BENCHMARKS.md). Its `Clone` impl asks only that `K` clones, which a
@@ -360,15 +360,6 @@ pub mod __private {
         /// The arguments.
         pub value: A,
         clone: K,
-    }
-
-    impl<A, K: Fn(&A) -> A + Copy> ClonedBy<A, K> {
-        /// `value`, cloned by `clone` (the generic delegates' broadcasts; the expansions go
-        /// through [`broadcast_with`] and its siblings).
-        #[inline(always)]
-        pub(crate) const fn new(value: A, clone: K) -> Self {
-            ClonedBy { value, clone }
-        }
     }
 
     impl<A, K: Fn(&A) -> A + Copy> Clone for ClonedBy<A, K> {
@@ -391,27 +382,26 @@ pub mod __private {
     }
 
     /// Not public API; used by `execute` of single-cast delegates (generic and declared): the
-    /// bound callable, or the panic of an unbound `execute` (S2). The caller passes its
-    /// arguments as a tuple of `Guarded`s, one per argument, and takes each out for the call: if
-    /// this panics they are dropped under the guard each on its own, so arguments whose `Drop`
-    /// panics too do not abort the process (R2; one `Guarded` of the whole tuple would drop it as
-    /// one value, whose later elements are then dropped plainly while the first one's panic
-    /// unwinds). Free when a callable is bound.
+    /// bound callable, or the panic of an unbound `execute` (S2). The caller holds each of its
+    /// arguments in its own `Guarded` meanwhile and takes them out for the call: if this panics
+    /// they are dropped under the guard each on its own, so arguments whose `Drop` panics too do
+    /// not abort the process (R2; as plain parameters, or as one `Guarded` of their tuple, the
+    /// later ones would be dropped plainly while the first one's panic unwinds). Free when a
+    /// callable is bound.
     #[doc(hidden)]
     #[inline(always)]
     #[track_caller]
-    pub fn callable_for<'a, F: ?Sized + 'static, A>(
+    pub fn callable_for<'a, F: ?Sized + 'static>(
         delegate: &'a crate::delegate::Delegate<F>,
         delegate_name: &str,
-        args: A,
-    ) -> (&'a F, A) {
-        (delegate.callable_or_panic(delegate_name), args)
+    ) -> &'a F {
+        delegate.callable_or_panic(delegate_name)
     }
 
     /// Not public API; used by `execute_if_bound` of single-cast delegates (generic and
     /// declared): the bound callable with `args`, or `None` once `args` are dropped (S3): an
     /// unrun call's arguments are the library's to drop, under the guard while the thread
-    /// unwinds (R2). `args` come as [`callable_for`]'s do, each element in its own `Guarded`.
+    /// unwinds (R2). `args` come as a tuple of `Guarded`s, one per argument (see [`callable_for`]).
     #[doc(hidden)]
     #[inline(always)]
     pub fn callable_if_bound<F: ?Sized + 'static, A>(

@@ -361,24 +361,6 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
 macro_rules! impl_multicast_arity {
     ($($arg:ident: $Arg:ident),*) => {
         impl<$($Arg: Clone + 'static,)* R: 'static> MulticastDelegate<dyn Fn($($Arg),*) -> R> {
-            /// The arguments' clone for one subscriber (M11), when an argument type has drop
-            /// glue: every broadcast form then passes its owned arguments through the loop as a
-            /// tuple of [`Guarded`] elements and clones them here. If one element's `Clone`
-            /// panics, the finished ones are dropped under the guard; if the arguments are
-            /// dropped while the thread unwinds (a subscriber panicked before the last one got
-            /// the originals), each element is dropped under its own guard, so two arguments
-            /// whose `Drop` panics do not abort the process either (R2: a plain tuple's drop
-            /// glue drops the second one plainly while the first one's panic unwinds). Without
-            /// drop glue (`Copy` arguments, say) there is nothing to guard, and the forms pass a
-            /// plain tuple: the guards' own drop glue would cost the loop (callgrind: 10 -> 18
-            /// instructions for an empty broadcast, 247 -> 269 at N = 16). The test is a
-            /// constant per instantiation: only one path is compiled in.
-            #[inline(always)]
-            #[allow(clippy::unused_unit)] // the arity 0 tuple
-            fn clone_each(($($arg,)*): &($(Guarded<$Arg>,)*)) -> ($(Guarded<$Arg>,)*) {
-                ($(Guarded::new((**$arg).clone()),)*)
-            }
-
             /// Adds a closure; the returned handle removes it.
             #[track_caller]
             pub fn add_lambda(&self, f: impl Fn($($Arg),*) -> R + 'static) -> DelegateHandle {
@@ -572,7 +554,7 @@ macro_rules! impl_multicast_arity {
                     crate::__private::broadcast_fold(
                         self,
                         ($(Guarded::new($arg),)*),
-                        Self::clone_each,
+                        Clone::clone,
                         init,
                         fold,
                         |f, ($($arg,)*)| f($($arg.into_inner()),*),
@@ -602,7 +584,7 @@ macro_rules! impl_multicast_arity {
                     crate::__private::broadcast_until(
                         self,
                         ($(Guarded::new($arg),)*),
-                        Self::clone_each,
+                        Clone::clone,
                         stop,
                         |f, ($($arg,)*)| f($($arg.into_inner()),*),
                     )
@@ -669,11 +651,17 @@ macro_rules! impl_multicast_arity {
             /// Calls every subscriber present when the broadcast starts, in order, discarding
             /// results. Owned arguments are cloned at most N - 1 times (M11); never allocates (M12).
             pub fn broadcast(&self, $($arg: $Arg),*) {
-                // See `clone_each` for the two paths.
+                // Owned arguments with drop glue travel through the loop each in its own
+                // `Guarded`, which clones into a guard of its own: a clone panicking part-way
+                // drops the finished elements under the guard, and the originals held for the
+                // last subscriber, dropped when an earlier one panics, drop one by one (R2: a
+                // plain tuple's drop glue drops the second plainly while the first one's panic
+                // unwinds). Without drop glue (`Copy` arguments, say) nothing needs a guard, and
+                // a guard's own drop glue would cost the loop (callgrind: an empty broadcast 10 ->
+                // 18 instructions, 247 -> 269 at N = 16): a plain tuple. `needs_drop` is a
+                // constant per instantiation, so one path is compiled in. Every form does this.
                 if std::mem::needs_drop::<($($Arg,)*)>() {
-                    let args = crate::__private::ClonedBy::new(($(Guarded::new($arg),)*), Self::clone_each);
-                    self.list.broadcast_with(args, |f, args| {
-                        let ($($arg,)*) = args.value;
+                    self.list.broadcast_with(($(Guarded::new($arg),)*), |f, ($($arg,)*)| {
                         f($($arg.into_inner()),*);
                     });
                 } else {
@@ -714,9 +702,7 @@ macro_rules! impl_multicast_arity {
             /// results in call order.
             pub fn broadcast_collect(&self, $($arg: $Arg),*) -> Vec<R> {
                 if std::mem::needs_drop::<($($Arg,)*)>() {
-                    let args = crate::__private::ClonedBy::new(($(Guarded::new($arg),)*), Self::clone_each);
-                    self.collect_with(args, |f, args| {
-                        let ($($arg,)*) = args.value;
+                    self.collect_with(($(Guarded::new($arg),)*), |f, ($($arg,)*)| {
                         f($($arg.into_inner()),*)
                     })
                 } else {

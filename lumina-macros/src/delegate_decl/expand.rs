@@ -1308,11 +1308,8 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// or call `execute_if_bound`, which returns `None` instead.
             #[track_caller]
             pub fn execute(&self, #(#names: #types),*) #output_arrow {
-                let (#f, (#(#names,)*)) = ::lumina::__private::callable_for(
-                    &self.0,
-                    #type_name,
-                    (#(::lumina::__private::Guarded::new(#names),)*),
-                );
+                #(let #names = ::lumina::__private::Guarded::new(#names);)*
+                let #f = ::lumina::__private::callable_for(&self.0, #type_name);
                 #f(#(#names.into_inner()),*)
             }
 

@@ -184,7 +184,8 @@ pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
 /// a `Guarded` until the whole tuple is made: if a later element's `Clone` panics, the finished
 /// ones are dropped under the guard (a tuple expression, and std's tuple `Clone`, drop them
 /// plainly while unwinding, and one whose `Drop` panics then aborts the process). Every such
-/// tuple goes through this: the generic delegates' argument clone (`clone_each`) and the code
+/// tuple goes through this: the generic delegates' argument clone (std's tuple `Clone` over
+/// `Guarded` elements, which clone into a guard of their own) and the code
 /// `declare_multicast_delegate!` writes, which reaches it as `__private::Guarded` (so `new` and
 /// `into_inner` are public; the type is not public API). Those owned arguments (when their types
 /// have drop glue) also travel through the loop as a tuple of `Guarded` elements, not as one
@@ -289,6 +290,16 @@ impl<T> DerefMut for Guarded<T> {
     #[inline(always)]
     fn deref_mut(&mut self) -> &mut T {
         &mut self.0
+    }
+}
+
+/// A clone of the value, in a guard of its own: a tuple of `Guarded` elements cloned by std's
+/// tuple `Clone` then keeps each finished element guarded if a later one's `Clone` panics (the
+/// generic delegates' owned arguments, R2).
+impl<T: Clone> Clone for Guarded<T> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        Guarded::new((**self).clone())
     }
 }
 

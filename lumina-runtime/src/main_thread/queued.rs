@@ -168,9 +168,17 @@ impl<Args: Send + ArgTuple + 'static> QueuedSender<Args> {
     }
 }
 
-/// `send` for each number of parameters.
+/// `send` and [`ArgTuple`] for each number of parameters.
 macro_rules! impl_send {
     ($($arg:ident: $Arg:ident),*) => {
+        impl<$($Arg: 'static),*> ArgTuple for ($($Arg,)*) {
+            type Guarded = ($(Guarded<$Arg>,)*);
+            #[allow(clippy::unused_unit)] // the arity 0 tuple
+            fn unguard(($($arg,)*): Self::Guarded) -> Self {
+                ($($arg.into_inner(),)*)
+            }
+        }
+
         impl<$($Arg: Send + 'static),*> QueuedSender<($($Arg,)*)> {
             /// Queues a broadcast with these arguments, from any thread. It runs on the game
             /// thread at its next `main_thread::process_queue`, unless the delegate's object has
@@ -245,8 +253,8 @@ type Deliver<Args> = Rc<dyn Fn(<Args as ArgTuple>::Guarded) -> bool>;
 /// [`Guarded`]: how they travel from `send` to the delivery, so that whatever drops them before
 /// the broadcast (a task dropped unrun, an object gone, an accessor that panics) drops them one
 /// by one, and a second panicking `Drop` runs under the guard while the first one's panic
-/// unwinds (R2; a plain tuple's drop glue would drop it plainly). Implemented for the tuples
-/// `send` takes (up to six parameters).
+/// unwinds (R2; a plain tuple's drop glue would drop it plainly). Implemented with `send`, for
+/// the tuples it takes (up to six parameters).
 #[doc(hidden)]
 pub trait ArgTuple: Sized {
     /// `(Guarded<A>, Guarded<B>, ..)` for `(A, B, ..)`.
@@ -254,27 +262,6 @@ pub trait ArgTuple: Sized {
     /// Takes each element out of its guard.
     fn unguard(guarded: Self::Guarded) -> Self;
 }
-
-/// `ArgTuple` for each number of parameters.
-macro_rules! impl_arg_tuple {
-    ($($arg:ident: $Arg:ident),*) => {
-        impl<$($Arg: 'static),*> ArgTuple for ($($Arg,)*) {
-            type Guarded = ($(Guarded<$Arg>,)*);
-            #[allow(clippy::unused_unit)] // the arity 0 tuple
-            fn unguard(($($arg,)*): Self::Guarded) -> Self {
-                ($($arg.into_inner(),)*)
-            }
-        }
-    };
-}
-
-impl_arg_tuple!();
-impl_arg_tuple!(a: A);
-impl_arg_tuple!(a: A, b: B);
-impl_arg_tuple!(a: A, b: B, c: C);
-impl_arg_tuple!(a: A, b: B, c: C, d: D);
-impl_arg_tuple!(a: A, b: B, c: C, d: D, e: E);
-impl_arg_tuple!(a: A, b: B, c: C, d: D, e: E, g: G);
 
 /// A registry entry: the object (to find dropped ones without knowing `Args`) and its
 /// `Deliver<Args>`.
