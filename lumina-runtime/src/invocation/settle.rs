@@ -3,7 +3,7 @@
 //! broadcast merges the pending subscribers in and compacts the main list.
 
 use super::entry::{Entry, Subscriber};
-use super::list::{Block, LOCK_ONE, NEEDS_SETTLE, STOP};
+use super::list::{Block, LOCK_ONE, STOP};
 // The walk names them here; they live below the list, in `drops`.
 pub(super) use super::drops::{Drops, Guarded};
 
@@ -13,8 +13,19 @@ impl<C: Subscriber> Block<C> {
     pub(super) fn unlock(&self) {
         let state = self.state.get() - LOCK_ONE;
         self.state.set(state);
-        // Lock at 0 with NEEDS_SETTLE (HAS_PENDING and STOP come with it): odd, below LOCK_ONE.
-        if state.wrapping_sub(NEEDS_SETTLE) < LOCK_ONE - NEEDS_SETTLE {
+        // The common end: the outermost broadcast, nothing to settle (lock count 0, no flag).
+        if state != 0 {
+            self.unlock_rest(state);
+        }
+    }
+
+    /// [`unlock`](Self::unlock) when the state it left is not 0: an enclosing broadcast still
+    /// runs (nothing to do), or the lock is at 0 with `NEEDS_SETTLE` (`HAS_PENDING` and `STOP`
+    /// come with it): below [`LOCK_ONE`].
+    #[cold]
+    #[inline(never)]
+    fn unlock_rest(&self, state: u32) {
+        if state < LOCK_ONE {
             self.settle();
         }
     }
