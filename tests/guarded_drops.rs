@@ -787,6 +787,41 @@ fn r2_a_waker_a_poll_replaces_while_the_thread_unwinds_is_dropped_under_the_guar
     );
 }
 
+/// A finished `NextBroadcast` polled again from a `Drop` while the thread unwinds: the misuse
+/// that panics on a normal path returns `Pending` there, so the process does not abort (R2).
+#[test]
+fn r2_a_finished_next_polled_again_while_the_thread_unwinds_does_not_abort() {
+    in_child_process(
+        "r2_a_finished_next_polled_again_while_the_thread_unwinds_does_not_abort",
+        || {
+            let on_hit: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+            let mut next = Box::pin(on_hit.next());
+            on_hit.broadcast(7);
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            assert_eq!(
+                next.as_mut().poll(&mut cx),
+                std::task::Poll::Ready(Ok((7,)))
+            );
+            let mut next = Some(next);
+            while_unwinding(0, || {
+                let mut next = next.take().expect("one drop");
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                assert!(next.as_mut().poll(&mut cx).is_pending());
+            });
+            // Outside an unwind the misuse still panics.
+            let mut again = Box::pin(on_hit.next());
+            on_hit.broadcast(8);
+            assert!(again.as_mut().poll(&mut cx).is_ready());
+            let payload = panic::catch_unwind(AssertUnwindSafe(|| {
+                let _ = again.as_mut().poll(&mut cx);
+            }))
+            .expect_err("a second poll panics");
+            let message = panic_message(&*payload);
+            assert!(message.contains("polled after it completed"), "{message}");
+        },
+    );
+}
+
 /// A panic payload whose `Drop` panics too.
 struct LoudPayload;
 

@@ -157,6 +157,12 @@ impl Drop for WakeOnDrop {
 ///   executor polls it, and [`coroutine::spawn_local`](crate::coroutine::spawn_local) runs it on
 ///   the game thread.
 ///
+/// # Panics
+///
+/// Polled again after it returned `Ready`, it panics (a misuse of the future). While the thread
+/// already unwinds a panic (the poll is made from a `Drop`), it returns `Pending` instead: a
+/// second panic there would abort the process (R2).
+///
 /// ```
 /// use lumina::MulticastDelegate;
 /// use std::future::Future;
@@ -212,6 +218,10 @@ impl<T> Future for NextBroadcast<T> {
                 State::Waiting(_) => {}
                 State::Done => {
                     drop(state);
+                    // Never a second panic while one unwinds: that would abort (R2).
+                    if std::thread::panicking() {
+                        return Poll::Pending;
+                    }
                     panic!("lumina: a `NextBroadcast` future was polled after it completed")
                 }
                 State::Ready(_) | State::Gone => {
