@@ -902,3 +902,28 @@ fn mb4_r5_a_subscription_made_by_a_drop_the_unload_runs_late_goes_before_the_unm
     }
     assert!(!trace.contains("must not"), "{trace}");
 }
+
+/// R5 for a value a module's code leaves with the main-thread queue outside any invocation list:
+/// a waker of its own type, registered by a frame-waiting future (`coroutine::next_frame`) that
+/// it polled with its own executor from its shut-down and then dropped. The waker stays with the
+/// frame waiters; the next drain wakes it. Without the unload dropping it (while the library is
+/// still mapped), that drain called the waker's `wake` in the unmapped library: the engine
+/// crashed (SIGSEGV).
+#[test]
+fn r5_mb4_a_frame_waker_a_module_left_is_dropped_before_the_unmap() {
+    let (trace, _) = reentry("r5-frame-waker", &["frame-waker"], None);
+    let lines = plan_lines(&trace, "frame-waker");
+    let at = |wanted: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(wanted))
+            .unwrap_or_else(|| panic!("no {wanted:?} in {lines:#?}"))
+    };
+    let left = at("module: left a frame waker");
+    let dropped = at("module: frame waker dropped");
+    let unloaded = at("engine: unload reentrant_module (module#");
+    assert!(lines[unloaded].contains("Ok("), "{lines:#?}");
+    assert!(left < dropped && dropped < unloaded, "{lines:#?}");
+    assert!(!trace.contains("must not"), "{trace}");
+    assert_gone(&trace, "frame-waker");
+}

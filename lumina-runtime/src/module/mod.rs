@@ -871,6 +871,9 @@ struct Released {
     queued: usize,
     /// Coroutine tasks it spawned, dropped unpolled.
     tasks: usize,
+    /// Wakers of its types waiting for the next frame (`main_thread::wake_next_frame`), dropped
+    /// unwoken.
+    wakers: usize,
 }
 
 impl Released {
@@ -885,7 +888,7 @@ impl Released {
     /// if not, the library must stay mapped (R5). A panicking `Drop` goes to `drops` (R3).
     fn release_all(&mut self, id: ModuleId, drops: &mut Drops) -> bool {
         for _ in 0..Self::ROUNDS {
-            let before = (self.swept, self.queued, self.tasks);
+            let before = (self.swept, self.queued, self.tasks, self.wakers);
             drops.run(|| {
                 let (left, swept) = release_values(id);
                 self.left += left;
@@ -900,7 +903,12 @@ impl Released {
                     (hooks.drop_tasks)(&|code| track::belongs_to(id.0, code))
                 });
             });
-            if (self.swept, self.queued, self.tasks) == before
+            drops.run(|| {
+                self.wakers += main_thread::drop_frame_wakers(|waker| {
+                    track::belongs_to(id.0, track::code_of_waker(waker))
+                });
+            });
+            if (self.swept, self.queued, self.tasks, self.wakers) == before
                 && track::record_ids_here(id.0).is_empty()
             {
                 return true;
@@ -915,8 +923,17 @@ impl Released {
             swept,
             queued,
             tasks,
+            wakers,
             ..
         } = *self;
+        if wakers > 0 {
+            tracing::warn!(
+                module = name,
+                "lumina: game module `{name}` was unloaded with {wakers} waker(s) of its types \
+                 waiting for the next frame (left by frame-waiting futures it polled); they were \
+                 dropped unwoken"
+            );
+        }
         if tasks > 0 {
             tracing::warn!(
                 module = name,

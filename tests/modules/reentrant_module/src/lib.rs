@@ -16,6 +16,10 @@
 //! - `coroutine-drop`: the `Drop` of a capture of such a waiting task, which its unload drops
 //!   unpolled;
 //!
+//! the plan `frame-waker` polls a frame-waiting future (`coroutine::next_frame`) once from its
+//! shut-down with a waker of its own type, and drops the future: the waker stays with the
+//! main-thread queue's frame waiters, and its code is the module's;
+//!
 //! the operation `stay` only says where it is (the engine exits with the module loaded), and
 //! `subscribe` subscribes a new tick lambda from there (a `Drop` its unload runs late);
 //! the plan `queued-behind` queues a task behind one of the engine's that unloads the module,
@@ -147,8 +151,35 @@ fn start_up() {
     act("start-up");
 }
 
+/// A waker whose code (its `Wake` impl, and so the `Waker`'s vtable) is the module's.
+struct ModuleWaker;
+
+impl std::task::Wake for ModuleWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        println!("module: frame waker woke (must not)");
+    }
+}
+
+impl Drop for ModuleWaker {
+    fn drop(&mut self) {
+        println!("module: frame waker dropped");
+    }
+}
+
+/// Leaves a waker of the module's with the frame waiters (the plan `frame-waker`).
+fn leave_a_frame_waker() {
+    let waker = std::task::Waker::from(std::sync::Arc::new(ModuleWaker));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut next = std::pin::pin!(coroutine::next_frame());
+    assert!(std::future::Future::poll(next.as_mut(), &mut cx).is_pending());
+    println!("module: left a frame waker");
+}
+
 fn shut_down() {
     println!("module: shut-down of {}", me());
+    if plan() == "frame-waker" {
+        leave_a_frame_waker();
+    }
     act("shut-down");
 }
 
