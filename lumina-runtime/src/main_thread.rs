@@ -56,6 +56,7 @@ use std::thread::{self, ThreadId};
 use crate::invocation::{AtThreadExit, Drops, Guarded};
 
 mod queued;
+pub(crate) use queued::drop_targets;
 pub use queued::{QueuedBroadcast, QueuedSender, queued_targets};
 
 /// A unit of work for the game thread.

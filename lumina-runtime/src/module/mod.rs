@@ -874,6 +874,9 @@ struct Released {
     /// Wakers of its types waiting for the next frame (`main_thread::wake_next_frame`), dropped
     /// unwoken.
     wakers: usize,
+    /// Registry entries of queued senders it made (`main_thread::QueuedSender`), dropped: a
+    /// clone of such a sender kept elsewhere sends nothing from then on.
+    senders: usize,
 }
 
 impl Released {
@@ -888,7 +891,13 @@ impl Released {
     /// if not, the library must stay mapped (R5). A panicking `Drop` goes to `drops` (R3).
     fn release_all(&mut self, id: ModuleId, drops: &mut Drops) -> bool {
         for _ in 0..Self::ROUNDS {
-            let before = (self.swept, self.queued, self.tasks, self.wakers);
+            let before = (
+                self.swept,
+                self.queued,
+                self.tasks,
+                self.wakers,
+                self.senders,
+            );
             drops.run(|| {
                 let (left, swept) = release_values(id);
                 self.left += left;
@@ -908,7 +917,18 @@ impl Released {
                     track::belongs_to(id.0, track::code_of_waker(waker))
                 });
             });
-            if (self.swept, self.queued, self.tasks, self.wakers) == before
+            drops.run(|| {
+                self.senders += main_thread::drop_targets(|deliver| {
+                    track::belongs_to(id.0, track::code_of(deliver))
+                });
+            });
+            if (
+                self.swept,
+                self.queued,
+                self.tasks,
+                self.wakers,
+                self.senders,
+            ) == before
                 && track::record_ids_here(id.0).is_empty()
             {
                 return true;
@@ -924,8 +944,16 @@ impl Released {
             queued,
             tasks,
             wakers,
+            senders,
             ..
         } = *self;
+        if senders > 0 {
+            tracing::warn!(
+                module = name,
+                "lumina: game module `{name}` was unloaded with {senders} queued sender(s) it \
+                 made still held (by other threads or the engine); they send nothing from now on"
+            );
+        }
         if wakers > 0 {
             tracing::warn!(
                 module = name,
