@@ -33,9 +33,13 @@
 //! What an unload cannot take back, it does not unmap: a module that registered reflected types
 //! (`#[script_delegate]` payloads, components: the registry cannot forget them), or whose
 //! subscriptions live on delegates of another thread, stays mapped, with a `tracing` warning.
-//! Callables a module hands the engine outside of multicast delegates, script delegates and
-//! the processor (a single-cast [`Delegate`](crate::Delegate) the engine stores) are the
-//! engine's to drop before the unload, and a module's own threads must be joined by its
+//! Besides the subscriptions, the unload drops what the runtime holds of the module's code
+//! outside any delegate: its queued tasks and coroutine tasks, messages and retained values of
+//! its types on a message bus, an entity relation it set, its viewports in an
+//! [`InputViewportRegistry`](crate::event::InputViewportRegistry), the entries of the
+//! [`QueuedSender`](crate::main_thread::QueuedSender)s it made, and wakers of its types waiting
+//! for the next frame. Callables a module hands the engine outside of these (a single-cast
+//! [`Delegate`](crate::Delegate) the engine stores) are the engine's to drop before the unload, and a module's own threads must be joined by its
 //! shut-down.
 //!
 //! Engine and modules must share one runtime: build both with the `dynamic_linking` feature of
