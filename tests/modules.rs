@@ -902,3 +902,71 @@ fn mb4_r5_a_subscription_made_by_a_drop_the_unload_runs_late_goes_before_the_unm
     }
     assert!(!trace.contains("must not"), "{trace}");
 }
+
+/// R5 for a value a module's code leaves with the main-thread queue outside any invocation list:
+/// a waker of its own type, registered by a frame-waiting future (`coroutine::next_frame`) that
+/// it polled with its own executor from its shut-down and then dropped. The waker stays with the
+/// frame waiters; the next drain wakes it. Without the unload dropping it (while the library is
+/// still mapped), that drain called the waker's `wake` in the unmapped library: the engine
+/// crashed (SIGSEGV).
+#[test]
+fn r5_mb4_a_frame_waker_a_module_left_is_dropped_before_the_unmap() {
+    let (trace, _) = reentry("r5-frame-waker", &["frame-waker"], None);
+    let lines = plan_lines(&trace, "frame-waker");
+    let at = |wanted: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(wanted))
+            .unwrap_or_else(|| panic!("no {wanted:?} in {lines:#?}"))
+    };
+    let left = at("module: left a frame waker");
+    let dropped = at("module: frame waker dropped");
+    let unloaded = at("engine: unload reentrant_module (module#");
+    assert!(lines[unloaded].contains("Ok("), "{lines:#?}");
+    assert!(left < dropped && dropped < unloaded, "{lines:#?}");
+    assert!(!trace.contains("must not"), "{trace}");
+    assert_gone(&trace, "frame-waker");
+}
+
+/// R5 for a game module's viewport in the engine's `InputViewportRegistry`, which is no
+/// invocation list: the registry holds the viewport's handler weakly, through a vtable in the
+/// module's library. The module's handler is dropped by its unload (a tick lambda's capture owns
+/// it), and the registry's weak reference outlived it; the engine's next viewport pruned it, and
+/// dropping that last weak reference reads the handler's layout from its vtable, unmapped by
+/// then: the engine crashed (SIGSEGV). The unload removes the module's viewports while the
+/// library is mapped.
+#[test]
+fn r5_mb4_a_modules_viewport_is_removed_before_the_unmap() {
+    let (trace, _) = reentry("r5-viewport", &["viewport"], None);
+    let lines = plan_lines(&trace, "viewport");
+    assert!(lines.contains(&"module: added a viewport"), "{lines:#?}");
+    assert!(lines.contains(&"engine: viewports 1"), "{lines:#?}");
+    assert!(!trace.contains("must not"), "{trace}");
+    assert_gone(&trace, "viewport");
+}
+
+/// R5 for a `QueuedSender` a game module made, whose clone outlives the module (kept by another
+/// thread, or leaked): the game thread's registry of senders is no invocation list, and its entry
+/// holds the module's accessor, its captures and the module's vtables. The module's object went
+/// with its unload; the engine's next look at the registry pruned the dead entry and ran its drop
+/// in the unmapped library: the engine crashed (SIGSEGV). The unload drops the entry while the
+/// library is mapped (the accessor's capture is dropped then), and a send through the leftover
+/// clone finds no entry.
+#[test]
+fn r5_mb4_a_queued_senders_entry_a_module_made_is_dropped_before_the_unmap() {
+    let (trace, _) = reentry("r5-queued-sender", &["queued-sender"], None);
+    let lines = plan_lines(&trace, "queued-sender");
+    let at = |wanted: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(wanted))
+            .unwrap_or_else(|| panic!("no {wanted:?} in {lines:#?}"))
+    };
+    let made = at("module: made a queued sender");
+    let dropped = at("module: queued sender's accessor capture dropped");
+    let unloaded = at("engine: unload reentrant_module (module#");
+    assert!(lines[unloaded].contains("Ok("), "{lines:#?}");
+    assert!(made < dropped && dropped < unloaded, "{lines:#?}");
+    assert!(lines.contains(&"engine: queued targets 0"), "{lines:#?}");
+    assert_gone(&trace, "queued-sender");
+}

@@ -56,6 +56,7 @@ use std::thread::{self, ThreadId};
 use crate::invocation::{AtThreadExit, Drops, Guarded};
 
 mod queued;
+pub(crate) use queued::drop_targets;
 pub use queued::{QueuedBroadcast, QueuedSender, queued_targets};
 
 /// A unit of work for the game thread.
@@ -496,6 +497,29 @@ pub(crate) fn drop_queued(mut doomed: impl FnMut(&(dyn FnOnce() + Send)) -> bool
     let mut drops = Drops::default();
     for task in taken {
         drops.drop(task);
+    }
+    drops.finish();
+    count
+}
+
+/// Drops, unwoken, the wakers registered with [`wake_next_frame`] that `doomed` picks (outside
+/// the waiters' borrow, one at a time: a waker's drop is user code); returns how many. For a
+/// game module's unload: a waker whose code lies in its library (a `Waker` of its own type, left
+/// by a frame-waiting future its own executor polled) would be woken by the next drain after the
+/// unmapping (R5).
+pub(crate) fn drop_frame_wakers(mut doomed: impl FnMut(&std::task::Waker) -> bool) -> usize {
+    let taken: Vec<std::task::Waker> = FRAME_WAKERS.with(|wakers| {
+        let mut wakers = wakers.borrow_mut();
+        let (taken, kept) = std::mem::take(&mut wakers.0)
+            .into_iter()
+            .partition(|waker| doomed(waker));
+        wakers.0 = kept;
+        taken
+    });
+    let count = taken.len();
+    let mut drops = Drops::default();
+    for waker in taken {
+        drops.drop(waker);
     }
     drops.finish();
     count

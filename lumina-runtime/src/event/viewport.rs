@@ -18,6 +18,7 @@ use super::processor::{EventProcessor, InputLayer};
 use super::typed::{EventSelector, SelfAware, TypedHandler};
 use crate::handle::DelegateHandle;
 use crate::invocation::{Guarded, RemoveByHandle};
+use crate::module::track;
 use crate::scoped::{ScopedBlock, ThisSubscription};
 
 /// A rectangle in window coordinates: `origin` is its top-left corner.
@@ -57,6 +58,77 @@ struct Viewport {
     /// Muted (X4): keeps its place, rectangle and focus, but events routed to it pass on.
     blocked: bool,
     handler: Weak<dyn EventHandler>,
+    /// Its code may be a game module's: the module loader may know it by its id (R5).
+    recorded: bool,
+}
+
+/// The viewports of a registry, in a heap block of their own that stays put however the
+/// registry moves: the module loader refers to it by its address to remove a game module's
+/// viewports before the module's library is unmapped (R5, MB4). A viewport's handler is held
+/// weakly, and its `Weak` knows the handler's type only through a vtable in the code that added
+/// it: dropped after the unmapping (even with the handler long gone, its layout is read from that
+/// vtable), or upgraded and called then, it would reach unmapped memory.
+struct Viewports {
+    list: RefCell<Vec<Viewport>>,
+    /// How many calls into viewports are running: meanwhile a viewport the loader removes may be
+    /// the one running, whose handler the call holds, so the loader keeps the library mapped.
+    calling: Cell<usize>,
+}
+
+impl std::ops::Deref for Viewports {
+    type Target = RefCell<Vec<Viewport>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.list
+    }
+}
+
+impl Drop for Viewports {
+    /// Forgets the module records of its viewports (their address is this block's).
+    fn drop(&mut self) {
+        if track::recording() {
+            forget_recorded(self.list.get_mut().iter());
+        }
+    }
+}
+
+/// Forgets the module records of `viewports` that may have one (they are being removed).
+fn forget_recorded<'a>(viewports: impl IntoIterator<Item = &'a Viewport>) {
+    let mut recorded = viewports
+        .into_iter()
+        .filter(|viewport| viewport.recorded)
+        .map(|viewport| viewport.id.0)
+        .peekable();
+    if recorded.peek().is_some() {
+        track::forget(recorded);
+    }
+}
+
+/// The module loader's `remove` for a viewport's record (R5): removes the viewport.
+///
+/// # Safety
+///
+/// `viewports` is `Rc::as_ptr` of a live `Rc<Viewports>` owned by the calling thread (dropped,
+/// it forgets its records).
+unsafe fn remove_module_viewport(viewports: *const (), handle: DelegateHandle) -> bool {
+    // SAFETY: contract.
+    let viewports = unsafe { &*viewports.cast::<Viewports>() };
+    // Dropping the entry drops a `Weak`: no user code runs, so the block outlives this.
+    let mut list = viewports.list.borrow_mut();
+    let before = list.len();
+    list.retain(|viewport| viewport.id.0 != handle.id());
+    before != list.len()
+}
+
+/// The module loader's `busy` for a viewport's record: whether a call into a viewport runs.
+///
+/// # Safety
+///
+/// As [`remove_module_viewport`].
+unsafe fn viewports_calling(viewports: *const ()) -> bool {
+    // SAFETY: contract.
+    let viewports = unsafe { &*viewports.cast::<Viewports>() };
+    viewports.calling.get() > 0 || viewports.list.try_borrow_mut().is_err()
 }
 
 /// A viewport added by [`InputViewportRegistry::add_viewport_handler`]: owns its typed handler
@@ -126,7 +198,7 @@ impl fmt::Debug for ViewportSubscription {
 /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
 /// ```
 pub struct InputViewportRegistry {
-    viewports: RefCell<Vec<Viewport>>,
+    viewports: Rc<Viewports>,
     focused: Cell<Option<ViewportId>>,
 }
 
@@ -147,9 +219,12 @@ impl fmt::Debug for InputViewportRegistry {
 
 impl InputViewportRegistry {
     /// An empty registry, not yet registered with a processor.
-    pub const fn new() -> Self {
+    pub fn new() -> Self {
         InputViewportRegistry {
-            viewports: RefCell::new(Vec::new()),
+            viewports: Rc::new(Viewports {
+                list: RefCell::new(Vec::new()),
+                calling: Cell::new(0),
+            }),
             focused: Cell::new(None),
         }
     }
@@ -168,15 +243,35 @@ impl InputViewportRegistry {
         // (`ThisSubscription`, `ScopedBlock`, X4/X6).
         let id = ViewportId(DelegateHandle::new_unique().id());
         let handler: Rc<dyn EventHandler> = Rc::<V>::clone(viewport);
+        // Its code (the vtable this coercion made, in the caller's crate): a game module's
+        // viewport is recorded, and removed by the module's unload (R5).
+        let code = track::code_of(&*handler);
         let mut viewports = self.viewports.borrow_mut();
         // Entries of dropped viewports are pruned here, so the list does not grow without bound.
+        if track::recording() {
+            forget_recorded(
+                viewports
+                    .iter()
+                    .filter(|viewport| viewport.handler.strong_count() == 0),
+            );
+        }
         viewports.retain(|viewport| viewport.handler.strong_count() > 0);
         viewports.push(Viewport {
             id,
             rect,
             blocked: false,
             handler: Rc::downgrade(&handler),
+            recorded: code.is_some(),
         });
+        drop(viewports);
+        if code.is_some() {
+            let access = track::ListAccess {
+                list: Rc::as_ptr(&self.viewports).cast(),
+                remove: remove_module_viewport,
+                busy: viewports_calling,
+            };
+            track::track(access, DelegateHandle::from_id(id.0), code);
+        }
         id
     }
 
@@ -222,6 +317,9 @@ impl InputViewportRegistry {
         }
         let mut viewports = self.viewports.borrow_mut();
         let before = viewports.len();
+        if track::recording() {
+            forget_recorded(viewports.iter().filter(|viewport| viewport.id == id));
+        }
         viewports.retain(|viewport| viewport.id != id);
         before != viewports.len()
     }
@@ -483,9 +581,31 @@ impl EventHandler for InputViewportRegistry {
         match self.route(event).and_then(|id| self.unblocked_handler(id)) {
             // The viewport's last reference if it was removed and dropped during its call:
             // dropped under the guard if the call unwinds (R2).
-            Some(viewport) => Guarded::hold(viewport, |viewport| viewport.on_event(event)),
+            Some(viewport) => {
+                // A game module's unload meanwhile keeps its library mapped (R5).
+                let calling = Calling::new(&self.viewports);
+                let consumed = Guarded::hold(viewport, |viewport| viewport.on_event(event));
+                drop(calling);
+                consumed
+            }
             None => false,
         }
+    }
+}
+
+/// A call into a viewport, counted while it runs (also when it unwinds).
+struct Calling<'a>(&'a Viewports);
+
+impl<'a> Calling<'a> {
+    fn new(viewports: &'a Viewports) -> Self {
+        viewports.calling.set(viewports.calling.get() + 1);
+        Calling(viewports)
+    }
+}
+
+impl Drop for Calling<'_> {
+    fn drop(&mut self) {
+        self.0.calling.set(self.0.calling.get() - 1);
     }
 }
 
@@ -518,5 +638,54 @@ impl From<DelegateHandle> for ViewportId {
     /// The viewport a [`ThisSubscription`] handed to a viewport handler names.
     fn from(handle: DelegateHandle) -> Self {
         ViewportId(handle.id())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The module loader's functions for a viewport's record, called as the loader calls them
+    //! (a loaded module's library cannot be had under Miri): R5.
+
+    use super::*;
+    use crate::event::{Key, KeyPressedEvent, Modifiers};
+
+    #[test]
+    fn r5_a_viewports_module_record_removes_it_and_is_busy_while_a_viewport_runs() {
+        let registry = Rc::new(InputViewportRegistry::new());
+        let block: *const () = Rc::as_ptr(&registry.viewports).cast();
+        let asked = Rc::new(Cell::new(None));
+        let seen = Rc::clone(&asked);
+        let game = registry.add_viewport_handler::<KeyPressedEvent>(
+            Rect::new(0.0, 0.0, 10.0, 10.0),
+            move |_| {
+                // SAFETY: the registry's live block, on its thread.
+                seen.set(Some(unsafe { viewports_calling(block) }));
+                true
+            },
+        );
+        assert!(registry.focus(game.id()));
+        // SAFETY: as above.
+        assert!(!unsafe { viewports_calling(block) }, "no viewport runs");
+        assert!(
+            registry.on_event(&mut crate::event::Envelope::new(KeyPressedEvent::new(
+                Key::W,
+                Modifiers::NONE
+            )))
+        );
+        assert_eq!(asked.get(), Some(true), "busy while its viewport runs");
+        // SAFETY: as above.
+        unsafe {
+            assert!(!remove_module_viewport(
+                block,
+                DelegateHandle::from_id(game.id().0 + 1)
+            ));
+            assert!(remove_module_viewport(
+                block,
+                DelegateHandle::from_id(game.id().0)
+            ));
+        }
+        assert!(registry.is_empty());
+        assert_eq!(registry.focused(), None);
+        drop(game);
     }
 }

@@ -311,6 +311,30 @@ fn take_dead(targets: &mut HashMap<u64, Target>) -> Vec<Target> {
     dead.iter().filter_map(|id| targets.remove(id)).collect()
 }
 
+/// Drops the entries of this thread's registry whose accessor `doomed` picks (it is given the
+/// entry's type-erased `Deliver`, whose vtable lies in the crate that made the sender), outside
+/// the registry's borrow, one at a time; returns how many. For a game module's unload (R5): a
+/// sender the module made outlives it wherever a clone of it is kept (another thread, the
+/// engine), and its entry holds the module's accessor and the module's vtables, which a later
+/// prune, delivery or the thread's exit would reach after the unmapping. A send through such a
+/// sender then finds no entry and drops its arguments.
+pub(crate) fn drop_targets(mut doomed: impl FnMut(&dyn Any) -> bool) -> usize {
+    let taken: Vec<Target> = TARGETS
+        .try_with(|targets| {
+            let mut targets = targets.borrow_mut();
+            let ids: Vec<u64> = targets
+                .iter()
+                .filter(|(_, target)| doomed(&*target.deliver))
+                .map(|(&id, _)| id)
+                .collect();
+            ids.iter().filter_map(|id| targets.remove(id)).collect()
+        })
+        .unwrap_or_default();
+    let count = taken.len();
+    Drops::drop_each(taken);
+    count
+}
+
 /// Removes the entry `id`, if this thread's registry has it.
 fn unregister(id: u64) {
     let removed = TARGETS

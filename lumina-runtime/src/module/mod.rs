@@ -33,9 +33,13 @@
 //! What an unload cannot take back, it does not unmap: a module that registered reflected types
 //! (`#[script_delegate]` payloads, components: the registry cannot forget them), or whose
 //! subscriptions live on delegates of another thread, stays mapped, with a `tracing` warning.
-//! Callables a module hands the engine outside of multicast delegates, script delegates and
-//! the processor (a single-cast [`Delegate`](crate::Delegate) the engine stores) are the
-//! engine's to drop before the unload, and a module's own threads must be joined by its
+//! Besides the subscriptions, the unload drops what the runtime holds of the module's code
+//! outside any delegate: its queued tasks and coroutine tasks, messages and retained values of
+//! its types on a message bus, an entity relation it set, its viewports in an
+//! [`InputViewportRegistry`](crate::event::InputViewportRegistry), the entries of the
+//! [`QueuedSender`](crate::main_thread::QueuedSender)s it made, and wakers of its types waiting
+//! for the next frame. Callables a module hands the engine outside of these (a single-cast
+//! [`Delegate`](crate::Delegate) the engine stores) are the engine's to drop before the unload, and a module's own threads must be joined by its
 //! shut-down.
 //!
 //! Engine and modules must share one runtime: build both with the `dynamic_linking` feature of
@@ -871,6 +875,12 @@ struct Released {
     queued: usize,
     /// Coroutine tasks it spawned, dropped unpolled.
     tasks: usize,
+    /// Wakers of its types waiting for the next frame (`main_thread::wake_next_frame`), dropped
+    /// unwoken.
+    wakers: usize,
+    /// Registry entries of queued senders it made (`main_thread::QueuedSender`), dropped: a
+    /// clone of such a sender kept elsewhere sends nothing from then on.
+    senders: usize,
 }
 
 impl Released {
@@ -885,7 +895,13 @@ impl Released {
     /// if not, the library must stay mapped (R5). A panicking `Drop` goes to `drops` (R3).
     fn release_all(&mut self, id: ModuleId, drops: &mut Drops) -> bool {
         for _ in 0..Self::ROUNDS {
-            let before = (self.swept, self.queued, self.tasks);
+            let before = (
+                self.swept,
+                self.queued,
+                self.tasks,
+                self.wakers,
+                self.senders,
+            );
             drops.run(|| {
                 let (left, swept) = release_values(id);
                 self.left += left;
@@ -900,7 +916,23 @@ impl Released {
                     (hooks.drop_tasks)(&|code| track::belongs_to(id.0, code))
                 });
             });
-            if (self.swept, self.queued, self.tasks) == before
+            drops.run(|| {
+                self.wakers += main_thread::drop_frame_wakers(|waker| {
+                    track::belongs_to(id.0, track::code_of_waker(waker))
+                });
+            });
+            drops.run(|| {
+                self.senders += main_thread::drop_targets(|deliver| {
+                    track::belongs_to(id.0, track::code_of(deliver))
+                });
+            });
+            if (
+                self.swept,
+                self.queued,
+                self.tasks,
+                self.wakers,
+                self.senders,
+            ) == before
                 && track::record_ids_here(id.0).is_empty()
             {
                 return true;
@@ -915,8 +947,25 @@ impl Released {
             swept,
             queued,
             tasks,
+            wakers,
+            senders,
             ..
         } = *self;
+        if senders > 0 {
+            tracing::warn!(
+                module = name,
+                "lumina: game module `{name}` was unloaded with {senders} queued sender(s) it \
+                 made still held (by other threads or the engine); they send nothing from now on"
+            );
+        }
+        if wakers > 0 {
+            tracing::warn!(
+                module = name,
+                "lumina: game module `{name}` was unloaded with {wakers} waker(s) of its types \
+                 waiting for the next frame (left by frame-waiting futures it polled); they were \
+                 dropped unwoken"
+            );
+        }
         if tasks > 0 {
             tracing::warn!(
                 module = name,

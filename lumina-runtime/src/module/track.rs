@@ -147,6 +147,18 @@ fn code_of_slow<T: ?Sized>(callable: &T) -> Code {
     Code([vtable, word])
 }
 
+/// The code of a `Waker`: its vtable, which lies where its `Wake` impl (or raw vtable) was
+/// instantiated (a game module's library for a waker of its own type); `None` at once while no
+/// module is loaded.
+#[inline]
+pub(crate) fn code_of_waker(waker: &std::task::Waker) -> Option<Code> {
+    if LOADED.load(Ordering::Acquire) == 0 {
+        return None;
+    }
+    let vtable = std::ptr::from_ref(waker.vtable()).addr();
+    Some(Code([vtable, vtable]))
+}
+
 /// Whether `code` lies in `module`'s library.
 pub(crate) fn belongs_to(module: u64, code: Option<Code>) -> bool {
     let Some(Code(words)) = code else {

@@ -3,6 +3,7 @@
 //! `dylib`, so that the engine and its modules share it like they share the runtime.
 
 use lumina::bus::MessageBus;
+use lumina::event::InputViewportRegistry;
 use lumina::{EventProcessor, MulticastDelegate, ScriptDelegate, gameplay_tags, script_delegate};
 use std::cell::OnceCell;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -24,6 +25,8 @@ pub struct Engine {
     pub input: EventProcessor,
     /// The gameplay message bus.
     pub bus: MessageBus<u32>,
+    /// The viewports of the editor (not registered with `input`: the engine routes to them).
+    pub viewports: InputViewportRegistry,
 }
 
 gameplay_tags! {
@@ -61,6 +64,7 @@ pub fn engine() -> &'static Engine {
                 on_hit: ScriptDelegate::new(),
                 input: EventProcessor::new(),
                 bus: MessageBus::new(),
+                viewports: InputViewportRegistry::new(),
             }))
         })
     })

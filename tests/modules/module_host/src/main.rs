@@ -378,6 +378,17 @@ fn reentry(dir: &Path, plans: &[&'static str]) {
             }
             drain();
         }
+        if plan == "queued-sender" {
+            // Prunes the entries whose object is gone: the module's, if its unload left it.
+            println!("engine: queued targets {}", main_thread::queued_targets());
+        }
+        if plan == "viewport" {
+            // The engine adds a viewport of its own: the registry prunes the module's dead one.
+            let mine = std::rc::Rc::new(|_: &mut dyn lumina::event::Event| false);
+            let rect = lumina::event::Rect::new(0.0, 0.0, 10.0, 10.0);
+            let _ = engine().viewports.add_viewport(&mine, rect);
+            println!("engine: viewports {}", engine().viewports.len());
+        }
         if plan.starts_with("coroutine") || plan.ends_with("-subscribe") {
             // A tick after the unload: a task of the module must not wake, a subscription it
             // made must not run (MB4).

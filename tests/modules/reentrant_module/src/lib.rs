@@ -16,6 +16,18 @@
 //! - `coroutine-drop`: the `Drop` of a capture of such a waiting task, which its unload drops
 //!   unpolled;
 //!
+//! the plan `viewport` adds a viewport with a typed handler of its own to the engine's viewport
+//! registry, owned by the capture of a tick lambda (so its unload drops the handler, and the
+//! registry is left a weak reference whose vtable is the module's);
+//!
+//! the plan `queued-sender` makes a `QueuedSender` for an object of its own (owned by the capture
+//! of a tick lambda) and leaks a clone of it, as one kept by another thread would be: the
+//! sender's entry in the game thread's registry holds its accessor and its vtables;
+//!
+//! the plan `frame-waker` polls a frame-waiting future (`coroutine::next_frame`) once from its
+//! shut-down with a waker of its own type, and drops the future: the waker stays with the
+//! main-thread queue's frame waiters, and its code is the module's;
+//!
 //! the operation `stay` only says where it is (the engine exits with the module loaded), and
 //! `subscribe` subscribes a new tick lambda from there (a `Drop` its unload runs late);
 //! the plan `queued-behind` queues a task behind one of the engine's that unloads the module,
@@ -96,6 +108,38 @@ fn start_up() {
         let _ = &removed;
     });
     let _ = on_tick.add_static(|_| {});
+    if plan() == "viewport" {
+        let rect = lumina::event::Rect::new(0.0, 0.0, 100.0, 100.0);
+        let viewport = engine()
+            .viewports
+            .add_viewport_handler::<lumina::event::KeyPressedEvent>(rect, |_| {
+                println!("module: viewport got a key (must not)");
+                true
+            });
+        let _ = on_tick.add_lambda(move |_| {
+            let _ = &viewport;
+        });
+        println!("module: added a viewport");
+    }
+    if plan() == "queued-sender" {
+        /// An object of the module with a delegate another thread broadcasts through a sender.
+        struct Relay {
+            on_note: lumina::MulticastDelegate<dyn Fn(u32)>,
+        }
+        let relay = std::rc::Rc::new(Relay {
+            on_note: lumina::MulticastDelegate::new(),
+        });
+        let capture = ActOnDrop("queued sender's accessor capture");
+        let sender = main_thread::QueuedSender::new(&relay, move |relay: &Relay| {
+            let _ = &capture;
+            &relay.on_note
+        });
+        std::mem::forget(sender.clone());
+        let _ = on_tick.add_lambda(move |_| {
+            let _ = &relay;
+        });
+        println!("module: made a queued sender");
+    }
     if plan().starts_with("task-") {
         main_thread::enqueue(|| {
             println!("module: task runs");
@@ -147,8 +191,35 @@ fn start_up() {
     act("start-up");
 }
 
+/// A waker whose code (its `Wake` impl, and so the `Waker`'s vtable) is the module's.
+struct ModuleWaker;
+
+impl std::task::Wake for ModuleWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        println!("module: frame waker woke (must not)");
+    }
+}
+
+impl Drop for ModuleWaker {
+    fn drop(&mut self) {
+        println!("module: frame waker dropped");
+    }
+}
+
+/// Leaves a waker of the module's with the frame waiters (the plan `frame-waker`).
+fn leave_a_frame_waker() {
+    let waker = std::task::Waker::from(std::sync::Arc::new(ModuleWaker));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut next = std::pin::pin!(coroutine::next_frame());
+    assert!(std::future::Future::poll(next.as_mut(), &mut cx).is_pending());
+    println!("module: left a frame waker");
+}
+
 fn shut_down() {
     println!("module: shut-down of {}", me());
+    if plan() == "frame-waker" {
+        leave_a_frame_waker();
+    }
     act("shut-down");
 }
 
