@@ -11,7 +11,9 @@
 //!   MB2), runs its start-up, then fires
 //!   [`CoreDelegates::on_module_loaded`](crate::CoreDelegates::on_module_loaded) (MB3).
 //! - [`unload`] runs its shut-down, removes every subscription whose code lies in the module's
-//!   library, from any delegate, script delegate or event processor, and drops the tasks it
+//!   library, from any delegate, script delegate (native listeners, and managed bindings whose
+//!   thunk is the module's) or event processor, uninstalls the script delegates' destroyed hook
+//!   if the module installed its own, and drops the tasks it
 //!   queued with [`main_thread::enqueue`] unrun, and the messages of its payload types a
 //!   [message bus](crate::bus) still holds (retained, posted, or posted from another thread and
 //!   not moved in yet), so every callable and value of the module is dropped while its code is
@@ -817,6 +819,19 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         // The engine's subscribers may have dropped values of the module that left more of it.
         settled &= released.release_all(id, &mut drops);
     }
+    // A release hook of the module's code (it set it with `set_destroyed_hook`) would be
+    // called by the next release after the unmapping (R5): uninstalled while it is mapped.
+    if crate::script_delegate::remove_destroyed_hook_if(|hook| {
+        track::belongs_to(id.0, track::code_of(&hook))
+    }) {
+        tracing::warn!(
+            module = loaded.info.name(),
+            "lumina: game module `{}` had installed the script delegates' destroyed hook; it \
+             was uninstalled with the module (releases are logged as leaks until a host \
+             installs one)",
+            loaded.info.name()
+        );
+    }
     // Only now: a subscription the drops above made is attributed to the module while its range
     // is registered, so the rounds above find it.
     track::remove_range(id.0);
@@ -1390,5 +1405,112 @@ mod tests {
         assert_eq!(dropped.get(), 1, "the broadcast's end dropped it");
         assert_eq!(track::count(FAKE.0), 0);
         track::remove_range(FAKE.0);
+    }
+
+    /// MB4, R5, R4: a game module's code may bind a managed listener to a script delegate with
+    /// an `extern "C" fn` of its own (`bind_managed` is a safe call), and may install the
+    /// release hook with `set_destroyed_hook`. Its unload must remove that binding (handing it
+    /// to the hook once, as `Removed`) and uninstall that hook, while the library is mapped.
+    /// Without it, the binding stayed (a managed listener counted as no module's code), and the
+    /// next broadcast called the thunk in the unmapped library; the hook stayed installed, and
+    /// the next release called it there.
+    #[test]
+    fn mb4_r5_a_managed_thunk_and_a_release_hook_of_the_module_go_before_the_unmap() {
+        use crate::script_delegate::{
+            ManagedBinding, ReleaseReason, ScriptDelegate, ScriptDelegateBase, destroyed_hook,
+            set_destroyed_hook,
+        };
+        use std::ffi::c_void;
+
+        const FAKE: ModuleId = ModuleId(u64::MAX - 46);
+        thread_local! {
+            static MODULE_CALLS: Cell<usize> = const { Cell::new(0) };
+            static ENGINE_CALLS: Cell<usize> = const { Cell::new(0) };
+            static RELEASED: std::cell::RefCell<Vec<(u64, ReleaseReason)>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        /// The module's thunk.
+        extern "C" fn module_thunk(_: *mut c_void, _: *const c_void) {
+            MODULE_CALLS.set(MODULE_CALLS.get() + 1);
+        }
+        /// The engine's (the host's) thunk.
+        extern "C" fn engine_thunk(_: *mut c_void, _: *const c_void) {
+            ENGINE_CALLS.set(ENGINE_CALLS.get() + 1);
+        }
+        /// The module's release hook.
+        extern "C" fn module_hook(
+            _: *const ScriptDelegateBase,
+            bindings: *const ManagedBinding,
+            count: usize,
+            reason: ReleaseReason,
+        ) {
+            // SAFETY: the hook's contract: `count` bindings at `bindings` for the call.
+            let bindings = unsafe { std::slice::from_raw_parts(bindings, count) };
+            RELEASED.with_borrow_mut(|released| {
+                released.extend(bindings.iter().map(|binding| (binding.id, reason)));
+            });
+        }
+        let _game = crate::main_thread::GameThreadScope::enter();
+        let _lock = crate::ffi::tests::HOOK_LOCK
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let previous = set_destroyed_hook(Some(module_hook));
+        // Attribute exactly the module's thunk and hook to the fake module.
+        for code in [
+            (module_thunk as *const ()).addr(),
+            (module_hook as *const ()).addr(),
+        ] {
+            track::add_range(FAKE.0, code, code + 1);
+        }
+        let delegate: ScriptDelegate<()> = ScriptDelegate::new();
+        let module_id = delegate.bind_managed(Some(module_thunk), std::ptr::null_mut());
+        let engine_id = delegate.bind_managed(Some(engine_thunk), std::ptr::null_mut());
+        assert_ne!(module_id, 0);
+        assert_eq!(
+            track::count(FAKE.0),
+            1,
+            "the module's managed binding is the module's"
+        );
+        MODULES.with_borrow_mut(|modules| {
+            modules.push(Loaded {
+                id: FAKE,
+                info: ModuleInfo::new("fake"),
+                // No such mapping: the unload leaves the (not really loaded) library alone.
+                mapped: PathBuf::from("/nonexistent/mb4-managed-fake.so"),
+                modified: None,
+                entry: &ENTRY,
+                library: libloading::os::unix::Library::this().into(),
+                leaving: None,
+            });
+        });
+        let unloaded = super::unload(FAKE);
+        let hook_after = destroyed_hook();
+        set_destroyed_hook(previous);
+        track::remove_range(FAKE.0);
+        assert!(unloaded.is_ok(), "{unloaded:?}");
+        assert_eq!(
+            delegate
+                .managed_bindings()
+                .iter()
+                .map(|binding| binding.id)
+                .collect::<Vec<_>>(),
+            [engine_id],
+            "the unload removed the module's managed binding, and only it"
+        );
+        assert_eq!(
+            RELEASED.with_borrow_mut(std::mem::take),
+            [(module_id, ReleaseReason::Removed)],
+            "released once, while the module's hook was still mapped, with its reason"
+        );
+        assert!(
+            hook_after.is_none(),
+            "the module's release hook was uninstalled by its unload"
+        );
+        delegate.broadcast(&());
+        assert_eq!(MODULE_CALLS.get(), 0, "no code of the module runs after");
+        assert_eq!(ENGINE_CALLS.get(), 1);
+        assert!(!delegate.unbind_managed(module_id));
+        assert!(delegate.unbind_managed(engine_id));
+        assert_eq!(track::count(FAKE.0), 0);
     }
 }
