@@ -1413,12 +1413,13 @@ mod tests {
     /// to the hook once, as `Removed`) and uninstall that hook, while the library is mapped.
     /// Without it, the binding stayed (a managed listener counted as no module's code), and the
     /// next broadcast called the thunk in the unmapped library; the hook stayed installed, and
-    /// the next release called it there.
+    /// the next release called it there. (Not under Miri, which cannot `dlopen`: no `r5_` in
+    /// its name.)
     #[test]
-    fn mb4_r5_a_managed_thunk_and_a_release_hook_of_the_module_go_before_the_unmap() {
+    fn mb4_a_managed_thunk_and_a_release_hook_of_the_module_go_before_the_unmap() {
         use crate::script_delegate::{
-            ManagedBinding, ReleaseReason, ScriptDelegate, ScriptDelegateBase, destroyed_hook,
-            set_destroyed_hook,
+            DestroyedHook, ManagedBinding, ManagedThunk, ReleaseReason, ScriptDelegate,
+            ScriptDelegateBase, destroyed_hook, set_destroyed_hook,
         };
         use std::ffi::c_void;
 
@@ -1454,6 +1455,10 @@ mod tests {
         let _lock = crate::ffi::tests::HOOK_LOCK
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Each made into a pointer once (Miri gives every reification of a function an address
+        // of its own): the values bound and installed are the ones attributed.
+        let module_thunk: ManagedThunk = module_thunk;
+        let module_hook: DestroyedHook = module_hook;
         let previous = set_destroyed_hook(Some(module_hook));
         // Attribute exactly the module's thunk and hook to the fake module.
         for code in [
