@@ -82,6 +82,18 @@ pub(super) struct Entry<C> {
     pub(super) slot: UnsafeCell<Option<C>>,
 }
 
+/// A subscription leaves its list with its entry (compaction after a removal, a clear, the
+/// list's drop): a game module's record of it goes with it, before the list's block can be
+/// freed, so no record ever points at a freed block (R1, MB4). One atomic load while nothing is
+/// recorded; not on the broadcast path (no loop drops an entry).
+impl<C> Drop for Entry<C> {
+    fn drop(&mut self) {
+        if crate::module::track::recording() {
+            crate::module::track::forget(std::iter::once(self.id()));
+        }
+    }
+}
+
 impl<C> Entry<C> {
     /// A live entry; `once` makes it one-shot (X3).
     pub(super) fn new(id: u64, owned: bool, once: bool, site: u32, callable: C) -> Self {
