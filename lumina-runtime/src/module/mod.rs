@@ -200,6 +200,13 @@ pub enum ModuleError {
         /// What is running.
         reason: String,
     },
+    /// The game thread is exiting: its list of modules is destroyed already (every module
+    /// still loaded then stays mapped), so nothing can be loaded on it any more. Asked by a
+    /// `Drop` that runs while the thread's locals are destroyed.
+    ThreadExiting {
+        /// The path given.
+        path: PathBuf,
+    },
 }
 
 impl fmt::Display for ModuleError {
@@ -280,6 +287,12 @@ impl fmt::Display for ModuleError {
             ModuleError::Busy { module, reason } => {
                 write!(f, "game module `{module}` cannot be unloaded now: {reason}")
             }
+            ModuleError::ThreadExiting { path } => write!(
+                f,
+                "cannot load the game module at {}: the game thread is exiting (its module list \
+                 is gone; load modules before the thread ends)",
+                path.display()
+            ),
         }
     }
 }
@@ -343,6 +356,21 @@ thread_local! {
     static MODULES: RefCell<Modules> = const { RefCell::new(Modules(Vec::new())) };
     /// Whether a module's start-up or shut-down is running on this thread.
     static IN_ENTRY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// `read` on the module list, or `None` once this thread's list is destroyed: a `Drop` that runs
+/// while the thread exits (an engine kept in a thread local that unloads its modules) may ask
+/// after the list is gone, and a panic there would abort the process (R2). Every module still
+/// loaded then stays mapped (see `Modules`), so for such a caller none is loaded.
+fn modules<R>(read: impl FnOnce(&Modules) -> R) -> Option<R> {
+    MODULES.try_with(|modules| read(&modules.borrow())).ok()
+}
+
+/// [`modules`] for a change of the list.
+fn modules_mut<R>(change: impl FnOnce(&mut Modules) -> R) -> Option<R> {
+    MODULES
+        .try_with(|modules| change(&mut modules.borrow_mut()))
+        .ok()
 }
 
 static NEXT_MODULE: AtomicU64 = AtomicU64::new(1);
@@ -493,8 +521,14 @@ fn check_record(
             path: path.to_owned(),
         });
     }
-    if MODULES.with_borrow(|modules| modules.iter().any(|m| m.info.name() == name)) {
-        return Err(ModuleError::AlreadyLoaded { module: name });
+    match modules(|modules| modules.iter().any(|m| m.info.name() == name)) {
+        Some(true) => return Err(ModuleError::AlreadyLoaded { module: name }),
+        Some(false) => {}
+        None => {
+            return Err(ModuleError::ThreadExiting {
+                path: path.to_owned(),
+            });
+        }
     }
     Ok((entry, name))
 }
@@ -516,17 +550,24 @@ fn start(
         track::add_range(id.0, start, end);
     }
     let info = ModuleInfo::new(name.clone()).with_path(path);
-    MODULES.with_borrow_mut(|modules| {
-        modules.push(Loaded {
-            id,
-            info: info.clone(),
-            mapped: mapped.to_owned(),
-            modified,
-            entry,
-            library,
-            leaving: None,
-        });
+    let mut loaded = Some(Loaded {
+        id,
+        info: info.clone(),
+        mapped: mapped.to_owned(),
+        modified,
+        entry,
+        library,
+        leaving: None,
     });
+    let _ = modules_mut(|modules| modules.extend(loaded.take()));
+    if let Some(unlisted) = loaded {
+        // The list went since the check (the thread is exiting): nothing of the module ran.
+        track::remove_range(id.0);
+        std::mem::forget(unlisted.library);
+        return Err(ModuleError::ThreadExiting {
+            path: path.to_owned(),
+        });
+    }
     if let Err(message) = run_entry_point(id, track::Running::StartUp, record.start_up) {
         // Its subscriptions go, its library is unmapped (it never counted as loaded: no
         // `on_module_unloaded`); the start-up's panic is the error.
@@ -644,12 +685,13 @@ enum When {
 
 /// The checks of [`unload`] and [`reload`] (R5, MB4): refused, now, or deferred.
 fn prepare_unload(id: ModuleId) -> Result<When, ModuleError> {
-    let Some((name, leaving)) = MODULES.with_borrow(|modules| {
+    let Some((name, leaving)) = modules(|modules| {
         modules
             .iter()
             .find(|m| m.id == id)
             .map(|m| (m.info.name().to_owned(), m.leaving))
-    }) else {
+    })
+    .flatten() else {
         return Err(ModuleError::NotLoaded { id });
     };
     let busy = |reason: String| {
@@ -695,11 +737,12 @@ fn prepare_unload(id: ModuleId) -> Result<When, ModuleError> {
         return busy(reason);
     }
     if running == Some(track::Running::Task) {
-        let info = MODULES.with_borrow_mut(|modules| {
+        let info = modules_mut(|modules| {
             let module = modules.iter_mut().find(|m| m.id == id)?;
             module.leaving = Some(Leaving::Deferred);
             Some(module.info.clone())
-        });
+        })
+        .flatten();
         return Ok(info.map_or(When::Now, When::Deferred));
     }
     if stack::returns_into(&track::ranges_of(id.0)) {
@@ -785,11 +828,12 @@ fn deferred(id: ModuleId, reload: Option<(PathBuf, ModuleId)>) {
 fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError> {
     // Leaving before any of its code runs (R5): an unload re-entered from its shut-down or from
     // a `Drop` below is refused.
-    let entry = MODULES.with_borrow_mut(|modules| {
+    let entry = modules_mut(|modules| {
         let module = modules.iter_mut().find(|m| m.id == id)?;
         module.leaving = Some(Leaving::Unloading);
         Some(module.entry)
-    });
+    })
+    .flatten();
     let Some(entry) = entry else {
         return Err(ModuleError::NotLoaded { id });
     };
@@ -806,10 +850,11 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
     let mut drops = Drops::default();
     let mut released = Released::default();
     let mut settled = released.release_all(id, &mut drops);
-    let loaded = MODULES.with_borrow_mut(|modules| {
+    let loaded = modules_mut(|modules| {
         let index = modules.iter().position(|m| m.id == id)?;
         Some(modules.remove(index))
-    });
+    })
+    .flatten();
     let Some(loaded) = loaded else {
         // Unreachable: only this function removes a module, and it is refused while leaving.
         return Err(ModuleError::NotLoaded { id });
@@ -1079,14 +1124,14 @@ fn remove_subscriptions(id: ModuleId) -> usize {
 #[track_caller]
 pub fn reload(id: ModuleId) -> Result<ModuleId, ModuleError> {
     main_thread::assert_game_thread("`module::reload`");
-    let path = MODULES
-        .with_borrow(|modules| {
-            modules
-                .iter()
-                .find(|m| m.id == id)
-                .and_then(|m| m.info.path().map(Path::to_owned))
-        })
-        .ok_or(ModuleError::NotLoaded { id })?;
+    let path = modules(|modules| {
+        modules
+            .iter()
+            .find(|m| m.id == id)
+            .and_then(|m| m.info.path().map(Path::to_owned))
+    })
+    .flatten()
+    .ok_or(ModuleError::NotLoaded { id })?;
     match prepare_unload(id)? {
         When::Now => {
             finish_unload(id, true)?;
@@ -1103,7 +1148,7 @@ pub fn reload(id: ModuleId) -> Result<ModuleId, ModuleError> {
 /// Whether the file `id` was loaded from changed since (a rebuild): what a hot-reload loop
 /// polls. `false` for an id that is not loaded.
 pub fn source_changed(id: ModuleId) -> bool {
-    MODULES.with_borrow(|modules| {
+    modules(|modules| {
         modules.iter().find(|m| m.id == id).is_some_and(|m| {
             let now = m.info.path().and_then(|path| {
                 std::fs::metadata(path)
@@ -1113,11 +1158,12 @@ pub fn source_changed(id: ModuleId) -> bool {
             now != m.modified
         })
     })
+    .unwrap_or(false)
 }
 
 /// The modules loaded on this (the game) thread, in load order.
 pub fn loaded() -> Vec<(ModuleId, ModuleInfo)> {
-    MODULES.with_borrow(|modules| modules.iter().map(|m| (m.id, m.info.clone())).collect())
+    modules(|modules| modules.iter().map(|m| (m.id, m.info.clone())).collect()).unwrap_or_default()
 }
 
 /// The loaded module whose library holds `address` (of its code or static data), if one does:
@@ -1128,20 +1174,22 @@ pub fn containing(address: usize) -> Option<ModuleId> {
 }
 
 /// How many subscriptions are recorded for the loaded module `id` (0 for an id that is not
-/// loaded): what unloading it will remove. One the module removed itself still counts until the
-/// unload (or until its delegate is dropped).
+/// loaded): what unloading it will remove. One the module removed itself still counts until its
+/// list lets go of it (outside a broadcast when the list compacts, or when the list is
+/// dropped).
 pub fn subscription_count(id: ModuleId) -> usize {
     track::count(id.0)
 }
 
 /// The path of the copy of `id`'s library that is mapped, while it is loaded.
 pub fn mapped_path(id: ModuleId) -> Option<PathBuf> {
-    MODULES.with_borrow(|modules| {
+    modules(|modules| {
         modules
             .iter()
             .find(|m| m.id == id)
             .map(|m| m.mapped.clone())
     })
+    .flatten()
 }
 
 #[cfg(test)]
