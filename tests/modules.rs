@@ -884,10 +884,12 @@ fn r5_a_module_loaded_when_its_game_thread_exits_stays_mapped_for_what_it_left()
 }
 
 /// R2: an engine kept in a thread local of its game thread unloads its modules when it is
-/// dropped, at the thread's exit, after the module list (first used later) was destroyed. The
-/// module functions answer as for a module that is not loaded (every module left then stays
-/// mapped), and a load says the thread is exiting. Without it, the list was reached with
-/// `with`, which panicked inside a thread local's destructor: the process aborted.
+/// dropped, at the thread's exit, after the module list and the record of running module code
+/// (first used later) were destroyed. It first drains the queue, which runs a task the module
+/// queued (its library stays mapped). The module functions answer as for a module that is not
+/// loaded (every module left then stays mapped), and a load says the thread is exiting.
+/// Without it, the list and the record were reached with `with`, which panicked inside a
+/// thread local's destructor: the process aborted.
 #[test]
 fn r2_an_engine_in_a_thread_local_that_unloads_at_thread_exit_does_not_abort() {
     let dir = libraries("r2-exit-unloads");
@@ -910,6 +912,8 @@ fn r2_an_engine_in_a_thread_local_that_unloads_at_thread_exit_does_not_abort() {
         lines[from + 1..],
         [
             "engine: dropped at thread exit; modules listed: 0",
+            "v1: queued from a worker thread, ran on the game thread",
+            "engine: queue at exit ran 1 task(s)",
             &*unload,
             &*reload,
             "engine: mapped path at exit: None, source changed: false",

@@ -391,6 +391,10 @@ pub(crate) enum Running {
 /// An action deferred until a module's code has left this thread's stack.
 type Deferred = Box<dyn FnOnce()>;
 
+// Both reached with `try_with` only: module code may run (a queued task of a module still
+// mapped) from a `Drop` while the thread's locals are destroyed, after these are gone, and a
+// panic there would abort the process (R2). Then nothing is recorded: no unload can happen on
+// the thread any more (its module list is gone first or with them).
 thread_local! {
     /// The frames of module code on this thread's stack, innermost last.
     static RUNNING: RefCell<Vec<(u64, Running)>> = const { RefCell::new(Vec::new()) };
@@ -406,27 +410,31 @@ pub(crate) struct Frame {
 
 impl Drop for Frame {
     fn drop(&mut self) {
-        let last = RUNNING.with_borrow_mut(|running| {
+        let last = RUNNING.try_with(|running| {
+            let mut running = running.borrow_mut();
             if let Some(index) = running.iter().rposition(|&(m, _)| m == self.module) {
                 running.remove(index);
             }
             !running.iter().any(|&(m, _)| m == self.module)
         });
-        if !last {
+        if last != Ok(true) {
             return;
         }
-        let due: Vec<Deferred> = DEFERRED.with_borrow_mut(|deferred| {
-            let mut due = Vec::new();
-            let mut index = 0;
-            while index < deferred.len() {
-                if deferred[index].0 == self.module {
-                    due.push(deferred.remove(index).1);
-                } else {
-                    index += 1;
+        let due: Vec<Deferred> = DEFERRED
+            .try_with(|deferred| {
+                let mut deferred = deferred.borrow_mut();
+                let mut due = Vec::new();
+                let mut index = 0;
+                while index < deferred.len() {
+                    if deferred[index].0 == self.module {
+                        due.push(deferred.remove(index).1);
+                    } else {
+                        index += 1;
+                    }
                 }
-            }
-            due
-        });
+                due
+            })
+            .unwrap_or_default();
         for action in due {
             action();
         }
@@ -435,7 +443,7 @@ impl Drop for Frame {
 
 /// Marks `module`'s code as running until the frame is dropped.
 pub(crate) fn enter(module: u64, what: Running) -> Frame {
-    RUNNING.with_borrow_mut(|running| running.push((module, what)));
+    let _ = RUNNING.try_with(|running| running.borrow_mut().push((module, what)));
     Frame { module }
 }
 
@@ -452,23 +460,27 @@ pub(crate) fn enter_task<T: ?Sized>(task: &T) -> Option<Frame> {
 /// The outermost kind of `module`'s code running on this thread, start-up first: what decides
 /// whether an unload from there is refused or deferred.
 pub(crate) fn running(module: u64) -> Option<Running> {
-    RUNNING.with_borrow(|running| {
-        let kinds = || {
-            running
-                .iter()
-                .filter(move |&&(m, _)| m == module)
-                .map(|&(_, what)| what)
-        };
-        [Running::StartUp, Running::ShutDown, Running::Task]
-            .into_iter()
-            .find(|&wanted| kinds().any(|what| what == wanted))
-    })
+    RUNNING
+        .try_with(|running| {
+            let running = running.borrow();
+            let kinds = || {
+                running
+                    .iter()
+                    .filter(move |&&(m, _)| m == module)
+                    .map(|&(_, what)| what)
+            };
+            [Running::StartUp, Running::ShutDown, Running::Task]
+                .into_iter()
+                .find(|&wanted| kinds().any(|what| what == wanted))
+        })
+        .ok()
+        .flatten()
 }
 
 /// Runs `action` once `module`'s code has left this thread's stack (it is on it: see
 /// [`running`]).
 pub(crate) fn defer(module: u64, action: Deferred) {
-    DEFERRED.with_borrow_mut(|deferred| deferred.push((module, action)));
+    let _ = DEFERRED.try_with(|deferred| deferred.borrow_mut().push((module, action)));
 }
 
 /// The address ranges of `module`'s library.

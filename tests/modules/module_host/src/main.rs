@@ -71,6 +71,11 @@ impl Drop for Engine {
             "engine: dropped at thread exit; modules listed: {}",
             module::loaded().len()
         );
+        // The task the module's start-up queued runs now (its library stays mapped).
+        println!(
+            "engine: queue at exit ran {} task(s)",
+            main_thread::process_queue()
+        );
         for id in self.modules.drain(..) {
             println!("engine: unload at exit: {}", result(module::unload(id)));
             println!("engine: reload at exit: {}", result(module::reload(id)));
