@@ -883,6 +883,47 @@ fn r5_a_module_loaded_when_its_game_thread_exits_stays_mapped_for_what_it_left()
     assert_eq!(lines[dropped + 1], "module: at its coroutine-drop, stays");
 }
 
+/// R2: an engine kept in a thread local of its game thread unloads its modules when it is
+/// dropped, at the thread's exit, after the module list and the record of running module code
+/// (first used later) were destroyed. It first drains the queue, which runs a task the module
+/// queued (its library stays mapped). The module functions answer as for a module that is not
+/// loaded (every module left then stays mapped), and a load says the thread is exiting.
+/// Without it, the list and the record were reached with `with`, which panicked inside a
+/// thread local's destructor: the process aborted.
+#[test]
+fn r2_an_engine_in_a_thread_local_that_unloads_at_thread_exit_does_not_abort() {
+    let dir = libraries("r2-exit-unloads");
+    let (trace, _) = run(engine("exit-unloads", &dir, None));
+    let lines: Vec<&str> = trace.lines().collect();
+    let from = lines
+        .iter()
+        .position(|l| l.starts_with("engine: the game thread exits"))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    let not_loaded = "Err(no game module is loaded as module#1: it was unloaded already (or \
+                      reloaded, which gives a new id))";
+    let unload = format!("engine: unload at exit: {not_loaded}");
+    let reload = format!("engine: reload at exit: {not_loaded}");
+    let load = format!(
+        "engine: load at exit: Err(cannot load the game module at {}: the game thread is \
+         exiting (its module list is gone; load modules before the thread ends))",
+        dir.join("v2.so").display()
+    );
+    assert_eq!(
+        lines[from + 1..],
+        [
+            "engine: dropped at thread exit; modules listed: 0",
+            "v1: queued from a worker thread, ran on the game thread",
+            "engine: queue at exit ran 1 task(s)",
+            &*unload,
+            &*reload,
+            "engine: mapped path at exit: None, source changed: false",
+            &*load,
+            "engine: the game thread exited",
+        ],
+        "{trace}"
+    );
+}
+
 /// MB4, R5: a `Drop` that the unload runs late (a queued task's capture, dropped unrun after
 /// the module's subscriptions were removed; a coroutine task's, dropped after that) subscribes
 /// the module's code again: the unload removes that too before it unmaps. Without it the late

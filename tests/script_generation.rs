@@ -9,7 +9,11 @@ use lumina::script_delegate::{
 use lumina::{ScriptDelegate, script_delegate, script_generation};
 use std::cell::RefCell;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+
+#[path = "support/child.rs"]
+mod child;
 
 /// A payload.
 #[script_delegate]
@@ -163,4 +167,71 @@ fn sd8_a_dropped_delegate_releases_once_and_the_generation_forgets_it() {
     assert_eq!(released(), [(id, 41, ReleaseReason::Destroyed as u32)]);
     assert_eq!(script_generation::unload(generation), Some(0));
     assert!(released().is_empty());
+}
+
+/// A native listener's capture that, when it is dropped, does what a game's `Drop` may do with
+/// script generations: bind a managed listener (in the current generation), unload one, begin
+/// one.
+struct UsesGenerations {
+    target: ScriptDelegate<()>,
+    generation: u64,
+}
+
+/// Set when a [`UsesGenerations`] capture's `Drop` ran to its end.
+static USED_AT_EXIT: AtomicBool = AtomicBool::new(false);
+
+impl Drop for UsesGenerations {
+    fn drop(&mut self) {
+        let _ = self
+            .target
+            .bind_managed(Some(thunk), std::ptr::without_provenance_mut(7));
+        let _ = script_generation::unload(self.generation);
+        let next = script_generation::begin();
+        let _ = self
+            .target
+            .bind_managed(Some(thunk), std::ptr::without_provenance_mut(8));
+        let _ = script_generation::unload(next);
+        USED_AT_EXIT.store(true, Ordering::SeqCst);
+    }
+}
+
+thread_local! {
+    /// A script delegate the game keeps in a thread local (dropped when its thread exits).
+    static KEPT: RefCell<Option<ScriptDelegate<()>>> = const { RefCell::new(None) };
+}
+
+/// R2, SD8: a script delegate kept in a thread local is dropped when its thread exits, after
+/// the runtime's thread locals that were first used later (thread locals are destroyed in the
+/// reverse order). A capture's `Drop` it runs then may bind a managed listener in a
+/// generation, unload one, or begin one. Without it, the generations' registry was reached
+/// with `with`, which panicked ("cannot access a Thread Local Storage value during or after
+/// destruction") inside a thread local's destructor: the process aborted.
+#[test]
+fn r2_sd8_generations_used_while_the_thread_exits_do_not_abort() {
+    child::in_child_process(
+        "r2_sd8_generations_used_while_the_thread_exits_do_not_abort",
+        || {
+            std::thread::spawn(|| {
+                // Used first, so destroyed last.
+                KEPT.with_borrow_mut(|slot| *slot = None);
+                // The runtime's generation registry: first used now, destroyed before `KEPT`.
+                let generation = script_generation::begin();
+                let capture = UsesGenerations {
+                    target: ScriptDelegate::new(),
+                    generation,
+                };
+                let kept: ScriptDelegate<()> = ScriptDelegate::new();
+                let _ = kept.add_lambda(move |()| {
+                    let _ = &capture;
+                });
+                KEPT.with_borrow_mut(|slot| *slot = Some(kept));
+            })
+            .join()
+            .expect("the thread exits normally");
+            assert!(
+                USED_AT_EXIT.load(Ordering::SeqCst),
+                "the capture's Drop ran to its end"
+            );
+        },
+    );
 }

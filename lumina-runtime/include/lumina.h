@@ -56,7 +56,7 @@ typedef enum LuminaReleaseReason {
     LUMINA_RELEASE_REASON_CLEARED = 1,
     /* The host unloaded the script generation the bindings were made in (SD8, see script_generation). The hook's delegate is null then. */
     LUMINA_RELEASE_REASON_GENERATION_UNLOADED = 2,
-    /* A managed listener of the message bus was removed from Rust: by its handle, a guard, or forget_entity (GB8). The hook's delegate is null. */
+    /* A managed listener of the message bus was removed from Rust: by its handle, a guard, or forget_entity (GB8); or a managed binding whose thunk lies in a game module's library was removed by the module's unload (MB4). The hook's delegate is null. */
     LUMINA_RELEASE_REASON_REMOVED = 3,
 } LuminaReleaseReason;
 

@@ -794,7 +794,7 @@ pub unsafe extern "C" fn lumina_reflect_find_property(
 mod bus_tests;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ScriptDelegate;
     use std::cell::Cell;
@@ -978,7 +978,7 @@ mod tests {
     static BIND_IN_HOOK: std::sync::Mutex<Vec<LuminaStatus>> = std::sync::Mutex::new(Vec::new());
 
     /// Taken by every test that installs the (process-wide) release hook.
-    pub(super) static HOOK_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    pub(crate) static HOOK_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
     extern "C" fn binding_hook(
         delegate: *const ScriptDelegateBase,

@@ -99,7 +99,8 @@ pub enum ReleaseReason {
     /// `script_generation`). The hook's `delegate` is null then.
     GenerationUnloaded = 2,
     /// A managed listener of the message bus was removed from Rust: by its handle, a guard, or
-    /// `forget_entity` (GB8). The hook's `delegate` is null.
+    /// `forget_entity` (GB8); or a managed binding whose thunk lies in a game module's library
+    /// was removed by the module's unload (MB4). The hook's `delegate` is null.
     Removed = 3,
 }
 
@@ -134,12 +135,26 @@ static DESTROYED_HOOK: RwLock<Option<DestroyedHook>> = RwLock::new(None);
 
 /// Installs (or, with `None`, removes) the host's destroyed hook; returns the previous one. See
 /// [`DestroyedHook`]. Without a hook, dropping managed bindings is reported as an error through
-/// `tracing`, naming the leaked contexts.
+/// `tracing`, naming the leaked contexts. A hook that is a game module's code is uninstalled
+/// by that module's unload (it is never called after its library is unmapped, R5).
 pub fn set_destroyed_hook(hook: Option<DestroyedHook>) -> Option<DestroyedHook> {
     let mut slot = DESTROYED_HOOK
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     std::mem::replace(&mut *slot, hook)
+}
+
+/// Removes the installed destroyed hook if `doomed` says so (a game module's unload, for a hook
+/// whose code lies in its library: it must not be called after the unmap, R5); whether it did.
+pub(crate) fn remove_destroyed_hook_if(doomed: impl FnOnce(DestroyedHook) -> bool) -> bool {
+    let mut slot = DESTROYED_HOOK
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let remove = slot.is_some_and(doomed);
+    if remove {
+        *slot = None;
+    }
+    remove
 }
 
 /// The installed destroyed hook.
@@ -167,8 +182,19 @@ unsafe impl crate::invocation::Subscriber for Listener {
     fn code(&self) -> Option<crate::module::track::Code> {
         match self {
             Listener::Native(callable) => crate::module::track::code_of(&**callable),
-            // The host's thunk: no code of a game module.
-            Listener::Managed(..) => None,
+            // The thunk's address: a game module's code may bind a managed listener with an
+            // `extern "C" fn` of its own, which must go before its library is unmapped (MB4, R5).
+            Listener::Managed(managed) => crate::module::track::code_of(&managed.thunk),
+        }
+    }
+
+    fn unloading(&self, site: u32) {
+        if let Listener::Managed(managed) = self {
+            managed.mark(Removal::Released {
+                reason: ReleaseReason::Removed,
+                delegate: std::ptr::null(),
+                site,
+            });
         }
     }
 }

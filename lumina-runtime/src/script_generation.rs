@@ -85,6 +85,11 @@ thread_local! {
     /// Generations begun on this thread and not unloaded yet, with the delegates that have
     /// bindings made in them. Which binding belongs to which generation is recorded in the
     /// binding itself, in the delegate's block.
+    ///
+    /// Reached with `try_with` only: a `Drop` that runs while the thread's locals are destroyed
+    /// (a script delegate kept in a thread local, its listeners' captures) may bind, begin or
+    /// unload after this registry is gone, and a panic there would abort the process (R2).
+    /// Then nothing is recorded: the bindings are released with their delegates.
     static OPEN: RefCell<BTreeMap<u64, Members>> = const { RefCell::new(BTreeMap::new()) };
 }
 
@@ -93,7 +98,9 @@ thread_local! {
 pub fn begin() -> u64 {
     let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
     CURRENT.set(generation);
-    OPEN.with_borrow_mut(|open| open.insert(generation, Members::default()));
+    let _ = OPEN.try_with(|open| {
+        open.borrow_mut().insert(generation, Members::default());
+    });
     generation
 }
 
@@ -108,9 +115,13 @@ pub fn current() -> u64 {
 /// [`ReleaseReason::GenerationUnloaded`](crate::script_delegate::ReleaseReason::GenerationUnloaded)
 /// (one whose delegate is broadcasting, say from the thunk that asked for the unload, when
 /// that broadcast ends). Returns how many, or `None` when `generation` was not begun on this thread or was
-/// unloaded already. The host calls this before it unloads the generation's code.
+/// unloaded already (or when the thread is exiting and its registry of generations is gone:
+/// then the bindings are released with their delegates). The host calls this before it unloads the generation's code.
 pub fn unload(generation: u64) -> Option<usize> {
-    let mut members = OPEN.with_borrow_mut(|open| open.remove(&generation))?;
+    let mut members = OPEN
+        .try_with(|open| open.borrow_mut().remove(&generation))
+        .ok()
+        .flatten()?;
     if CURRENT.get() == generation {
         CURRENT.set(0);
     }
@@ -130,8 +141,8 @@ pub fn unload(generation: u64) -> Option<usize> {
 /// (hook in `ScriptDelegateBase::try_bind_managed`).
 pub(crate) fn note_member<B: Member + 'static>(generation: u64, block: Weak<B>) {
     let block: Weak<dyn Member> = block;
-    OPEN.with_borrow_mut(|open| {
-        if let Some(members) = open.get_mut(&generation) {
+    let _ = OPEN.try_with(|open| {
+        if let Some(members) = open.borrow_mut().get_mut(&generation) {
             members.add(block);
         }
     });

@@ -38,10 +38,16 @@ const ID_SHIFT: u32 = SITE_SHIFT + crate::bind_site::SITE_BITS;
 pub(crate) unsafe trait Subscriber: Clone {
     /// Where the subscriber's code is (its vtable, or its one word), so that a game module's
     /// subscriptions can be found when it unloads (MB4); `None` at once while no module is
-    /// loaded, and for subscribers that are no code of a module (managed bindings).
+    /// loaded, and for subscribers that are no code of a module (a managed binding answers
+    /// with its thunk's address, which a module may own).
     fn code(&self) -> Option<crate::module::track::Code> {
         None
     }
+
+    /// A game module's unload is about to remove this subscriber (MB4), whose entry is still
+    /// live and was bound at `site`: a managed binding records why it leaves, so the host's
+    /// release hook hears the right reason (R4). Must run no user code.
+    fn unloading(&self, _site: u32) {}
 }
 
 // SAFETY: cloning an `Rc` or `Weak` only changes a count: no user code runs.
@@ -74,6 +80,18 @@ pub(super) struct Entry<C> {
     word: Cell<u64>,
     /// The callable; see `raw.rs` for who reads it how.
     pub(super) slot: UnsafeCell<Option<C>>,
+}
+
+/// A subscription leaves its list with its entry (compaction after a removal, a clear, the
+/// list's drop): a game module's record of it goes with it, before the list's block can be
+/// freed, so no record ever points at a freed block (R1, MB4). One atomic load while nothing is
+/// recorded; not on the broadcast path (no loop drops an entry).
+impl<C> Drop for Entry<C> {
+    fn drop(&mut self) {
+        if crate::module::track::recording() {
+            crate::module::track::forget(std::iter::once(self.id()));
+        }
+    }
 }
 
 impl<C> Entry<C> {

@@ -1124,6 +1124,12 @@ unsafe fn remove_from<C: Subscriber>(list: *const (), handle: DelegateHandle) ->
         Rc::increment_strong_count(list);
         Rc::from_raw(list)
     };
+    // Told first, while its entry is live: a managed binding records why it leaves (R4).
+    let _ = block.with_entry(handle.id(), |entry| {
+        if let Some(callable) = entry.clone_callable() {
+            callable.unloading(entry.site());
+        }
+    });
     let removed = block.remove_now(handle);
     // Possibly the last reference now: the block's `Drop` runs the other callables' `Drop`s,
     // guarded (R2, R3).

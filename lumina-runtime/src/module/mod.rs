@@ -11,7 +11,9 @@
 //!   MB2), runs its start-up, then fires
 //!   [`CoreDelegates::on_module_loaded`](crate::CoreDelegates::on_module_loaded) (MB3).
 //! - [`unload`] runs its shut-down, removes every subscription whose code lies in the module's
-//!   library, from any delegate, script delegate or event processor, and drops the tasks it
+//!   library, from any delegate, script delegate (native listeners, and managed bindings whose
+//!   thunk is the module's) or event processor, uninstalls the script delegates' destroyed hook
+//!   if the module installed its own, and drops the tasks it
 //!   queued with [`main_thread::enqueue`] unrun, and the messages of its payload types a
 //!   [message bus](crate::bus) still holds (retained, posted, or posted from another thread and
 //!   not moved in yet), so every callable and value of the module is dropped while its code is
@@ -202,6 +204,13 @@ pub enum ModuleError {
         /// What is running.
         reason: String,
     },
+    /// The game thread is exiting: its list of modules is destroyed already (every module
+    /// still loaded then stays mapped), so nothing can be loaded on it any more. Asked by a
+    /// `Drop` that runs while the thread's locals are destroyed.
+    ThreadExiting {
+        /// The path given.
+        path: PathBuf,
+    },
 }
 
 impl fmt::Display for ModuleError {
@@ -282,6 +291,12 @@ impl fmt::Display for ModuleError {
             ModuleError::Busy { module, reason } => {
                 write!(f, "game module `{module}` cannot be unloaded now: {reason}")
             }
+            ModuleError::ThreadExiting { path } => write!(
+                f,
+                "cannot load the game module at {}: the game thread is exiting (its module list \
+                 is gone; load modules before the thread ends)",
+                path.display()
+            ),
         }
     }
 }
@@ -345,6 +360,21 @@ thread_local! {
     static MODULES: RefCell<Modules> = const { RefCell::new(Modules(Vec::new())) };
     /// Whether a module's start-up or shut-down is running on this thread.
     static IN_ENTRY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// `read` on the module list, or `None` once this thread's list is destroyed: a `Drop` that runs
+/// while the thread exits (an engine kept in a thread local that unloads its modules) may ask
+/// after the list is gone, and a panic there would abort the process (R2). Every module still
+/// loaded then stays mapped (see `Modules`), so for such a caller none is loaded.
+fn modules<R>(read: impl FnOnce(&Modules) -> R) -> Option<R> {
+    MODULES.try_with(|modules| read(&modules.borrow())).ok()
+}
+
+/// [`modules`] for a change of the list.
+fn modules_mut<R>(change: impl FnOnce(&mut Modules) -> R) -> Option<R> {
+    MODULES
+        .try_with(|modules| change(&mut modules.borrow_mut()))
+        .ok()
 }
 
 static NEXT_MODULE: AtomicU64 = AtomicU64::new(1);
@@ -495,8 +525,14 @@ fn check_record(
             path: path.to_owned(),
         });
     }
-    if MODULES.with_borrow(|modules| modules.iter().any(|m| m.info.name() == name)) {
-        return Err(ModuleError::AlreadyLoaded { module: name });
+    match modules(|modules| modules.iter().any(|m| m.info.name() == name)) {
+        Some(true) => return Err(ModuleError::AlreadyLoaded { module: name }),
+        Some(false) => {}
+        None => {
+            return Err(ModuleError::ThreadExiting {
+                path: path.to_owned(),
+            });
+        }
     }
     Ok((entry, name))
 }
@@ -518,17 +554,24 @@ fn start(
         track::add_range(id.0, start, end);
     }
     let info = ModuleInfo::new(name.clone()).with_path(path);
-    MODULES.with_borrow_mut(|modules| {
-        modules.push(Loaded {
-            id,
-            info: info.clone(),
-            mapped: mapped.to_owned(),
-            modified,
-            entry,
-            library,
-            leaving: None,
-        });
+    let mut loaded = Some(Loaded {
+        id,
+        info: info.clone(),
+        mapped: mapped.to_owned(),
+        modified,
+        entry,
+        library,
+        leaving: None,
     });
+    let _ = modules_mut(|modules| modules.extend(loaded.take()));
+    if let Some(unlisted) = loaded {
+        // The list went since the check (the thread is exiting): nothing of the module ran.
+        track::remove_range(id.0);
+        std::mem::forget(unlisted.library);
+        return Err(ModuleError::ThreadExiting {
+            path: path.to_owned(),
+        });
+    }
     if let Err(message) = run_entry_point(id, track::Running::StartUp, record.start_up) {
         // Its subscriptions go, its library is unmapped (it never counted as loaded: no
         // `on_module_unloaded`); the start-up's panic is the error.
@@ -646,12 +689,13 @@ enum When {
 
 /// The checks of [`unload`] and [`reload`] (R5, MB4): refused, now, or deferred.
 fn prepare_unload(id: ModuleId) -> Result<When, ModuleError> {
-    let Some((name, leaving)) = MODULES.with_borrow(|modules| {
+    let Some((name, leaving)) = modules(|modules| {
         modules
             .iter()
             .find(|m| m.id == id)
             .map(|m| (m.info.name().to_owned(), m.leaving))
-    }) else {
+    })
+    .flatten() else {
         return Err(ModuleError::NotLoaded { id });
     };
     let busy = |reason: String| {
@@ -697,11 +741,12 @@ fn prepare_unload(id: ModuleId) -> Result<When, ModuleError> {
         return busy(reason);
     }
     if running == Some(track::Running::Task) {
-        let info = MODULES.with_borrow_mut(|modules| {
+        let info = modules_mut(|modules| {
             let module = modules.iter_mut().find(|m| m.id == id)?;
             module.leaving = Some(Leaving::Deferred);
             Some(module.info.clone())
-        });
+        })
+        .flatten();
         return Ok(info.map_or(When::Now, When::Deferred));
     }
     if stack::returns_into(&track::ranges_of(id.0)) {
@@ -787,11 +832,12 @@ fn deferred(id: ModuleId, reload: Option<(PathBuf, ModuleId)>) {
 fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError> {
     // Leaving before any of its code runs (R5): an unload re-entered from its shut-down or from
     // a `Drop` below is refused.
-    let entry = MODULES.with_borrow_mut(|modules| {
+    let entry = modules_mut(|modules| {
         let module = modules.iter_mut().find(|m| m.id == id)?;
         module.leaving = Some(Leaving::Unloading);
         Some(module.entry)
-    });
+    })
+    .flatten();
     let Some(entry) = entry else {
         return Err(ModuleError::NotLoaded { id });
     };
@@ -808,10 +854,11 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
     let mut drops = Drops::default();
     let mut released = Released::default();
     let mut settled = released.release_all(id, &mut drops);
-    let loaded = MODULES.with_borrow_mut(|modules| {
+    let loaded = modules_mut(|modules| {
         let index = modules.iter().position(|m| m.id == id)?;
         Some(modules.remove(index))
-    });
+    })
+    .flatten();
     let Some(loaded) = loaded else {
         // Unreachable: only this function removes a module, and it is refused while leaving.
         return Err(ModuleError::NotLoaded { id });
@@ -820,6 +867,19 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         drops.run(|| CoreDelegates::get().on_module_unloaded().broadcast());
         // The engine's subscribers may have dropped values of the module that left more of it.
         settled &= released.release_all(id, &mut drops);
+    }
+    // A release hook of the module's code (it set it with `set_destroyed_hook`) would be
+    // called by the next release after the unmapping (R5): uninstalled while it is mapped.
+    if crate::script_delegate::remove_destroyed_hook_if(|hook| {
+        track::belongs_to(id.0, track::code_of(&hook))
+    }) {
+        tracing::warn!(
+            module = loaded.info.name(),
+            "lumina: game module `{}` had installed the script delegates' destroyed hook; it \
+             was uninstalled with the module (releases are logged as leaks until a host \
+             installs one)",
+            loaded.info.name()
+        );
     }
     // Only now: a subscription the drops above made is attributed to the module while its range
     // is registered, so the rounds above find it.
@@ -1113,14 +1173,14 @@ fn remove_subscriptions(id: ModuleId) -> usize {
 #[track_caller]
 pub fn reload(id: ModuleId) -> Result<ModuleId, ModuleError> {
     main_thread::assert_game_thread("`module::reload`");
-    let path = MODULES
-        .with_borrow(|modules| {
-            modules
-                .iter()
-                .find(|m| m.id == id)
-                .and_then(|m| m.info.path().map(Path::to_owned))
-        })
-        .ok_or(ModuleError::NotLoaded { id })?;
+    let path = modules(|modules| {
+        modules
+            .iter()
+            .find(|m| m.id == id)
+            .and_then(|m| m.info.path().map(Path::to_owned))
+    })
+    .flatten()
+    .ok_or(ModuleError::NotLoaded { id })?;
     match prepare_unload(id)? {
         When::Now => {
             finish_unload(id, true)?;
@@ -1137,7 +1197,7 @@ pub fn reload(id: ModuleId) -> Result<ModuleId, ModuleError> {
 /// Whether the file `id` was loaded from changed since (a rebuild): what a hot-reload loop
 /// polls. `false` for an id that is not loaded.
 pub fn source_changed(id: ModuleId) -> bool {
-    MODULES.with_borrow(|modules| {
+    modules(|modules| {
         modules.iter().find(|m| m.id == id).is_some_and(|m| {
             let now = m.info.path().and_then(|path| {
                 std::fs::metadata(path)
@@ -1147,11 +1207,12 @@ pub fn source_changed(id: ModuleId) -> bool {
             now != m.modified
         })
     })
+    .unwrap_or(false)
 }
 
 /// The modules loaded on this (the game) thread, in load order.
 pub fn loaded() -> Vec<(ModuleId, ModuleInfo)> {
-    MODULES.with_borrow(|modules| modules.iter().map(|m| (m.id, m.info.clone())).collect())
+    modules(|modules| modules.iter().map(|m| (m.id, m.info.clone())).collect()).unwrap_or_default()
 }
 
 /// The loaded module whose library holds `address` (of its code or static data), if one does:
@@ -1162,20 +1223,22 @@ pub fn containing(address: usize) -> Option<ModuleId> {
 }
 
 /// How many subscriptions are recorded for the loaded module `id` (0 for an id that is not
-/// loaded): what unloading it will remove. One the module removed itself still counts until the
-/// unload (or until its delegate is dropped).
+/// loaded): what unloading it will remove. One the module removed itself still counts until its
+/// list lets go of it (outside a broadcast when the list compacts, or when the list is
+/// dropped).
 pub fn subscription_count(id: ModuleId) -> usize {
     track::count(id.0)
 }
 
 /// The path of the copy of `id`'s library that is mapped, while it is loaded.
 pub fn mapped_path(id: ModuleId) -> Option<PathBuf> {
-    MODULES.with_borrow(|modules| {
+    modules(|modules| {
         modules
             .iter()
             .find(|m| m.id == id)
             .map(|m| m.mapped.clone())
     })
+    .flatten()
 }
 
 #[cfg(test)]
@@ -1439,5 +1502,117 @@ mod tests {
         assert_eq!(dropped.get(), 1, "the broadcast's end dropped it");
         assert_eq!(track::count(FAKE.0), 0);
         track::remove_range(FAKE.0);
+    }
+
+    /// MB4, R5, R4: a game module's code may bind a managed listener to a script delegate with
+    /// an `extern "C" fn` of its own (`bind_managed` is a safe call), and may install the
+    /// release hook with `set_destroyed_hook`. Its unload must remove that binding (handing it
+    /// to the hook once, as `Removed`) and uninstall that hook, while the library is mapped.
+    /// Without it, the binding stayed (a managed listener counted as no module's code), and the
+    /// next broadcast called the thunk in the unmapped library; the hook stayed installed, and
+    /// the next release called it there. (Not under Miri, which cannot `dlopen`: no `r5_` in
+    /// its name.)
+    #[test]
+    fn mb4_a_managed_thunk_and_a_release_hook_of_the_module_go_before_the_unmap() {
+        use crate::script_delegate::{
+            DestroyedHook, ManagedBinding, ManagedThunk, ReleaseReason, ScriptDelegate,
+            ScriptDelegateBase, destroyed_hook, set_destroyed_hook,
+        };
+        use std::ffi::c_void;
+
+        const FAKE: ModuleId = ModuleId(u64::MAX - 46);
+        thread_local! {
+            static MODULE_CALLS: Cell<usize> = const { Cell::new(0) };
+            static ENGINE_CALLS: Cell<usize> = const { Cell::new(0) };
+            static RELEASED: std::cell::RefCell<Vec<(u64, ReleaseReason)>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        /// The module's thunk.
+        extern "C" fn module_thunk(_: *mut c_void, _: *const c_void) {
+            MODULE_CALLS.set(MODULE_CALLS.get() + 1);
+        }
+        /// The engine's (the host's) thunk.
+        extern "C" fn engine_thunk(_: *mut c_void, _: *const c_void) {
+            ENGINE_CALLS.set(ENGINE_CALLS.get() + 1);
+        }
+        /// The module's release hook.
+        extern "C" fn module_hook(
+            _: *const ScriptDelegateBase,
+            bindings: *const ManagedBinding,
+            count: usize,
+            reason: ReleaseReason,
+        ) {
+            // SAFETY: the hook's contract: `count` bindings at `bindings` for the call.
+            let bindings = unsafe { std::slice::from_raw_parts(bindings, count) };
+            RELEASED.with_borrow_mut(|released| {
+                released.extend(bindings.iter().map(|binding| (binding.id, reason)));
+            });
+        }
+        let _game = crate::main_thread::GameThreadScope::enter();
+        let _lock = crate::ffi::tests::HOOK_LOCK
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Each made into a pointer once (Miri gives every reification of a function an address
+        // of its own): the values bound and installed are the ones attributed.
+        let module_thunk: ManagedThunk = module_thunk;
+        let module_hook: DestroyedHook = module_hook;
+        let previous = set_destroyed_hook(Some(module_hook));
+        // Attribute exactly the module's thunk and hook to the fake module.
+        for code in [
+            (module_thunk as *const ()).addr(),
+            (module_hook as *const ()).addr(),
+        ] {
+            track::add_range(FAKE.0, code, code + 1);
+        }
+        let delegate: ScriptDelegate<()> = ScriptDelegate::new();
+        let module_id = delegate.bind_managed(Some(module_thunk), std::ptr::null_mut());
+        let engine_id = delegate.bind_managed(Some(engine_thunk), std::ptr::null_mut());
+        assert_ne!(module_id, 0);
+        assert_eq!(
+            track::count(FAKE.0),
+            1,
+            "the module's managed binding is the module's"
+        );
+        MODULES.with_borrow_mut(|modules| {
+            modules.push(Loaded {
+                id: FAKE,
+                info: ModuleInfo::new("fake"),
+                // No such mapping: the unload leaves the (not really loaded) library alone.
+                mapped: PathBuf::from("/nonexistent/mb4-managed-fake.so"),
+                modified: None,
+                entry: &ENTRY,
+                library: libloading::os::unix::Library::this().into(),
+                leaving: None,
+            });
+        });
+        let unloaded = super::unload(FAKE);
+        let hook_after = destroyed_hook();
+        set_destroyed_hook(previous);
+        track::remove_range(FAKE.0);
+        assert!(unloaded.is_ok(), "{unloaded:?}");
+        assert_eq!(
+            delegate
+                .managed_bindings()
+                .iter()
+                .map(|binding| binding.id)
+                .collect::<Vec<_>>(),
+            [engine_id],
+            "the unload removed the module's managed binding, and only it"
+        );
+        assert_eq!(
+            RELEASED.with_borrow_mut(std::mem::take),
+            [(module_id, ReleaseReason::Removed)],
+            "released once, while the module's hook was still mapped, with its reason"
+        );
+        assert!(
+            hook_after.is_none(),
+            "the module's release hook was uninstalled by its unload"
+        );
+        delegate.broadcast(&());
+        assert_eq!(MODULE_CALLS.get(), 0, "no code of the module runs after");
+        assert_eq!(ENGINE_CALLS.get(), 1);
+        assert!(!delegate.unbind_managed(module_id));
+        assert!(delegate.unbind_managed(engine_id));
+        assert_eq!(track::count(FAKE.0), 0);
     }
 }

@@ -11,8 +11,9 @@
 //!
 //! The one invocation list behind every mechanism (multicast and script delegates, the event
 //! processor) asks each subscriber it adds for its code (`Subscriber::code`, which calls
-//! [`code_of`]) and calls [`track`] with it, and the drop of a list's block calls [`forget`] with
-//! the ids of its subscribers, so a dropped list is never touched again.
+//! [`code_of`]) and calls [`track`] with it; the drop of a list's block calls [`forget`] with
+//! the ids of its subscribers, and so does the drop of each entry (a subscription that left its
+//! list by a removal or a clear), so a dropped list is never touched again.
 //!
 //! # What a record points at
 //!
@@ -402,6 +403,10 @@ pub(crate) enum Running {
 /// An action deferred until a module's code has left this thread's stack.
 type Deferred = Box<dyn FnOnce()>;
 
+// Both reached with `try_with` only: module code may run (a queued task of a module still
+// mapped) from a `Drop` while the thread's locals are destroyed, after these are gone, and a
+// panic there would abort the process (R2). Then nothing is recorded: no unload can happen on
+// the thread any more (its module list is gone first or with them).
 thread_local! {
     /// The frames of module code on this thread's stack, innermost last.
     static RUNNING: RefCell<Vec<(u64, Running)>> = const { RefCell::new(Vec::new()) };
@@ -417,27 +422,31 @@ pub(crate) struct Frame {
 
 impl Drop for Frame {
     fn drop(&mut self) {
-        let last = RUNNING.with_borrow_mut(|running| {
+        let last = RUNNING.try_with(|running| {
+            let mut running = running.borrow_mut();
             if let Some(index) = running.iter().rposition(|&(m, _)| m == self.module) {
                 running.remove(index);
             }
             !running.iter().any(|&(m, _)| m == self.module)
         });
-        if !last {
+        if last != Ok(true) {
             return;
         }
-        let due: Vec<Deferred> = DEFERRED.with_borrow_mut(|deferred| {
-            let mut due = Vec::new();
-            let mut index = 0;
-            while index < deferred.len() {
-                if deferred[index].0 == self.module {
-                    due.push(deferred.remove(index).1);
-                } else {
-                    index += 1;
+        let due: Vec<Deferred> = DEFERRED
+            .try_with(|deferred| {
+                let mut deferred = deferred.borrow_mut();
+                let mut due = Vec::new();
+                let mut index = 0;
+                while index < deferred.len() {
+                    if deferred[index].0 == self.module {
+                        due.push(deferred.remove(index).1);
+                    } else {
+                        index += 1;
+                    }
                 }
-            }
-            due
-        });
+                due
+            })
+            .unwrap_or_default();
         for action in due {
             action();
         }
@@ -446,7 +455,7 @@ impl Drop for Frame {
 
 /// Marks `module`'s code as running until the frame is dropped.
 pub(crate) fn enter(module: u64, what: Running) -> Frame {
-    RUNNING.with_borrow_mut(|running| running.push((module, what)));
+    let _ = RUNNING.try_with(|running| running.borrow_mut().push((module, what)));
     Frame { module }
 }
 
@@ -463,23 +472,27 @@ pub(crate) fn enter_task<T: ?Sized>(task: &T) -> Option<Frame> {
 /// The outermost kind of `module`'s code running on this thread, start-up first: what decides
 /// whether an unload from there is refused or deferred.
 pub(crate) fn running(module: u64) -> Option<Running> {
-    RUNNING.with_borrow(|running| {
-        let kinds = || {
-            running
-                .iter()
-                .filter(move |&&(m, _)| m == module)
-                .map(|&(_, what)| what)
-        };
-        [Running::StartUp, Running::ShutDown, Running::Task]
-            .into_iter()
-            .find(|&wanted| kinds().any(|what| what == wanted))
-    })
+    RUNNING
+        .try_with(|running| {
+            let running = running.borrow();
+            let kinds = || {
+                running
+                    .iter()
+                    .filter(move |&&(m, _)| m == module)
+                    .map(|&(_, what)| what)
+            };
+            [Running::StartUp, Running::ShutDown, Running::Task]
+                .into_iter()
+                .find(|&wanted| kinds().any(|what| what == wanted))
+        })
+        .ok()
+        .flatten()
 }
 
 /// Runs `action` once `module`'s code has left this thread's stack (it is on it: see
 /// [`running`]).
 pub(crate) fn defer(module: u64, action: Deferred) {
-    DEFERRED.with_borrow_mut(|deferred| deferred.push((module, action)));
+    let _ = DEFERRED.try_with(|deferred| deferred.borrow_mut().push((module, action)));
 }
 
 /// The address ranges of `module`'s library.
@@ -494,7 +507,9 @@ pub(crate) fn ranges_of(module: u64) -> Vec<(usize, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Running, add_range, code_of, defer, enter, remove_range, running};
+    use super::{
+        Running, add_range, busy_lists, code_of, count, defer, enter, remove_range, running,
+    };
     use crate::invocation::InvocationList;
     use crate::module::{ModuleId, remove_subscriptions};
     use std::any::Any;
@@ -578,5 +593,45 @@ mod tests {
         assert_eq!(left_elsewhere, 0);
         assert!(weak.upgrade().is_none(), "freed by the first removal");
         assert!(list.is_empty(), "the holder was removed");
+    }
+
+    /// A subscriber whose code only the next test attributes to its fake module.
+    struct Gone(#[allow(dead_code)] u16);
+
+    /// R1, MB4: a module's subscription that leaves its list (removed by its handle, by a
+    /// clear, or pruned) while the module stays loaded leaves no record behind. Without it, the
+    /// record outlived the subscription's entry, so the drop of the list (which forgets the
+    /// records of the entries it still holds) missed it, and the record kept the address of the
+    /// freed block: the unload's busy check and removal then used it (Miri: use after free).
+    #[test]
+    fn r1_mb4_a_subscription_that_left_its_list_leaves_no_record_of_the_freed_list() {
+        const FAKE: u64 = u64::MAX - 47;
+        let gone: Rc<dyn Any> = Rc::new(Gone(0));
+        // As in the test above: a placeholder range, then exactly this type's code.
+        #[cfg(not(miri))]
+        add_range(FAKE, usize::MAX - 1, usize::MAX);
+        #[cfg(miri)]
+        add_range(FAKE, 0, 1);
+        let vtable = code_of(&*gone).expect("a module is loaded").0[0];
+        add_range(FAKE, vtable, vtable + 1);
+        for how in ["remove", "clear", "remove during a broadcast"] {
+            let list: AnyList = InvocationList::new();
+            let handle = list.add(Rc::clone(&gone));
+            // A subscriber that is not the module's keeps the list from being empty.
+            let _ = list.add(Rc::new(7_usize) as Rc<dyn Any>);
+            assert_eq!(count(FAKE), 1, "{how}: recorded");
+            match how {
+                "remove" => assert!(list.remove(handle)),
+                "clear" => list.clear(),
+                _ => list.broadcast_with((), |_, ()| {
+                    let _ = list.remove(handle);
+                }),
+            }
+            drop(list);
+            assert_eq!(count(FAKE), 0, "{how}: no record of the freed list is left");
+        }
+        assert_eq!(busy_lists(FAKE), 0);
+        assert_eq!(remove_subscriptions(ModuleId(FAKE)), 0);
+        remove_range(FAKE);
     }
 }

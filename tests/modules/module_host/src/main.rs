@@ -1,7 +1,8 @@
 //! The fixture engine of tests/modules.rs. `module_host <scenario> <dir>`, where `dir` holds the
 //! built libraries (`v1.so`, `v2.so`, `own.so`, `mismatch.so`, `plain.so`, `failing.so`,
 //! `reflecting.so`, `reentrant.so`). Prints a trace. `module_host reentry <dir> <plan>...` runs
-//! the `reentrant_module` fixture through each plan (R5).
+//! the `reentrant_module` fixture through each plan (R5). `exit-loaded` and `exit-unloads` end a
+//! game thread of their own with a module loaded.
 
 use engine_api::{Hit, engine};
 use lumina::core_delegates::{SettingsClass, WorldId};
@@ -21,6 +22,13 @@ fn main() {
     if scenario == "exit-loaded" {
         // On a game thread of its own, whose thread-locals are destroyed when it exits.
         std::thread::spawn(move || exit_loaded(&dir))
+            .join()
+            .expect("the game thread ends normally");
+        println!("engine: the game thread exited");
+        return;
+    }
+    if scenario == "exit-unloads" {
+        std::thread::spawn(move || exit_unloads(&dir))
             .join()
             .expect("the game thread ends normally");
         println!("engine: the game thread exited");
@@ -48,6 +56,60 @@ fn exit_loaded(dir: &Path) {
         "engine: load: {}",
         result(module::load(dir.join("reentrant.so")))
     );
+    println!("engine: the game thread exits with the module loaded");
+}
+
+/// An engine that unloads its modules when it is dropped.
+struct Engine {
+    modules: Vec<ModuleId>,
+    dir: PathBuf,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        println!(
+            "engine: dropped at thread exit; modules listed: {}",
+            module::loaded().len()
+        );
+        // The task the module's start-up queued runs now (its library stays mapped).
+        println!(
+            "engine: queue at exit ran {} task(s)",
+            main_thread::process_queue()
+        );
+        for id in self.modules.drain(..) {
+            println!("engine: unload at exit: {}", result(module::unload(id)));
+            println!("engine: reload at exit: {}", result(module::reload(id)));
+            println!(
+                "engine: mapped path at exit: {:?}, source changed: {}",
+                module::mapped_path(id),
+                module::source_changed(id)
+            );
+        }
+        println!(
+            "engine: load at exit: {}",
+            result(module::load(self.dir.join("v2.so")))
+        );
+    }
+}
+
+thread_local! {
+    /// The engine, kept in a thread local of its game thread.
+    static ENGINE: std::cell::RefCell<Option<Engine>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The game thread exits while an engine kept in a thread local still holds a loaded module
+/// (R2): the engine was made first, so its thread local is destroyed after the module list, and
+/// its `Drop` asks the module functions after the list is gone.
+fn exit_unloads(dir: &Path) {
+    main_thread::designate_game_thread();
+    ENGINE.with_borrow_mut(|engine| {
+        *engine = Some(Engine {
+            modules: Vec::new(),
+            dir: dir.to_owned(),
+        });
+    });
+    let id = module::load(dir.join("v1.so")).expect("the game module loads");
+    ENGINE.with_borrow_mut(|engine| engine.as_mut().expect("made above").modules.push(id));
     println!("engine: the game thread exits with the module loaded");
 }
 
