@@ -128,7 +128,7 @@ fn run(system: &str, n: usize, operations: u64) -> Result<u64, String> {
         "bus-partial" => broadcast::<common::bus::Partial>(n, operations),
         "single-floor" => {
             let floor = common::single_floor();
-            single(n, operations, |x| floor(x))
+            single(n, operations, floor)
         }
         "single" => {
             let delegate = common::single_lumina();
