@@ -382,6 +382,31 @@ fn reentry(dir: &Path, plans: &[&'static str]) {
             // Prunes the entries whose object is gone: the module's, if its unload left it.
             println!("engine: queued targets {}", main_thread::queued_targets());
         }
+        if plan == "single-cast" {
+            // The engine's own single-cast delegate, bound by the module: unbound by its unload.
+            let query = engine().score_query.borrow();
+            println!(
+                "engine: score query bound {}, 41 -> {:?}",
+                query.is_bound(),
+                query.execute_if_bound(41)
+            );
+            let executed =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| query.execute(41)));
+            let message = executed.map_or_else(
+                |payload| {
+                    payload
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .unwrap_or_default()
+                },
+                |answer| format!("answered {answer}"),
+            );
+            println!("engine: score query execute: {message}");
+            drop(query);
+            // The engine drops its delegate: nothing of the module is left in it.
+            *engine().score_query.borrow_mut() = lumina::Delegate::new();
+            println!("engine: score query dropped");
+        }
         if plan == "viewport" {
             // The engine adds a viewport of its own: the registry prunes the module's dead one.
             let mine = std::rc::Rc::new(|_: &mut dyn lumina::event::Event| false);
