@@ -8,6 +8,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::rc::{Rc, Weak};
 
+use crate::invocation::Shared;
 use crate::module::track;
 
 /// A single-cast delegate: one callable or nothing.
@@ -37,9 +38,10 @@ pub struct Delegate<F: ?Sized + 'static> {
 /// The shared block of a binding. Its address is what the module loader's record of a game
 /// module's callable points at (it stays put however the delegates that share it move, R1).
 struct Binding<F: ?Sized> {
-    /// The callable: `None` only once the module loader dropped it (R5), which only happens to a
-    /// binding with a record, and only while none of its calls runs.
-    callable: Cell<Option<Rc<F>>>,
+    /// The callable (an `Rc` kept as its value's address, so a call does not compute `Rc`'s
+    /// offset to it): `None` only once the module loader dropped it (R5), which only happens to
+    /// a binding with a record, and only while no borrow of it is alive.
+    callable: Cell<Option<Shared<F>>>,
     owner: Option<Weak<dyn Any>>,
     /// The id of its record with the module loader (its callable's code lies in a loaded game
     /// module), or 0. Set once when the binding is made; cleared when the record is taken.
@@ -63,8 +65,9 @@ impl<F: ?Sized> Binding<F> {
         // SAFETY: `callable` is written only by `take_module_callable` (the loader's removal of
         // a recorded binding, while `calls` is 0) and by the block's drop. No reference into the
         // cell lives across either: this one is turned into a reference to the callable (in its
-        // own `Rc` allocation) at once. That reference is handed out only counted in `calls`, so
-        // the `Rc<F>` it points into is not dropped while it lives.
+        // own `Rc` allocation, whose strong reference the `Shared` owns) at once. That reference
+        // is handed out only counted in `calls`, so the `Shared` it comes from is not dropped
+        // while it lives.
         unsafe { (*self.callable.as_ptr()).as_deref() }
     }
 
@@ -253,7 +256,7 @@ impl<F: ?Sized + 'static> Delegate<F> {
     fn bind(callable: Rc<F>, owner: Option<Weak<dyn Any>>) -> Self {
         let code = track::code_of(&*callable);
         let binding = Rc::new(Binding {
-            callable: Cell::new(Some(callable)),
+            callable: Cell::new(Some(Shared::new(callable))),
             owner,
             record: Cell::new(0),
             calls: Cell::new(0),
