@@ -498,6 +498,37 @@ mod tests {
         assert_eq!(drops.get(), 1);
     }
 
+    /// A capture whose `Drop` drops the delegate that owns it: the last one sharing the block.
+    struct DropsItsDelegate(Rc<std::cell::RefCell<Option<Delegate<dyn Fn()>>>>);
+
+    impl Drop for DropsItsDelegate {
+        fn drop(&mut self) {
+            drop(self.0.borrow_mut().take());
+        }
+    }
+
+    #[test]
+    fn r5_a_bindings_module_record_survives_a_callable_whose_drop_frees_the_block() {
+        let slot: Rc<std::cell::RefCell<Option<Delegate<dyn Fn()>>>> = Rc::default();
+        let capture = DropsItsDelegate(Rc::clone(&slot));
+        let delegate = Delegate::<dyn Fn()>::create_lambda(move || {
+            let _ = &capture;
+        });
+        let block = block_of(&delegate);
+        // No `Weak` of the block is kept: it would keep the allocation for Miri to miss a use.
+        assert_eq!(Rc::strong_count(delegate.binding.as_ref().unwrap()), 1);
+        delegate.binding.as_ref().unwrap().record.set(9);
+        *slot.borrow_mut() = Some(delegate);
+        // SAFETY: the block is live (the slot holds its only delegate), on its thread. The
+        // removal frees it (the callable's `Drop` drops that delegate) and does not touch it
+        // after: Miri fails a use after the free.
+        assert!(unsafe { take_module_callable::<dyn Fn()>(block, DelegateHandle::from_id(9)) });
+        assert!(
+            slot.borrow().is_none(),
+            "the block was freed by the callable's drop"
+        );
+    }
+
     #[test]
     fn r5_a_bindings_record_is_made_for_module_code_taken_by_the_unload_and_forgotten_by_its_drop()
     {
