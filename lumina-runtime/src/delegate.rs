@@ -498,8 +498,11 @@ mod tests {
         assert_eq!(drops.get(), 1);
     }
 
+    /// Where a delegate is kept, for a capture of its callable to drop it.
+    type Slot = Rc<std::cell::RefCell<Option<Delegate<dyn Fn()>>>>;
+
     /// A capture whose `Drop` drops the delegate that owns it: the last one sharing the block.
-    struct DropsItsDelegate(Rc<std::cell::RefCell<Option<Delegate<dyn Fn()>>>>);
+    struct DropsItsDelegate(Slot);
 
     impl Drop for DropsItsDelegate {
         fn drop(&mut self) {
@@ -509,7 +512,7 @@ mod tests {
 
     #[test]
     fn r5_a_bindings_module_record_survives_a_callable_whose_drop_frees_the_block() {
-        let slot: Rc<std::cell::RefCell<Option<Delegate<dyn Fn()>>>> = Rc::default();
+        let slot: Slot = Rc::default();
         let capture = DropsItsDelegate(Rc::clone(&slot));
         let delegate = Delegate::<dyn Fn()>::create_lambda(move || {
             let _ = &capture;
