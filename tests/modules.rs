@@ -978,6 +978,7 @@ fn r5_mb4_a_queued_senders_entry_a_module_made_is_dropped_before_the_unmap() {
 /// the library is mapped (its capture's `Drop`, module code, runs before the unload returns), and
 /// the engine's delegate is unbound afterwards: `is_bound` is false, `execute_if_bound` returns
 /// `None`, `execute` panics with the unbound message, and dropping it runs nothing of the module.
+/// While the engine holds the callable for a call, the unload is refused (`Busy`).
 #[test]
 fn r5_mb4_a_modules_closure_in_an_engine_single_cast_delegate_is_dropped_before_the_unmap() {
     let (trace, _) = reentry("r5-single-cast", &["single-cast"], None);
@@ -989,10 +990,25 @@ fn r5_mb4_a_modules_closure_in_an_engine_single_cast_delegate_is_dropped_before_
             .unwrap_or_else(|| panic!("no {wanted:?} in {lines:#?}"))
     };
     let bound = at("module: bound the score query: 41 -> Some(42)");
+    // Held by the engine for a call (`Delegate::callable`): the unload is refused meanwhile.
+    let held = at("engine: unload reentrant_module (module#");
+    assert!(
+        lines[held].contains(
+            "while the score query is held: Err(game module `reentrant_module` cannot be \
+             unloaded now"
+        ),
+        "{lines:#?}"
+    );
     let dropped = at("module: single-cast binding's capture dropped");
-    let unloaded = at("engine: unload reentrant_module (module#");
+    let unloaded = lines
+        .iter()
+        .rposition(|l| l.starts_with("engine: unload reentrant_module (module#"))
+        .unwrap();
     assert!(lines[unloaded].contains("Ok("), "{lines:#?}");
-    assert!(bound < dropped && dropped < unloaded, "{lines:#?}");
+    assert!(
+        bound < held && held < dropped && dropped < unloaded,
+        "{lines:#?}"
+    );
     assert!(
         lines.contains(&"engine: score query bound false, 41 -> None"),
         "{lines:#?}"

@@ -360,6 +360,18 @@ fn reentry(dir: &Path, plans: &[&'static str]) {
             engine().on_tick.broadcast(frame);
             drain();
         }
+        if plan == "single-cast" {
+            // The engine holds the module's callable for a call: its unload must wait.
+            let held = engine().score_query.borrow().callable();
+            for (id, info) in module::loaded() {
+                println!(
+                    "engine: unload {} ({id}) while the score query is held: {}",
+                    info.name(),
+                    result(module::unload(id))
+                );
+            }
+            drop(held);
+        }
         if plan.starts_with("removed-drop") {
             engine().on_tick.clear();
             println!("engine: cleared on_tick");
