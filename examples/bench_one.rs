@@ -13,7 +13,9 @@
 //! through `n` handlers; the last with self-aware handlers, X6, none blocked, X4),
 //! `bus-floor`, `bus` (a message bus send to `n` exact listeners against a `HashMap` lookup and
 //! loop), `bus-partial-floor`, `bus-partial` (a send on a tag of depth 3 with `n / 3` partial
-//! listeners on each level against three lookups and loops; `n` a multiple of 3).
+//! listeners on each level against three lookups and loops; `n` a multiple of 3),
+//! `single-floor`, `single` (a single-cast call: a boxed closure against `Delegate::execute`,
+//! `n` times per operation).
 //! Instructions per subscriber call are then
 //! `(Ir(operations) - Ir(0)) / (operations * n)`, with `Ir` the total callgrind reports:
 //!
@@ -32,7 +34,7 @@ use std::hint::black_box;
 use common::System;
 use common::dispatch::Dispatch;
 
-const SYSTEMS: [&str; 18] = [
+const SYSTEMS: [&str; 20] = [
     "floor",
     "lumina",
     "signals2",
@@ -51,6 +53,8 @@ const SYSTEMS: [&str; 18] = [
     "bus",
     "bus-partial-floor",
     "bus-partial",
+    "single-floor",
+    "single",
 ];
 
 /// Builds the system, then broadcasts `operations` times; returns the subscriber calls made.
@@ -91,6 +95,17 @@ fn dispatch<D: Dispatch>(n: usize, operations: u64) -> u64 {
     common::take_sink()
 }
 
+/// Builds a single-cast callable, then calls it `n` times per operation; returns the calls made.
+fn single(n: usize, operations: u64, call: impl Fn(i32)) -> u64 {
+    common::take_sink();
+    for _ in 0..operations {
+        for _ in 0..n {
+            call(black_box(1));
+        }
+    }
+    common::take_sink()
+}
+
 fn run(system: &str, n: usize, operations: u64) -> Result<u64, String> {
     Ok(match system {
         "floor" => broadcast::<common::Floor>(n, operations),
@@ -111,6 +126,14 @@ fn run(system: &str, n: usize, operations: u64) -> Result<u64, String> {
         "bus" => broadcast::<common::bus::Bus>(n, operations),
         "bus-partial-floor" => broadcast::<common::bus::PartialFloor>(n, operations),
         "bus-partial" => broadcast::<common::bus::Partial>(n, operations),
+        "single-floor" => {
+            let floor = common::single_floor();
+            single(n, operations, floor)
+        }
+        "single" => {
+            let delegate = common::single_lumina();
+            single(n, operations, |x| delegate.execute(x))
+        }
         other => {
             return Err(format!(
                 "unknown system `{other}`; expected one of {SYSTEMS:?}"

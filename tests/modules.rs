@@ -1011,3 +1011,54 @@ fn r5_mb4_a_queued_senders_entry_a_module_made_is_dropped_before_the_unmap() {
     assert!(lines.contains(&"engine: queued targets 0"), "{lines:#?}");
     assert_gone(&trace, "queued-sender");
 }
+
+/// R5 and MB4 for a closure of a game module bound into a single-cast `Delegate` the engine
+/// stores (outside any invocation list): before, the unload left the binding alone, and the
+/// engine's next `execute_if_bound` called the closure in the unmapped library (SIGSEGV), as would
+/// the delegate's drop (the closure's `Drop`). The unload now drops the module's callable while
+/// the library is mapped (its capture's `Drop`, module code, runs before the unload returns), and
+/// the engine's delegate is unbound afterwards: `is_bound` is false, `execute_if_bound` returns
+/// `None`, `execute` panics with the unbound message, and dropping it runs nothing of the module.
+/// While the engine holds the callable for a call, the unload is refused (`Busy`).
+#[test]
+fn r5_mb4_a_modules_closure_in_an_engine_single_cast_delegate_is_dropped_before_the_unmap() {
+    let (trace, _) = reentry("r5-single-cast", &["single-cast"], None);
+    let lines = plan_lines(&trace, "single-cast");
+    let at = |wanted: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(wanted))
+            .unwrap_or_else(|| panic!("no {wanted:?} in {lines:#?}"))
+    };
+    let bound = at("module: bound the score query: 41 -> Some(42)");
+    // Held by the engine for a call (`Delegate::callable`): the unload is refused meanwhile.
+    let held = at("engine: unload reentrant_module (module#");
+    assert!(
+        lines[held].contains(
+            "while the score query is held: Err(game module `reentrant_module` cannot be \
+             unloaded now"
+        ),
+        "{lines:#?}"
+    );
+    let dropped = at("module: single-cast binding's capture dropped");
+    let unloaded = lines
+        .iter()
+        .rposition(|l| l.starts_with("engine: unload reentrant_module (module#"))
+        .unwrap();
+    assert!(lines[unloaded].contains("Ok("), "{lines:#?}");
+    assert!(
+        bound < held && held < dropped && dropped < unloaded,
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(&"engine: score query bound false, 41 -> None"),
+        "{lines:#?}"
+    );
+    let executed = at("engine: score query execute: ");
+    assert!(
+        lines[executed].contains("::execute` called with nothing bound"),
+        "{lines:#?}"
+    );
+    assert!(lines.contains(&"engine: score query dropped"), "{lines:#?}");
+    assert_gone(&trace, "single-cast");
+}

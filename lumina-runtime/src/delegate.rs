@@ -4,8 +4,12 @@
 //! the generic type is for quick use with owned argument types, e.g. `Delegate<dyn Fn(i32) -> bool>`.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::fmt;
 use std::rc::{Rc, Weak};
+
+use crate::invocation::Shared;
+use crate::module::track;
 
 /// A single-cast delegate: one callable or nothing.
 ///
@@ -31,9 +35,20 @@ pub struct Delegate<F: ?Sized + 'static> {
     binding: Option<Rc<Binding<F>>>,
 }
 
+/// The shared block of a binding. Its address is what the module loader's record of a game
+/// module's callable points at (it stays put however the delegates that share it move, R1).
 struct Binding<F: ?Sized> {
-    callable: Rc<F>,
+    /// The callable (an `Rc` kept as its value's address, so a call does not compute `Rc`'s
+    /// offset to it): `None` only once the module loader dropped it (R5), which only happens to
+    /// a binding with a record, and only while no borrow of it is alive.
+    callable: Cell<Option<Shared<F>>>,
     owner: Option<Weak<dyn Any>>,
+    /// The id of its record with the module loader (its callable's code lies in a loaded game
+    /// module), or 0. Set once when the binding is made; cleared when the record is taken.
+    record: Cell<u64>,
+    /// How many borrows of its callable ([`CallableRef`], [`BoundCallable`]) are alive:
+    /// meanwhile the loader does not drop the callable.
+    calls: Cell<usize>,
 }
 
 impl<F: ?Sized> Binding<F> {
@@ -41,6 +56,149 @@ impl<F: ?Sized> Binding<F> {
         self.owner
             .as_ref()
             .is_none_or(|owner| owner.strong_count() > 0)
+    }
+
+    /// The callable, if the loader has not dropped it. The reference is only ever handed out
+    /// counted in `calls` ([`CallableRef`], [`BoundCallable`]).
+    #[inline(always)]
+    fn peek(&self) -> Option<&F> {
+        // SAFETY: `callable` is written only by `take_module_callable` (the loader's removal of
+        // a recorded binding, while `calls` is 0) and by the block's drop. No reference into the
+        // cell lives across either: this one is turned into a reference to the callable (in its
+        // own `Rc` allocation, whose strong reference the `Shared` owns) at once. That reference
+        // is handed out only counted in `calls`, so the `Shared` it comes from is not dropped
+        // while it lives.
+        unsafe { (*self.callable.as_ptr()).as_deref() }
+    }
+
+    /// Counts a borrow of the callable; the count the borrow undoes. Counted whether or not the
+    /// binding has a record: one increment is cheaper than the test.
+    #[inline(always)]
+    fn count_call(&self) -> &Cell<usize> {
+        self.calls.set(self.calls.get() + 1);
+        &self.calls
+    }
+
+    /// Records the binding with the module loader when its callable's code lies in a loaded
+    /// game module (rule R5): the record points at this block.
+    #[cold]
+    #[inline(never)]
+    fn record_with_loader(self: &Rc<Self>, code: Option<track::Code>)
+    where
+        F: 'static,
+    {
+        let handle = crate::handle::DelegateHandle::new_unique();
+        let access = track::ListAccess {
+            list: Rc::as_ptr(self).cast(),
+            remove: take_module_callable::<F>,
+            busy: module_callable_running::<F>,
+        };
+        if track::track(access, handle, code) {
+            self.record.set(handle.id());
+        }
+    }
+}
+
+/// A block dropped (every delegate sharing it dropped, unbound or rebound) forgets its record:
+/// no record outlives the block it points at (R1).
+impl<F: ?Sized> Drop for Binding<F> {
+    fn drop(&mut self) {
+        let record = self.record.get();
+        if record != 0 && track::recording() {
+            track::forget(std::iter::once(record));
+        }
+    }
+}
+
+/// The module loader's `remove` for a binding's record (R5, MB4): takes the callable out of the
+/// binding and drops it, while the module's library is still mapped; every delegate sharing the
+/// binding is unbound from then on. Refused (`false`) while a borrow of the callable is alive
+/// (its call runs): then the callable stays, and the loader, which asked
+/// [`module_callable_running`] first, keeps the library mapped.
+///
+/// # Safety
+///
+/// `binding` is `Rc::as_ptr` of a live `Rc<Binding<F>>` owned by the calling thread (a dropped
+/// block forgets its record, so the loader never calls this for one).
+unsafe fn take_module_callable<F: ?Sized>(
+    binding: *const (),
+    handle: crate::handle::DelegateHandle,
+) -> bool {
+    // SAFETY: contract.
+    let binding = unsafe { &*binding.cast::<Binding<F>>() };
+    if binding.calls.get() > 0 || binding.record.get() != handle.id() {
+        return false;
+    }
+    binding.record.set(0);
+    let callable = binding.callable.take();
+    // The callable's `Drop` is the module's code, and may drop the last delegate of the block:
+    // the block is not touched after this.
+    crate::invocation::drop_user(callable);
+    true
+}
+
+/// The module loader's `busy` for a binding's record: whether a borrow of its callable is alive.
+///
+/// # Safety
+///
+/// As [`take_module_callable`].
+unsafe fn module_callable_running<F: ?Sized>(binding: *const ()) -> bool {
+    // SAFETY: contract.
+    unsafe { &*binding.cast::<Binding<F>>() }.calls.get() > 0
+}
+
+/// The bound callable of a [`Delegate`], borrowed for a call: dereferences to the callable.
+///
+/// While it lives, the callable is not dropped, not even by the unload of the game module whose
+/// code it is (the unload is refused meanwhile, as during a broadcast of a delegate the module
+/// subscribed to). Made by [`Delegate::callable_ref`].
+pub struct CallableRef<'a, F: ?Sized + 'static> {
+    callable: &'a F,
+    /// The binding's count of borrows.
+    calls: &'a Cell<usize>,
+}
+
+impl<F: ?Sized + 'static> std::ops::Deref for CallableRef<'_, F> {
+    type Target = F;
+
+    #[inline(always)]
+    fn deref(&self) -> &F {
+        self.callable
+    }
+}
+
+impl<F: ?Sized + 'static> Drop for CallableRef<'_, F> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.calls.set(self.calls.get() - 1);
+    }
+}
+
+/// The bound callable of a [`Delegate`], held past a borrow of the delegate (it shares the
+/// binding): dereferences to the callable. Made by [`Delegate::callable`].
+///
+/// While it lives, the callable is not dropped, not even by the unload of the game module whose
+/// code it is: that unload is refused meanwhile. Drop it once its call returned.
+pub struct BoundCallable<F: ?Sized + 'static> {
+    binding: Rc<Binding<F>>,
+}
+
+impl<F: ?Sized + 'static> std::ops::Deref for BoundCallable<F> {
+    type Target = F;
+
+    fn deref(&self) -> &F {
+        match self.binding.peek() {
+            Some(callable) => callable,
+            // Counted in `calls` since it was made with the callable there (or unrecorded): the
+            // loader has not taken it.
+            None => unreachable!("a held callable is never taken"),
+        }
+    }
+}
+
+impl<F: ?Sized + 'static> Drop for BoundCallable<F> {
+    fn drop(&mut self) {
+        self.binding.calls.set(self.binding.calls.get() - 1);
     }
 }
 
@@ -83,40 +241,52 @@ impl<F: ?Sized + 'static> Delegate<F> {
 
     /// A delegate bound to an already shared callable; the building block of `create_*`.
     pub fn from_shared(callable: Rc<F>) -> Self {
-        Delegate {
-            binding: Some(Rc::new(Binding {
-                callable,
-                owner: None,
-            })),
-        }
+        Self::bind(callable, None)
     }
 
     /// A delegate bound to a callable of `owner`, held weakly: once `owner` is dropped the
     /// delegate is unbound. The building block of `create_member`.
     pub fn from_shared_member<T: Any>(owner: &Rc<T>, callable: Rc<F>) -> Self {
+        Self::bind(callable, Some(Rc::downgrade(owner) as Weak<dyn Any>))
+    }
+
+    /// A bound delegate; a callable whose code lies in a loaded game module is recorded with the
+    /// module loader, which drops it (and so unbinds the delegate) when it unloads the module
+    /// (R5, MB4). While no module is loaded that check is one atomic load.
+    fn bind(callable: Rc<F>, owner: Option<Weak<dyn Any>>) -> Self {
+        let code = track::code_of(&*callable);
+        let binding = Rc::new(Binding {
+            callable: Cell::new(Some(Shared::new(callable))),
+            owner,
+            record: Cell::new(0),
+            calls: Cell::new(0),
+        });
+        if code.is_some() {
+            binding.record_with_loader(code);
+        }
         Delegate {
-            binding: Some(Rc::new(Binding {
-                callable,
-                owner: Some(Rc::downgrade(owner) as Weak<dyn Any>),
-            })),
+            binding: Some(binding),
         }
     }
 
-    /// Whether a callable is bound and, for a member binding, its object is alive.
+    /// Whether a callable is bound and, for a member binding, its object is alive. A callable of
+    /// a game module that was unloaded since is not (its unload dropped it).
     pub fn is_bound(&self) -> bool {
-        self.binding.as_deref().is_some_and(Binding::is_live)
+        self.binding
+            .as_deref()
+            .is_some_and(|binding| binding.is_live() && binding.peek().is_some())
     }
 
     /// Whether this is a live member binding of `owner`.
     pub fn is_bound_to<T: ?Sized>(&self, owner: &Rc<T>) -> bool {
         let owner = Rc::as_ptr(owner).cast::<()>();
-        self.binding.as_ref().is_some_and(|binding| {
-            binding.is_live()
-                && binding
+        self.is_bound()
+            && self.binding.as_ref().is_some_and(|binding| {
+                binding
                     .owner
                     .as_ref()
                     .is_some_and(|weak| Weak::as_ptr(weak).cast::<()>() == owner)
-        })
+            })
     }
 
     /// Drops the bound callable, if any. Afterwards [`is_bound`](Self::is_bound) is false.
@@ -128,26 +298,41 @@ impl<F: ?Sized + 'static> Delegate<F> {
     /// The bound callable, if bound and alive. `execute` and `execute_if_bound` go through
     /// this: the shared borrow of the delegate keeps the callable in place for the duration of
     /// its own call (unbinding takes `&mut self`), so no reference count is touched per call.
-    pub fn callable_ref(&self) -> Option<&F> {
-        self.binding
-            .as_ref()
-            .filter(|binding| binding.is_live())
-            .map(|binding| &*binding.callable)
+    /// While the returned borrow lives, the unload of the game module whose code the callable is
+    /// is refused (it would drop the callable).
+    #[inline]
+    pub fn callable_ref(&self) -> Option<CallableRef<'_, F>> {
+        let binding = self.binding.as_deref()?;
+        if !binding.is_live() {
+            return None;
+        }
+        let callable = binding.peek()?;
+        Some(CallableRef {
+            callable,
+            calls: binding.count_call(),
+        })
     }
 
-    /// A shared handle to the bound callable, if bound and alive: for calling it after releasing
-    /// a borrow of the delegate (for instance one held in a `RefCell` that the callable itself
-    /// rebinds), since the returned `Rc` keeps the callable alive for its own call.
-    pub fn callable(&self) -> Option<Rc<F>> {
-        self.binding
-            .as_ref()
-            .filter(|binding| binding.is_live())
-            .map(|binding| Rc::clone(&binding.callable))
+    /// The bound callable, if bound and alive, held past the borrow of the delegate: for calling
+    /// it after releasing a borrow of the delegate (for instance one held in a `RefCell` that the
+    /// callable itself rebinds), since the returned handle keeps the callable alive for its own
+    /// call. Drop it once the call returned: while it lives, the unload of the game module whose
+    /// code the callable is is refused.
+    pub fn callable(&self) -> Option<BoundCallable<F>> {
+        let binding = self.binding.as_ref()?;
+        if !binding.is_live() || binding.peek().is_none() {
+            return None;
+        }
+        binding.calls.set(binding.calls.get() + 1);
+        Some(BoundCallable {
+            binding: Rc::clone(binding),
+        })
     }
 
     /// The bound callable, or the S2 panic naming `delegate_name`.
     #[track_caller]
-    pub fn callable_or_panic(&self, delegate_name: &str) -> &F {
+    #[inline]
+    pub fn callable_or_panic(&self, delegate_name: &str) -> CallableRef<'_, F> {
         match self.callable_ref() {
             Some(callable) => callable,
             None => crate::__private::unbound_execute(delegate_name),
@@ -215,3 +400,184 @@ impl_delegate_arity!(a: A, b: B, c: C);
 impl_delegate_arity!(a: A, b: B, c: C, d: D);
 impl_delegate_arity!(a: A, b: B, c: C, d: D, e: E);
 impl_delegate_arity!(a: A, b: B, c: C, d: D, e: E, g: G);
+
+#[cfg(test)]
+mod tests {
+    //! The module loader's functions for a single-cast binding's record, called as the loader
+    //! calls them (a loaded module's library cannot be had under Miri): R5, MB4.
+
+    use super::*;
+    use crate::handle::DelegateHandle;
+    use crate::module::{ModuleId, release_values};
+
+    /// A capture that counts its drops.
+    struct Counted(Rc<Cell<usize>>);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+
+    fn block_of<F: ?Sized>(delegate: &Delegate<F>) -> *const () {
+        Rc::as_ptr(delegate.binding.as_ref().expect("bound")).cast()
+    }
+
+    #[test]
+    fn r5_a_bindings_module_record_drops_its_callable_unless_a_call_runs() {
+        let drops = Rc::new(Cell::new(0));
+        let capture = Counted(Rc::clone(&drops));
+        let asked: Rc<Cell<Option<(bool, bool)>>> = Rc::default();
+        let seen = Rc::clone(&asked);
+        let block = Rc::new(Cell::new(std::ptr::null::<()>()));
+        let at = Rc::clone(&block);
+        let delegate = Delegate::<dyn Fn(i32) -> i32>::create_lambda(move |x| {
+            let _ = &capture;
+            let handle = DelegateHandle::from_id(7);
+            // SAFETY: the delegate's live block, on its thread.
+            seen.set(Some(unsafe {
+                (
+                    module_callable_running::<dyn Fn(i32) -> i32>(at.get()),
+                    take_module_callable::<dyn Fn(i32) -> i32>(at.get(), handle),
+                )
+            }));
+            x + 1
+        });
+        block.set(block_of(&delegate));
+        // As if recorded with the loader under id 7.
+        delegate.binding.as_ref().unwrap().record.set(7);
+        let shared = delegate.clone();
+        // SAFETY: as above.
+        assert!(!unsafe { module_callable_running::<dyn Fn(i32) -> i32>(block.get()) });
+        assert_eq!(delegate.execute(1), 2);
+        assert_eq!(
+            asked.get(),
+            Some((true, false)),
+            "busy while it runs, and the removal refused"
+        );
+        assert_eq!(drops.get(), 0);
+        let held = delegate.callable().expect("bound");
+        // SAFETY: as above.
+        unsafe {
+            assert!(module_callable_running::<dyn Fn(i32) -> i32>(block.get()));
+            assert!(!take_module_callable::<dyn Fn(i32) -> i32>(
+                block.get(),
+                DelegateHandle::from_id(7)
+            ));
+        }
+        drop(held);
+        // SAFETY: as above.
+        unsafe {
+            assert!(!module_callable_running::<dyn Fn(i32) -> i32>(block.get()));
+            assert!(
+                !take_module_callable::<dyn Fn(i32) -> i32>(
+                    block.get(),
+                    DelegateHandle::from_id(8)
+                ),
+                "another record's id"
+            );
+            assert!(take_module_callable::<dyn Fn(i32) -> i32>(
+                block.get(),
+                DelegateHandle::from_id(7)
+            ));
+        }
+        assert_eq!(drops.get(), 1, "the callable was dropped");
+        for delegate in [&delegate, &shared] {
+            assert!(!delegate.is_bound());
+            assert_eq!(delegate.execute_if_bound(1), None);
+            assert!(delegate.callable().is_none());
+        }
+        let unbound =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| delegate.execute(1)));
+        assert!(unbound.is_err(), "execute panics as unbound");
+        // SAFETY: as above; taken once.
+        assert!(!unsafe {
+            take_module_callable::<dyn Fn(i32) -> i32>(block.get(), DelegateHandle::from_id(7))
+        });
+        drop((delegate, shared));
+        assert_eq!(drops.get(), 1);
+    }
+
+    /// Where a delegate is kept, for a capture of its callable to drop it.
+    type Slot = Rc<std::cell::RefCell<Option<Delegate<dyn Fn()>>>>;
+
+    /// A capture whose `Drop` drops the delegate that owns it: the last one sharing the block.
+    struct DropsItsDelegate(Slot);
+
+    impl Drop for DropsItsDelegate {
+        fn drop(&mut self) {
+            drop(self.0.borrow_mut().take());
+        }
+    }
+
+    #[test]
+    fn r5_a_bindings_module_record_survives_a_callable_whose_drop_frees_the_block() {
+        let slot: Slot = Rc::default();
+        let capture = DropsItsDelegate(Rc::clone(&slot));
+        let delegate = Delegate::<dyn Fn()>::create_lambda(move || {
+            let _ = &capture;
+        });
+        let block = block_of(&delegate);
+        // No `Weak` of the block is kept: it would keep the allocation for Miri to miss a use.
+        assert_eq!(Rc::strong_count(delegate.binding.as_ref().unwrap()), 1);
+        delegate.binding.as_ref().unwrap().record.set(9);
+        *slot.borrow_mut() = Some(delegate);
+        // SAFETY: the block is live (the slot holds its only delegate), on its thread. The
+        // removal frees it (the callable's `Drop` drops that delegate) and does not touch it
+        // after: Miri fails a use after the free.
+        assert!(unsafe { take_module_callable::<dyn Fn()>(block, DelegateHandle::from_id(9)) });
+        assert!(
+            slot.borrow().is_none(),
+            "the block was freed by the callable's drop"
+        );
+    }
+
+    #[test]
+    fn r5_a_bindings_record_is_made_for_module_code_taken_by_the_unload_and_forgotten_by_its_drop()
+    {
+        const FAKE: u64 = u64::MAX - 57;
+        let drops = Rc::new(Cell::new(0));
+        let make = |drops: &Rc<Cell<usize>>| -> Rc<dyn Fn(i32) -> i32> {
+            let capture = Counted(Rc::clone(drops));
+            Rc::new(move |x| {
+                let _ = &capture;
+                x * 2
+            })
+        };
+        let first = make(&drops);
+        let second = make(&drops);
+        // As in track's tests: a placeholder range that no code word falls in, then the
+        // closure type's vtable attributed to a fake module.
+        #[cfg(not(miri))]
+        track::add_range(FAKE, usize::MAX - 1, usize::MAX);
+        #[cfg(miri)]
+        track::add_range(FAKE, 0, 1);
+        // Each one's vtable: Miri may give each unsizing a vtable of its own.
+        for callable in [&first, &second] {
+            let vtable = track::code_of(&**callable)
+                .expect("a module is loaded")
+                .vtable();
+            track::add_range(FAKE, vtable, vtable + 1);
+        }
+        let replaced = Delegate::from_shared(first);
+        assert_eq!(track::count(FAKE), 1, "recorded");
+        let mut delegate = replaced.clone();
+        drop(replaced);
+        assert_eq!(track::count(FAKE), 1, "the block lives on in the clone");
+        assert_eq!(delegate.execute(2), 4);
+        delegate = Delegate::from_shared(second);
+        assert_eq!(drops.get(), 1, "the first callable went with its block");
+        assert_eq!(
+            track::count(FAKE),
+            1,
+            "its record forgotten, the new one made"
+        );
+        let (left, _) = release_values(ModuleId::fake(FAKE));
+        track::remove_range(FAKE);
+        assert_eq!(left, 0);
+        assert_eq!(drops.get(), 2, "the unload dropped the second callable");
+        assert_eq!(track::count(FAKE), 0);
+        assert!(!delegate.is_bound());
+        assert_eq!(delegate.execute_if_bound(3), None);
+    }
+}

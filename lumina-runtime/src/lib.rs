@@ -394,7 +394,7 @@ pub mod __private {
     pub fn callable_for<'a, F: ?Sized + 'static>(
         delegate: &'a crate::delegate::Delegate<F>,
         delegate_name: &str,
-    ) -> &'a F {
+    ) -> crate::delegate::CallableRef<'a, F> {
         delegate.callable_or_panic(delegate_name)
     }
 
@@ -407,7 +407,7 @@ pub mod __private {
     pub fn callable_if_bound<F: ?Sized + 'static, A>(
         delegate: &crate::delegate::Delegate<F>,
         args: A,
-    ) -> Option<(&F, A)> {
+    ) -> Option<(crate::delegate::CallableRef<'_, F>, A)> {
         match delegate.callable_ref() {
             Some(callable) => Some((callable, args)),
             None => {

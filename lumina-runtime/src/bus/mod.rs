@@ -386,7 +386,7 @@ fn record_module_value(id: &Cell<u64>, code: Option<track::Code>, access: track:
     if code.is_some() {
         let handle = DelegateHandle::new_unique();
         id.set(handle.id());
-        track::track(access, handle, code);
+        let _ = track::track(access, handle, code);
     }
 }
 

@@ -270,7 +270,7 @@ impl InputViewportRegistry {
                 remove: remove_module_viewport,
                 busy: viewports_calling,
             };
-            track::track(access, DelegateHandle::from_id(id.0), code);
+            let _ = track::track(access, DelegateHandle::from_id(id.0), code);
         }
         id
     }

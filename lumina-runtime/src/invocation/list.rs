@@ -797,7 +797,7 @@ impl<C: Subscriber> Block<C> {
             );
         }
         if code.is_some() {
-            crate::module::track::track(self.module_access(), handle, code);
+            let _ = crate::module::track::track(self.module_access(), handle, code);
         }
         handle
     }

@@ -40,9 +40,14 @@
 //! its types on a message bus, an entity relation it set, its viewports in an
 //! [`InputViewportRegistry`](crate::event::InputViewportRegistry), the entries of the
 //! [`QueuedSender`](crate::main_thread::QueuedSender)s it made, and wakers of its types waiting
-//! for the next frame. Callables a module hands the engine outside of these (a single-cast
-//! [`Delegate`](crate::Delegate) the engine stores) are the engine's to drop before the unload, and a module's own threads must be joined by its
-//! shut-down.
+//! for the next frame. A single-cast [`Delegate`](crate::Delegate) bound to the module's code
+//! (one the engine stores included) is recorded like a subscription, pointing at the binding's
+//! shared block: the unload drops the callable, and every delegate sharing the binding is unbound
+//! from then on (`is_bound()` false, `execute_if_bound` returns `None`, `execute` panics as
+//! unbound); while a borrow of that callable for a call is alive, the unload is refused
+//! ([`ModuleError::Busy`]) as during a broadcast. Callables a module hands the engine outside of
+//! all these (a `Box<dyn Fn>` in an engine structure of its own, say) are the engine's to drop
+//! before the unload, and a module's own threads must be joined by its shut-down.
 //!
 //! Engine and modules must share one runtime: build both with the `dynamic_linking` feature of
 //! `lumina` (see the README's "Game modules" section for the commands). A module that carries its
@@ -194,10 +199,11 @@ pub enum ModuleError {
         /// The id given.
         id: ModuleId,
     },
-    /// Not now, and nothing changed: a delegate the module subscribed to is broadcasting, a
-    /// module's start-up or shut-down is running, the call came from the module's own start-up,
-    /// or the module is leaving already (the call came from code its unload runs, or its unload
-    /// is deferred until its queued task returns, R5). `reason` says which, and what to do.
+    /// Not now, and nothing changed: a delegate the module subscribed to is broadcasting (or a
+    /// single-cast delegate bound to its code lends its callable for a call), a module's
+    /// start-up or shut-down is running, the call came from the module's own start-up, or the
+    /// module is leaving already (the call came from code its unload runs, or its unload is
+    /// deferred until its queued task returns, R5). `reason` says which, and what to do.
     Busy {
         /// The module's name.
         module: String,

@@ -15,6 +15,11 @@
 //! the ids of its subscribers, and so does the drop of each entry (a subscription that left its
 //! list by a removal or a clear), so a dropped list is never touched again.
 //!
+//! The stores outside the invocation list that hold a module's code do the same with a
+//! [`ListAccess`] of their own: a single-cast delegate's binding (`delegate.rs`: the loader's
+//! `remove` drops its callable, `busy` says a call of it runs), a message bus's retained and
+//! posted values, a registry's viewports.
+//!
 //! # What a record points at
 //!
 //! A record holds the address of the list's block: the heap allocation a list makes on its first
@@ -185,10 +190,11 @@ pub(crate) struct ListAccess {
     pub(crate) busy: unsafe fn(*const ()) -> bool,
 }
 
-/// Records the subscription `handle` of `list` when `code` lies in a loaded module.
-pub(crate) fn track(list: ListAccess, handle: DelegateHandle, code: Option<Code>) {
+/// Records the subscription `handle` of `list` when `code` lies in a loaded module; whether it
+/// did.
+pub(crate) fn track(list: ListAccess, handle: DelegateHandle, code: Option<Code>) -> bool {
     let Some(Code(words)) = code else {
-        return;
+        return false;
     };
     let mut state = state();
     let module = words.iter().find_map(|&word| {
@@ -199,7 +205,7 @@ pub(crate) fn track(list: ListAccess, handle: DelegateHandle, code: Option<Code>
             .map(|&(module, ..)| module)
     });
     let Some(module) = module else {
-        return;
+        return false;
     };
     let record = Record {
         module,
@@ -217,6 +223,7 @@ pub(crate) fn track(list: ListAccess, handle: DelegateHandle, code: Option<Code>
     {
         RECORDS.fetch_add(1, Ordering::Release);
     }
+    true
 }
 
 // ---- Holders of values other threads made (rule R5) ----

@@ -4,8 +4,10 @@
 
 use lumina::bus::MessageBus;
 use lumina::event::InputViewportRegistry;
-use lumina::{EventProcessor, MulticastDelegate, ScriptDelegate, gameplay_tags, script_delegate};
-use std::cell::OnceCell;
+use lumina::{
+    Delegate, EventProcessor, MulticastDelegate, ScriptDelegate, gameplay_tags, script_delegate,
+};
+use std::cell::{OnceCell, RefCell};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// What the engine's physics reports.
@@ -27,6 +29,9 @@ pub struct Engine {
     pub bus: MessageBus<u32>,
     /// The viewports of the editor (not registered with `input`: the engine routes to them).
     pub viewports: InputViewportRegistry,
+    /// A single-cast delegate the engine stores and calls: what a module binds to answer the
+    /// engine's score queries.
+    pub score_query: RefCell<Delegate<dyn Fn(u32) -> u32>>,
 }
 
 gameplay_tags! {
@@ -65,6 +70,7 @@ pub fn engine() -> &'static Engine {
                 input: EventProcessor::new(),
                 bus: MessageBus::new(),
                 viewports: InputViewportRegistry::new(),
+                score_query: RefCell::new(Delegate::new()),
             }))
         })
     })

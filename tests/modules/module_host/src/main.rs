@@ -422,6 +422,18 @@ fn reentry(dir: &Path, plans: &[&'static str]) {
             engine().on_tick.broadcast(frame);
             drain();
         }
+        if plan == "single-cast" {
+            // The engine holds the module's callable for a call: its unload must wait.
+            let held = engine().score_query.borrow().callable();
+            for (id, info) in module::loaded() {
+                println!(
+                    "engine: unload {} ({id}) while the score query is held: {}",
+                    info.name(),
+                    result(module::unload(id))
+                );
+            }
+            drop(held);
+        }
         if plan.starts_with("removed-drop") {
             engine().on_tick.clear();
             println!("engine: cleared on_tick");
@@ -443,6 +455,31 @@ fn reentry(dir: &Path, plans: &[&'static str]) {
         if plan == "queued-sender" {
             // Prunes the entries whose object is gone: the module's, if its unload left it.
             println!("engine: queued targets {}", main_thread::queued_targets());
+        }
+        if plan == "single-cast" {
+            // The engine's own single-cast delegate, bound by the module: unbound by its unload.
+            let query = engine().score_query.borrow();
+            println!(
+                "engine: score query bound {}, 41 -> {:?}",
+                query.is_bound(),
+                query.execute_if_bound(41)
+            );
+            let executed =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| query.execute(41)));
+            let message = executed.map_or_else(
+                |payload| {
+                    payload
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .unwrap_or_default()
+                },
+                |answer| format!("answered {answer}"),
+            );
+            println!("engine: score query execute: {message}");
+            drop(query);
+            // The engine drops its delegate: nothing of the module is left in it.
+            *engine().score_query.borrow_mut() = lumina::Delegate::new();
+            println!("engine: score query dropped");
         }
         if plan == "viewport" {
             // The engine adds a viewport of its own: the registry prunes the module's dead one.

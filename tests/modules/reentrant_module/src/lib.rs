@@ -24,6 +24,10 @@
 //! of a tick lambda) and leaks a clone of it, as one kept by another thread would be: the
 //! sender's entry in the game thread's registry holds its accessor and its vtables;
 //!
+//! the plan `single-cast` binds a closure of its own (whose capture says when it is dropped) into
+//! the engine's single-cast delegate `score_query`, which the engine stores and calls, outside
+//! any invocation list: the binding's callable is the module's code;
+//!
 //! the plan `frame-waker` polls a frame-waiting future (`coroutine::next_frame`) once from its
 //! shut-down with a waker of its own type, and drops the future: the waker stays with the
 //! main-thread queue's frame waiters, and its code is the module's;
@@ -120,6 +124,17 @@ fn start_up() {
             let _ = &viewport;
         });
         println!("module: added a viewport");
+    }
+    if plan() == "single-cast" {
+        let capture = ActOnDrop("single-cast binding's capture");
+        *engine().score_query.borrow_mut() = lumina::Delegate::<dyn Fn(u32) -> u32>::create_lambda(move |score| {
+            let _ = &capture;
+            score + 1
+        });
+        println!(
+            "module: bound the score query: 41 -> {:?}",
+            engine().score_query.borrow().execute_if_bound(41)
+        );
     }
     if plan() == "queued-sender" {
         /// An object of the module with a delegate another thread broadcasts through a sender.
