@@ -101,7 +101,7 @@ thread_local! {
     /// reset), so this module names none of it (N3: no import circle). Slots of `Cell`s of
     /// function pointers: no destructor, so a scope ended at the thread's exit, after the
     /// thread's other locals are destroyed, still runs every teardown.
-    static SESSION_END: [Cell<Option<fn()>>; SESSION_END_SLOTS] =
+    static SESSION_END: [TeardownSlot; SESSION_END_SLOTS] =
         const { [const { Cell::new(None) }; SESSION_END_SLOTS] };
     /// How many drains `process_queue` started on this thread in this session: the frame count
     /// of frame-waiting futures (X5).
@@ -145,6 +145,9 @@ pub trait StaysOnItsThread: sealed::Sealed {}
 
 #[diagnostic::do_not_recommend]
 impl StaysOnItsThread for sealed::Never {}
+
+/// One registered session teardown, or none.
+type TeardownSlot = Cell<Option<fn()>>;
 
 /// How many teardowns [`at_session_end`] holds per thread (the library registers one: the core
 /// delegates' reset).
