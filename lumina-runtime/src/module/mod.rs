@@ -41,7 +41,8 @@
 //! its types on a message bus, an entity relation it set, its viewports in an
 //! [`InputViewportRegistry`](crate::event::InputViewportRegistry), the entries of the
 //! [`QueuedSender`](crate::main_thread::QueuedSender)s it made, and wakers of its types waiting
-//! for the next frame. Callables a module hands the engine outside of these (a single-cast
+//! for the next frame or kept by a [`NextBroadcast`](crate::NextBroadcast) (its executor polled
+//! the future: the waker is dropped unwoken, the future resolves when polled again). Callables a module hands the engine outside of these (a single-cast
 //! [`Delegate`](crate::Delegate) the engine stores) are the engine's to drop before the unload, and a module's own threads must be joined by its
 //! shut-down.
 //!
@@ -1713,6 +1714,73 @@ mod tests {
         assert_eq!(ENGINE_CALLS.get(), 1);
         assert!(!bus.remove_managed(module_id));
         assert!(bus.remove_managed(engine_id));
+        assert_eq!(track::count(FAKE.0), 0);
+    }
+    /// MB4, R5: a [`NextBroadcast`](crate::NextBroadcast) polled by a game module's own
+    /// executor keeps the module's `Waker` inside the subscriber the runtime made (whose vtable
+    /// is the runtime's, so the delegate's list records no module code for it). The module's
+    /// unload must drop that waker while the library is mapped; without it the next broadcast
+    /// woke it in the unmapped library.
+    #[test]
+    fn mb4_a_next_broadcast_waker_of_the_module_is_dropped_before_the_unmap() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::task::{Context, Poll, Wake, Waker};
+
+        const FAKE: ModuleId = ModuleId(u64::MAX - 80);
+        /// The waker of the module's executor.
+        struct ModuleWake(Arc<AtomicUsize>);
+        impl Wake for ModuleWake {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let _game = crate::main_thread::GameThreadScope::enter();
+        let delegate: crate::MulticastDelegate<dyn Fn(u32)> = crate::MulticastDelegate::new();
+        let wakes = Arc::new(AtomicUsize::new(0));
+        let wake = Arc::new(ModuleWake(Arc::clone(&wakes)));
+        let alive = Arc::downgrade(&wake);
+        let waker = Waker::from(wake);
+        let vtable = std::ptr::from_ref(waker.vtable()).addr();
+        track::add_range(FAKE.0, vtable, vtable + 1);
+        let mut next = Box::pin(delegate.next());
+        assert!(
+            next.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        drop(waker);
+        assert_eq!(
+            track::count(FAKE.0),
+            1,
+            "the waker of the module's code is recorded"
+        );
+        MODULES.with_borrow_mut(|modules| {
+            modules.push(Loaded {
+                id: FAKE,
+                info: ModuleInfo::new("fake"),
+                // No such mapping: the unload leaves the (not really loaded) library alone.
+                mapped: PathBuf::from("/nonexistent/mb4-next-waker-fake.so"),
+                modified: None,
+                entry: &ENTRY,
+                library: libloading::os::unix::Library::this().into(),
+                leaving: None,
+            });
+        });
+        let unloaded = super::unload(FAKE);
+        track::remove_range(FAKE.0);
+        assert!(unloaded.is_ok(), "{unloaded:?}");
+        assert!(
+            alive.upgrade().is_none(),
+            "the unload dropped the module's waker"
+        );
+        delegate.broadcast(7);
+        assert_eq!(wakes.load(Ordering::SeqCst), 0, "never woken after");
+        assert_eq!(
+            next.as_mut().poll(&mut Context::from_waker(Waker::noop())),
+            Poll::Ready(Ok((7,))),
+            "the future still resolves when polled again"
+        );
         assert_eq!(track::count(FAKE.0), 0);
     }
 }
