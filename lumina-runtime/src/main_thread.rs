@@ -671,6 +671,12 @@ pub fn process_queue() -> usize {
     // it runs finds it gone above).
     let mut batch = Some(batch);
     let _ = BATCH.try_with(|taken| *taken.borrow_mut() = batch.take().unwrap_or_default());
+    if let Some(mut unrun) = batch {
+        // Not reached (see above); were it, the tasks go back to the queue's front, unrun.
+        let mut queue = lock(&QUEUE);
+        unrun.append(&mut queue);
+        *queue = unrun;
+    }
     while let Some(task) = BATCH
         .try_with(|batch| batch.borrow_mut().pop_front())
         .ok()
