@@ -389,3 +389,180 @@ fn q3_tasks_enqueued_before_the_panic_during_the_drain_are_kept_behind_the_unrun
     assert_eq!(main_thread::process_queue(), 1);
     assert_eq!(log.take(), [5]);
 }
+
+// ---- R2 at the thread's exit: values kept in thread locals, dropped after the runtime's own
+// thread locals are destroyed. Each scenario runs on a thread of its own in a child process (an
+// abort, "panic in a thread local's destructor", would kill the test run).
+
+#[path = "support/child.rs"]
+mod child;
+
+/// Sets its flag when dropped.
+struct Flag(&'static std::sync::atomic::AtomicBool);
+
+impl Drop for Flag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+thread_local! {
+    /// A scope kept in a thread local: used first on its thread, so destroyed last.
+    static SCOPE: std::cell::RefCell<Option<GameThreadScope>> =
+        const { std::cell::RefCell::new(None) };
+    /// Library values kept in a thread local, destroyed after the runtime's thread locals.
+    static KEPT: std::cell::RefCell<Option<Kept>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Uses every registry of the runtime's thread locals (core delegates, the queue's drain and
+/// spare buffer, the frame waiters, the coroutine table, the queued senders' registry), so that
+/// each is first made after the thread locals of these tests, and destroyed before them.
+fn use_the_runtime_registries() {
+    let _ = lumina::CoreDelegates::get()
+        .on_post_engine_init()
+        .add_lambda(|| {});
+    main_thread::enqueue(|| {});
+    main_thread::process_queue();
+    let _ = lumina::coroutine::spawn_local(async { lumina::coroutine::next_frame().await });
+    main_thread::process_queue(); // the task waits for the next frame: a frame waker
+    let owner = std::rc::Rc::new(Owner::default());
+    let _ = main_thread::QueuedSender::new(&owner, |owner: &Owner| &owner.on_item);
+}
+
+/// A scope kept in a thread local ends at the thread's exit, after the runtime's registries were
+/// destroyed: its end still empties the core delegates and drops the session's queued tasks, and
+/// releases the designation, without aborting (it read the registry of session teardowns with
+/// `with`, panicking in a destructor).
+#[test]
+fn r2_a_game_thread_scope_in_a_thread_local_ends_at_the_thread_exit_without_aborting() {
+    static CORE_SUBSCRIBER_DROPPED: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
+    static QUEUED_TASK_DROPPED: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
+    child::in_child_process(
+        "r2_a_game_thread_scope_in_a_thread_local_ends_at_the_thread_exit_without_aborting",
+        || {
+            thread::spawn(|| {
+                SCOPE.with_borrow_mut(|scope| *scope = Some(GameThreadScope::enter()));
+                use_the_runtime_registries();
+                let subscriber = Flag(&CORE_SUBSCRIBER_DROPPED);
+                let _ = lumina::CoreDelegates::get()
+                    .on_post_engine_init()
+                    .add_lambda(move || {
+                        let _ = &subscriber;
+                    });
+                let left = Flag(&QUEUED_TASK_DROPPED);
+                main_thread::enqueue(move || {
+                    let _ = &left;
+                });
+            })
+            .join()
+            .expect("the thread exits normally");
+            assert!(
+                CORE_SUBSCRIBER_DROPPED.load(Ordering::SeqCst),
+                "the scope's end emptied the core delegates"
+            );
+            assert!(
+                QUEUED_TASK_DROPPED.load(Ordering::SeqCst),
+                "the scope's end dropped the task left queued"
+            );
+            // The designation was released: another scope begins.
+            let _game = GameThreadScope::enter();
+            assert!(main_thread::is_game_thread());
+        },
+    );
+}
+
+/// An object with a delegate, for queued senders.
+#[derive(Default)]
+struct Owner {
+    on_item: lumina::MulticastDelegate<dyn Fn(u32)>,
+}
+
+/// Library values kept in a thread local: a delegate whose subscriber's capture uses the
+/// runtime when dropped, a coroutine's handle, a queued sender, a pending `NextBroadcast`.
+struct Kept {
+    delegate: lumina::MulticastDelegate<dyn Fn(u32)>,
+    _sender: main_thread::QueuedSender<(u32,)>,
+    _next: std::pin::Pin<Box<lumina::NextBroadcast<(u32,)>>>,
+    _owner: std::rc::Rc<Owner>,
+}
+
+/// What [`UsesTheRuntime`]'s `Drop` saw, for the test to check once the thread has exited.
+static SEEN_AT_EXIT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// A subscriber's capture whose `Drop`, run at the thread's exit after the runtime's registries
+/// are destroyed, uses the queue, coroutines, frame waiters and queued senders.
+struct UsesTheRuntime {
+    task: lumina::coroutine::TaskHandle,
+    owner: std::rc::Rc<Owner>,
+}
+
+impl Drop for UsesTheRuntime {
+    fn drop(&mut self) {
+        let mut seen = Vec::new();
+        seen.push(format!("task status {:?}", self.task.status()));
+        seen.push(format!("cancel {}", self.task.cancel()));
+        let spawned = lumina::coroutine::spawn_local(async {});
+        seen.push(format!("spawned {:?}", spawned.status()));
+        seen.push(format!("tasks {}", lumina::coroutine::task_count()));
+        main_thread::wake_next_frame(std::task::Waker::noop().clone());
+        main_thread::enqueue(|| {});
+        seen.push(format!("drain ran {}", main_thread::process_queue()));
+        let sender = main_thread::QueuedSender::new(&self.owner, |owner: &Owner| &owner.on_item);
+        sender.send(7);
+        seen.push(format!("senders {}", main_thread::queued_targets()));
+        *SEEN_AT_EXIT.lock().unwrap() = seen;
+    }
+}
+
+/// Library values kept in a thread local are dropped at the thread's exit, after the runtime's
+/// registries were destroyed, and a `Drop` they run uses the runtime: every operation answers
+/// (a cancel finds nothing, a spawn is abandoned, a drain runs nothing, a sender reaches
+/// nothing) and nothing aborts.
+#[test]
+fn r2_library_values_in_a_thread_local_use_the_runtime_at_the_thread_exit_without_aborting() {
+    child::in_child_process(
+        "r2_library_values_in_a_thread_local_use_the_runtime_at_the_thread_exit_without_aborting",
+        || {
+            thread::spawn(|| {
+                SCOPE.with_borrow_mut(|scope| *scope = Some(GameThreadScope::enter()));
+                KEPT.with_borrow_mut(|kept| *kept = None);
+                use_the_runtime_registries();
+                let owner = std::rc::Rc::new(Owner::default());
+                let delegate = lumina::MulticastDelegate::<dyn Fn(u32)>::new();
+                let mut next = Box::pin(delegate.next());
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                assert!(next.as_mut().poll(&mut cx).is_pending());
+                let capture = UsesTheRuntime {
+                    task: lumina::coroutine::spawn_local(std::future::pending()),
+                    owner: std::rc::Rc::clone(&owner),
+                };
+                let _ = delegate.add_lambda(move |_| {
+                    let _ = &capture;
+                });
+                let kept = Kept {
+                    delegate,
+                    _sender: main_thread::QueuedSender::new(&owner, |owner: &Owner| &owner.on_item),
+                    _next: next,
+                    _owner: owner,
+                };
+                assert_eq!(kept.delegate.len(), 2);
+                KEPT.with_borrow_mut(|slot| *slot = Some(kept));
+            })
+            .join()
+            .expect("the thread exits normally");
+            assert_eq!(
+                *SEEN_AT_EXIT.lock().unwrap(),
+                [
+                    "task status Abandoned",
+                    "cancel false",
+                    "spawned Abandoned",
+                    "tasks 0",
+                    "drain ran 0",
+                    "senders 0",
+                ]
+            );
+        },
+    );
+}

@@ -103,7 +103,22 @@ struct Tasks {
     slots: AtThreadExit<HashMap<u64, Slot>>,
 }
 
+impl Drop for Tasks {
+    /// The thread exits with tasks alive: their handles (kept elsewhere, say in another thread
+    /// local) report them abandoned; the tasks are dropped next, under the guard.
+    fn drop(&mut self) {
+        for slot in self.slots.values() {
+            slot.status.set(TaskStatus::Abandoned);
+        }
+    }
+}
+
 thread_local! {
+    /// Reached with `try_with` only: a `Drop` that runs while the thread's locals are destroyed
+    /// (a handle's owner that cancels, a capture that spawns, a waker that polls) may come after
+    /// this table is gone, and a panic there would abort the process (R2). Then no task is
+    /// alive: a spawn drops its future unpolled (`Abandoned`), a cancel finds nothing to cancel,
+    /// a poll nothing to poll.
     static TASKS: RefCell<Tasks> = RefCell::new(Tasks::default());
     /// The code of the task being polled now, and whether one is (tasks never nest).
     static POLLING: Cell<Option<Option<Code>>> = const { Cell::new(None) };
@@ -190,11 +205,13 @@ pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
         drop_tasks: drop_module_tasks,
         running: module_task_running,
     });
-    TASKS.with_borrow_mut(|tasks| {
-        tasks.slots.insert(
+    let mut future = Some(future);
+    let _ = TASKS.try_with(|tasks| {
+        let future = future.take()?.into_inner();
+        tasks.borrow_mut().slots.insert(
             id,
             Slot {
-                future: Some(future.into_inner()),
+                future: Some(future),
                 waker: Arc::clone(&waker),
                 status: Rc::clone(&status),
                 code,
@@ -202,25 +219,37 @@ pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
             },
         )
     });
-    waker.wake_by_ref();
+    if let Some(future) = future {
+        // The thread exits and its table of tasks is gone: nothing would ever poll the task.
+        status.set(TaskStatus::Abandoned);
+        drop(future);
+    } else {
+        waker.wake_by_ref();
+    }
     TaskHandle { id, status }
 }
 
-/// How many tasks are alive on this thread (spawned, not ended).
+/// How many tasks are alive on this thread (spawned, not ended); 0 once the thread's table of
+/// tasks is destroyed (it exits).
 pub fn task_count() -> usize {
-    TASKS.with_borrow(|tasks| tasks.slots.len())
+    TASKS
+        .try_with(|tasks| tasks.borrow().slots.len())
+        .unwrap_or(0)
 }
 
 /// Drops the tasks of an ended session, if any, with nothing borrowed.
 fn drop_stale_tasks() {
     let session = main_thread::current_session();
-    let stale = TASKS.with_borrow_mut(|tasks| {
-        if tasks.session == session {
-            return Vec::new();
-        }
-        tasks.session = session;
-        tasks.slots.drain().map(|(_, slot)| slot).collect()
-    });
+    let stale = TASKS
+        .try_with(|tasks| {
+            let mut tasks = tasks.borrow_mut();
+            if tasks.session == session {
+                return Vec::new();
+            }
+            tasks.session = session;
+            tasks.slots.drain().map(|(_, slot)| slot).collect()
+        })
+        .unwrap_or_default();
     let mut drops = Drops::default();
     for slot in stale {
         slot.status.set(TaskStatus::Abandoned);
@@ -235,13 +264,18 @@ fn poll_task(id: u64, session: u64) {
         return; // a task of an ended session
     }
     drop_stale_tasks();
-    let Some((mut future, waker, code)) = TASKS.with_borrow_mut(|tasks| {
-        let slot = tasks.slots.get_mut(&id)?;
-        // Cleared before the poll: a wake during it queues the next one.
-        slot.waker.queued.store(false, Ordering::Release);
-        Some((slot.future.take()?, Arc::clone(&slot.waker), slot.code))
-    }) else {
-        return; // ended (cancelled, unloaded) since the wake
+    let Some((mut future, waker, code)) = TASKS
+        .try_with(|tasks| {
+            let mut tasks = tasks.borrow_mut();
+            let slot = tasks.slots.get_mut(&id)?;
+            // Cleared before the poll: a wake during it queues the next one.
+            slot.waker.queued.store(false, Ordering::Release);
+            Some((slot.future.take()?, Arc::clone(&slot.waker), slot.code))
+        })
+        .ok()
+        .flatten()
+    else {
+        return; // ended (cancelled, unloaded, or the thread exits) since the wake
     };
     let waker = Waker::from(waker);
     let mut cx = Context::from_waker(&waker);
@@ -266,38 +300,46 @@ fn poll_task(id: u64, session: u64) {
             Some(TaskStatus::Panicked)
         }
     };
-    let done = TASKS.with_borrow_mut(|tasks| {
-        let slot = tasks.slots.get_mut(&id)?;
-        // Cancelled (or unloaded) during its own poll: that stays its status, unless the rest
-        // of the poll panicked.
-        let status = match (slot.ended, status) {
-            (Some(_), Some(TaskStatus::Panicked)) => Some(TaskStatus::Panicked),
-            (Some(ended), _) => Some(ended),
-            (None, status) => status,
-        };
-        match status {
-            None => {
-                slot.future = Some(future);
-                None
+    // The table outlives the poll (only its own destructor destroys it, and a poll run from
+    // there finds it gone above); were it or the slot gone, the future is dropped below.
+    let mut future = Some(future);
+    let done = TASKS
+        .try_with(|tasks| {
+            let mut tasks = tasks.borrow_mut();
+            let slot = tasks.slots.get_mut(&id)?;
+            // Cancelled (or unloaded) during its own poll: that stays its status, unless the
+            // rest of the poll panicked.
+            let status = match (slot.ended, status) {
+                (Some(_), Some(TaskStatus::Panicked)) => Some(TaskStatus::Panicked),
+                (Some(ended), _) => Some(ended),
+                (None, status) => status,
+            };
+            match status {
+                None => {
+                    slot.future = future.take();
+                    None
+                }
+                Some(status) => {
+                    let slot = tasks.slots.remove(&id)?;
+                    slot.status.set(status);
+                    Some(slot)
+                }
             }
-            Some(status) => {
-                let slot = tasks.slots.remove(&id)?;
-                slot.status.set(status);
-                Some((slot, future))
-            }
-        }
-    });
+        })
+        .ok()
+        .flatten();
     drop(waker);
     // The task and what it holds are user values: dropped with nothing borrowed, guarded.
-    if let Some(done) = done {
-        drops.drop(done);
-    }
+    drops.drop(done);
+    drops.drop(future);
     drops.finish();
 }
 
 /// Ends task `id` with `status`: drops it now, or marks it to be dropped after its running poll.
 fn end_task(id: u64, status: TaskStatus) -> bool {
-    let taken = TASKS.with_borrow_mut(|tasks| {
+    // `false` once the table is gone (the thread exits): its tasks were dropped with it.
+    let taken = TASKS.try_with(|tasks| {
+        let mut tasks = tasks.borrow_mut();
         let slot = tasks.slots.get_mut(&id)?;
         if slot.future.is_none() {
             // Being polled: dropped when the poll returns.
@@ -312,7 +354,7 @@ fn end_task(id: u64, status: TaskStatus) -> bool {
         slot.status.set(status);
         Some(Some(slot))
     });
-    match taken {
+    match taken.ok().flatten() {
         None => false,
         Some(slot) => {
             Drops::drop_one(slot);
@@ -327,14 +369,18 @@ fn end_task(id: u64, status: TaskStatus) -> bool {
 /// how many. Every one is dropped even when a `Drop` panics; the first panic resumes at the end
 /// (R3: a task left behind would be polled after the module's code is unmapped).
 fn drop_module_tasks(doomed: &dyn Fn(Option<Code>) -> bool) -> usize {
-    let ids: Vec<u64> = TASKS.with_borrow(|tasks| {
-        tasks
-            .slots
-            .iter()
-            .filter(|(_, slot)| slot.future.is_some() && doomed(slot.code))
-            .map(|(&id, _)| id)
-            .collect()
-    });
+    // None once the table is gone (the thread exits): its tasks were dropped with it.
+    let ids: Vec<u64> = TASKS
+        .try_with(|tasks| {
+            tasks
+                .borrow()
+                .slots
+                .iter()
+                .filter(|(_, slot)| slot.future.is_some() && doomed(slot.code))
+                .map(|(&id, _)| id)
+                .collect()
+        })
+        .unwrap_or_default();
     let mut drops = Drops::default();
     let mut count = 0;
     for id in ids {

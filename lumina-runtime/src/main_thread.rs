@@ -83,6 +83,12 @@ thread_local! {
     static SESSION: Cell<u64> = const { Cell::new(0) };
     /// Whether [`process_queue`] is running on this thread.
     static DRAINING: Cell<bool> = const { Cell::new(false) };
+    // The registries below that own values (`SPARE`, `BATCH`, `FRAME_WAKERS`) are reached with
+    // `try_with` only: a `Drop` that runs while the thread's locals are destroyed (a
+    // `GameThreadScope` or an engine kept in a thread local, a task's capture, a waker) may end
+    // the session, drain, wait for a frame or unload a module after they are gone, and a panic
+    // there would abort the process (R2). What each operation answers then is said where it is
+    // done. `SESSION_END` owns nothing that needs dropping, so it is never destroyed.
     /// The buffer of the previous drain, swapped back in by the next one so that steady-state
     /// frames do not reallocate the queue.
     static SPARE: RefCell<VecDeque<Task>> = const { RefCell::new(VecDeque::new()) };
@@ -92,8 +98,11 @@ thread_local! {
     static BATCH: RefCell<VecDeque<Task>> = const { RefCell::new(VecDeque::new()) };
     /// What ends with a game-thread session on this thread: the engine-wide state built on top
     /// of this module registers its teardown here when it is first made (the core delegates'
-    /// reset), so this module names none of it (N3: no import circle).
-    static SESSION_END: RefCell<Vec<fn()>> = const { RefCell::new(Vec::new()) };
+    /// reset), so this module names none of it (N3: no import circle). Slots of `Cell`s of
+    /// function pointers: no destructor, so a scope ended at the thread's exit, after the
+    /// thread's other locals are destroyed, still runs every teardown.
+    static SESSION_END: [TeardownSlot; SESSION_END_SLOTS] =
+        const { [const { Cell::new(None) }; SESSION_END_SLOTS] };
     /// How many drains `process_queue` started on this thread in this session: the frame count
     /// of frame-waiting futures (X5).
     static FRAME: Cell<u64> = const { Cell::new(0) };
@@ -137,18 +146,35 @@ pub trait StaysOnItsThread: sealed::Sealed {}
 #[diagnostic::do_not_recommend]
 impl StaysOnItsThread for sealed::Never {}
 
+/// One registered session teardown, or none.
+type TeardownSlot = Cell<Option<fn()>>;
+
+/// How many teardowns [`at_session_end`] holds per thread (the library registers one: the core
+/// delegates' reset).
+const SESSION_END_SLOTS: usize = 4;
+
 /// Registers `teardown` to run on this thread when its [`GameThreadScope`] ends, before the
 /// queue's leftovers are dropped; in the order registered. Register once per thread: the
 /// teardown stays registered for every later session of the thread.
 pub(crate) fn at_session_end(teardown: fn()) {
-    SESSION_END.with(|hooks| hooks.borrow_mut().push(teardown));
+    let registered = SESSION_END.with(|slots| {
+        let free = slots.iter().find(|slot| slot.get().is_none())?;
+        free.set(Some(teardown));
+        Some(())
+    });
+    // Only the library registers, a fixed number of teardowns, each once per thread.
+    assert!(
+        registered.is_some(),
+        "lumina: more session teardowns than SESSION_END_SLOTS"
+    );
 }
 
-/// Runs the teardowns registered with [`at_session_end`], with no borrow held while one runs (a
-/// teardown drops subscribers, which may register or tear down more).
+/// Runs the teardowns registered with [`at_session_end`], with nothing borrowed while one runs (a
+/// teardown drops subscribers, which may register or tear down more). `SESSION_END` has no
+/// destructor, so this runs them also from a scope dropped at the thread's exit.
 fn end_session() {
     let mut index = 0;
-    while let Some(teardown) = SESSION_END.with(|hooks| hooks.borrow().get(index).copied()) {
+    while let Some(teardown) = SESSION_END.with(|slots| slots.get(index).and_then(Cell::get)) {
         teardown();
         index += 1;
     }
@@ -445,9 +471,13 @@ impl Drop for GameThreadScope {
                  (call `main_thread::process_queue()` before the scope ends to run them)"
             );
         }
-        SPARE.with(|spare| spare.take());
+        // At the thread's exit these may be gone already: their destructors dropped what they
+        // held (the wakers under the guard), nothing is left to do.
+        let _ = SPARE.try_with(RefCell::take);
         FRAME.with(|frame| frame.set(0));
-        let wakers = FRAME_WAKERS.with(|wakers| std::mem::take(&mut wakers.borrow_mut().0));
+        let wakers = FRAME_WAKERS
+            .try_with(|wakers| std::mem::take(&mut wakers.borrow_mut().0))
+            .unwrap_or_default();
         for waker in wakers {
             drops.drop(waker);
         }
@@ -506,16 +536,19 @@ pub(crate) fn drop_queued(mut doomed: impl FnMut(&(dyn FnOnce() + Send)) -> bool
 /// the waiters' borrow, one at a time: a waker's drop is user code); returns how many. For a
 /// game module's unload: a waker whose code lies in its library (a `Waker` of its own type, left
 /// by a frame-waiting future its own executor polled) would be woken by the next drain after the
-/// unmapping (R5).
+/// unmapping (R5). None once the thread's waiters are destroyed (it is exiting: they were
+/// dropped then).
 pub(crate) fn drop_frame_wakers(mut doomed: impl FnMut(&std::task::Waker) -> bool) -> usize {
-    let taken: Vec<std::task::Waker> = FRAME_WAKERS.with(|wakers| {
-        let mut wakers = wakers.borrow_mut();
-        let (taken, kept) = std::mem::take(&mut wakers.0)
-            .into_iter()
-            .partition(|waker| doomed(waker));
-        wakers.0 = kept;
-        taken
-    });
+    let taken: Vec<std::task::Waker> = FRAME_WAKERS
+        .try_with(|wakers| {
+            let mut wakers = wakers.borrow_mut();
+            let (taken, kept) = std::mem::take(&mut wakers.0)
+                .into_iter()
+                .partition(|waker| doomed(waker));
+            wakers.0 = kept;
+            taken
+        })
+        .unwrap_or_default();
     let count = taken.len();
     let mut drops = Drops::default();
     for waker in taken {
@@ -529,10 +562,16 @@ pub(crate) fn drop_frame_wakers(mut doomed: impl FnMut(&std::task::Waker) -> boo
 /// a panic puts back at the front of the queue), or of the queue. For an unload deferred by a
 /// game module's task that panicked: it must run before the module's other tasks.
 pub(crate) fn enqueue_next(task: impl FnOnce() + Send + 'static) {
-    let task: Task = Box::new(task);
+    let mut task: Option<Task> = Some(Box::new(task));
     if DRAINING.with(Cell::get) {
-        BATCH.with(|batch| batch.borrow_mut().push_front(task));
-    } else {
+        // A drain never runs without its batch (see `process_queue`): this is the running one.
+        let _ = BATCH.try_with(|batch| {
+            if let Some(task) = task.take() {
+                batch.borrow_mut().push_front(task);
+            }
+        });
+    }
+    if let Some(task) = task {
         lock(&QUEUE).push_front(task);
     }
 }
@@ -594,6 +633,12 @@ pub fn pending() -> usize {
 /// Off the game thread (T1), with a message naming [`enqueue`]; when called from inside a task
 /// that a drain is running (draining again there would run newer tasks before older ones); and
 /// with the panic of a task, as above.
+///
+/// Called from a `Drop` while the thread exits, after the thread's record of the running drain
+/// is destroyed (an engine kept in a thread local made before the first drain), it runs nothing
+/// and returns 0: the tasks stay queued (a scope's end drops them, or the next game thread runs
+/// them). Running them without that record would hide them from a game module's unload, which
+/// must drop the module's tasks before its code is unmapped (R5).
 #[track_caller]
 pub fn process_queue() -> usize {
     assert_game_thread("`main_thread::process_queue` (the queue's consumer)");
@@ -605,16 +650,38 @@ pub fn process_queue() -> usize {
              at the next drain"
         );
     }
+    if BATCH.try_with(|_| ()).is_err() {
+        tracing::warn!(
+            queued = pending(),
+            "lumina: `main_thread::process_queue()` called while the game thread exits, after \
+             its drain's thread-local state was destroyed; nothing ran, the tasks stay queued"
+        );
+        return 0;
+    }
     // A new frame: wake what waits for it first, so that the tasks these wakers queue run in
     // this drain. Marked draining meanwhile: a waker calling `process_queue` is refused.
     DRAINING.with(|draining| draining.set(true));
     let mut drain = Drain { ran: 0 };
     FRAME.with(|frame| frame.set(frame.get() + 1));
     wake_frame_wakers();
-    let mut batch = SPARE.with(|spare| spare.take());
+    // The spare buffer may be gone at the thread's exit: then a fresh one.
+    let mut batch = SPARE.try_with(RefCell::take).unwrap_or_default();
     std::mem::swap(&mut *lock(&QUEUE), &mut batch);
-    BATCH.with(|taken| *taken.borrow_mut() = batch);
-    while let Some(task) = BATCH.with(|batch| batch.borrow_mut().pop_front()) {
+    // Checked above: only its own destructor destroys `BATCH`, and that runs no drain (a `Drop`
+    // it runs finds it gone above).
+    let mut batch = Some(batch);
+    let _ = BATCH.try_with(|taken| *taken.borrow_mut() = batch.take().unwrap_or_default());
+    if let Some(mut unrun) = batch {
+        // Not reached (see above); were it, the tasks go back to the queue's front, unrun.
+        let mut queue = lock(&QUEUE);
+        unrun.append(&mut queue);
+        *queue = unrun;
+    }
+    while let Some(task) = BATCH
+        .try_with(|batch| batch.borrow_mut().pop_front())
+        .ok()
+        .flatten()
+    {
         // A game module's task is the module's code running (R5): unloading the module from it
         // is deferred until it returned, when the frame is dropped.
         let frame = crate::module::track::enter_task(&*task);
@@ -630,9 +697,11 @@ pub fn process_queue() -> usize {
 ///
 /// A panic's payload is a user value: its `Drop` may panic too. Kept, and the first such panic
 /// resumed once every waiter was woken, so the waiters not woken yet are never dropped plainly
-/// while it unwinds (R2).
+/// while it unwinds (R2). None once the waiters are destroyed (the thread exits).
 fn wake_frame_wakers() {
-    let wakers = FRAME_WAKERS.with(|wakers| std::mem::take(&mut wakers.borrow_mut().0));
+    let wakers = FRAME_WAKERS
+        .try_with(|wakers| std::mem::take(&mut wakers.borrow_mut().0))
+        .unwrap_or_default();
     let mut drops = crate::invocation::Drops::default();
     for waker in wakers {
         if let Err(payload) =
@@ -659,10 +728,17 @@ pub fn frame() -> u64 {
 
 /// Wakes `waker` when the next [`process_queue`] starts, before it runs its tasks: what
 /// frame-waiting futures register. On the game thread only.
+///
+/// Called from a `Drop` while the thread exits, after its frame waiters are destroyed, it drops
+/// `waker` unwoken: no frame follows.
 #[track_caller]
 pub fn wake_next_frame(waker: std::task::Waker) {
     let waker = assert_game_thread_holding("`main_thread::wake_next_frame`", waker);
-    FRAME_WAKERS.with(|wakers| wakers.borrow_mut().push(waker));
+    let mut waker = Some(waker);
+    let _ = FRAME_WAKERS.try_with(|wakers| wakers.borrow_mut().extend(waker.take()));
+    if let Some(waker) = waker {
+        Drops::drop_one(waker);
+    }
 }
 
 /// The session of the calling thread (0: none): tasks of an ended session are never polled.
@@ -679,13 +755,16 @@ struct Drain {
 impl Drop for Drain {
     fn drop(&mut self) {
         DRAINING.with(|draining| draining.set(false));
-        let mut batch = BATCH.with(|batch| std::mem::take(&mut *batch.borrow_mut()));
+        let mut batch = BATCH
+            .try_with(|batch| std::mem::take(&mut *batch.borrow_mut()))
+            .unwrap_or_default();
         if !batch.is_empty() {
             let mut queue = lock(&QUEUE);
             // Older tasks first, then everything enqueued while the drain ran.
             batch.append(&mut queue);
             std::mem::swap(&mut *queue, &mut batch);
         }
-        SPARE.with(|spare| *spare.borrow_mut() = batch);
+        let mut batch = Some(batch);
+        let _ = SPARE.try_with(|spare| *spare.borrow_mut() = batch.take().unwrap_or_default());
     }
 }

@@ -37,6 +37,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::handle::DelegateHandle;
 use crate::invocation::{Drops, InvocationList, RemoveByHandle, Subscriber, drop_user};
+use crate::module::track::TrackedWaker;
 
 /// The subscription ended before a broadcast reached it: its delegate was dropped or cleared, or
 /// its message bus dropped (godot-rust's `TrySignalFuture` resolving to an error).
@@ -55,8 +56,8 @@ impl fmt::Display for Gone {
 impl std::error::Error for Gone {}
 
 enum State<T> {
-    /// Subscribed; the waker of the last poll, if any.
-    Waiting(Option<Waker>),
+    /// Subscribed; the waker of the last poll, if any, is in the slot's `waker`.
+    Waiting,
     /// The broadcast came: its arguments.
     Ready(T),
     /// The subscription ended without a broadcast.
@@ -68,6 +69,10 @@ enum State<T> {
 /// What the future and its subscriber share.
 struct Slot<T> {
     state: RefCell<State<T>>,
+    /// The waker of the last poll while waiting. Its own cell, not generic: a waker of a game
+    /// module's code is recorded with the module loader, and the module's unload drops it
+    /// before the unmap (R5, see `TrackedWaker`).
+    waker: TrackedWaker,
     /// The subscription, set right after it is added; and the list it is in, held weakly.
     subscription: Cell<DelegateHandle>,
     list: RefCell<Option<Weak<dyn RemoveByHandle>>>,
@@ -78,11 +83,11 @@ impl<T> Slot<T> {
     /// that is final already keeps its state, and `last` is handed back. No user code runs.
     fn settle(&self, last: State<T>) -> Result<Option<Waker>, State<T>> {
         let mut state = self.state.borrow_mut();
-        match &mut *state {
-            State::Waiting(waker) => {
-                let waker = waker.take();
+        match &*state {
+            State::Waiting => {
                 *state = last;
-                Ok(waker)
+                drop(state);
+                Ok(self.waker.take())
             }
             _ => Err(last),
         }
@@ -192,7 +197,7 @@ impl<T> NextBroadcast<T> {
 impl<T> fmt::Debug for NextBroadcast<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &*self.slot.state.borrow() {
-            State::Waiting(_) => "waiting",
+            State::Waiting => "waiting",
             State::Ready(_) => "ready",
             State::Gone => "gone",
             State::Done => "done",
@@ -212,10 +217,10 @@ impl<T> Future for NextBroadcast<T> {
         {
             let state = slot.state.borrow();
             match &*state {
-                State::Waiting(Some(waker)) if waker.will_wake(cx.waker()) => {
+                State::Waiting if slot.waker.will_wake(cx.waker()) => {
                     return Poll::Pending;
                 }
-                State::Waiting(_) => {}
+                State::Waiting => {}
                 State::Done => {
                     drop(state);
                     // Never a second panic while one unwinds: that would abort (R2).
@@ -233,9 +238,9 @@ impl<T> Future for NextBroadcast<T> {
         // The waker's clone and the old waker's drop are user code: nothing is borrowed.
         let new = cx.waker().clone();
         let old = {
-            let mut state = slot.state.borrow_mut();
-            match &mut *state {
-                State::Waiting(waker) => waker.replace(new),
+            let state = slot.state.borrow();
+            match &*state {
+                State::Waiting => slot.waker.replace(new),
                 _ => {
                     drop(state);
                     drop_user(new);
@@ -260,10 +265,14 @@ fn take<T>(slot: &Slot<T>) -> Result<T, Gone> {
 impl<T> Drop for NextBroadcast<T> {
     fn drop(&mut self) {
         let state = std::mem::replace(&mut *self.slot.state.borrow_mut(), State::Done);
+        let waker = self.slot.waker.take();
         // Unsubscribe first: the subscriber's drop then finds `Done` and wakes nobody.
         self.slot.unsubscribe();
         // The waker and an untaken value are user values dropped in our frame, guarded.
-        Drops::drop_one(state);
+        let mut drops = Drops::default();
+        drops.drop(state);
+        drops.drop(waker);
+        drops.finish();
     }
 }
 
@@ -288,7 +297,8 @@ pub(crate) fn subscribe<C: Subscriber + 'static, T>(
 /// tells the sender its subscription with [`NextSender::attach`].
 pub(crate) fn pair<T>() -> (NextSender<T>, NextBroadcast<T>) {
     let slot = Rc::new(Slot {
-        state: RefCell::new(State::Waiting(None)),
+        state: RefCell::new(State::Waiting),
+        waker: TrackedWaker::default(),
         subscription: Cell::new(DelegateHandle::INVALID),
         list: RefCell::new(None),
     });

@@ -32,6 +32,7 @@ use super::{Callable, EntityId, Message, MessageBus, Tag, unheard};
 use crate::handle::DelegateHandle;
 use crate::invocation::RemoveByHandle;
 use crate::invocation::{Drops, drop_user};
+use crate::module::track;
 use crate::script_delegate::{
     Managed, ManagedBinding, ManagedThunk, Operation, ReleaseReason, Removal,
 };
@@ -158,6 +159,9 @@ struct Entry {
     managed: Weak<Managed>,
     /// The list it is in, to remove it by handle on a generation unload.
     list: Weak<dyn RemoveByHandle>,
+    /// The id under which the module loader knows it, when its thunk may be a game module's
+    /// code (MB4, R5: see [`ScriptListeners::track`]); 0 when no module was loaded.
+    record: u64,
 }
 
 /// The managed listeners of one bus: a heap block of its own, so a script generation refers to
@@ -174,9 +178,58 @@ impl ScriptListeners {
         let mut entries = self.entries.borrow_mut();
         entries.push(entry);
         if entries.len() > 2 * self.compacted.get() + 8 {
-            entries.retain(|entry| entry.managed.strong_count() > 0);
+            let mut gone = Vec::new();
+            entries.retain(|entry| {
+                let live = entry.managed.strong_count() > 0;
+                if !live && entry.record != 0 {
+                    gone.push(entry.record);
+                }
+                live
+            });
             self.compacted.set(entries.len());
+            drop(entries);
+            if !gone.is_empty() {
+                track::forget(gone.into_iter());
+            }
         }
+    }
+
+    /// Records the managed listener `handle` (listed already) with the module loader when its
+    /// `thunk` lies in a loaded game module's library (MB4, R5). Its callable is the runtime's
+    /// closure, whose vtable is no module's, so the channel's list does not record it: the
+    /// record names this block instead, and the unload removes the listener through
+    /// [`remove_module_listener`], marked [`ReleaseReason::Removed`] first (R4), before the
+    /// library is unmapped. Without it the next send called the thunk in the unmapped library.
+    /// This block forgets its records when it is dropped (R1), and those of the listeners gone
+    /// when it compacts.
+    fn track(self: &Rc<Self>, handle: DelegateHandle, thunk: &ManagedThunk) {
+        let code = track::code_of(thunk);
+        if code.is_none() {
+            return;
+        }
+        let record = DelegateHandle::new_unique();
+        {
+            let mut entries = self.entries.borrow_mut();
+            let Some(entry) = entries.iter_mut().find(|entry| entry.id == handle.id()) else {
+                return;
+            };
+            entry.record = record.id();
+        }
+        let access = track::ListAccess {
+            list: Rc::as_ptr(self).cast(),
+            remove: remove_module_listener,
+            busy: module_listener_busy,
+        };
+        track::track(access, record, code);
+    }
+
+    /// The list and handle of the managed listener the module loader knows as `record`.
+    fn recorded(&self, record: u64) -> Option<(u64, Weak<dyn RemoveByHandle>)> {
+        self.entries
+            .borrow()
+            .iter()
+            .find(|entry| entry.record == record)
+            .map(|entry| (entry.id, entry.list.clone()))
     }
 
     /// Marks the live managed listener `id` with `removal` (the first mark wins); whether there
@@ -220,6 +273,61 @@ impl ScriptListeners {
             .map(|entry| entry.id)
             .collect()
     }
+}
+
+impl Drop for ScriptListeners {
+    /// Forgets its module records (R1: the loader never reaches this block after it is freed).
+    fn drop(&mut self) {
+        if track::recording() {
+            let records = self.entries.get_mut().iter().map(|entry| entry.record);
+            track::forget(records.filter(|&record| record != 0));
+        }
+    }
+}
+
+/// The module loader's `remove` for a managed listener whose thunk is the unloading module's
+/// code (see [`ScriptListeners::track`]): marked [`ReleaseReason::Removed`], then removed from
+/// its list; whether it was listening.
+///
+/// # Safety
+///
+/// `scripts` is `Rc::as_ptr` of a live `Rc<ScriptListeners>` owned by the calling thread (a
+/// dropped block forgets its records).
+unsafe fn remove_module_listener(scripts: *const (), record: DelegateHandle) -> bool {
+    let scripts = scripts.cast::<ScriptListeners>();
+    // SAFETY: contract: `scripts` comes from `Rc::as_ptr` of a live `Rc<ScriptListeners>`. A
+    // strong reference of our own keeps it alive while the removal runs user code (drops, the
+    // release hook), which may drop the bus.
+    let scripts = unsafe {
+        Rc::increment_strong_count(scripts);
+        Rc::from_raw(scripts)
+    };
+    let removed = scripts
+        .recorded(record.id())
+        .is_some_and(|(id, _)| scripts.remove_handle(DelegateHandle::from_id(id)));
+    Drops::drop_one(scripts);
+    removed
+}
+
+/// The module loader's `busy` for such a listener: whether its list is broadcasting.
+///
+/// # Safety
+///
+/// As [`remove_module_listener`].
+unsafe fn module_listener_busy(scripts: *const ()) -> bool {
+    // SAFETY: contract.
+    let scripts = unsafe { &*scripts.cast::<ScriptListeners>() };
+    let lists: Vec<Weak<dyn RemoveByHandle>> = scripts
+        .entries
+        .borrow()
+        .iter()
+        .filter(|entry| entry.record != 0)
+        .map(|entry| entry.list.clone())
+        .collect();
+    lists.iter().any(|list| {
+        list.upgrade()
+            .is_some_and(|list| list.is_broadcasting_list())
+    })
 }
 
 fn released(reason: ReleaseReason) -> Removal {
@@ -542,7 +650,9 @@ impl MessageBus<u64> {
                 generation,
                 managed: Rc::downgrade(&managed),
                 list,
+                record: 0,
             });
+            scripts.track(handle, &thunk);
         }
         if generation != 0 {
             crate::script_generation::note_member(generation, Rc::downgrade(&scripts));

@@ -385,6 +385,12 @@ pub(crate) trait RemoveByHandle {
     fn set_priority_handle(&self, handle: DelegateHandle, priority: i32) -> bool;
     /// Whether the subscription of `handle` is present (not removed; its owner may be dead).
     fn contains_handle(&self, handle: DelegateHandle) -> bool;
+    /// Whether the list is broadcasting (for the module loader, MB4: a game module whose
+    /// subscription is in a broadcasting list is refused its unload). `false` for a remover that
+    /// is no list.
+    fn is_broadcasting_list(&self) -> bool {
+        false
+    }
 }
 
 impl<C: Subscriber> RemoveByHandle for Block<C> {
@@ -409,6 +415,10 @@ impl<C: Subscriber> RemoveByHandle for Block<C> {
 
     fn contains_handle(&self, handle: DelegateHandle) -> bool {
         handle.is_valid() && self.with_entry(handle.id(), |_| ()).is_some()
+    }
+
+    fn is_broadcasting_list(&self) -> bool {
+        self.is_broadcasting()
     }
 }
 

@@ -118,6 +118,9 @@ impl<Args: Send + ArgTuple + 'static> QueuedSender<Args> {
     /// A sender for the delegate `delegate(owner)` reaches, e.g.
     /// `|player: &Player| &player.on_health_changed`. Holds `owner` weakly.
     ///
+    /// Made by a `Drop` while the game thread exits, after its registry of senders is
+    /// destroyed, the sender reaches nothing: its sends drop their arguments.
+    ///
     /// # Panics
     ///
     /// Off the game thread (T1): deliveries run there, so the sender is registered there.
@@ -150,14 +153,20 @@ impl<Args: Send + ArgTuple + 'static> QueuedSender<Args> {
             owner,
             deliver: Box::new(deliver),
         };
-        let dead = TARGETS.with(|targets| {
-            let mut targets = targets.borrow_mut();
-            let dead = take_dead(&mut targets);
-            targets.insert(id, target);
-            dead
-        });
+        let mut target = Some(target);
+        let dead = TARGETS
+            .try_with(|targets| {
+                let mut targets = targets.borrow_mut();
+                let dead = take_dead(&mut targets);
+                targets.extend(target.take().map(|target| (id, target)));
+                dead
+            })
+            .unwrap_or_default();
         // The entries hold user accessors (and their captures): each dropped on its own (R2).
-        Drops::drop_each(dead);
+        // An entry left here could not be registered: the thread exits (a `Drop` run after its
+        // registry was destroyed), no delivery will run on it, and the sender's sends drop their
+        // arguments, as for an object gone.
+        Drops::drop_each(dead.into_iter().chain(target));
         QueuedSender {
             ticket: Arc::new(Ticket {
                 id,
@@ -279,7 +288,9 @@ static NEXT_THREAD_TOKEN: AtomicU64 = AtomicU64::new(1);
 thread_local! {
     /// The registry of the game thread (of each thread that was one).
     /// Its accessors are user values: dropped under the guard if the thread exits while a
-    /// sender (held by another thread) still names one (R2).
+    /// sender (held by another thread) still names one (R2). Reached with `try_with` only: a
+    /// sender made, sent through or dropped by a `Drop` while the thread's locals are destroyed
+    /// finds no registry and no entry (its sends drop their arguments).
     static TARGETS: RefCell<AtThreadExit<HashMap<u64, Target>>> =
         RefCell::new(AtThreadExit(HashMap::new()));
     /// This thread's token, 0 until first asked. A `Cell<u64>` needs no destructor, so it stays

@@ -12,7 +12,8 @@
 //!   [`CoreDelegates::on_module_loaded`](crate::CoreDelegates::on_module_loaded) (MB3).
 //! - [`unload`] runs its shut-down, removes every subscription whose code lies in the module's
 //!   library, from any delegate, script delegate (native listeners, and managed bindings whose
-//!   thunk is the module's) or event processor, uninstalls the script delegates' destroyed hook
+//!   thunk is the module's), message bus (Rust listeners, and managed listeners whose thunk is
+//!   the module's) or event processor, uninstalls the script delegates' destroyed hook
 //!   if the module installed its own, and drops the tasks it
 //!   queued with [`main_thread::enqueue`] unrun, and the messages of its payload types a
 //!   [message bus](crate::bus) still holds (retained, posted, or posted from another thread and
@@ -40,14 +41,16 @@
 //! its types on a message bus, an entity relation it set, its viewports in an
 //! [`InputViewportRegistry`](crate::event::InputViewportRegistry), the entries of the
 //! [`QueuedSender`](crate::main_thread::QueuedSender)s it made, and wakers of its types waiting
-//! for the next frame. A single-cast [`Delegate`](crate::Delegate) bound to the module's code
-//! (one the engine stores included) is recorded like a subscription, pointing at the binding's
-//! shared block: the unload drops the callable, and every delegate sharing the binding is unbound
-//! from then on (`is_bound()` false, `execute_if_bound` returns `None`, `execute` panics as
-//! unbound); while a borrow of that callable for a call is alive, the unload is refused
-//! ([`ModuleError::Busy`]) as during a broadcast. Callables a module hands the engine outside of
-//! all these (a `Box<dyn Fn>` in an engine structure of its own, say) are the engine's to drop
-//! before the unload, and a module's own threads must be joined by its shut-down.
+//! for the next frame or kept by a [`NextBroadcast`](crate::NextBroadcast) (its executor polled
+//! the future: the waker is dropped unwoken, the future resolves when polled again). A single-cast
+//! [`Delegate`](crate::Delegate) bound to the module's code (one the engine stores included) is
+//! recorded like a subscription, pointing at the binding's shared block: the unload drops the
+//! callable, and every delegate sharing the binding is unbound from then on (`is_bound()` false,
+//! `execute_if_bound` returns `None`, `execute` panics as unbound); while a borrow of that
+//! callable for a call is alive, the unload is refused ([`ModuleError::Busy`]) as during a
+//! broadcast. Callables a module hands the engine outside of all these (a `Box<dyn Fn>` in an
+//! engine structure of its own, say) are the engine's to drop before the unload, and a module's
+//! own threads must be joined by its shut-down.
 //!
 //! Engine and modules must share one runtime: build both with the `dynamic_linking` feature of
 //! `lumina` (see the README's "Game modules" section for the commands). A module that carries its
@@ -1619,6 +1622,172 @@ mod tests {
         assert_eq!(ENGINE_CALLS.get(), 1);
         assert!(!delegate.unbind_managed(module_id));
         assert!(delegate.unbind_managed(engine_id));
+        assert_eq!(track::count(FAKE.0), 0);
+    }
+    /// MB4, R5, R4: a game module's code may listen on a message bus with a managed listener
+    /// (`listen_managed` is a safe call) whose thunk is an `extern "C" fn` of its own. The
+    /// listener's callable is the runtime's closure (its vtable is no module's), so its unload
+    /// must find it by the thunk and remove it (handing it to the host's hook once, as
+    /// `Removed`) while the library is mapped. Without it, the next send called the thunk in
+    /// the unmapped library.
+    #[test]
+    fn mb4_a_bus_managed_listener_whose_thunk_is_the_modules_goes_before_the_unmap() {
+        use crate::script_delegate::{
+            ManagedBinding, ReleaseReason, ScriptDelegateBase, set_destroyed_hook,
+        };
+        use std::ffi::c_void;
+
+        const FAKE: ModuleId = ModuleId(u64::MAX - 79);
+        static HIT: TagKey<u32> = TagKey::new("MB4Managed.Hit", false);
+        thread_local! {
+            static MODULE_CALLS: Cell<usize> = const { Cell::new(0) };
+            static ENGINE_CALLS: Cell<usize> = const { Cell::new(0) };
+            static RELEASED: std::cell::RefCell<Vec<(u64, ReleaseReason)>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        /// The module's thunk.
+        extern "C" fn module_thunk(_: *mut c_void, _: *const c_void) {
+            MODULE_CALLS.set(MODULE_CALLS.get() + 1);
+        }
+        /// The engine's (the host's) thunk.
+        extern "C" fn engine_thunk(_: *mut c_void, _: *const c_void) {
+            ENGINE_CALLS.set(ENGINE_CALLS.get() + 1);
+        }
+        /// The host's release hook (the engine's code).
+        extern "C" fn engine_hook(
+            _: *const ScriptDelegateBase,
+            bindings: *const ManagedBinding,
+            count: usize,
+            reason: ReleaseReason,
+        ) {
+            // SAFETY: the hook's contract: `count` bindings at `bindings` for the call.
+            let bindings = unsafe { std::slice::from_raw_parts(bindings, count) };
+            RELEASED.with_borrow_mut(|released| {
+                released.extend(bindings.iter().map(|binding| (binding.id, reason)));
+            });
+        }
+        let _game = crate::main_thread::GameThreadScope::enter();
+        let _lock = crate::ffi::tests::HOOK_LOCK
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let previous = set_destroyed_hook(Some(engine_hook));
+        // Reified once: the address attributed to the module is the one the bus keeps.
+        let module_thunk: crate::script_delegate::ManagedThunk = module_thunk;
+        let code = (module_thunk as *const ()).addr();
+        track::add_range(FAKE.0, code, code + 1);
+        let bus: MessageBus<u64> = MessageBus::new();
+        let listen = |thunk| {
+            bus.listen_managed(HIT.tag(), true, None, Some(thunk), std::ptr::null_mut())
+                .expect("a partial managed listener")
+        };
+        let module_id = listen(module_thunk);
+        let engine_id = listen(engine_thunk);
+        assert_eq!(
+            track::count(FAKE.0),
+            1,
+            "the module's managed listener is the module's"
+        );
+        MODULES.with_borrow_mut(|modules| {
+            modules.push(Loaded {
+                id: FAKE,
+                info: ModuleInfo::new("fake"),
+                // No such mapping: the unload leaves the (not really loaded) library alone.
+                mapped: PathBuf::from("/nonexistent/mb4-bus-managed-fake.so"),
+                modified: None,
+                entry: &ENTRY,
+                library: libloading::os::unix::Library::this().into(),
+                leaving: None,
+            });
+        });
+        let unloaded = super::unload(FAKE);
+        set_destroyed_hook(previous);
+        track::remove_range(FAKE.0);
+        assert!(unloaded.is_ok(), "{unloaded:?}");
+        assert_eq!(
+            bus.managed_bindings()
+                .iter()
+                .map(|binding| binding.id)
+                .collect::<Vec<_>>(),
+            [engine_id],
+            "the unload removed the module's managed listener, and only it"
+        );
+        assert_eq!(
+            RELEASED.with_borrow_mut(std::mem::take),
+            [(module_id, ReleaseReason::Removed)],
+            "released once, with its reason"
+        );
+        bus.send(&HIT, 7);
+        assert_eq!(MODULE_CALLS.get(), 0, "no code of the module runs after");
+        assert_eq!(ENGINE_CALLS.get(), 1);
+        assert!(!bus.remove_managed(module_id));
+        assert!(bus.remove_managed(engine_id));
+        assert_eq!(track::count(FAKE.0), 0);
+    }
+    /// MB4, R5: a [`NextBroadcast`](crate::NextBroadcast) polled by a game module's own
+    /// executor keeps the module's `Waker` inside the subscriber the runtime made (whose vtable
+    /// is the runtime's, so the delegate's list records no module code for it). The module's
+    /// unload must drop that waker while the library is mapped; without it the next broadcast
+    /// woke it in the unmapped library.
+    #[test]
+    fn mb4_a_next_broadcast_waker_of_the_module_is_dropped_before_the_unmap() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::task::{Context, Poll, Wake, Waker};
+
+        const FAKE: ModuleId = ModuleId(u64::MAX - 80);
+        /// The waker of the module's executor.
+        struct ModuleWake(Arc<AtomicUsize>);
+        impl Wake for ModuleWake {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let _game = crate::main_thread::GameThreadScope::enter();
+        let delegate: crate::MulticastDelegate<dyn Fn(u32)> = crate::MulticastDelegate::new();
+        let wakes = Arc::new(AtomicUsize::new(0));
+        let wake = Arc::new(ModuleWake(Arc::clone(&wakes)));
+        let alive = Arc::downgrade(&wake);
+        let waker = Waker::from(wake);
+        let vtable = std::ptr::from_ref(waker.vtable()).addr();
+        track::add_range(FAKE.0, vtable, vtable + 1);
+        let mut next = Box::pin(delegate.next());
+        assert!(
+            next.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        drop(waker);
+        assert_eq!(
+            track::count(FAKE.0),
+            1,
+            "the waker of the module's code is recorded"
+        );
+        MODULES.with_borrow_mut(|modules| {
+            modules.push(Loaded {
+                id: FAKE,
+                info: ModuleInfo::new("fake"),
+                // No such mapping: the unload leaves the (not really loaded) library alone.
+                mapped: PathBuf::from("/nonexistent/mb4-next-waker-fake.so"),
+                modified: None,
+                entry: &ENTRY,
+                library: libloading::os::unix::Library::this().into(),
+                leaving: None,
+            });
+        });
+        let unloaded = super::unload(FAKE);
+        track::remove_range(FAKE.0);
+        assert!(unloaded.is_ok(), "{unloaded:?}");
+        assert!(
+            alive.upgrade().is_none(),
+            "the unload dropped the module's waker"
+        );
+        delegate.broadcast(7);
+        assert_eq!(wakes.load(Ordering::SeqCst), 0, "never woken after");
+        assert_eq!(
+            next.as_mut().poll(&mut Context::from_waker(Waker::noop())),
+            Poll::Ready(Ok((7,))),
+            "the future still resolves when polled again"
+        );
         assert_eq!(track::count(FAKE.0), 0);
     }
 }

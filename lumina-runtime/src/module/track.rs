@@ -226,6 +226,106 @@ pub(crate) fn track(list: ListAccess, handle: DelegateHandle, code: Option<Code>
     true
 }
 
+// ---- Wakers kept inside the runtime's own subscribers (rule R5) ----
+
+/// The waker a runtime future left in a subscriber the runtime made (a
+/// [`NextBroadcast`](crate::NextBroadcast)'s slot: the delegate's subscriber is the runtime's
+/// closure, so its list records no module code for it). A waker whose vtable lies in a game
+/// module's library (a `Waker` of the module's own executor) is recorded with the loader under
+/// an id of its own, and the module's unload drops it, unwoken, while the library is mapped: the
+/// next broadcast would otherwise wake it in the unmapped library. The record names this cell,
+/// which lives in its owner's heap block (an `Rc`), and is forgotten when the cell is dropped or
+/// its waker taken or replaced (R1).
+#[derive(Default)]
+pub(crate) struct TrackedWaker {
+    waker: RefCell<Option<std::task::Waker>>,
+    /// The id of its record; 0 when none.
+    record: std::cell::Cell<u64>,
+}
+
+impl TrackedWaker {
+    /// Whether the waker kept would wake the same task as `other`.
+    pub(crate) fn will_wake(&self, other: &std::task::Waker) -> bool {
+        self.waker
+            .borrow()
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(other))
+    }
+
+    /// Keeps `waker` and returns the one it replaces (user values: the caller drops it with
+    /// nothing borrowed). Records it when its code lies in a loaded module; one atomic load
+    /// while none is loaded.
+    pub(crate) fn replace(&self, waker: std::task::Waker) -> Option<std::task::Waker> {
+        let code = code_of_waker(&waker);
+        let old = self.waker.borrow_mut().replace(waker);
+        self.forget();
+        if code.is_some() {
+            let record = DelegateHandle::new_unique();
+            self.record.set(record.id());
+            let access = ListAccess {
+                list: std::ptr::from_ref(self).cast(),
+                remove: drop_tracked_waker,
+                busy: never_busy,
+            };
+            track(access, record, code);
+        }
+        old
+    }
+
+    /// Takes the waker out (to wake or drop it), forgetting its record.
+    pub(crate) fn take(&self) -> Option<std::task::Waker> {
+        let waker = self.waker.borrow_mut().take();
+        self.forget();
+        waker
+    }
+
+    fn forget(&self) {
+        let record = self.record.replace(0);
+        if record != 0 {
+            forget(std::iter::once(record));
+        }
+    }
+}
+
+impl Drop for TrackedWaker {
+    fn drop(&mut self) {
+        self.forget();
+    }
+}
+
+/// The loader's `remove` for a [`TrackedWaker`]'s record: drops the waker, unwoken (its owner's
+/// future stays pending until polled again); whether there was one.
+///
+/// # Safety
+///
+/// `cell` is the address of a live `TrackedWaker` of the calling thread (a dropped cell forgets
+/// its record, and so does one whose waker is taken or replaced).
+unsafe fn drop_tracked_waker(cell: *const (), _record: DelegateHandle) -> bool {
+    let waker = {
+        // SAFETY: contract. The reference ends before the waker's drop (user code, which may
+        // free the cell's block) runs.
+        let cell = unsafe { &*cell.cast::<TrackedWaker>() };
+        // The loader took the record already.
+        cell.record.set(0);
+        cell.waker
+            .try_borrow_mut()
+            .ok()
+            .and_then(|mut waker| waker.take())
+    };
+    let had = waker.is_some();
+    crate::invocation::Drops::drop_one(waker);
+    had
+}
+
+/// The loader's `busy` for a [`TrackedWaker`]: a kept waker is never running.
+///
+/// # Safety
+///
+/// None needed; the signature is the loader's.
+unsafe fn never_busy(_cell: *const ()) -> bool {
+    false
+}
+
 // ---- Holders of values other threads made (rule R5) ----
 
 /// A holder of values that any thread may hand it and that the game thread consumes later (a
