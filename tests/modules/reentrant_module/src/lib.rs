@@ -127,10 +127,11 @@ fn start_up() {
     }
     if plan() == "single-cast" {
         let capture = ActOnDrop("single-cast binding's capture");
-        *engine().score_query.borrow_mut() = lumina::Delegate::<dyn Fn(u32) -> u32>::create_lambda(move |score| {
-            let _ = &capture;
-            score + 1
-        });
+        *engine().score_query.borrow_mut() =
+            lumina::Delegate::<dyn Fn(u32) -> u32>::create_lambda(move |score| {
+                let _ = &capture;
+                score + 1
+            });
         println!(
             "module: bound the score query: 41 -> {:?}",
             engine().score_query.borrow().execute_if_bound(41)
