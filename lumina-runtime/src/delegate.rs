@@ -62,7 +62,7 @@ impl<F: ?Sized> Binding<F> {
     /// counted in `calls` ([`CallableRef`], [`BoundCallable`]).
     #[inline(always)]
     fn peek(&self) -> Option<&F> {
-        // SAFETY: `callable` is written only by `take_module_callable` (the loader's removal of
+        // SAFETY: `callable` is written only by `take_recorded` (the loader's removal of
         // a recorded binding, while `calls` is 0) and by the block's drop. No reference into the
         // cell lives across either: this one is turned into a reference to the callable (in its
         // own `Rc` allocation, whose strong reference the `Shared` owns) at once. That reference
@@ -88,12 +88,7 @@ impl<F: ?Sized> Binding<F> {
         F: 'static,
     {
         let handle = crate::handle::DelegateHandle::new_unique();
-        let access = track::ListAccess {
-            list: Rc::as_ptr(self).cast(),
-            remove: take_module_callable::<F>,
-            busy: module_callable_running::<F>,
-        };
-        if track::track(access, handle, code) {
+        if track::track(track::ListAccess::of(self), handle, code) {
             self.record.set(handle.id());
         }
     }
@@ -110,41 +105,28 @@ impl<F: ?Sized> Drop for Binding<F> {
     }
 }
 
-/// The module loader's `remove` for a binding's record (R5, MB4): takes the callable out of the
-/// binding and drops it, while the module's library is still mapped; every delegate sharing the
-/// binding is unbound from then on. Refused (`false`) while a borrow of the callable is alive
-/// (its call runs): then the callable stays, and the loader, which asked
-/// [`module_callable_running`] first, keeps the library mapped.
-///
-/// # Safety
-///
-/// `binding` is `Rc::as_ptr` of a live `Rc<Binding<F>>` owned by the calling thread (a dropped
-/// block forgets its record, so the loader never calls this for one).
-unsafe fn take_module_callable<F: ?Sized>(
-    binding: *const (),
-    handle: crate::handle::DelegateHandle,
-) -> bool {
-    // SAFETY: contract.
-    let binding = unsafe { &*binding.cast::<Binding<F>>() };
-    if binding.calls.get() > 0 || binding.record.get() != handle.id() {
-        return false;
-    }
-    binding.record.set(0);
-    let callable = binding.callable.take();
-    // The callable's `Drop` is the module's code, and may drop the last delegate of the block:
-    // the block is not touched after this.
-    crate::invocation::drop_user(callable);
-    true
-}
+/// The module loader's access to a binding's record (R5, MB4): its removal takes the callable out
+/// of the binding, for the loader to drop while the module's library is still mapped; every
+/// delegate sharing the binding is unbound from then on. Refused (`false`) while a borrow of the
+/// callable is alive (its call runs, `busy`): then the callable stays, and the loader, which
+/// asked `busy` first, keeps the library mapped.
+impl<F: ?Sized + 'static> track::ModuleRecorded for Binding<F> {
+    /// The callable. Its `Drop` is the module's code, and may drop the last delegate of the
+    /// block: the loader drops it after its last use of the block (and after its own strong
+    /// reference, so the block goes with its last delegate, as it would without the loader).
+    type Taken = Option<Shared<F>>;
 
-/// The module loader's `busy` for a binding's record: whether a borrow of its callable is alive.
-///
-/// # Safety
-///
-/// As [`take_module_callable`].
-unsafe fn module_callable_running<F: ?Sized>(binding: *const ()) -> bool {
-    // SAFETY: contract.
-    unsafe { &*binding.cast::<Binding<F>>() }.calls.get() > 0
+    fn busy(&self) -> bool {
+        self.calls.get() > 0
+    }
+
+    fn take_recorded(&self, handle: crate::handle::DelegateHandle) -> (bool, Self::Taken) {
+        if self.calls.get() > 0 || self.record.get() != handle.id() {
+            return (false, None);
+        }
+        self.record.set(0);
+        (true, self.callable.take())
+    }
 }
 
 /// The bound callable of a [`Delegate`], borrowed for a call: dereferences to the callable.
@@ -419,8 +401,9 @@ mod tests {
         }
     }
 
-    fn block_of<F: ?Sized>(delegate: &Delegate<F>) -> *const () {
-        Rc::as_ptr(delegate.binding.as_ref().expect("bound")).cast()
+    /// The loader's access to the delegate's block, as its record holds it.
+    fn access_of<F: ?Sized>(delegate: &Delegate<F>) -> track::ListAccess {
+        track::ListAccess::of(delegate.binding.as_ref().expect("bound"))
     }
 
     #[test]
@@ -429,26 +412,23 @@ mod tests {
         let capture = Counted(Rc::clone(&drops));
         let asked: Rc<Cell<Option<(bool, bool)>>> = Rc::default();
         let seen = Rc::clone(&asked);
-        let block = Rc::new(Cell::new(std::ptr::null::<()>()));
-        let at = Rc::clone(&block);
+        let access: Rc<std::cell::OnceCell<track::ListAccess>> = Rc::default();
+        let at = Rc::clone(&access);
         let delegate = Delegate::<dyn Fn(i32) -> i32>::create_lambda(move |x| {
             let _ = &capture;
             let handle = DelegateHandle::from_id(7);
             // SAFETY: the delegate's live block, on its thread.
             seen.set(Some(unsafe {
-                (
-                    module_callable_running::<dyn Fn(i32) -> i32>(at.get()),
-                    take_module_callable::<dyn Fn(i32) -> i32>(at.get(), handle),
-                )
+                (at.get().unwrap().busy(), at.get().unwrap().remove(handle))
             }));
             x + 1
         });
-        block.set(block_of(&delegate));
+        let _ = access.set(access_of(&delegate));
         // As if recorded with the loader under id 7.
         delegate.binding.as_ref().unwrap().record.set(7);
         let shared = delegate.clone();
         // SAFETY: as above.
-        assert!(!unsafe { module_callable_running::<dyn Fn(i32) -> i32>(block.get()) });
+        assert!(!unsafe { access.get().unwrap().busy() });
         assert_eq!(delegate.execute(1), 2);
         assert_eq!(
             asked.get(),
@@ -459,27 +439,18 @@ mod tests {
         let held = delegate.callable().expect("bound");
         // SAFETY: as above.
         unsafe {
-            assert!(module_callable_running::<dyn Fn(i32) -> i32>(block.get()));
-            assert!(!take_module_callable::<dyn Fn(i32) -> i32>(
-                block.get(),
-                DelegateHandle::from_id(7)
-            ));
+            assert!(access.get().unwrap().busy());
+            assert!(!access.get().unwrap().remove(DelegateHandle::from_id(7)));
         }
         drop(held);
         // SAFETY: as above.
         unsafe {
-            assert!(!module_callable_running::<dyn Fn(i32) -> i32>(block.get()));
+            assert!(!access.get().unwrap().busy());
             assert!(
-                !take_module_callable::<dyn Fn(i32) -> i32>(
-                    block.get(),
-                    DelegateHandle::from_id(8)
-                ),
+                !access.get().unwrap().remove(DelegateHandle::from_id(8)),
                 "another record's id"
             );
-            assert!(take_module_callable::<dyn Fn(i32) -> i32>(
-                block.get(),
-                DelegateHandle::from_id(7)
-            ));
+            assert!(access.get().unwrap().remove(DelegateHandle::from_id(7)));
         }
         assert_eq!(drops.get(), 1, "the callable was dropped");
         for delegate in [&delegate, &shared] {
@@ -491,9 +462,7 @@ mod tests {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| delegate.execute(1)));
         assert!(unbound.is_err(), "execute panics as unbound");
         // SAFETY: as above; taken once.
-        assert!(!unsafe {
-            take_module_callable::<dyn Fn(i32) -> i32>(block.get(), DelegateHandle::from_id(7))
-        });
+        assert!(!unsafe { access.get().unwrap().remove(DelegateHandle::from_id(7)) });
         drop((delegate, shared));
         assert_eq!(drops.get(), 1);
     }
@@ -517,7 +486,7 @@ mod tests {
         let delegate = Delegate::<dyn Fn()>::create_lambda(move || {
             let _ = &capture;
         });
-        let block = block_of(&delegate);
+        let access = access_of(&delegate);
         // No `Weak` of the block is kept: it would keep the allocation for Miri to miss a use.
         assert_eq!(Rc::strong_count(delegate.binding.as_ref().unwrap()), 1);
         delegate.binding.as_ref().unwrap().record.set(9);
@@ -525,7 +494,7 @@ mod tests {
         // SAFETY: the block is live (the slot holds its only delegate), on its thread. The
         // removal frees it (the callable's `Drop` drops that delegate) and does not touch it
         // after: Miri fails a use after the free.
-        assert!(unsafe { take_module_callable::<dyn Fn()>(block, DelegateHandle::from_id(9)) });
+        assert!(unsafe { access.remove(DelegateHandle::from_id(9)) });
         assert!(
             slot.borrow().is_none(),
             "the block was freed by the callable's drop"

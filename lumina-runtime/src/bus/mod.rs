@@ -372,8 +372,8 @@ impl<E: EntityId> Channel<E> {
 // A retained message or a posted queue whose payload type is a game module's holds the module's
 // code: its vtable, its payload's `Drop`. Such a value is recorded with the module loader, the
 // way the invocation list records a module's subscriptions (`module::track`): the record names
-// the channel's `Rc` block and the functions below, and the module's unload drops the value
-// while the library is still mapped. (A module's listeners are the list's own records.)
+// the channel's `Rc` block (its `ModuleRecorded` impl, below), and the module's unload drops the
+// value while the library is still mapped. (A module's listeners are the list's own records.)
 
 /// Records a value the bus holds with the module loader, under a fresh id kept in `id`, when
 /// `code` (its vtable) lies in a loaded module; forgets the record of the value it replaces.
@@ -396,12 +396,7 @@ impl<E: EntityId> Channel<E> {
     fn track(self: &Rc<Self>, which: usize, code: Option<track::Code>) {
         let mut ids = self.tracked.get();
         let id = Cell::new(ids[which]);
-        let access = track::ListAccess {
-            list: Rc::as_ptr(self).cast(),
-            remove: drop_module_value::<E>,
-            busy: lends_module_value::<E>,
-        };
-        record_module_value(&id, code, access);
+        record_module_value(&id, code, track::ListAccess::of(self));
         ids[which] = id.get();
         self.tracked.set(ids);
     }
@@ -481,12 +476,7 @@ struct Parents<E> {
 impl<E: EntityId> Parents<E> {
     /// Records the relation with the module loader when `code` lies in a loaded module.
     fn track(self: &Rc<Self>, code: Option<track::Code>) {
-        let access = track::ListAccess {
-            list: Rc::as_ptr(self).cast(),
-            remove: drop_module_relation::<E>,
-            busy: relation_running::<E>,
-        };
-        record_module_value(&self.tracked, code, access);
+        record_module_value(&self.tracked, code, track::ListAccess::of(self));
     }
 }
 
@@ -499,73 +489,44 @@ impl<E> Drop for Parents<E> {
     }
 }
 
-/// The module loader's `remove` for the relation's record (R5).
-///
-/// # Safety
-///
-/// `parents` is `Rc::as_ptr` of a live `Rc<Parents<E>>` owned by the calling thread (dropped,
-/// it forgets its record).
-unsafe fn drop_module_relation<E: EntityId>(parents: *const (), handle: DelegateHandle) -> bool {
-    let parents = parents.cast::<Parents<E>>();
-    // SAFETY: contract; a strong reference of our own keeps the block alive while the
-    // relation's `Drop` (user code, which may drop the bus) runs.
-    let parents = unsafe {
-        Rc::increment_strong_count(parents);
-        Rc::from_raw(parents)
-    };
-    let mine = parents.tracked.get() == handle.id();
-    if mine {
-        parents.tracked.set(0);
-        let old = parents.relation.borrow_mut().take();
-        Drops::drop_one(old);
+/// The module loader's access to the relation's record (R5).
+impl<E: EntityId> track::ModuleRecorded for Parents<E> {
+    /// Nothing: the relation is dropped here, while the loader's strong reference keeps the
+    /// block alive (its `Drop`, user code, may drop the bus).
+    type Taken = ();
+
+    /// Whether a message is bubbling through the relation now.
+    fn busy(&self) -> bool {
+        self.relation.try_borrow().map_or(true, |relation| {
+            relation.as_ref().is_some_and(|r| Rc::strong_count(r) > 1)
+        })
     }
-    Drops::drop_one(parents);
-    mine
+
+    fn take_recorded(&self, handle: DelegateHandle) -> (bool, ()) {
+        let mine = self.tracked.get() == handle.id();
+        if mine {
+            self.tracked.set(0);
+            let old = self.relation.borrow_mut().take();
+            Drops::drop_one(old);
+        }
+        (mine, ())
+    }
 }
 
-/// The module loader's `busy` for the relation's record: whether a message is bubbling through
-/// it now (R5).
-///
-/// # Safety
-///
-/// As [`drop_module_relation`].
-unsafe fn relation_running<E: EntityId>(parents: *const ()) -> bool {
-    // SAFETY: contract.
-    let parents = unsafe { &*parents.cast::<Parents<E>>() };
-    parents.relation.try_borrow().map_or(true, |relation| {
-        relation.as_ref().is_some_and(|r| Rc::strong_count(r) > 1)
-    })
-}
+/// The module loader's access to a channel's records (R5).
+impl<E: EntityId> track::ModuleRecorded for Channel<E> {
+    /// Nothing: `drop_recorded` drops the value here, while the loader's strong reference keeps
+    /// the channel alive (the drops run user code, which may drop the bus).
+    type Taken = ();
 
-/// The module loader's `remove` for a channel's record (R5).
-///
-/// # Safety
-///
-/// `channel` is `Rc::as_ptr` of a live `Rc<Channel<E>>` owned by the calling thread (a dropped
-/// channel forgets its records).
-unsafe fn drop_module_value<E: EntityId>(channel: *const (), handle: DelegateHandle) -> bool {
-    let channel = channel.cast::<Channel<E>>();
-    // SAFETY: contract: `channel` comes from `Rc::as_ptr` of a live `Rc<Channel<E>>`. A strong
-    // reference of our own keeps the channel alive while the drops below run user code (which
-    // may drop the bus).
-    let channel = unsafe {
-        Rc::increment_strong_count(channel);
-        Rc::from_raw(channel)
-    };
-    let dropped = channel.drop_recorded(handle.id());
-    Drops::drop_one(channel);
-    dropped
-}
+    /// Whether a value is lent out.
+    fn busy(&self) -> bool {
+        self.lends()
+    }
 
-/// The module loader's `busy` for a channel's record: whether a value is lent out (R5).
-///
-/// # Safety
-///
-/// As [`drop_module_value`].
-unsafe fn lends_module_value<E: EntityId>(channel: *const ()) -> bool {
-    // SAFETY: contract.
-    let channel = unsafe { &*channel.cast::<Channel<E>>() };
-    channel.lends()
+    fn take_recorded(&self, handle: DelegateHandle) -> (bool, ()) {
+        (self.drop_recorded(handle.id()), ())
+    }
 }
 
 /// The queue of one tag's posted messages, erased to the bus.
@@ -1872,21 +1833,15 @@ mod tests {
         // The retained message is lent out while a replay holds it: busy.
         let lent = bus.retained(&LOOT).unwrap();
         // SAFETY: `Rc::as_ptr` of live channels of this thread.
-        assert!(unsafe { lends_module_value::<u32>(Rc::as_ptr(&retained).cast()) });
+        assert!(unsafe { track::ListAccess::of(&retained).busy() });
         drop(lent);
         // SAFETY: as above.
-        assert!(!unsafe { lends_module_value::<u32>(Rc::as_ptr(&retained).cast()) });
+        assert!(!unsafe { track::ListAccess::of(&retained).busy() });
         let before = DROPPED.load(Ordering::SeqCst);
         // SAFETY: as above.
         unsafe {
-            assert!(!drop_module_value::<u32>(
-                Rc::as_ptr(&retained).cast(),
-                DelegateHandle::from_id(12)
-            ));
-            assert!(drop_module_value::<u32>(
-                Rc::as_ptr(&queued).cast(),
-                DelegateHandle::from_id(12)
-            ));
+            assert!(!track::ListAccess::of(&retained).remove(DelegateHandle::from_id(12)));
+            assert!(track::ListAccess::of(&queued).remove(DelegateHandle::from_id(12)));
         }
         assert_eq!(DROPPED.load(Ordering::SeqCst), before + 1);
         assert_eq!(bus.posted(), 0);
@@ -1904,12 +1859,12 @@ mod tests {
             .again
             .borrow_mut() = Some(Rc::clone(&bus));
         drop(bus);
-        let channel: *const () = Rc::as_ptr(&retained).cast();
+        let channel = track::ListAccess::of(&retained);
         drop(queued);
         drop(retained);
         // SAFETY: the channel is alive: the bus it belongs to is kept alive by the retained
         // message, which holds the last `Rc` of the bus.
-        assert!(unsafe { drop_module_value::<u32>(channel, DelegateHandle::from_id(11)) });
+        assert!(unsafe { channel.remove(DelegateHandle::from_id(11)) });
         assert_eq!(DROPPED.load(Ordering::SeqCst), before + 2);
     }
 
@@ -1936,18 +1891,12 @@ mod tests {
         assert_eq!(heard.get(), 1);
         // As `Parents::track` records it when the code is a loaded module's.
         bus.parents.tracked.set(21);
-        let parents: *const () = Rc::as_ptr(&bus.parents).cast();
+        let parents = track::ListAccess::of(&bus.parents);
         // SAFETY: `Rc::as_ptr` of the bus's live relation block, on its thread.
         unsafe {
-            assert!(!relation_running::<u32>(parents));
-            assert!(!drop_module_relation::<u32>(
-                parents,
-                DelegateHandle::from_id(22)
-            ));
-            assert!(drop_module_relation::<u32>(
-                parents,
-                DelegateHandle::from_id(21)
-            ));
+            assert!(!parents.busy());
+            assert!(!parents.remove(DelegateHandle::from_id(22)));
+            assert!(parents.remove(DelegateHandle::from_id(21)));
         }
         assert_eq!(dropped.get(), 1);
         bus.send_to(&ORDER, 1, 8);

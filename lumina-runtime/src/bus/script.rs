@@ -198,7 +198,7 @@ impl ScriptListeners {
     /// `thunk` lies in a loaded game module's library (MB4, R5). Its callable is the runtime's
     /// closure, whose vtable is no module's, so the channel's list does not record it: the
     /// record names this block instead, and the unload removes the listener through
-    /// [`remove_module_listener`], marked [`ReleaseReason::Removed`] first (R4), before the
+    /// the loader's removal (`ModuleRecorded`, below), marked [`ReleaseReason::Removed`] first (R4), before the
     /// library is unmapped. Without it the next send called the thunk in the unmapped library.
     /// This block forgets its records when it is dropped (R1), and those of the listeners gone
     /// when it compacts.
@@ -215,12 +215,7 @@ impl ScriptListeners {
             };
             entry.record = record.id();
         }
-        let access = track::ListAccess {
-            list: Rc::as_ptr(self).cast(),
-            remove: remove_module_listener,
-            busy: module_listener_busy,
-        };
-        track::track(access, record, code);
+        track::track(track::ListAccess::of(self), record, code);
     }
 
     /// The list and handle of the managed listener the module loader knows as `record`.
@@ -285,49 +280,37 @@ impl Drop for ScriptListeners {
     }
 }
 
-/// The module loader's `remove` for a managed listener whose thunk is the unloading module's
-/// code (see [`ScriptListeners::track`]): marked [`ReleaseReason::Removed`], then removed from
-/// its list; whether it was listening.
-///
-/// # Safety
-///
-/// `scripts` is `Rc::as_ptr` of a live `Rc<ScriptListeners>` owned by the calling thread (a
-/// dropped block forgets its records).
-unsafe fn remove_module_listener(scripts: *const (), record: DelegateHandle) -> bool {
-    let scripts = scripts.cast::<ScriptListeners>();
-    // SAFETY: contract: `scripts` comes from `Rc::as_ptr` of a live `Rc<ScriptListeners>`. A
-    // strong reference of our own keeps it alive while the removal runs user code (drops, the
-    // release hook), which may drop the bus.
-    let scripts = unsafe {
-        Rc::increment_strong_count(scripts);
-        Rc::from_raw(scripts)
-    };
-    let removed = scripts
-        .recorded(record.id())
-        .is_some_and(|(id, _)| scripts.remove_handle(DelegateHandle::from_id(id)));
-    Drops::drop_one(scripts);
-    removed
-}
+/// The module loader's access to a managed listener whose thunk is the unloading module's code
+/// (see [`ScriptListeners::track`]).
+impl track::ModuleRecorded for ScriptListeners {
+    /// Nothing: the listener is removed here, while the loader's strong reference keeps the
+    /// block alive (the removal runs user code, drops and the release hook, which may drop the
+    /// bus).
+    type Taken = ();
 
-/// The module loader's `busy` for such a listener: whether its list is broadcasting.
-///
-/// # Safety
-///
-/// As [`remove_module_listener`].
-unsafe fn module_listener_busy(scripts: *const ()) -> bool {
-    // SAFETY: contract.
-    let scripts = unsafe { &*scripts.cast::<ScriptListeners>() };
-    let lists: Vec<Weak<dyn RemoveByHandle>> = scripts
-        .entries
-        .borrow()
-        .iter()
-        .filter(|entry| entry.record != 0)
-        .map(|entry| entry.list.clone())
-        .collect();
-    lists.iter().any(|list| {
-        list.upgrade()
-            .is_some_and(|list| list.is_broadcasting_list())
-    })
+    /// Whether a list of a recorded listener is broadcasting.
+    fn busy(&self) -> bool {
+        let lists: Vec<Weak<dyn RemoveByHandle>> = self
+            .entries
+            .borrow()
+            .iter()
+            .filter(|entry| entry.record != 0)
+            .map(|entry| entry.list.clone())
+            .collect();
+        lists.iter().any(|list| {
+            list.upgrade()
+                .is_some_and(|list| list.is_broadcasting_list())
+        })
+    }
+
+    /// Marks the listener [`ReleaseReason::Removed`], then removes it from its list; whether it
+    /// was listening.
+    fn take_recorded(&self, record: DelegateHandle) -> (bool, ()) {
+        let removed = self
+            .recorded(record.id())
+            .is_some_and(|(id, _)| self.remove_handle(DelegateHandle::from_id(id)));
+        (removed, ())
+    }
 }
 
 fn released(reason: ReleaseReason) -> Removal {

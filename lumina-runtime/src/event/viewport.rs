@@ -104,31 +104,24 @@ fn forget_recorded<'a>(viewports: impl IntoIterator<Item = &'a Viewport>) {
     }
 }
 
-/// The module loader's `remove` for a viewport's record (R5): removes the viewport.
-///
-/// # Safety
-///
-/// `viewports` is `Rc::as_ptr` of a live `Rc<Viewports>` owned by the calling thread (dropped,
-/// it forgets its records).
-unsafe fn remove_module_viewport(viewports: *const (), handle: DelegateHandle) -> bool {
-    // SAFETY: contract.
-    let viewports = unsafe { &*viewports.cast::<Viewports>() };
-    // Dropping the entry drops a `Weak`: no user code runs, so the block outlives this.
-    let mut list = viewports.list.borrow_mut();
-    let before = list.len();
-    list.retain(|viewport| viewport.id.0 != handle.id());
-    before != list.len()
-}
+/// The module loader's access to a viewport's record (R5).
+impl track::ModuleRecorded for Viewports {
+    /// Nothing: the removal drops the viewport's entry itself, a `Weak` whose drop runs no user
+    /// code, so the block outlives it.
+    type Taken = ();
 
-/// The module loader's `busy` for a viewport's record: whether a call into a viewport runs.
-///
-/// # Safety
-///
-/// As [`remove_module_viewport`].
-unsafe fn viewports_calling(viewports: *const ()) -> bool {
-    // SAFETY: contract.
-    let viewports = unsafe { &*viewports.cast::<Viewports>() };
-    viewports.calling.get() > 0 || viewports.list.try_borrow_mut().is_err()
+    /// Whether a call into a viewport runs.
+    fn busy(&self) -> bool {
+        self.calling.get() > 0 || self.list.try_borrow_mut().is_err()
+    }
+
+    /// Removes the viewport.
+    fn take_recorded(&self, handle: DelegateHandle) -> (bool, ()) {
+        let mut list = self.list.borrow_mut();
+        let before = list.len();
+        list.retain(|viewport| viewport.id.0 != handle.id());
+        (before != list.len(), ())
+    }
 }
 
 /// A viewport added by [`InputViewportRegistry::add_viewport_handler`]: owns its typed handler
@@ -265,11 +258,7 @@ impl InputViewportRegistry {
         });
         drop(viewports);
         if code.is_some() {
-            let access = track::ListAccess {
-                list: Rc::as_ptr(&self.viewports).cast(),
-                remove: remove_module_viewport,
-                busy: viewports_calling,
-            };
+            let access = track::ListAccess::of(&self.viewports);
             let _ = track::track(access, DelegateHandle::from_id(id.0), code);
         }
         id
@@ -652,20 +641,20 @@ mod tests {
     #[test]
     fn r5_a_viewports_module_record_removes_it_and_is_busy_while_a_viewport_runs() {
         let registry = Rc::new(InputViewportRegistry::new());
-        let block: *const () = Rc::as_ptr(&registry.viewports).cast();
+        let block = track::ListAccess::of(&registry.viewports);
         let asked = Rc::new(Cell::new(None));
         let seen = Rc::clone(&asked);
         let game = registry.add_viewport_handler::<KeyPressedEvent>(
             Rect::new(0.0, 0.0, 10.0, 10.0),
             move |_| {
                 // SAFETY: the registry's live block, on its thread.
-                seen.set(Some(unsafe { viewports_calling(block) }));
+                seen.set(Some(unsafe { block.busy() }));
                 true
             },
         );
         assert!(registry.focus(game.id()));
         // SAFETY: as above.
-        assert!(!unsafe { viewports_calling(block) }, "no viewport runs");
+        assert!(!unsafe { block.busy() }, "no viewport runs");
         assert!(
             registry.on_event(&mut crate::event::Envelope::new(KeyPressedEvent::new(
                 Key::W,
@@ -675,14 +664,8 @@ mod tests {
         assert_eq!(asked.get(), Some(true), "busy while its viewport runs");
         // SAFETY: as above.
         unsafe {
-            assert!(!remove_module_viewport(
-                block,
-                DelegateHandle::from_id(game.id().0 + 1)
-            ));
-            assert!(remove_module_viewport(
-                block,
-                DelegateHandle::from_id(game.id().0)
-            ));
+            assert!(!block.remove(DelegateHandle::from_id(game.id().0 + 1)));
+            assert!(block.remove(DelegateHandle::from_id(game.id().0)));
         }
         assert!(registry.is_empty());
         assert_eq!(registry.focused(), None);

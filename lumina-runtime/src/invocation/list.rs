@@ -812,16 +812,11 @@ impl<C: Subscriber> Block<C> {
         handle
     }
 
-    /// How the module loader reaches this list (MB4): its address, and this list's own remove
-    /// and broadcasting check, called with that address.
+    /// How the module loader reaches this list (MB4): its block's address, and the block's
+    /// removal and broadcasting check (`ModuleRecorded`, below).
     #[cold]
     fn module_access(self: &Rc<Self>) -> crate::module::track::ListAccess {
-        crate::module::track::ListAccess {
-            // `Rc::as_ptr`: the pointer may take a strong reference of its own (`remove_from`).
-            list: Rc::as_ptr(self).cast(),
-            remove: remove_from::<C>,
-            busy: busy::<C>,
-        }
+        crate::module::track::ListAccess::of(self)
     }
 
     /// Inserts an entry into the main list after every entry of at least its priority. Its id
@@ -1119,41 +1114,27 @@ impl<C: Subscriber> Block<C> {
     }
 }
 
-/// Removes `handle` from the list whose block `list` points at, for the module loader (MB4).
-///
-/// # Safety
-///
-/// `list` is `Rc::as_ptr` of a live list block (`Rc<Block<C>>`) owned by the calling thread.
-unsafe fn remove_from<C: Subscriber>(list: *const (), handle: DelegateHandle) -> bool {
-    let list = list.cast::<Block<C>>();
-    // SAFETY: contract: `list` comes from `Rc::as_ptr` of a live `Rc<Block<C>>` of this thread,
-    // so a strong reference of our own may be made from it. It keeps the block alive while the
-    // removed callable's `Drop` runs: user code that may drop the list's last other reference
-    // (the delegate the callable captured), which must not free the block under `remove_now`.
-    let block = unsafe {
-        Rc::increment_strong_count(list);
-        Rc::from_raw(list)
-    };
-    // Told first, while its entry is live: a managed binding records why it leaves (R4).
-    let _ = block.with_entry(handle.id(), |entry| {
-        if let Some(callable) = entry.clone_callable() {
-            callable.unloading(entry.site());
-        }
-    });
-    let removed = block.remove_now(handle);
-    // Possibly the last reference now: the block's `Drop` runs the other callables' `Drop`s,
-    // guarded (R2, R3).
-    Drops::drop_one(block);
-    removed
-}
+/// The module loader's access to a list's block (MB4): a removal of a recorded subscription, and
+/// whether the list is broadcasting.
+impl<C: Subscriber> crate::module::track::ModuleRecorded for Block<C> {
+    /// Nothing: the removal drops the callable itself, and compacts. The loader holds a strong
+    /// reference of its own meanwhile, so the callable's `Drop` (user code that may drop the
+    /// list's last other reference, the delegate the callable captured) cannot free the block
+    /// under `remove_now`; dropped afterwards, it may be the last one, and the block's `Drop`
+    /// then runs the other callables' `Drop`s, guarded (R2, R3).
+    type Taken = ();
 
-/// Whether the list whose block `list` points at is broadcasting, for the module loader (MB4).
-///
-/// # Safety
-///
-/// As [`remove_from`].
-unsafe fn busy<C: Subscriber>(list: *const ()) -> bool {
-    // SAFETY: contract.
-    let block = unsafe { &*list.cast::<Block<C>>() };
-    block.is_broadcasting()
+    fn busy(&self) -> bool {
+        self.is_broadcasting()
+    }
+
+    fn take_recorded(&self, handle: DelegateHandle) -> (bool, ()) {
+        // Told first, while its entry is live: a managed binding records why it leaves (R4).
+        let _ = self.with_entry(handle.id(), |entry| {
+            if let Some(callable) = entry.clone_callable() {
+                callable.unloading(entry.site());
+            }
+        });
+        (self.remove_now(handle), ())
+    }
 }

@@ -737,7 +737,7 @@ fn r1_mb4_a_module_removal_whose_drop_frees_the_list_finishes_on_a_live_block() 
     // SAFETY: as the loader calls it: on the list's thread, with the list alive (its record
     // would still be registered). The removal's `Drop` frees the list; the block must outlive
     // the call (Miri reports a use after free otherwise).
-    assert!(unsafe { (access.remove)(access.list, handle) });
+    assert!(unsafe { access.remove(handle) });
     assert!(
         weak.upgrade().is_none(),
         "the removal dropped the last reference"

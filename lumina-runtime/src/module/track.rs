@@ -16,9 +16,18 @@
 //! list by a removal or a clear), so a dropped list is never touched again.
 //!
 //! The stores outside the invocation list that hold a module's code do the same with a
-//! [`ListAccess`] of their own: a single-cast delegate's binding (`delegate.rs`: the loader's
-//! `remove` drops its callable, `busy` says a call of it runs), a message bus's retained and
-//! posted values, a registry's viewports.
+//! [`ListAccess`] of their own block: a single-cast delegate's binding (`delegate.rs`: the
+//! loader's removal drops its callable, `busy` says a call of it runs), a message bus's retained
+//! and posted values and its parent relation, a registry's viewports.
+//!
+//! Every such block implements [`ModuleRecorded`] (safe code: whether it is busy, and what a
+//! removal takes out of it) and is recorded with [`ListAccess::of`], whose generic functions are
+//! the one place that turns a recorded address back into its block. The removal holds a strong
+//! reference of its own while the block's `take_recorded` runs (the `Drop`s of what it removes,
+//! user code, may drop the block's other references), and drops what `take_recorded` returned
+//! only after that borrow of the block ended: the returned value is module code whose `Drop` may
+//! free the block (the last delegate sharing a binding), and a reference a method received must
+//! stay valid for the whole call (Miri checks it, under Stacked and Tree Borrows).
 //!
 //! # What a record points at
 //!
@@ -30,6 +39,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
@@ -84,8 +94,9 @@ pub(crate) struct Record {
 unsafe impl Send for Record {}
 
 impl Record {
-    /// Removes the subscription and compacts its list, dropping the callable (and its weak owner)
-    /// now.
+    /// Removes the subscription (an invocation list also compacts, dropping the callable and its
+    /// weak owner now); what the block's [`ModuleRecorded::take_recorded`] returned is dropped before
+    /// this returns.
     ///
     /// # Safety
     ///
@@ -95,7 +106,8 @@ impl Record {
         unsafe { (self.remove)(self.list, DelegateHandle::from_id(self.id)) }
     }
 
-    /// Whether the subscription's list is broadcasting.
+    /// Whether the subscription's block is busy ([`ModuleRecorded::busy`]: its list is
+    /// broadcasting, its callable is being called, its value is lent out).
     ///
     /// # Safety
     ///
@@ -175,19 +187,151 @@ pub(crate) fn belongs_to(module: u64, code: Option<Code>) -> bool {
     })
 }
 
-/// How the module loader reaches one list: the address of its block, and the list's own
-/// functions to remove a subscription from it and to ask whether it is broadcasting, both
-/// called with that address. Made by the invocation list (`Block::module_access`), so this
-/// module names no list type (N3: no import circle).
+/// A block the module loader keeps records of (MB4, R5): an invocation list's block, a
+/// single-cast delegate's binding, a message bus's channel, parent relation or managed
+/// listeners, a viewport registry's viewports, a kept waker ([`TrackedWaker`]). A
+/// [`ListAccess`] records its address; what the loader calls on it is safe code, and the one
+/// cast from the recorded address back to the block is [`ListAccess::of`]'s.
+///
+/// An implementor's `Drop` forgets every record made of it ([`forget`]), and so does whatever
+/// else ends one of its values (a removal, a replacement): the loader then only ever reaches a
+/// live block through a record. (No `'static` bound, as before the trait: an invocation list's
+/// subscriber type need not be `'static`.)
+pub(crate) trait ModuleRecorded {
+    /// What a removal takes out of the block, for the loader to drop once it no longer borrows
+    /// the block: the module's value, whose `Drop` is the module's code and may drop the last
+    /// reference to the block (the last delegate sharing a binding). `()` for a removal that
+    /// drops its values itself (under the strong reference the loader holds meanwhile).
+    type Taken;
+
+    /// Whether the record's value is in use now (a broadcast of the list, a call of the
+    /// callable, a value lent out): the loader then keeps the module's library mapped. Runs no
+    /// user code.
+    fn busy(&self) -> bool;
+
+    /// Removes the value the record `record` names (refused while it is in use); whether it was
+    /// there, and what the loader drops after the borrow of the block ended.
+    fn take_recorded(&self, record: DelegateHandle) -> (bool, Self::Taken);
+}
+
+/// How the module loader reaches one recorded block: its address, and the two functions that
+/// turn the address back into the block (the only place that does) and call its
+/// [`ModuleRecorded`] methods. Made by [`ListAccess::of`], so this module names no block type
+/// (N3: no import circle).
 #[derive(Clone, Copy)]
 pub(crate) struct ListAccess {
-    /// The list's block (a heap allocation that stays put until the list is dropped, which
-    /// calls [`forget`]).
-    pub(crate) list: *const (),
-    /// Removes a subscription now. Safety: on the list's thread, with `list` still live.
-    pub(crate) remove: unsafe fn(*const (), DelegateHandle) -> bool,
-    /// Whether the list is broadcasting. Safety: as `remove`.
-    pub(crate) busy: unsafe fn(*const ()) -> bool,
+    /// The block (a heap allocation that stays put until the block is dropped, which calls
+    /// [`forget`]).
+    list: *const (),
+    /// [`ModuleRecorded::take_recorded`], then the drop of what it took. Safety: as
+    /// [`remove_from`].
+    remove: unsafe fn(*const (), DelegateHandle) -> bool,
+    /// [`ModuleRecorded::busy`]. Safety: as `remove`.
+    busy: unsafe fn(*const ()) -> bool,
+}
+
+impl ListAccess {
+    /// The access to `block`: its `Rc` allocation's address, which stays put until the last
+    /// reference is dropped.
+    pub(crate) fn of<T: ModuleRecorded>(block: &Rc<T>) -> ListAccess {
+        ListAccess {
+            // `Rc::as_ptr`: the address keeps the allocation's provenance, so `remove_from` may
+            // take a strong reference of its own from it.
+            list: Rc::as_ptr(block).cast(),
+            remove: remove_from::<T>,
+            busy: busy_of::<T>,
+        }
+    }
+
+    /// The access to a [`TrackedWaker`] cell, a field of its owner's heap block (no `Rc` of its
+    /// own): it takes out only a waker, running no user code, so no strong reference is needed.
+    fn of_cell(cell: &TrackedWaker) -> ListAccess {
+        ListAccess {
+            list: std::ptr::from_ref(cell).cast(),
+            remove: remove_from_cell,
+            busy: busy_of::<TrackedWaker>,
+        }
+    }
+
+    /// Calls the loader's removal for `handle`, as an unload does (unit tests of R1 and R5).
+    ///
+    /// # Safety
+    ///
+    /// As [`remove_from`].
+    #[cfg(test)]
+    pub(crate) unsafe fn remove(self, handle: DelegateHandle) -> bool {
+        // SAFETY: forwarded contract.
+        unsafe { (self.remove)(self.list, handle) }
+    }
+
+    /// Calls the loader's busy check, as an unload does (unit tests).
+    ///
+    /// # Safety
+    ///
+    /// As [`remove_from`].
+    #[cfg(test)]
+    pub(crate) unsafe fn busy(self) -> bool {
+        // SAFETY: forwarded contract.
+        unsafe { (self.busy)(self.list) }
+    }
+}
+
+/// The loader's removal of a record of a `T` block: [`ModuleRecorded::take_recorded`] under a
+/// strong reference of the removal's own, then the drop of that reference and of what was taken,
+/// each guarded (R2, R3). The reference keeps the block alive while `take_recorded` runs user
+/// code (the `Drop`s of what it removes, which may drop the block's other references: a
+/// subscriber that held its own delegate); what was taken is dropped after it, when nothing
+/// borrows the block (its `Drop` may free the block).
+///
+/// # Safety
+///
+/// `block` is `Rc::as_ptr` of a live `Rc<T>` owned by the calling thread (a record's block on its
+/// own thread: a dropped block forgets its records, so the loader never calls this for one).
+unsafe fn remove_from<T: ModuleRecorded>(block: *const (), record: DelegateHandle) -> bool {
+    let block = block.cast::<T>();
+    // SAFETY: contract: `block` comes from `Rc::as_ptr` of a live `Rc<T>` of this thread, so a
+    // strong reference of our own may be made from it (the count it increments is given back
+    // by that `Rc`'s drop).
+    let block = unsafe {
+        Rc::increment_strong_count(block);
+        Rc::from_raw(block)
+    };
+    let (removed, taken) = block.take_recorded(record);
+    let mut drops = crate::invocation::Drops::default();
+    // Possibly the last reference now: the block's `Drop` runs user `Drop`s.
+    drops.drop(block);
+    drops.drop(taken);
+    drops.finish();
+    removed
+}
+
+/// The loader's removal of a [`TrackedWaker`]'s record: [`ModuleRecorded::take_recorded`], then
+/// the drop of the waker, after the reference to the cell ended (the waker's `Drop`, user code,
+/// may free the cell's block).
+///
+/// # Safety
+///
+/// `cell` is the address of a live `TrackedWaker` of the calling thread (a dropped cell forgets
+/// its record, and so does one whose waker is taken or replaced).
+unsafe fn remove_from_cell(cell: *const (), record: DelegateHandle) -> bool {
+    let (had, waker) = {
+        // SAFETY: contract. The reference ends before the waker's drop runs.
+        let cell = unsafe { &*cell.cast::<TrackedWaker>() };
+        cell.take_recorded(record)
+    };
+    crate::invocation::Drops::drop_one(waker);
+    had
+}
+
+/// The loader's busy check of a record of a `T` block: [`ModuleRecorded::busy`].
+///
+/// # Safety
+///
+/// As [`remove_from`] (or [`remove_from_cell`] for a [`TrackedWaker`]).
+unsafe fn busy_of<T: ModuleRecorded>(block: *const ()) -> bool {
+    // SAFETY: contract: a live `T` of this thread; `busy` runs no user code, so nothing frees
+    // the block while the reference lives.
+    unsafe { &*block.cast::<T>() }.busy()
 }
 
 /// Records the subscription `handle` of `list` when `code` lies in a loaded module; whether it
@@ -262,12 +406,7 @@ impl TrackedWaker {
         if code.is_some() {
             let record = DelegateHandle::new_unique();
             self.record.set(record.id());
-            let access = ListAccess {
-                list: std::ptr::from_ref(self).cast(),
-                remove: drop_tracked_waker,
-                busy: never_busy,
-            };
-            track(access, record, code);
+            track(ListAccess::of_cell(self), record, code);
         }
         old
     }
@@ -293,37 +432,27 @@ impl Drop for TrackedWaker {
     }
 }
 
-/// The loader's `remove` for a [`TrackedWaker`]'s record: drops the waker, unwoken (its owner's
-/// future stays pending until polled again); whether there was one.
-///
-/// # Safety
-///
-/// `cell` is the address of a live `TrackedWaker` of the calling thread (a dropped cell forgets
-/// its record, and so does one whose waker is taken or replaced).
-unsafe fn drop_tracked_waker(cell: *const (), _record: DelegateHandle) -> bool {
-    let waker = {
-        // SAFETY: contract. The reference ends before the waker's drop (user code, which may
-        // free the cell's block) runs.
-        let cell = unsafe { &*cell.cast::<TrackedWaker>() };
+/// The loader's access to a [`TrackedWaker`]'s record (through [`ListAccess::of_cell`]).
+impl ModuleRecorded for TrackedWaker {
+    /// The waker, dropped unwoken (its owner's future stays pending until polled again).
+    type Taken = Option<std::task::Waker>;
+
+    /// A kept waker is never running.
+    fn busy(&self) -> bool {
+        false
+    }
+
+    /// Takes the waker out; whether there was one.
+    fn take_recorded(&self, _record: DelegateHandle) -> (bool, Self::Taken) {
         // The loader took the record already.
-        cell.record.set(0);
-        cell.waker
+        self.record.set(0);
+        let waker = self
+            .waker
             .try_borrow_mut()
             .ok()
-            .and_then(|mut waker| waker.take())
-    };
-    let had = waker.is_some();
-    crate::invocation::Drops::drop_one(waker);
-    had
-}
-
-/// The loader's `busy` for a [`TrackedWaker`]: a kept waker is never running.
-///
-/// # Safety
-///
-/// None needed; the signature is the loader's.
-unsafe fn never_busy(_cell: *const ()) -> bool {
-    false
+            .and_then(|mut waker| waker.take());
+        (waker.is_some(), waker)
+    }
 }
 
 // ---- Holders of values other threads made (rule R5) ----
