@@ -110,7 +110,8 @@ impl<F: ?Sized> Drop for Binding<F> {
 /// delegate sharing the binding is unbound from then on. Refused (`false`) while a borrow of the
 /// callable is alive (its call runs, `busy`): then the callable stays, and the loader, which
 /// asked `busy` first, keeps the library mapped.
-impl<F: ?Sized + 'static> track::ModuleRecorded for Binding<F> {
+// SAFETY: `Binding`'s `Drop` forgets its record (above), and the loader's take clears it.
+unsafe impl<F: ?Sized + 'static> track::ModuleRecorded for Binding<F> {
     /// The callable. Its `Drop` is the module's code, and may drop the last delegate of the
     /// block: the loader drops it after its last use of the block (and after its own strong
     /// reference, so the block goes with its last delegate, as it would without the loader).

@@ -490,7 +490,8 @@ impl<E> Drop for Parents<E> {
 }
 
 /// The module loader's access to the relation's record (R5).
-impl<E: EntityId> track::ModuleRecorded for Parents<E> {
+// SAFETY: `Parents`'s `Drop` forgets its record (above).
+unsafe impl<E: EntityId> track::ModuleRecorded for Parents<E> {
     /// Nothing: the relation is dropped here, while the loader's strong reference keeps the
     /// block alive (its `Drop`, user code, may drop the bus).
     type Taken = ();
@@ -514,7 +515,9 @@ impl<E: EntityId> track::ModuleRecorded for Parents<E> {
 }
 
 /// The module loader's access to a channel's records (R5).
-impl<E: EntityId> track::ModuleRecorded for Channel<E> {
+// SAFETY: `Channel`'s `Drop` forgets its records, and `record_module_value` forgets the record of
+// a value it replaces.
+unsafe impl<E: EntityId> track::ModuleRecorded for Channel<E> {
     /// Nothing: `drop_recorded` drops the value here, while the loader's strong reference keeps
     /// the channel alive (the drops run user code, which may drop the bus).
     type Taken = ();

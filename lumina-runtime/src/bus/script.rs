@@ -282,7 +282,9 @@ impl Drop for ScriptListeners {
 
 /// The module loader's access to a managed listener whose thunk is the unloading module's code
 /// (see [`ScriptListeners::track`]).
-impl track::ModuleRecorded for ScriptListeners {
+// SAFETY: `ScriptListeners`'s `Drop` forgets its records, and its compaction forgets those of the
+// listeners it lets go.
+unsafe impl track::ModuleRecorded for ScriptListeners {
     /// Nothing: the listener is removed here, while the loader's strong reference keeps the
     /// block alive (the removal runs user code, drops and the release hook, which may drop the
     /// bus).

@@ -105,7 +105,9 @@ fn forget_recorded<'a>(viewports: impl IntoIterator<Item = &'a Viewport>) {
 }
 
 /// The module loader's access to a viewport's record (R5).
-impl track::ModuleRecorded for Viewports {
+// SAFETY: `Viewports`'s `Drop` forgets its records, and every removal of a viewport forgets the
+// record of the removed one (`forget_recorded`).
+unsafe impl track::ModuleRecorded for Viewports {
     /// Nothing: the removal drops the viewport's entry itself, a `Weak` whose drop runs no user
     /// code, so the block outlives it.
     type Taken = ();

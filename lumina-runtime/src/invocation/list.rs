@@ -1116,7 +1116,9 @@ impl<C: Subscriber> Block<C> {
 
 /// The module loader's access to a list's block (MB4): a removal of a recorded subscription, and
 /// whether the list is broadcasting.
-impl<C: Subscriber> crate::module::track::ModuleRecorded for Block<C> {
+// SAFETY: the block's `Drop` forgets the records of its entries (`settle.rs`), and an entry's own
+// `Drop` forgets its record (`entry.rs`), so a removed and compacted subscription leaves none.
+unsafe impl<C: Subscriber> crate::module::track::ModuleRecorded for Block<C> {
     /// Nothing: the removal drops the callable itself, and compacts. The loader holds a strong
     /// reference of its own meanwhile, so the callable's `Drop` (user code that may drop the
     /// list's last other reference, the delegate the callable captured) cannot free the block

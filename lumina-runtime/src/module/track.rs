@@ -193,11 +193,14 @@ pub(crate) fn belongs_to(module: u64, code: Option<Code>) -> bool {
 /// [`ListAccess`] records its address; what the loader calls on it is safe code, and the one
 /// cast from the recorded address back to the block is [`ListAccess::of`]'s.
 ///
-/// An implementor's `Drop` forgets every record made of it ([`forget`]), and so does whatever
-/// else ends one of its values (a removal, a replacement): the loader then only ever reaches a
-/// live block through a record. (No `'static` bound, as before the trait: an invocation list's
-/// subscriber type need not be `'static`.)
-pub(crate) trait ModuleRecorded {
+/// (No `'static` bound: an invocation list's subscriber type need not be `'static`.)
+///
+/// # Safety
+///
+/// The implementor's `Drop` forgets every record made of it ([`forget`]), and so does whatever
+/// else ends one of its recorded values (a removal, a replacement): the loader then only ever
+/// reaches a live block through a record, which is what [`ListAccess`]'s cast relies on.
+pub(crate) unsafe trait ModuleRecorded {
     /// What a removal takes out of the block, for the loader to drop once it no longer borrows
     /// the block: the module's value, whose `Drop` is the module's code and may drop the last
     /// reference to the block (the last delegate sharing a binding). `()` for a removal that
@@ -433,7 +436,9 @@ impl Drop for TrackedWaker {
 }
 
 /// The loader's access to a [`TrackedWaker`]'s record (through [`ListAccess::of_cell`]).
-impl ModuleRecorded for TrackedWaker {
+// SAFETY: its `Drop` forgets its record (`TrackedWaker::forget`), and so does a take or a
+// replacement of its waker.
+unsafe impl ModuleRecorded for TrackedWaker {
     /// The waker, dropped unwoken (its owner's future stays pending until polled again).
     type Taken = Option<std::task::Waker>;
 
