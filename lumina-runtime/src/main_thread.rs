@@ -524,11 +524,7 @@ pub(crate) fn drop_queued(mut doomed: impl FnMut(&(dyn FnOnce() + Send)) -> bool
     let _ = BATCH.try_with(|batch| take_doomed(&mut batch.borrow_mut(), &mut doomed, &mut taken));
     // One at a time: a panicking `Drop` does not keep the others from running (R3).
     let count = taken.len();
-    let mut drops = Drops::default();
-    for task in taken {
-        drops.drop(task);
-    }
-    drops.finish();
+    Drops::drop_each(taken);
     count
 }
 
@@ -550,11 +546,7 @@ pub(crate) fn drop_frame_wakers(mut doomed: impl FnMut(&std::task::Waker) -> boo
         })
         .unwrap_or_default();
     let count = taken.len();
-    let mut drops = Drops::default();
-    for waker in taken {
-        drops.drop(waker);
-    }
-    drops.finish();
+    Drops::drop_each(taken);
     count
 }
 
