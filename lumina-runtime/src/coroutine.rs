@@ -120,8 +120,6 @@ thread_local! {
     /// alive: a spawn drops its future unpolled (`Abandoned`), a cancel finds nothing to cancel,
     /// a poll nothing to poll.
     static TASKS: RefCell<Tasks> = RefCell::new(Tasks::default());
-    /// The code of the task being polled now, and whether one is (tasks never nest).
-    static POLLING: Cell<Option<Option<Code>>> = const { Cell::new(None) };
 }
 
 /// The waker of one task: its id and session. `Send + Sync`; waking queues one poll.
@@ -203,7 +201,6 @@ pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
     drop_stale_tasks();
     track::TASK_HOOKS.get_or_init(|| track::TaskHooks {
         drop_tasks: drop_module_tasks,
-        running: module_task_running,
     });
     let mut future = Some(future);
     let _ = TASKS.try_with(|tasks| {
@@ -279,9 +276,11 @@ fn poll_task(id: u64, session: u64) {
     };
     let waker = Waker::from(waker);
     let mut cx = Context::from_waker(&waker);
-    POLLING.set(Some(code));
+    // A game module's task runs as the module's code: what it subscribes, queues or sends is
+    // the module's (MB6).
+    let frame = track::enter_code(0, code);
     let outcome = catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)));
-    POLLING.set(None);
+    drop(frame);
     // The panic's payload is a user value too: dropped with the task below, once the slot is
     // settled, so that a panic of its `Drop` neither leaves the slot half-polled nor unwinds
     // while this frame holds the task plainly (R2, R3).
@@ -365,9 +364,10 @@ fn end_task(id: u64, status: TaskStatus) -> bool {
 
 // ---- module hooks (MB4), see `crate::module::track::TaskHooks`.
 
-/// Drops, unpolled, every task whose code `doomed` says belongs to an unloading module; returns
-/// how many. Every one is dropped even when a `Drop` panics; the first panic resumes at the end
-/// (R3: a task left behind would be polled after the module's code is unmapped).
+/// Drops, unpolled, every task whose code `doomed` says belongs to an unloading module, and
+/// marks the one being polled (the unload runs inside its poll) to be dropped when its poll
+/// returns; returns how many. Every one is dropped even when a `Drop` panics; the first panic
+/// resumes at the end (R3: a task left behind would be polled again after the unload, MB4).
 fn drop_module_tasks(doomed: &dyn Fn(Option<Code>) -> bool) -> usize {
     // None once the table is gone (the thread exits): its tasks were dropped with it.
     let ids: Vec<u64> = TASKS
@@ -376,7 +376,7 @@ fn drop_module_tasks(doomed: &dyn Fn(Option<Code>) -> bool) -> usize {
                 .borrow()
                 .slots
                 .iter()
-                .filter(|(_, slot)| slot.future.is_some() && doomed(slot.code))
+                .filter(|(_, slot)| slot.ended.is_none() && doomed(slot.code))
                 .map(|(&id, _)| id)
                 .collect()
         })
@@ -388,12 +388,6 @@ fn drop_module_tasks(doomed: &dyn Fn(Option<Code>) -> bool) -> usize {
     }
     drops.finish();
     count
-}
-
-/// Whether the task being polled now runs code `doomed` says belongs to an unloading module:
-/// then the module cannot unload (its code is on the stack).
-fn module_task_running(doomed: &dyn Fn(Option<Code>) -> bool) -> bool {
-    POLLING.get().is_some_and(doomed)
 }
 
 // ---- end of module hooks
@@ -466,25 +460,6 @@ mod tests {
         main_thread::process_queue();
         assert_eq!(polled.get(), 10, "the unloaded task was never polled");
         assert_eq!(kept.status(), TaskStatus::Finished);
-    }
-
-    #[test]
-    fn x5_r5_a_module_cannot_unload_while_its_task_runs() {
-        let _game = GameThreadScope::enter();
-        let inside = Rc::new(Cell::new(None));
-        let seen = Rc::clone(&inside);
-        let _task = spawn_local(async move {
-            let hooks = track::TASK_HOOKS.get().unwrap();
-            seen.set(Some((hooks.running)(&|_| true)));
-        });
-        let hooks = track::TASK_HOOKS.get().unwrap();
-        assert!(!(hooks.running)(&|_| true), "no task runs now");
-        main_thread::process_queue();
-        assert_eq!(
-            inside.get(),
-            Some(true),
-            "inside its poll, the task's code is running"
-        );
     }
 
     /// R3: an unload drops every task of the module even when a task's `Drop` panics (a task

@@ -550,32 +550,6 @@ pub(crate) fn drop_frame_wakers(mut doomed: impl FnMut(&std::task::Waker) -> boo
     count
 }
 
-/// Queues `task` ahead of every waiting task: at the front of the running drain's batch (which
-/// a panic puts back at the front of the queue), or of the queue. For an unload deferred by a
-/// game module's task that panicked: it must run before the module's other tasks.
-pub(crate) fn enqueue_next(task: impl FnOnce() + Send + 'static) {
-    let mut task: Option<Task> = Some(Box::new(task));
-    if DRAINING.with(Cell::get) {
-        // A drain never runs without its batch (see `process_queue`): this is the running one.
-        let _ = BATCH.try_with(|batch| {
-            if let Some(task) = task.take() {
-                batch.borrow_mut().push_front(task);
-            }
-        });
-    }
-    if let Some(task) = task {
-        lock(&QUEUE).push_front(task);
-    }
-}
-
-/// Queues `task` at the front of the queue, for the next drain even while one runs (it then
-/// follows the rest of the running batch): for a deferred unload that must wait until the code
-/// around the running drain has returned.
-pub(crate) fn enqueue_next_drain(task: impl FnOnce() + Send + 'static) {
-    let task: Task = Box::new(task);
-    lock(&QUEUE).push_front(task);
-}
-
 /// Moves the tasks of `tasks` that `doomed` picks to `taken`, keeping the others in order.
 fn take_doomed(
     tasks: &mut VecDeque<Task>,
@@ -674,9 +648,9 @@ pub fn process_queue() -> usize {
         .ok()
         .flatten()
     {
-        // A game module's task is the module's code running (R5): unloading the module from it
-        // is deferred until it returned, when the frame is dropped.
-        let frame = crate::module::track::enter_task(&*task);
+        // A game module's task is the module's code running: what it subscribes, queues or
+        // sends is the module's (MB6).
+        let frame = crate::module::track::enter_task(0, &*task);
         task();
         drop(frame);
         drain.ran += 1;

@@ -406,7 +406,12 @@ impl<E: EntityId> Channel<E> {
     fn drop_recorded(&self, id: u64) -> bool {
         let mut ids = self.tracked.get();
         let Some(which) = ids.iter().position(|&tracked| tracked == id) else {
-            return false;
+            // A message the module posted into a queue that is not its own (MB6).
+            let queue = self.queue.borrow().clone();
+            let taken = queue.and_then(|queue| queue.take_recorded(id));
+            let had = taken.is_some();
+            Drops::drop_one(taken);
+            return had;
         };
         ids[which] = 0;
         self.tracked.set(ids);
@@ -454,8 +459,15 @@ impl<E: EntityId> Drop for Channel<E> {
     /// the retained message while it unwinds (R2, R3).
     fn drop(&mut self) {
         let ids = self.tracked.get();
-        if ids != [0; 2] && track::recording() {
-            track::forget(ids.into_iter().filter(|&id| id != 0));
+        if track::recording() {
+            if ids != [0; 2] {
+                track::forget(ids.into_iter().filter(|&id| id != 0));
+            }
+            // A delivery may hold the queue past the channel: its messages' records name the
+            // channel, so they go now (R1).
+            if let Some(queue) = self.queue.get_mut() {
+                queue.forget_records();
+            }
         }
         let mut drops = Drops::default();
         drops.drop(std::mem::take(&mut self.list));
@@ -542,19 +554,39 @@ trait Posted<E: EntityId>: Any {
     fn len(&self) -> usize;
     /// Drops every queued message; returns how many there were.
     fn discard(&self, drops: &mut Drops) -> usize;
+    /// Takes out the message recorded with the module loader as `record` (MB6), to be dropped
+    /// by the caller with nothing borrowed.
+    fn take_recorded(&self, record: u64) -> Option<Box<dyn Any>>;
+    /// Forgets the module records of its messages: their channel is being dropped.
+    fn forget_records(&self);
     fn as_any(&self) -> &dyn Any;
 }
 
+/// One posted message: its place in the bus's post order, its entity, its payload, and the id
+/// under which the module loader knows it (0: none).
+type Item<P, E> = (u64, Option<E>, P, u64);
+
 /// One tag's posted messages, with their places in the bus's post order.
 struct TypedQueue<P, E> {
-    items: RefCell<VecDeque<(u64, Option<E>, P)>>,
+    items: RefCell<VecDeque<Item<P, E>>>,
+}
+
+/// Forgets the module record of a message that leaves its queue (delivered, discarded).
+fn forget_item(record: u64) {
+    if record != 0 && track::recording() {
+        track::forget(std::iter::once(record));
+    }
 }
 
 impl<P, E> Drop for TypedQueue<P, E> {
     /// Each message still queued is dropped on its own (R2: dropped as one `VecDeque`, a
     /// panicking payload would drop the rest while it unwinds).
     fn drop(&mut self) {
-        Drops::drop_each(self.items.get_mut().drain(..));
+        let items = self.items.get_mut();
+        for item in items.iter() {
+            forget_item(item.3);
+        }
+        Drops::drop_each(items.drain(..));
     }
 }
 
@@ -568,9 +600,10 @@ impl<P: 'static, E: EntityId> Posted<E> for TypedQueue<P, E> {
                 _ => None,
             }
         };
-        let Some((_, entity, payload)) = front else {
+        let Some((_, entity, payload, record)) = front else {
             return false;
         };
+        forget_item(record);
         bus.deliver(tag, entity, payload);
         true
     }
@@ -583,9 +616,24 @@ impl<P: 'static, E: EntityId> Posted<E> for TypedQueue<P, E> {
         let items = std::mem::take(&mut *self.items.borrow_mut());
         let count = items.len();
         for item in items {
+            forget_item(item.3);
             drops.drop(item);
         }
         count
+    }
+
+    fn take_recorded(&self, record: u64) -> Option<Box<dyn Any>> {
+        let mut items = self.items.borrow_mut();
+        // Records grow with the post order, as the queue does.
+        let index = items.iter().position(|item| item.3 == record)?;
+        let (_, entity, payload, _) = items.remove(index)?;
+        Some(Box::new((entity, payload)))
+    }
+
+    fn forget_records(&self) {
+        for item in self.items.borrow().iter() {
+            forget_item(item.3);
+        }
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -1398,7 +1446,12 @@ impl<E: EntityId> MessageBus<E> {
         {
             *sent_to = entity;
             let old = std::mem::replace(value, payload);
+            let code = track::code_of(&**shared);
             drop(slot);
+            // The slot holds a new value: its record is made anew (MB6: the module's value
+            // replacing the engine's is the module's, and the engine's replacing the module's
+            // is not).
+            channel.track(RETAINED, code);
             // The previous message is user data: dropped outside the borrow, guarded.
             Drops::drop_one(old);
             return;
@@ -1407,9 +1460,7 @@ impl<E: EntityId> MessageBus<E> {
         let code = track::code_of(&*kept);
         let old = slot.replace((entity, kept));
         drop(slot);
-        if code.is_some() {
-            channel.track(RETAINED, code);
-        }
+        channel.track(RETAINED, code);
         Drops::drop_one(old);
     }
 
@@ -1440,9 +1491,10 @@ impl<E: EntityId> MessageBus<E> {
 
     /// Forgets the retained message of `key`'s tag; whether there was one.
     pub fn clear_retained<P: 'static>(&self, key: &TagKey<P>) -> bool {
-        let old = self
-            .channel(key.tag())
-            .and_then(|channel| channel.retained.borrow_mut().take());
+        let old = self.channel(key.tag()).and_then(|channel| {
+            channel.track(RETAINED, None);
+            channel.retained.borrow_mut().take()
+        });
         let had = old.is_some();
         Drops::drop_one(old);
         had
@@ -1473,7 +1525,19 @@ impl<E: EntityId> MessageBus<E> {
         };
         let seq = self.next_seq.get();
         self.next_seq.set(seq + 1);
-        typed.items.borrow_mut().push_back((seq, entity, payload));
+        // Posted while a game module's code runs, into a queue that is not the module's: the
+        // message is the module's (MB6). One atomic load while no module is loaded.
+        let record = track::running_module()
+            .filter(|&module| !track::is_recorded_for(channel.tracked.get()[QUEUE], module))
+            .map_or(0, |_| {
+                let handle = DelegateHandle::new_unique();
+                let _ = track::track_running(track::ListAccess::of(&channel), handle);
+                handle.id()
+            });
+        typed
+            .items
+            .borrow_mut()
+            .push_back((seq, entity, payload, record));
         self.order.borrow_mut().push_back((seq, tag));
     }
 

@@ -1,69 +1,64 @@
 //! Game modules: code in dynamic libraries that the engine loads, unloads and hot-reloads (rules
-//! MB1-MB5).
+//! MB1-MB6).
 //!
 //! A game module is a library (`crate-type = ["cdylib"]`) that depends on `lumina` and declares
 //! its start-up and shut-down with [`game_module!`](crate::game_module). The engine loads it from
 //! a path on the game thread:
 //!
 //! - [`load`] copies the file to a fresh path (so a rebuild can overwrite the original while the
-//!   copy is mapped), maps it, finds the module's record, checks that the module was built
-//!   against the engine's lumina version and compiler and links the engine's own runtime (MB1,
-//!   MB2), runs its start-up, then fires
+//!   copy is mapped, and every version has a file of its own), maps it, finds the module's
+//!   record, checks that the module was built against the engine's lumina version and compiler
+//!   and links the engine's own runtime (MB1, MB2), runs its start-up, then fires
 //!   [`CoreDelegates::on_module_loaded`](crate::CoreDelegates::on_module_loaded) (MB3).
-//! - [`unload`] runs its shut-down, removes every subscription whose code lies in the module's
-//!   library, from any delegate, script delegate (native listeners, and managed bindings whose
-//!   thunk is the module's), message bus (Rust listeners, and managed listeners whose thunk is
-//!   the module's) or event processor, uninstalls the script delegates' destroyed hook
-//!   if the module installed its own, and drops the tasks it
-//!   queued with [`main_thread::enqueue`] unrun, and the messages of its payload types a
-//!   [message bus](crate::bus) still holds (retained, posted, or posted from another thread and
-//!   not moved in yet), so every callable and value of the module is dropped while its code is
-//!   still mapped, fires
-//!   [`CoreDelegates::on_module_unloaded`](crate::CoreDelegates::on_module_unloaded), and only
-//!   then unmaps the library: no code of the module runs afterwards, not even a closure's `Drop`
-//!   (MB4). While a delegate the module subscribed to is broadcasting, unloading is refused
-//!   ([`ModuleError::Busy`]): retry after the broadcast returns, e.g. at the next frame.
-//! - Code stays mapped while it can run (R5): an unload marks the module as leaving before any
-//!   of its code runs, so one re-entered from its shut-down or a `Drop` it runs is refused; one
-//!   asked for by the module's own queued task is deferred until that task returned; any other
-//!   of the module's code found on the call stack (walked once per unload) refuses it. See
-//!   [`unload`]. A module learns its own id with [`this_module!`](crate::this_module).
-//! - [`reload`] is hot reload (MB5): unload, then load the file at the module's path again, so
-//!   from then on only the new version's subscribers run.
+//! - [`unload`] runs its shut-down, removes everything the loader attributes to the module (its
+//!   subscriptions to any delegate, script delegate, message bus or event processor, its queued
+//!   tasks and coroutine tasks, the messages it posted or retained, its viewports, the entries of
+//!   the queued senders it made, wakers of its types), fires
+//!   [`CoreDelegates::on_module_unloaded`](crate::CoreDelegates::on_module_unloaded), and reports
+//!   what still refers to the module (MB4). **It does not unmap the library** (MB6): the library,
+//!   and every library that was mapped with it, stays mapped for the process's life, so a value
+//!   the loader could not attribute keeps calling the old version's code, which is still there:
+//!   a bug the report and a `tracing` warning name, never undefined behaviour.
+//! - [`reload`] is hot reload (MB5): unload, then load the file at the module's path again, from
+//!   a fresh copy, so from then on only the new version's subscribers run; the old version stays
+//!   mapped beside it.
+//! - [`unloaded`] lists the versions kept mapped, with their size in memory and what still
+//!   refers to each; [`unmap`] is the explicit, `unsafe` way to give that memory back, for a
+//!   program that can promise nothing of the module is reachable any more.
 //!
 //! Bad input is an error, never a crash: [`ModuleError`] names what was wrong and what to do.
 //!
-//! What an unload cannot take back, it does not unmap: a module that registered reflected types
-//! (`#[script_delegate]` payloads, components: the registry cannot forget them), or whose
-//! subscriptions live on delegates of another thread, stays mapped, with a `tracing` warning.
-//! Besides the subscriptions, the unload drops what the runtime holds of the module's code
-//! outside any delegate: its queued tasks and coroutine tasks, messages and retained values of
-//! its types on a message bus, an entity relation it set, its viewports in an
-//! [`InputViewportRegistry`](crate::event::InputViewportRegistry), the entries of the
-//! [`QueuedSender`](crate::main_thread::QueuedSender)s it made, and wakers of its types waiting
-//! for the next frame or kept by a [`NextBroadcast`](crate::NextBroadcast) (its executor polled
-//! the future: the waker is dropped unwoken, the future resolves when polled again). A single-cast
-//! [`Delegate`](crate::Delegate) bound to the module's code (one the engine stores included) is
-//! recorded like a subscription, pointing at the binding's shared block: the unload drops the
-//! callable, and every delegate sharing the binding is unbound from then on (`is_bound()` false,
-//! `execute_if_bound` returns `None`, `execute` panics as unbound); while a borrow of that
-//! callable for a call is alive, the unload is refused ([`ModuleError::Busy`]) as during a
-//! broadcast. Callables a module hands the engine outside of all these (a `Box<dyn Fn>` in an
-//! engine structure of its own, say) are the engine's to drop before the unload, and a module's
-//! own threads must be joined by its shut-down.
+//! # What is the module's
+//!
+//! The loader answers "which values are the module's" in two ways, each when a value enters a
+//! store (a subscription is made, a task queued, a message posted or retained, a binding bound):
+//!
+//! - by address: the value's code (its closure's or handler's vtable, or a plain `fn`) lies in
+//!   the module's library or in a library mapped with it;
+//! - by running code: the value enters while lumina runs the module's own code on this thread
+//!   (its start-up or shut-down, or a task it queued), whatever the value's vtable. This covers
+//!   a closure defined in a library the module links, and generic code that the engine and the
+//!   module share (the instantiation lies in the engine's library).
+//!
+//! What neither way sees stays the module's bug to fix, not a crash: a value the module hands
+//! the engine while no code of it runs under lumina (from a thread of its own, say), a callable
+//! nested in an engine value, data it returns as `&'static` (a [`SettingsClass`] name, an event
+//! class name). Such values keep working after the unload, because the library stays mapped;
+//! a subscription among them keeps running the old version's code after a reload, which is
+//! what the report is for. Unloading a module from its own code (a subscriber, a task, a
+//! coroutine, a `Drop` the engine runs) is allowed: its code returns into a library that is
+//! still mapped. Three unloads are refused as [`ModuleError::Busy`] because of what they would
+//! do, not for memory: one from the module's own start-up (its shut-down would run before its
+//! start-up returned), one while its unload is running already (from its shut-down, or a `Drop`
+//! the unload runs), and one while a single-cast delegate bound to its code lends its callable
+//! for a call (the callable cannot be taken back under the call, and nothing would take it back
+//! later: the retry does).
 //!
 //! Engine and modules must share one runtime: build both with the `dynamic_linking` feature of
 //! `lumina` (see the README's "Game modules" section for the commands). A module that carries its
 //! own copy of the runtime is refused at load ([`ModuleError::SeparateRuntime`]), and if such a
 //! module is loaded by other means, its first touch of engine state panics with a message that
 //! names the cause and the fix instead of "no game thread is designated" (MB2).
-//!
-//! Which subscriptions are the module's is found from addresses (see the `track` hooks): a
-//! subscription made while the module is loaded belongs to it when its closure, handler or `fn`
-//! lies in the module's library. The records point at each list's heap block (allocated by its
-//! first add), which stays put when the delegate that owns it moves. The same ranges tell which
-//! module a queued task is (its closure's vtable) and whether a return address of the stack lies
-//! in the module.
 //!
 //! ```no_run
 //! use lumina::{CoreDelegates, main_thread, module};
@@ -77,11 +72,14 @@
 //! let game = module::reload(game).expect("the new version loads");
 //! module::unload(game).expect("unloads once");
 //! assert!(matches!(module::unload(game), Err(module::ModuleError::NotLoaded { .. })));
+//! let kept: usize = module::unloaded().iter().map(|version| version.bytes()).sum();
+//! println!("{} unloaded versions keep {kept} bytes mapped", module::unloaded().len());
 //! ```
+//!
+//! [`SettingsClass`]: crate::core_delegates::SettingsClass
 
 mod entry;
 pub(crate) mod runtime_copy;
-mod stack;
 pub(crate) mod track;
 
 pub use entry::{BuildInfo, ENTRY_SYMBOL, EntryPoint, EntryReport, ModuleEntry, RawStr, run_entry};
@@ -91,6 +89,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
@@ -202,15 +201,30 @@ pub enum ModuleError {
         /// The id given.
         id: ModuleId,
     },
-    /// Not now, and nothing changed: a delegate the module subscribed to is broadcasting (or a
-    /// single-cast delegate bound to its code lends its callable for a call), a module's
-    /// start-up or shut-down is running, the call came from the module's own start-up, or the
-    /// module is leaving already (the call came from code its unload runs, or its unload is
-    /// deferred until its queued task returns, R5). `reason` says which, and what to do.
+    /// Not now, and nothing changed: the call came from the module's own start-up (its
+    /// shut-down would run before its start-up returned), a module's start-up or shut-down is
+    /// running, the module is being unloaded already (the call came from its shut-down, or
+    /// from code its unload runs), or a single-cast delegate bound to its code lends its
+    /// callable for a call (the unload could not take it back). `reason` says which, and what
+    /// to do.
     Busy {
         /// The module's name.
         module: String,
         /// What is running.
+        reason: String,
+    },
+    /// [`unmap`] of an id that names no unloaded version kept mapped (still loaded, unmapped
+    /// already, or never loaded).
+    NotKept {
+        /// The id given.
+        id: ModuleId,
+    },
+    /// [`unmap`] refused, and nothing changed: the reflection registry holds types of the
+    /// library, or (in debug builds) the loader's records show values still referring to it.
+    StillReferenced {
+        /// The module's name.
+        module: String,
+        /// What refers to it.
         reason: String,
     },
     /// The game thread is exiting: its list of modules is destroyed already (every module
@@ -300,6 +314,15 @@ impl fmt::Display for ModuleError {
             ModuleError::Busy { module, reason } => {
                 write!(f, "game module `{module}` cannot be unloaded now: {reason}")
             }
+            ModuleError::NotKept { id } => write!(
+                f,
+                "no unloaded game module is kept mapped as {id}: it is still loaded (unload it \
+                 first), or was unmapped already"
+            ),
+            ModuleError::StillReferenced { module, reason } => write!(
+                f,
+                "the library of game module `{module}` cannot be unmapped: {reason}"
+            ),
             ModuleError::ThreadExiting { path } => write!(
                 f,
                 "cannot load the game module at {}: the game thread is exiting (its module list \
@@ -318,28 +341,28 @@ struct Loaded {
     info: ModuleInfo,
     /// The fresh copy that is mapped.
     mapped: PathBuf,
+    /// The address ranges mapped with it: its own library's and those of the libraries it
+    /// brought (MB6: they stay mapped with it).
+    ranges: Vec<(usize, usize)>,
     /// The source file's modification time when it was loaded.
     modified: Option<SystemTime>,
     entry: *const ModuleEntry,
     library: libloading::Library,
-    /// Set before any of its code runs for an unload (R5): a re-entrant unload is refused.
-    leaving: Option<Leaving>,
+    /// Set before any of its code runs for an unload: a re-entrant unload is refused.
+    unloading: bool,
 }
 
-/// Why a module counts as leaving.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Leaving {
-    /// Its unload is running (its shut-down, the drops of its callables).
-    Unloading,
-    /// Its unload was asked for by its own queued task and runs when that task returns.
-    Deferred,
+impl Loaded {
+    /// How many bytes its library and the libraries mapped with it take in the address space.
+    fn bytes(&self) -> usize {
+        self.ranges.iter().map(|&(start, end)| end - start).sum()
+    }
 }
 
 /// The modules loaded on a thread. When the thread exits with modules still loaded (this
-/// thread-local's destructor), their libraries stay mapped: the thread's other thread-locals,
-/// destroyed in no order this one can choose, may still hold values of theirs (a coroutine task,
-/// a frame waiter, a queued sender's accessor, a delegate of the engine's) and drop them
-/// afterwards, running the library's code (R5).
+/// thread-local's destructor), their libraries stay mapped, like every unloaded one (MB6): the
+/// thread's other thread-locals, destroyed in no order this one can choose, may still hold
+/// values of theirs and drop them afterwards, running the library's code (R5).
 struct Modules(Vec<Loaded>);
 
 impl std::ops::Deref for Modules {
@@ -407,11 +430,11 @@ static NEXT_COPY: AtomicU64 = AtomicU64::new(1);
 #[track_caller]
 pub fn load(path: impl AsRef<Path>) -> Result<ModuleId, ModuleError> {
     main_thread::assert_game_thread("`module::load`");
-    load_as(path.as_ref(), None)
+    load_as(path.as_ref())
 }
 
-/// [`load`], under a given id (a deferred reload's) or a fresh one.
-fn load_as(path: &Path, id: Option<ModuleId>) -> Result<ModuleId, ModuleError> {
+/// [`load`] of a path.
+fn load_as(path: &Path) -> Result<ModuleId, ModuleError> {
     if IN_ENTRY.get() {
         return Err(ModuleError::Busy {
             module: path.display().to_string(),
@@ -427,7 +450,7 @@ fn load_as(path: &Path, id: Option<ModuleId>) -> Result<ModuleId, ModuleError> {
     }
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
     let mapped = fresh_copy(path)?;
-    let result = map_and_start(path, &mapped, modified, id);
+    let result = map_and_start(path, &mapped, modified);
     if result.is_err() {
         let _ = std::fs::remove_file(&mapped);
     }
@@ -460,8 +483,8 @@ fn map_and_start(
     path: &Path,
     mapped: &Path,
     modified: Option<SystemTime>,
-    id: Option<ModuleId>,
 ) -> Result<ModuleId, ModuleError> {
+    let before = mapped_files();
     // SAFETY: loading a library runs its initializers. A game module's are Rust's (none, or
     // those of `inventory`); a library that is not a game module is the user's choice of path,
     // which is what this function exists to load.
@@ -470,10 +493,19 @@ fn map_and_start(
             path: path.to_owned(),
             reason: loader_reason(&error, mapped, path),
         })?;
+    // The module's own library and every library the loader mapped for it (MB6): code in
+    // those is the module's, and they stay mapped with it.
+    let ranges = mappings()
+        .into_iter()
+        .filter(|(file, ..)| !before.contains(file))
+        .map(|(_, start, end)| (start, end))
+        .collect();
     match check_record(&library, path) {
-        Ok((entry, name)) => start(library, entry, name, path, mapped, modified, id),
+        Ok((entry, name)) => start(library, entry, name, path, mapped, ranges, modified),
         Err(error) => {
-            unmap(library, mapped, &path.display().to_string());
+            // None of its code ran (only initializers): nothing of it can be referred to.
+            drop(library);
+            let _ = std::fs::remove_file(mapped);
             Err(error)
         }
     }
@@ -547,19 +579,20 @@ fn check_record(
 }
 
 /// Registers a checked module, runs its start-up and fires `on_module_loaded`.
+#[allow(clippy::too_many_arguments)]
 fn start(
     library: libloading::Library,
     entry: *const ModuleEntry,
     name: String,
     path: &Path,
     mapped: &Path,
+    ranges: Vec<(usize, usize)>,
     modified: Option<SystemTime>,
-    id: Option<ModuleId>,
 ) -> Result<ModuleId, ModuleError> {
     // SAFETY: a checked record in the mapped library.
     let record = unsafe { &*entry };
-    let id = id.unwrap_or_else(ModuleId::fresh);
-    for (start, end) in mapped_ranges(mapped) {
+    let id = ModuleId::fresh();
+    for &(start, end) in &ranges {
         track::add_range(id.0, start, end);
     }
     let info = ModuleInfo::new(name.clone()).with_path(path);
@@ -567,10 +600,11 @@ fn start(
         id,
         info: info.clone(),
         mapped: mapped.to_owned(),
+        ranges,
         modified,
         entry,
         library,
-        leaving: None,
+        unloading: false,
     });
     let _ = modules_mut(|modules| modules.extend(loaded.take()));
     if let Some(unlisted) = loaded {
@@ -601,22 +635,31 @@ fn loader_reason(error: &libloading::Error, mapped: &Path, path: &Path) -> Strin
     reason.replace(&mapped.display().to_string(), &path.display().to_string())
 }
 
-/// The address ranges at which `mapped` is mapped, from `/proc/self/maps` (empty elsewhere).
-fn mapped_ranges(mapped: &Path) -> Vec<(usize, usize)> {
+/// The file-backed mappings of the process, `(file, start, end)`, from `/proc/self/maps`
+/// (empty elsewhere).
+fn mappings() -> Vec<(String, usize, usize)> {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return Vec::new();
     };
-    let wanted = mapped.to_string_lossy();
     maps.lines()
-        .filter(|line| line.split_whitespace().nth(5) == Some(&*wanted))
         .filter_map(|line| {
-            let (start, end) = line.split_whitespace().next()?.split_once('-')?;
-            Some((
-                usize::from_str_radix(start, 16).ok()?,
-                usize::from_str_radix(end, 16).ok()?,
-            ))
+            let mut fields = line.split_whitespace();
+            let (start, end) = fields.next()?.split_once('-')?;
+            let file = fields.nth(4)?;
+            file.starts_with('/').then(|| {
+                Some((
+                    file.to_owned(),
+                    usize::from_str_radix(start, 16).ok()?,
+                    usize::from_str_radix(end, 16).ok()?,
+                ))
+            })?
         })
         .collect()
+}
+
+/// The files mapped in the process now.
+fn mapped_files() -> std::collections::HashSet<String> {
+    mappings().into_iter().map(|(file, ..)| file).collect()
 }
 
 /// Runs an entry point of the loaded module `id`, as its code running on this thread (R5);
@@ -652,26 +695,23 @@ fn run_entry_point(id: ModuleId, what: track::Running, entry: EntryPoint) -> Res
     if ran { Ok(()) } else { Err(message) }
 }
 
-/// Unloads a module (MB4): runs its shut-down, removes every subscription it made, fires
-/// `on_module_unloaded`, then unmaps its library. Returns what it was.
+/// Unloads a module (MB4, MB6): runs its shut-down, removes everything the loader attributes to
+/// it, fires `on_module_unloaded`, and keeps its library mapped (see [`unloaded`] and
+/// [`unmap`]). Returns what it was.
 ///
-/// Called from the module's own code (R5), the unload never unmaps code that is still running:
-///
-/// - from one of the module's tasks queued with [`main_thread::enqueue`], it is *deferred*: it
-///   returns `Ok` at once, the module counts as leaving, and the unload runs as soon as that
-///   task has returned, before [`main_thread::process_queue`] runs the next task (a shut-down
-///   panic is then logged with `tracing`, not returned);
-/// - from its start-up, its shut-down, a `Drop` its unload runs, or while a delegate it
-///   subscribed to broadcasts (one of its subscribers may be the caller), it is *refused*
-///   ([`ModuleError::Busy`], saying which).
+/// Called from the module's own code (a subscriber, a queued task, a coroutine, a `Drop` the
+/// engine runs) the unload runs at once: that code returns into its library, which stays
+/// mapped. What still refers to the module afterwards (a subscription the loader could not
+/// remove: on another thread's delegate, or one a running broadcast holds until it ends) is
+/// counted in [`UnloadedModule::still_referenced`] and named in a `tracing` warning.
 ///
 /// # Errors
 ///
 /// [`ModuleError::NotLoaded`] for an id that is not loaded (unloading twice);
-/// [`ModuleError::Busy`] while a delegate the module subscribed to broadcasts, a module's
-/// entry point runs, or the module is leaving already (nothing happened: retry later);
-/// [`ModuleError::ShutDownFailed`] when its shut-down panicked (the module is unloaded all the
-/// same).
+/// [`ModuleError::Busy`] from the module's own start-up, while a module's start-up or
+/// shut-down runs, while the module is being unloaded already, or while a single-cast
+/// delegate bound to its code lends its callable for a call (nothing happened: retry later); [`ModuleError::ShutDownFailed`] when its shut-down panicked (the module is unloaded
+/// all the same).
 ///
 /// # Panics
 ///
@@ -679,171 +719,63 @@ fn run_entry_point(id: ModuleId, what: track::Running, entry: EntryPoint) -> Res
 #[track_caller]
 pub fn unload(id: ModuleId) -> Result<ModuleInfo, ModuleError> {
     main_thread::assert_game_thread("`module::unload`");
-    match prepare_unload(id)? {
-        When::Now => finish_unload(id, true),
-        When::Deferred(info) => {
-            track::defer(id.0, Box::new(move || deferred(id, None)));
-            Ok(info)
-        }
-    }
+    check_unload(id)?;
+    finish_unload(id, true)
 }
 
-/// When an unload that may go ahead runs.
-enum When {
-    /// Now.
-    Now,
-    /// When the module's running task returned (the module is marked leaving).
-    Deferred(ModuleInfo),
-}
-
-/// The checks of [`unload`] and [`reload`] (R5, MB4): refused, now, or deferred.
-fn prepare_unload(id: ModuleId) -> Result<When, ModuleError> {
-    let Some((name, leaving)) = modules(|modules| {
+/// The checks of [`unload`] and [`reload`]: what an unload from here would do wrong.
+fn check_unload(id: ModuleId) -> Result<(), ModuleError> {
+    let Some((name, unloading)) = modules(|modules| {
         modules
             .iter()
             .find(|m| m.id == id)
-            .map(|m| (m.info.name().to_owned(), m.leaving))
+            .map(|m| (m.info.name().to_owned(), m.unloading))
     })
     .flatten() else {
         return Err(ModuleError::NotLoaded { id });
     };
-    let busy = |reason: String| {
+    let busy = |reason: &str| {
         Err(ModuleError::Busy {
             module: name.clone(),
-            reason,
+            reason: reason.to_owned(),
         })
     };
-    match leaving {
-        Some(Leaving::Unloading) => {
-            return busy(
-                "it is being unloaded already (this call came from code its unload runs: its \
-                 shut-down, or the `Drop` of one of its callables or captures)"
-                    .to_owned(),
-            );
-        }
-        Some(Leaving::Deferred) => {
-            return busy(
-                "its unload is under way already: its own queued task asked for it, and it \
-                 runs once that task has returned (at the next `main_thread::process_queue` if \
-                 the task panicked)"
-                    .to_owned(),
-            );
-        }
-        None => {}
+    if unloading {
+        return busy(
+            "it is being unloaded already (this call came from code its unload runs: its \
+             shut-down, or the `Drop` of one of its callables or captures)",
+        );
     }
-    let running = track::running(id.0);
-    if running == Some(track::Running::StartUp) {
+    if track::starting_up(id.0) {
         return busy(
             "this call came from its own start-up, which must return first; queue the unload \
-             with `main_thread::enqueue` to run it at the next frame"
-                .to_owned(),
+             with `main_thread::enqueue` to run it at the next frame",
         );
     }
     if IN_ENTRY.get() {
         return busy(
             "a module's start-up or shut-down is running; retry after it returns (at the next \
-             frame, say)"
-                .to_owned(),
+             frame, say)",
         );
     }
-    if let Some(reason) = lent_or_running(id) {
-        return busy(reason);
-    }
-    if running == Some(track::Running::Task) {
-        let info = modules_mut(|modules| {
-            let module = modules.iter_mut().find(|m| m.id == id)?;
-            module.leaving = Some(Leaving::Deferred);
-            Some(module.info.clone())
-        })
-        .flatten();
-        return Ok(info.map_or(When::Now, When::Deferred));
-    }
-    if stack::returns_into(&track::ranges_of(id.0)) {
-        return busy(ON_THE_STACK.to_owned());
-    }
-    Ok(When::Now)
-}
-
-/// Why `id` cannot be unloaded now although none of its code is on the stack (R5): a delegate it
-/// subscribed to is broadcasting, the message bus lends out a value of its types (a replay or a
-/// delivery holds it), or a coroutine task it spawned is being polled. Checked when the unload
-/// is asked for and again when a deferred unload runs: the code that runs in between (the rest
-/// of its task, the drain that retries it) may be inside such a broadcast or delivery.
-fn lent_or_running(id: ModuleId) -> Option<String> {
-    let broadcasting = track::busy_lists(id.0);
-    if broadcasting > 0 {
-        let delegates = if broadcasting == 1 {
-            "a delegate it subscribed to is broadcasting".to_owned()
-        } else {
-            format!("{broadcasting} delegates it subscribed to are broadcasting")
-        };
-        return Some(format!(
-            "{delegates} (the caller may be one of its subscribers); retry after the broadcast \
-             returns, e.g. from a task queued with `main_thread::enqueue`"
-        ));
-    }
-    let task_running = track::TASK_HOOKS
-        .get()
-        .is_some_and(|hooks| (hooks.running)(&|code| track::belongs_to(id.0, code)));
-    task_running.then(|| {
-        "a coroutine task it spawned is running; unload it after the task's poll returns, \
-         e.g. from a task queued with `main_thread::enqueue`"
-            .to_owned()
-    })
-}
-
-/// Why an unload is refused while the module's code waits on the stack for the caller.
-const ON_THE_STACK: &str = "its code is running: this call came, directly or through the \
-                            engine's, from a function of its library (the `Drop` of one of its \
-                            captures that the engine dropped, say); retry after that code \
-                            returned, e.g. from a task queued with `main_thread::enqueue`";
-
-/// A deferred unload (and load, for a reload), run when the module's task returned; the errors
-/// nobody can receive any more are logged.
-fn deferred(id: ModuleId, reload: Option<(PathBuf, ModuleId)>) {
-    if std::thread::panicking() {
-        // The task panicked: not inside the unwinding, but at the next drain, before the
-        // module's other tasks (the unwinding leaves this drain).
-        main_thread::enqueue_next(move || deferred(id, reload));
-        return;
-    }
-    if stack::returns_into(&track::ranges_of(id.0)) || lent_or_running(id).is_some() {
-        // More of the module's code waits on the stack (its task ran inside a call of its
-        // code), or this runs inside a broadcast or a bus delivery that holds its values (the
-        // drain that retries it may run there): at a later drain, once that has returned. Not
-        // in this drain's batch, which would retry it at once, forever (R3).
-        main_thread::enqueue_next_drain(move || deferred(id, reload));
-        return;
-    }
-    if let Err(error) = finish_unload(id, true) {
-        tracing::error!(
-            module = %id,
-            "lumina: the deferred unload of {id}, asked for by its own queued task: {error}"
-        );
-        if !matches!(error, ModuleError::ShutDownFailed { .. }) {
-            return;
-        }
-    }
-    if let Some((path, new)) = reload
-        && let Err(error) = load_as(&path, Some(new))
-    {
-        tracing::error!(
-            module = %new,
-            "lumina: the deferred reload of {id} as {new}, asked for by its own queued task, \
-             could not load {}: {error}",
-            path.display()
+    if track::any_in_call(id.0) {
+        return busy(
+            "a single-cast delegate bound to its code lends its callable for a call, which the \
+             unload could not take back; retry after the call returns, e.g. from a task queued \
+             with `main_thread::enqueue`",
         );
     }
+    Ok(())
 }
 
-/// Shut-down and `on_module_unloaded` (for a module that started), removal of every
-/// subscription, unmapping.
+/// Shut-down and `on_module_unloaded` (for a module that started), removal of everything
+/// attributed to it; its library is kept mapped (MB6).
 fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError> {
-    // Leaving before any of its code runs (R5): an unload re-entered from its shut-down or from
-    // a `Drop` below is refused.
+    // Unloading before any of its code runs: an unload re-entered from its shut-down or from a
+    // `Drop` below is refused.
     let entry = modules_mut(|modules| {
         let module = modules.iter_mut().find(|m| m.id == id)?;
-        module.leaving = Some(Leaving::Unloading);
+        module.unloading = true;
         Some(module.entry)
     })
     .flatten();
@@ -859,7 +791,6 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
     // From here on every step runs user code (the `Drop`s of the module's callables, values and
     // tasks; the engine's `on_module_unloaded` subscribers) and runs to its end even when one of
     // them panics, and so does the unload: the first panic resumes once the module is gone (R3).
-    // Each step completes on its own, so nothing of the module is left for after the unmapping.
     let mut drops = Drops::default();
     let mut released = Released::default();
     let mut settled = released.release_all(id, &mut drops);
@@ -869,7 +800,7 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
     })
     .flatten();
     let Some(loaded) = loaded else {
-        // Unreachable: only this function removes a module, and it is refused while leaving.
+        // Unreachable: only this function removes a module, and it is refused while unloading.
         return Err(ModuleError::NotLoaded { id });
     };
     if started {
@@ -877,8 +808,8 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
         // The engine's subscribers may have dropped values of the module that left more of it.
         settled &= released.release_all(id, &mut drops);
     }
-    // A release hook of the module's code (it set it with `set_destroyed_hook`) would be
-    // called by the next release after the unmapping (R5): uninstalled while it is mapped.
+    // A release hook of the module's code (it set it with `set_destroyed_hook`) would go on
+    // being called for the engine's releases: uninstalled with the module (MB4).
     if crate::script_delegate::remove_destroyed_hook_if(|hook| {
         track::belongs_to(id.0, track::code_of(&hook))
     }) {
@@ -890,54 +821,47 @@ fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, ModuleError>
             loaded.info.name()
         );
     }
-    // Only now: a subscription the drops above made is attributed to the module while its range
-    // is registered, so the rounds above find it.
+    // Only now: a value the drops above made is attributed to the module while its range is
+    // registered, so the rounds above find it.
     track::remove_range(id.0);
     released.warn(loaded.info.name());
-    // A panic's payload may be a value of the module (its type's `Drop` and vtable lie in the
-    // library): dropped now, while it is mapped; its text resumes after the unmapping (R5).
     let panicked = drops.into_text();
-    let left = released.left;
     if !settled {
         tracing::warn!(
             module = loaded.info.name(),
             "lumina: unloading game module `{}` ran `Drop`s that went on subscribing, queuing \
-             or spawning its code round after round; its library stays mapped",
+             or spawning its code round after round; what they made last is still there",
             loaded.info.name()
         );
-        std::mem::forget(loaded.library);
-    } else if left > 0 {
+    }
+    let referenced = track::count(id.0);
+    if referenced > 0 {
         tracing::warn!(
             module = loaded.info.name(),
-            "lumina: game module `{}` has {left} subscription(s) or value(s) the unload could \
-             not drop: on delegates of other threads, which the game thread cannot remove, or \
-             held by a broadcast (or bus delivery) running around the unload until it ends; its \
-             library stays mapped",
+            "lumina: game module `{}` was unloaded with {referenced} subscription(s) or \
+             value(s) still referring to it: on delegates of other threads, which the game \
+             thread cannot remove, or held by a broadcast (or bus delivery) running around the \
+             unload until it ends; its library stays mapped, so they run its old code",
             loaded.info.name()
         );
-        std::mem::forget(loaded.library);
-    } else {
-        unmap(loaded.library, &loaded.mapped, loaded.info.name());
     }
+    let info = loaded.info.clone();
+    keep(loaded);
     if let Some(text) = panicked {
         Drops::resume_text(text);
     }
     match failed {
         Some(message) => Err(ModuleError::ShutDownFailed {
-            module: loaded.info.name().to_owned(),
+            module: info.name().to_owned(),
             message,
         }),
-        None => Ok(loaded.info),
+        None => Ok(info),
     }
 }
 
 /// What an unload released of a module on this thread, over its rounds.
 #[derive(Default)]
 struct Released {
-    /// Subscriptions and values it could not drop now (the library stays mapped): those on
-    /// other threads' delegates (not reachable), and those a broadcasting list (or a bus lending
-    /// them) still holds until that broadcast ends.
-    left: usize,
     /// Messages of its types posted from other threads, dropped.
     swept: usize,
     /// Tasks it queued with `main_thread::enqueue`, dropped unrun.
@@ -960,8 +884,8 @@ impl Released {
     /// it queued (they would run its code after the unmapping), then its coroutine tasks (they
     /// would be polled). Their `Drop`s are user code that may leave more of the module behind
     /// (subscribe its code again, queue or spawn a task of it, post a value of its types): again
-    /// until a round finds nothing, at most [`ROUNDS`](Self::ROUNDS) times. Whether it settled;
-    /// if not, the library must stay mapped (R5). A panicking `Drop` goes to `drops` (R3).
+    /// until a round finds nothing, at most [`ROUNDS`](Self::ROUNDS) times. Whether it settled.
+    /// A panicking `Drop` goes to `drops` (R3).
     fn release_all(&mut self, id: ModuleId, drops: &mut Drops) -> bool {
         for _ in 0..Self::ROUNDS {
             let before = (
@@ -971,11 +895,7 @@ impl Released {
                 self.wakers,
                 self.senders,
             );
-            drops.run(|| {
-                let (left, swept) = release_values(id);
-                self.left += left;
-                self.swept += swept;
-            });
+            drops.run(|| self.swept += release_values(id));
             drops.run(|| {
                 self.queued +=
                     main_thread::drop_queued(|task| track::belongs_to(id.0, track::code_of(task)));
@@ -1018,7 +938,6 @@ impl Released {
             tasks,
             wakers,
             senders,
-            ..
         } = *self;
         if senders > 0 {
             tracing::warn!(
@@ -1059,81 +978,34 @@ impl Released {
     }
 }
 
-/// Unmaps a library, unless it registered reflected types: the registry (`inventory`) cannot
-/// forget them, so such a library stays mapped (and says so). Where its address range is unknown
-/// (no `/proc/self/maps`), nothing could be attributed to it: it stays mapped too.
-fn unmap(library: libloading::Library, mapped: &Path, name: &str) {
-    let ranges = mapped_ranges(mapped);
-    if ranges.is_empty() {
-        tracing::warn!(
-            module = name,
-            "lumina: the address range of game module `{name}` is unknown on this platform, so \
-             its subscriptions could not be found; its library stays mapped"
-        );
-        std::mem::forget(library);
-        return;
-    }
-    let inside = |address: usize| {
-        ranges
-            .iter()
-            .any(|&(start, end)| address >= start && address < end)
-    };
-    let payloads = inventory::iter::<RegisteredPayload>
-        .into_iter()
-        .any(|registered| inside(std::ptr::from_ref(registered).addr()));
-    let components = inventory::iter::<RegisteredComponent>
-        .into_iter()
-        .any(|registered| inside(std::ptr::from_ref(registered).addr()));
-    if payloads || components {
-        tracing::warn!(
-            module = name,
-            "lumina: game module `{name}` registered reflected types (`#[script_delegate]`, \
-             `ScriptComponent`), which the reflection registry cannot forget; its library stays \
-             mapped"
-        );
-        std::mem::forget(library);
-    } else {
-        // Location addresses cached for bind sites may be reused by the next library (R5).
-        crate::bind_site::library_unmapped();
-        drop(library);
-        let _ = std::fs::remove_file(mapped);
-    }
-}
-
 /// Removes every subscription of `id` on this thread and drops the values of its types that other
-/// threads handed over and nothing consumed yet (messages posted to a bus from another thread),
-/// while its code is mapped (R5). Returns how many subscriptions and values are left (then the
-/// library must stay mapped: see [`remove_subscriptions`]) and how many values were swept.
+/// threads handed over and nothing consumed yet (messages posted to a bus from another thread).
+/// Returns how many values were swept.
 ///
 /// Every step runs to its end, and the steps after it run, when a `Drop` it runs panics; the
-/// first panic resumes once all of them ran (R3): none of the module's values may be left
-/// behind for after the unmapping.
-pub(crate) fn release_values(id: ModuleId) -> (usize, usize) {
+/// first panic resumes once all of them ran (R3).
+pub(crate) fn release_values(id: ModuleId) -> usize {
     let mut drops = Drops::default();
-    let mut left = 0;
-    drops.run(|| left += remove_subscriptions(id));
+    drops.run(|| remove_subscriptions(id));
     // A holder's sweep waits for a thread that was moving the holder's values out (a bus's
     // thread queuing what its inbox held, see `track::Sweep`): those it queued are recorded by
-    // the time the sweep returns, on that thread, so they are counted again below and keep the
-    // library mapped, instead of being missed by both the count before and the sweep.
+    // the time the sweep returns, on that thread, so they are removed below.
     let mut swept = 0;
     drops.run(|| swept = track::sweep(id.0));
-    drops.run(|| left += remove_subscriptions(id));
+    drops.run(|| remove_subscriptions(id));
     drops.finish();
-    (left, swept)
+    swept
 }
 
 /// Removes every recorded subscription of `id` on this thread, dropping the callables; again
-/// while those drops (user code, M13) subscribe more. Returns how many are left: those on other
-/// threads, and those whose list was broadcasting (or whose bus channel lent the value) when
-/// they were removed. Such a list only marks the subscription removed and keeps the callable
-/// in its slot until its outermost broadcast ends (M4), so it outlives this call: the unload may
-/// run inside a broadcast of a list that held none of the module's code when it was asked for,
-/// and a `Drop` it runs may subscribe the module's code to that list. A panicking `Drop` does
-/// not stop it: its panic resumes once every subscription is removed (R3).
-fn remove_subscriptions(id: ModuleId) -> usize {
+/// while those drops (user code, M13) subscribe more. A record whose block is busy (a list
+/// broadcasting, which only marks the subscription removed and keeps the callable until its
+/// outermost broadcast ends, M4; a binding being called; a value lent out) is kept, marked left,
+/// until its value goes: it counts as still referring to the module (MB6). Records on other
+/// threads stay too. A panicking `Drop` does not stop it: its panic resumes once every
+/// subscription is removed (R3).
+fn remove_subscriptions(id: ModuleId) {
     let mut drops = Drops::default();
-    let mut waiting = 0;
     loop {
         let ids = track::record_ids_here(id.0);
         if ids.is_empty() {
@@ -1150,27 +1022,24 @@ fn remove_subscriptions(id: ModuleId) -> usize {
                 // SAFETY: on the list's own thread (`record_ids_here`), and the list is alive:
                 // its record was still registered, and a dropped list forgets its records. Asked
                 // before the removal, which may free the list (a busy one keeps what it holds
-                // past it).
-                if unsafe { record.busy() } {
-                    waiting += 1;
-                }
+                // past it, so it is alive for `keep_left` below, which only stores the record).
+                let busy = unsafe { record.busy() };
                 // SAFETY: as above; nothing ran since.
                 unsafe { record.remove() };
+                if busy {
+                    track::keep_left(record);
+                }
             });
         }
     }
     drops.finish();
-    // What is left was made on other threads: not reachable from here; forgotten.
-    waiting + track::take_records(id.0).len()
 }
 
 /// Hot reload (MB5): unloads `id` and loads the file at its path again (a fresh copy of it, so
-/// the new version is mapped even where the loader would keep the old one). Returns the new id.
+/// the new version is mapped beside the old one, which stays mapped, MB6). Returns the new id.
 ///
-/// From the module's own queued task the reload is deferred like [`unload`] (R5): it returns the
-/// id the new version will have, and unloads and loads once the task returned; if the load then
-/// fails, the error is logged with `tracing` and the id never becomes loaded. From its start-up,
-/// its shut-down or a `Drop` its unload runs, it is refused like [`unload`].
+/// From the module's own code it runs at once, like [`unload`]; from its start-up, its
+/// shut-down or a `Drop` its unload runs, it is refused like [`unload`].
 ///
 /// # Errors
 ///
@@ -1190,17 +1059,177 @@ pub fn reload(id: ModuleId) -> Result<ModuleId, ModuleError> {
     })
     .flatten()
     .ok_or(ModuleError::NotLoaded { id })?;
-    match prepare_unload(id)? {
-        When::Now => {
-            finish_unload(id, true)?;
-            load(path)
-        }
-        When::Deferred(_) => {
-            let new = ModuleId::fresh();
-            track::defer(id.0, Box::new(move || deferred(id, Some((path, new)))));
-            Ok(new)
-        }
+    check_unload(id)?;
+    finish_unload(id, true)?;
+    load(path)
+}
+
+// ---- kept libraries (MB6) ----------------------------------------------------------------------
+
+/// An unloaded version of a game module whose library stays mapped (MB6): what [`unloaded`]
+/// lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnloadedModule {
+    id: ModuleId,
+    info: ModuleInfo,
+    mapped: PathBuf,
+    bytes: usize,
+}
+
+impl UnloadedModule {
+    /// The id it had while loaded.
+    pub fn id(&self) -> ModuleId {
+        self.id
     }
+
+    /// What it was (name, path).
+    pub fn info(&self) -> &ModuleInfo {
+        &self.info
+    }
+
+    /// The copy of its library that stays mapped.
+    pub fn mapped_path(&self) -> &Path {
+        &self.mapped
+    }
+
+    /// How many bytes of address space its library and the libraries mapped with it take.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// How many subscriptions and values the loader still knows of that refer to its code (0
+    /// once everything the unload left went): those on other threads' delegates, and those a
+    /// broadcast held during the unload until it ends. What the loader could not attribute is
+    /// not counted.
+    pub fn still_referenced(&self) -> usize {
+        track::count(self.id.0)
+    }
+}
+
+/// One unloaded version kept mapped, with its handle (never closed but by [`unmap`]).
+struct Kept {
+    unloaded: UnloadedModule,
+    library: libloading::Library,
+}
+
+/// The unloaded versions kept mapped, in unload order. A static: never dropped, so the
+/// libraries stay mapped to the process's end.
+static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+
+fn kept<R>(with: impl FnOnce(&mut Vec<Kept>) -> R) -> R {
+    with(
+        &mut KEPT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+}
+
+/// Keeps an unloaded module's library mapped (MB6).
+fn keep(loaded: Loaded) {
+    let unloaded = UnloadedModule {
+        id: loaded.id,
+        bytes: loaded.bytes(),
+        info: loaded.info,
+        mapped: loaded.mapped,
+    };
+    kept(|kept| {
+        kept.push(Kept {
+            unloaded,
+            library: loaded.library,
+        });
+    });
+}
+
+/// The unloaded versions of game modules whose libraries stay mapped (MB6), in unload order:
+/// what hot reload keeps in memory.
+///
+/// ```no_run
+/// use lumina::module;
+///
+/// let versions = module::unloaded();
+/// let bytes: usize = versions.iter().map(|version| version.bytes()).sum();
+/// println!("{} unloaded versions keep {bytes} bytes mapped", versions.len());
+/// ```
+pub fn unloaded() -> Vec<UnloadedModule> {
+    kept(|kept| kept.iter().map(|k| k.unloaded.clone()).collect())
+}
+
+/// Unmaps the library of the unloaded module `id` (and, with it, the libraries it brought that
+/// nothing else holds), giving its memory back. Safe code never needs it: [`unload`] keeps the
+/// library mapped so that nothing left of the module can crash the engine.
+///
+/// In every build the call is refused when the reflection registry holds types the library
+/// registered (`#[script_delegate]` payloads, components: the registry cannot forget them);
+/// in debug builds also when the loader's records show a value still referring to the module
+/// ([`UnloadedModule::still_referenced`] is not 0).
+///
+/// # Safety
+///
+/// Nothing of the module's code or data may be reachable any more: no callable, waker, task,
+/// message or value of its types anywhere (the loader's records cover only what it could
+/// attribute, see the [module docs](self)), no `&'static` reference into its data (a
+/// [`SettingsClass`](crate::core_delegates::SettingsClass) or event class name it handed out,
+/// a `&'static str` it returned), and no thread running its code.
+///
+/// # Errors
+///
+/// [`ModuleError::NotKept`] when `id` is loaded, unmapped already or unknown;
+/// [`ModuleError::StillReferenced`] when refused as said above (nothing changed).
+///
+/// # Panics
+///
+/// Off the game thread (T1).
+pub unsafe fn unmap(id: ModuleId) -> Result<(), ModuleError> {
+    main_thread::assert_game_thread("`module::unmap`");
+    let Some(index) = kept(|kept| kept.iter().position(|k| k.unloaded.id == id)) else {
+        return Err(ModuleError::NotKept { id });
+    };
+    let (name, mapped) = kept(|kept| {
+        let unloaded = &kept[index].unloaded;
+        (unloaded.info.name().to_owned(), unloaded.mapped.clone())
+    });
+    let refused = |reason: String| {
+        Err(ModuleError::StillReferenced {
+            module: name.clone(),
+            reason,
+        })
+    };
+    let ranges: Vec<(usize, usize)> = mappings()
+        .into_iter()
+        .filter(|(file, ..)| Path::new(file) == mapped)
+        .map(|(_, start, end)| (start, end))
+        .collect();
+    let inside = |address: usize| {
+        ranges
+            .iter()
+            .any(|&(start, end)| address >= start && address < end)
+    };
+    let reflected = inventory::iter::<RegisteredPayload>
+        .into_iter()
+        .any(|registered| inside(std::ptr::from_ref(registered).addr()))
+        || inventory::iter::<RegisteredComponent>
+            .into_iter()
+            .any(|registered| inside(std::ptr::from_ref(registered).addr()));
+    if reflected {
+        return refused(
+            "it registered reflected types (`#[script_delegate]`, `ScriptComponent`), which the \
+             reflection registry cannot forget"
+                .to_owned(),
+        );
+    }
+    let referenced = track::count(id.0);
+    if cfg!(debug_assertions) && referenced > 0 {
+        return refused(format!(
+            "{referenced} subscription(s) or value(s) still refer to it (debug builds check \
+             the loader's records)"
+        ));
+    }
+    let Kept { library, unloaded } = kept(|kept| kept.remove(index));
+    // Location addresses cached for bind sites may be reused by the next library (R5).
+    crate::bind_site::library_unmapped();
+    drop(library);
+    let _ = std::fs::remove_file(&unloaded.mapped);
+    Ok(())
 }
 
 /// Whether the file `id` was loaded from changed since (a rebuild): what a hot-reload loop
@@ -1252,7 +1281,7 @@ pub fn mapped_path(id: ModuleId) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Leaving, Loaded, MODULES, ModuleEntry, ModuleId, RawStr, deferred, track};
+    use super::{Loaded, MODULES, ModuleEntry, ModuleId, RawStr, track};
     use crate::bus::{MessageBus, TagKey};
     use crate::core_delegates::ModuleInfo;
     use std::cell::Cell;
@@ -1266,6 +1295,70 @@ mod tests {
         fn drop(&mut self) {
             self.0.set(true);
         }
+    }
+
+    /// MB6, MB4: a message the module posts into a queue the engine created, and a retained
+    /// message it sends into the slot the engine's filled, carry a type whose code is the
+    /// engine's (here `Loot`, as `Box<dyn Fn()>` in a real module): only the running code says
+    /// they are the module's. Recorded when they enter the store, the module's unload drops
+    /// exactly them; the engine's stay. The mirror case: the engine's retained message
+    /// replacing the module's is not dropped by the unload. Without the records made on entry
+    /// (the queue's record was made when the engine created it; the slot was reused in place
+    /// with no record), the unload dropped nothing and the engine delivered (and replayed) the
+    /// module's values after the unload.
+    #[test]
+    fn mb6_a_modules_posted_and_retained_values_in_engine_stores_go_with_its_unload() {
+        const FAKE: ModuleId = ModuleId(u64::MAX - 49);
+        static POSTED: TagKey<Loot> = TagKey::new("MB6Running.Posted", false);
+        static KEPT: TagKey<Loot> = TagKey::new("MB6Running.Kept", true);
+        let _game = crate::main_thread::GameThreadScope::enter();
+        let bus: MessageBus<u32> = MessageBus::new();
+        let flag = || Rc::new(Cell::new(false));
+        let (engine_posted, module_posted, engine_kept, module_kept) =
+            (flag(), flag(), flag(), flag());
+        // A module is loaded (a range no code word falls in): `Loot`'s code is no module's.
+        #[cfg(not(miri))]
+        track::add_range(FAKE.0, usize::MAX - 1, usize::MAX);
+        #[cfg(miri)]
+        track::add_range(FAKE.0, 0, 1);
+        bus.post(&POSTED, Loot(Rc::clone(&engine_posted), 1));
+        bus.send(&KEPT, Loot(flag(), 0));
+        {
+            // The module's code runs (its task, say): what it posts and retains is its own.
+            let _module_code = track::enter(FAKE.0, track::Running::Task);
+            bus.post(&POSTED, Loot(Rc::clone(&module_posted), 2));
+            bus.send(&KEPT, Loot(Rc::clone(&module_kept), 3));
+        }
+        assert_eq!(track::count(FAKE.0), 2, "both recorded on entry");
+        let _ = super::release_values(FAKE);
+        assert!(
+            module_posted.get() && module_kept.get(),
+            "the module's went"
+        );
+        assert!(!engine_posted.get(), "the engine's message stays");
+        assert_eq!(bus.posted(), 1);
+        assert!(bus.retained(&KEPT).is_none());
+        assert_eq!(bus.deliver_posted(), 1);
+        assert!(engine_posted.get(), "delivered, then dropped");
+        // The mirror case: the module's retained message replaced by the engine's.
+        {
+            let _module_code = track::enter(FAKE.0, track::Running::Task);
+            bus.send(&KEPT, Loot(flag(), 4));
+        }
+        assert_eq!(track::count(FAKE.0), 1);
+        bus.send(&KEPT, Loot(Rc::clone(&engine_kept), 5));
+        assert_eq!(
+            track::count(FAKE.0),
+            0,
+            "the engine's value is not the module's"
+        );
+        let _ = super::release_values(FAKE);
+        assert!(
+            !engine_kept.get(),
+            "the unload left the engine's retained message"
+        );
+        assert!(bus.retained(&KEPT).is_some());
+        track::remove_range(FAKE.0);
     }
 
     unsafe extern "C" fn shut_down(_: *const super::EntryReport) -> bool {
@@ -1284,78 +1377,6 @@ mod tests {
 
     fn loaded(id: ModuleId) -> bool {
         MODULES.with_borrow(|modules| modules.iter().any(|m| m.id == id))
-    }
-
-    /// A deferred unload that runs later (at a drain after its task panicked, or once module code
-    /// left the stack) while an engine listener hears the module's retained message (the bus
-    /// lends the payload: a replay holds it) must not finish then: the unmapping would leave the
-    /// listener reading, and the replay dropping, a payload whose code is the library's. Fails
-    /// (the module is gone inside the listener) when `deferred` skips the busy checks.
-    #[test]
-    fn mb4_a_deferred_unload_waits_while_the_bus_lends_a_value_of_the_module() {
-        const FAKE: ModuleId = ModuleId(u64::MAX - 43);
-        let _game = crate::main_thread::GameThreadScope::enter();
-        static LOOT: TagKey<Loot> = TagKey::new("R5Deferred.Loot", true);
-        let bus: MessageBus<u32> = MessageBus::new();
-        let dropped = Rc::new(Cell::new(false));
-        // Attribute exactly the retained message's code (its `Any` vtable) to a fake module,
-        // after a placeholder range no code word falls in (see `track`'s
-        // `r1_mb4_an_unload_whose_drop_frees_...`: a range at 0 would claim the values of tests
-        // running in parallel; under Miri, one test at a time, the zero word as before).
-        #[cfg(not(miri))]
-        track::add_range(FAKE.0, usize::MAX - 1, usize::MAX);
-        #[cfg(miri)]
-        track::add_range(FAKE.0, 0, 1);
-        bus.send(&LOOT, Loot(Rc::new(Cell::new(false)), 0));
-        let vtable = track::code_of(&*bus.retained(&LOOT).unwrap())
-            .unwrap()
-            .vtable();
-        track::add_range(FAKE.0, vtable, vtable + 1);
-        assert!(bus.clear_retained(&LOOT));
-        bus.send(&LOOT, Loot(Rc::clone(&dropped), 1));
-        assert_eq!(
-            track::count(FAKE.0),
-            1,
-            "the retained message is the module's"
-        );
-        MODULES.with_borrow_mut(|modules| {
-            modules.push(Loaded {
-                id: FAKE,
-                info: ModuleInfo::new("fake"),
-                // No such mapping: the unload leaves the (not really loaded) library alone.
-                mapped: PathBuf::from("/nonexistent/r5-deferred-fake.so"),
-                modified: None,
-                entry: &ENTRY,
-                library: libloading::os::unix::Library::this().into(),
-                leaving: Some(Leaving::Deferred),
-            });
-        });
-        let inside = Rc::new(Cell::new(None));
-        let seen = Rc::clone(&inside);
-        // An engine listener hears the module's retained message at once and runs a drain
-        // meanwhile, whose task is the deferred unload (as its retry after a panic would be). A
-        // retry put back into that drain's batch would run again at once, forever.
-        let _listener = bus.listen(&LOOT, move |loot: &Loot, _| {
-            crate::main_thread::enqueue(|| deferred(FAKE, None));
-            crate::main_thread::process_queue();
-            seen.set(Some((loaded(FAKE), loot.1)));
-        });
-        assert_eq!(
-            inside.get(),
-            Some((true, 1)),
-            "the module stayed loaded while the bus lent its payload"
-        );
-        assert!(!dropped.get());
-        // The next drain retries it: nothing is lent any more, so the unload finishes and drops
-        // the payload before it would unmap.
-        crate::main_thread::process_queue();
-        assert!(!loaded(FAKE));
-        assert!(
-            dropped.get(),
-            "the unload dropped the module's retained message"
-        );
-        assert_eq!(track::count(FAKE.0), 0);
-        track::remove_range(FAKE.0);
     }
 
     /// R3 (and MB4, R5): an unload runs to its end when a `Drop` it runs panics, then resumes
@@ -1386,8 +1407,10 @@ mod tests {
         let dropped = Rc::new(Cell::new(0));
         let loud: Rc<dyn Any> = Rc::new(Loud);
         let counted: Rc<dyn Any> = Rc::new(Counted(Rc::clone(&dropped)));
-        // Attribute exactly these two types' code to the fake module (see
-        // `mb4_a_deferred_unload_waits_while_the_bus_lends_a_value_of_the_module`).
+        // Attribute exactly these two types' code to the fake module, after a placeholder range
+        // no code word falls in (see `track`'s `r1_mb4_an_unload_whose_drop_frees_...`: a range
+        // at 0 would claim the values of tests running in parallel; under Miri, one test at a
+        // time, the zero word as before).
         #[cfg(not(miri))]
         track::add_range(FAKE.0, usize::MAX - 1, usize::MAX);
         #[cfg(miri)]
@@ -1410,7 +1433,8 @@ mod tests {
                 modified: None,
                 entry: &ENTRY,
                 library: libloading::os::unix::Library::this().into(),
-                leaving: None,
+                unloading: false,
+                ranges: Vec::new(),
             });
         });
         let heard = Rc::new(Cell::new(false));
@@ -1432,16 +1456,15 @@ mod tests {
         track::remove_range(FAKE.0);
     }
 
-    /// R5, M4: a subscription of the module that its unload finds in a list that is
+    /// MB6, M4: a subscription of the module that its unload finds in a list that is
     /// broadcasting can only be marked removed: its callable stays in its slot until that
-    /// broadcast ends (the list's settle drops it then). The unload ran inside a broadcast of a
-    /// list that held none of the module's code when it was asked for (so it was not refused);
-    /// a `Drop` the unload ran subscribed the module's code to that list. Such a callable must
-    /// keep the library mapped: without the count, the release reported nothing left, the
-    /// library was unmapped, and the settle then ran the `Drop` of a callable whose code was
-    /// gone.
+    /// broadcast ends (the list's settle drops it then). A `Drop` the unload ran subscribed the
+    /// module's code to that list. Its record stays, marked left, so the module counts as still
+    /// referred to (a debug build's `unmap` refuses) until the settle dropped the callable, and
+    /// goes then.
     #[test]
-    fn r5_a_module_callable_whose_removal_waits_for_a_broadcast_keeps_the_library_mapped() {
+    fn r5_mb6_a_module_callable_whose_removal_waits_for_a_broadcast_is_still_referenced_until_it_ends()
+     {
         use crate::invocation::InvocationList;
         use std::any::Any;
 
@@ -1471,7 +1494,7 @@ mod tests {
         let host: Rc<Anys> = Rc::default();
         let module_list: Anys = InvocationList::new();
         // Attribute exactly these two types' code to the fake module (see
-        // `mb4_a_deferred_unload_waits_while_the_bus_lends_a_value_of_the_module`).
+        // `r3_an_unload_completes_when_a_drop_it_runs_panics_then_resumes_the_panic`).
         #[cfg(not(miri))]
         track::add_range(FAKE.0, usize::MAX - 1, usize::MAX);
         #[cfg(miri)]
@@ -1499,14 +1522,14 @@ mod tests {
         let inside = Rc::new(Cell::new(None));
         let seen = Rc::clone(&inside);
         host.broadcast_with((), |_, ()| {
-            let (left, swept) = super::release_values(FAKE);
-            seen.set(Some((left, swept, dropped.get())));
+            let swept = super::release_values(FAKE);
+            seen.set(Some((track::count(FAKE.0), swept, dropped.get())));
         });
         assert_eq!(
             inside.get(),
             Some((1, 0, 0)),
-            "the callable left in the broadcasting list is counted as left (the library stays \
-             mapped), and is not dropped while the list broadcasts"
+            "the callable left in the broadcasting list is recorded as left (it still refers to \
+             the module), and is not dropped while the list broadcasts"
         );
         assert_eq!(dropped.get(), 1, "the broadcast's end dropped it");
         assert_eq!(track::count(FAKE.0), 0);
@@ -1591,7 +1614,8 @@ mod tests {
                 modified: None,
                 entry: &ENTRY,
                 library: libloading::os::unix::Library::this().into(),
-                leaving: None,
+                unloading: false,
+                ranges: Vec::new(),
             });
         });
         let unloaded = super::unload(FAKE);
@@ -1696,7 +1720,8 @@ mod tests {
                 modified: None,
                 entry: &ENTRY,
                 library: libloading::os::unix::Library::this().into(),
-                leaving: None,
+                unloading: false,
+                ranges: Vec::new(),
             });
         });
         let unloaded = super::unload(FAKE);
@@ -1771,7 +1796,8 @@ mod tests {
                 modified: None,
                 entry: &ENTRY,
                 library: libloading::os::unix::Library::this().into(),
-                leaving: None,
+                unloading: false,
+                ranges: Vec::new(),
             });
         });
         let unloaded = super::unload(FAKE);

@@ -221,6 +221,25 @@ fn cycle(dir: &Path) {
     frame(3);
     module_tag("after the unload");
     println!("engine: unload again: {}", module::unload(v2).unwrap_err());
+    // MB6: both versions stay mapped until the engine gives their memory back explicitly.
+    let unloaded = module::unloaded();
+    println!(
+        "engine: kept mapped: {} version(s), each of them bytes: {}, still referenced: {}",
+        unloaded.len(),
+        unloaded.iter().all(|version| version.bytes() > 0),
+        still_referenced()
+    );
+    for version in unloaded {
+        // SAFETY: nothing of either version is reachable any more: every subscription, task
+        // and value of theirs went with their unloads (the counts above), and the engine kept
+        // no `&'static` of theirs.
+        let result = unsafe { module::unmap(version.id()) };
+        println!(
+            "engine: unmap {}: {result:?}; still mapped: {}",
+            version.id(),
+            mapped(version.mapped_path())
+        );
+    }
     core.on_pre_engine_shutdown().broadcast_and_clear();
     println!("engine: done");
 }
@@ -256,19 +275,15 @@ fn errors(dir: &Path) {
     );
     let id = show("v1", module::load(dir.join("v1.so"))).unwrap();
     show("v1 again", module::load(dir.join("v1.so")));
-    // Unloading while a delegate the module subscribed to broadcasts: refused (MB4).
-    let busy = engine()
-        .on_tick
-        .add_lambda(move |_| match module::unload(id) {
-            Ok(_) => println!("busy: unloaded during a broadcast"),
-            Err(error) => println!("busy: {error}"),
-        });
+    // Unloading while a delegate the module subscribed to broadcasts, from the engine's
+    // subscriber that runs first: allowed (MB6), and the module's subscribers that were not
+    // reached yet do not run (M3).
+    let during = engine().on_tick.add_lambda_with_priority(1, move |_| match module::unload(id) {
+        Ok(info) => println!("unload during a broadcast: {}", info.name()),
+        Err(error) => println!("unload during a broadcast: {error}"),
+    });
     engine().on_tick.broadcast(7);
-    assert!(engine().on_tick.remove(busy));
-    match module::unload(id) {
-        Ok(info) => println!("unload: {}", info.name()),
-        Err(error) => println!("unload: {error}"),
-    }
+    assert!(engine().on_tick.remove(during));
     match module::unload(id) {
         Ok(info) => println!("unload again: {}", info.name()),
         Err(error) => println!("unload again: {error}"),
@@ -281,6 +296,13 @@ fn errors(dir: &Path) {
         "reflecting: unloaded; still mapped: {}; registry still has ModuleScore: {}",
         mapped(&reflecting_mapped),
         lumina::reflect::find_payload("ModuleScore").is_some()
+    );
+    // SAFETY: refused before anything is unmapped (the registry holds its types).
+    let refused = unsafe { module::unmap(reflecting) };
+    println!(
+        "reflecting: unmap: {}; still mapped: {}",
+        result(refused),
+        mapped(&reflecting_mapped)
     );
     // The task the module queued at start-up was never run: unloading dropped it.
     println!("engine: queue ran {} task(s)", main_thread::process_queue());
@@ -359,6 +381,14 @@ fn own_copy_touch(dir: &Path) {
     let ran = unsafe { ((*entry).start_up)(&report) };
     println!("own copy: start-up ran to the end: {ran}");
     println!("own copy: {message}");
+}
+
+/// What the loader still knows of that refers to an unloaded module (MB6).
+fn still_referenced() -> usize {
+    module::unloaded()
+        .iter()
+        .map(module::UnloadedModule::still_referenced)
+        .sum()
 }
 
 /// How many copies of the reentrant module are mapped in this process.
@@ -495,10 +525,11 @@ fn reentry(dir: &Path, plans: &[&'static str]) {
             drain();
         }
         println!(
-            "engine: after {plan}: loaded {}, copies mapped {}, on_tick {}",
+            "engine: after {plan}: loaded {}, still referenced {}, on_tick {}, copies mapped {}",
             module::loaded().len(),
+            still_referenced(),
+            engine().on_tick.len(),
             reentrant_copies_mapped(),
-            engine().on_tick.len()
         );
     }
     println!("engine: done");
