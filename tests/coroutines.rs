@@ -555,6 +555,34 @@ fn x5_tasks_of_an_ended_session_are_never_polled() {
     assert_eq!(handle.status(), TaskStatus::Abandoned);
 }
 
+/// X5, T1: a session's end drops its tasks then, on the game thread, with the rest of the
+/// session: a subscription a task waits on goes at once, the task's captures are dropped inside
+/// the teardown (not later, in whichever session spawns next), and its handle says `Abandoned`.
+#[test]
+fn x5_t1_a_sessions_end_drops_its_tasks_and_their_subscriptions_at_once() {
+    struct SeesTheSession(Rc<Cell<Option<bool>>>);
+    impl Drop for SeesTheSession {
+        fn drop(&mut self) {
+            self.0.set(Some(main_thread::is_game_thread()));
+        }
+    }
+    let on_open = Rc::new(MulticastDelegate::<dyn Fn(u32)>::new());
+    let dropped = Rc::new(Cell::new(None));
+    let game = GameThreadScope::enter();
+    let (open, sees) = (Rc::clone(&on_open), SeesTheSession(Rc::clone(&dropped)));
+    let task = coroutine::spawn_local(async move {
+        let _sees = sees;
+        let _ = open.next().await;
+    });
+    main_thread::process_queue();
+    assert_eq!(on_open.len(), 1, "the task waits on the delegate");
+    drop(game);
+    assert_eq!(on_open.len(), 0, "unsubscribed by the session's end");
+    assert_eq!(dropped.get(), Some(true), "dropped inside the teardown");
+    assert_eq!(task.status(), TaskStatus::Abandoned);
+    assert_eq!(coroutine::task_count(), 0);
+}
+
 #[test]
 fn x5_spawn_local_off_the_game_thread_panics_with_directions() {
     let result = std::thread::spawn(|| {

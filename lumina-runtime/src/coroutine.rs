@@ -45,7 +45,9 @@
 //! - A task spawned by code of a game module is dropped, unpolled, when the module unloads
 //!   (MB4); unloading a module from inside its own task is refused (`Busy`: its code is on the stack).
 //! - A task of a game-thread session that ended (a `GameThreadScope` dropped) is never polled
-//!   again; it is dropped at the next spawn or poll on that thread.
+//!   again: the session's end drops it (`Abandoned`), with the rest of the session's state, so
+//!   what it waits on is unsubscribed then and its captures are dropped on the game thread, not
+//!   in whichever session comes next.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -122,6 +124,10 @@ thread_local! {
     static TASKS: RefCell<Tasks> = RefCell::new(Tasks::default());
     /// The code of the task being polled now, and whether one is (tasks never nest).
     static POLLING: Cell<Option<Option<Code>>> = const { Cell::new(None) };
+    /// Whether this thread's session ends drop its tasks ([`end_session_tasks`] is registered
+    /// with `main_thread::at_session_end`, once per thread, at its first spawn). No destructor:
+    /// readable at the thread's exit.
+    static ENDS_WITH_THE_SESSION: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The waker of one task: its id and session. `Send + Sync`; waking queues one poll.
@@ -201,6 +207,9 @@ pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
     });
     let status = Rc::new(Cell::new(TaskStatus::Running));
     drop_stale_tasks();
+    if !ENDS_WITH_THE_SESSION.replace(true) {
+        main_thread::at_session_end(end_session_tasks);
+    }
     track::TASK_HOOKS.get_or_init(|| track::TaskHooks {
         drop_tasks: drop_module_tasks,
         running: module_task_running,
@@ -237,21 +246,41 @@ pub fn task_count() -> usize {
         .unwrap_or(0)
 }
 
-/// Drops the tasks of an ended session, if any, with nothing borrowed.
+/// Drops the tasks of an ended session, if any, with nothing borrowed. (The session's end drops
+/// them already, see [`end_session_tasks`]; this keeps a task of another session from ever being
+/// polled whatever the order of the teardowns.)
 fn drop_stale_tasks() {
     let session = main_thread::current_session();
-    let stale = TASKS
+    abandon(|tasks| {
+        if tasks.session == session {
+            return false;
+        }
+        tasks.session = session;
+        true
+    });
+}
+
+/// The end of a game-thread session on this thread (registered with
+/// `main_thread::at_session_end`): every task is dropped, `Abandoned`. A task being polled (the
+/// session ends inside its poll) is dropped once its poll returns.
+fn end_session_tasks() {
+    abandon(|_| true);
+}
+
+/// Takes every task out of the table if `all` says so, then drops them, `Abandoned`, with nothing
+/// borrowed, one at a time; the first panic of a `Drop` resumes at the end (R3).
+fn abandon(all: impl FnOnce(&mut Tasks) -> bool) {
+    let ended: Vec<Slot> = TASKS
         .try_with(|tasks| {
             let mut tasks = tasks.borrow_mut();
-            if tasks.session == session {
+            if !all(&mut tasks) {
                 return Vec::new();
             }
-            tasks.session = session;
             tasks.slots.drain().map(|(_, slot)| slot).collect()
         })
         .unwrap_or_default();
     let mut drops = Drops::default();
-    for slot in stale {
+    for slot in ended {
         slot.status.set(TaskStatus::Abandoned);
         drops.drop(slot);
     }
