@@ -41,7 +41,12 @@
 //! - A task is polled with nothing borrowed: it may spawn tasks, cancel any task (itself
 //!   included: it is dropped once its poll returns), broadcast, and wake anything.
 //! - A panic in a task is caught, reported through `tracing` and in its [`TaskHandle`], and the
-//!   task is dropped; the other tasks and the rest of the drain go on.
+//!   task is dropped; the other tasks and the rest of the drain go on. A panic in the task's
+//!   `Drop` when the drain drops it (it finished, panicked, or cancelled itself) is the task's
+//!   too: reported the same way, the task `Panicked`, and `process_queue` returns normally. A
+//!   task's `Drop` run by a call of the caller's, [`TaskHandle::cancel`] from outside the task,
+//!   panics into that call; one run by a session's end or a module's unload resumes once that
+//!   teardown is complete (R3).
 //! - A task spawned by code of a game module is dropped, unpolled, when the module unloads
 //!   (MB4); unloading a module from inside its own task is refused (`Busy`: its code is on the stack).
 //! - A task of a game-thread session that ended (a `GameThreadScope` dropped) is never polled
@@ -189,6 +194,10 @@ impl TaskHandle {
 /// Runs `future` on the game thread: its first poll is at the next
 /// [`main_thread::process_queue`], and later ones at the drains after something woke it.
 /// Returns a handle to follow or cancel it; dropping the handle leaves the task running.
+///
+/// A panic of the task, in its poll or in its `Drop` when the drain drops it, stays with the
+/// task: reported through `tracing`, the task [`Panicked`](TaskStatus::Panicked), and the drain
+/// polls the other tasks (X5). It never reaches the caller of `process_queue`.
 ///
 /// On the game thread only (panics elsewhere, naming [`main_thread::enqueue`]).
 #[track_caller]
@@ -358,10 +367,22 @@ fn poll_task(id: u64, session: u64) {
         .ok()
         .flatten();
     drop(waker);
-    // The task and what it holds are user values: dropped with nothing borrowed, guarded.
+    // The task and what it holds are user values: dropped with nothing borrowed, guarded. A
+    // panic of their `Drop` (or of the poll's payload's) is the task's: reported as a panic of
+    // its poll is, and the task `Panicked`; it does not reach the drain (X5).
+    let status = done.as_ref().map(|slot| Rc::clone(&slot.status));
     drops.drop(done);
     drops.drop(future);
-    drops.finish();
+    if let Some(message) = drops.into_text() {
+        tracing::error!(
+            task = id,
+            "lumina: a coroutine task panicked when it was dropped: {message}; the other tasks \
+             go on"
+        );
+        if let Some(status) = status {
+            status.set(TaskStatus::Panicked);
+        }
+    }
 }
 
 /// Ends task `id` with `status`: drops it now, or marks it to be dropped after its running poll.

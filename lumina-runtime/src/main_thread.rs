@@ -625,6 +625,11 @@ pub fn pending() -> usize {
 /// tasks of this drain that had not run yet go back to the front of the queue, ahead of anything
 /// enqueued since, and run at the next call. Nothing queued is lost (Q3).
 ///
+/// Coroutine tasks ([`coroutine::spawn_local`](crate::coroutine::spawn_local)) are polled by
+/// these tasks, and their panics do not propagate: a panic in a task's poll, or in its `Drop` when
+/// the drain drops it (finished, panicked or cancelled by itself), is reported through `tracing`
+/// and ends that task only, with the status `Panicked` (X5); the drain goes on.
+///
 /// If the game-thread session ends while it runs (a task, or a frame waker, drops the
 /// [`GameThreadScope`]), the drain ends with it: the rest of its batch is dropped unrun by the
 /// scope's end, and nothing more runs in this call, even if a new scope was entered meanwhile
