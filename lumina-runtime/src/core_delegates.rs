@@ -334,6 +334,40 @@ impl LifecycleSignal {
         self.delegate.add_lambda_self_aware(f)
     }
 
+    /// [`add_member`](Self::add_member) whose method receives its own subscription after the
+    /// owner (X6), so it can remove or block itself; the owner is held weakly (M9). See
+    /// [`add_lambda`](Self::add_lambda) for a late call.
+    ///
+    /// ```
+    /// use lumina::core_delegates::LifecycleSignal;
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// struct Splash {
+    ///     shown: Cell<u32>,
+    /// }
+    ///
+    /// let on_ready = LifecycleSignal::new("on_ready");
+    /// let splash = Rc::new(Splash { shown: Cell::new(0) });
+    /// let _ = on_ready.add_member_self_aware(&splash, |splash: &Splash, this| {
+    ///     splash.shown.set(splash.shown.get() + 1);
+    ///     assert!(this.remove(), "done with the signal");
+    /// });
+    /// on_ready.broadcast_and_clear();
+    /// assert_eq!(splash.shown.get(), 1);
+    /// ```
+    #[track_caller]
+    pub fn add_member_self_aware<T: Any>(
+        &self,
+        owner: &Rc<T>,
+        method: impl Fn(&T, &crate::ThisSubscription) + 'static,
+    ) -> DelegateHandle {
+        if self.too_late() {
+            return DelegateHandle::INVALID;
+        }
+        self.delegate.add_member_self_aware(owner, method)
+    }
+
     /// Removes the subscription of `handle` (H2).
     pub fn remove(&self, handle: DelegateHandle) -> bool {
         self.delegate.remove(handle)
