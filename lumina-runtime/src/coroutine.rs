@@ -276,20 +276,22 @@ fn end_session_tasks() {
     abandon(|_| true);
 }
 
-/// Takes every task out of the table if `all` says so, then drops them, `Abandoned`, with nothing
-/// borrowed, one at a time; the first panic of a `Drop` resumes at the end (R3).
+/// Takes every task out of the table if `all` says so, then drops them, `Abandoned`, in the order
+/// they were spawned, with nothing borrowed, one at a time; the first panic of a `Drop` resumes at
+/// the end (R3).
 fn abandon(all: impl FnOnce(&mut Tasks) -> bool) {
-    let ended: Vec<Slot> = TASKS
+    let mut ended: Vec<(u64, Slot)> = TASKS
         .try_with(|tasks| {
             let mut tasks = tasks.borrow_mut();
             if !all(&mut tasks) {
                 return Vec::new();
             }
-            tasks.slots.drain().map(|(_, slot)| slot).collect()
+            tasks.slots.drain().collect()
         })
         .unwrap_or_default();
+    ended.sort_unstable_by_key(|&(id, _)| id);
     let mut drops = Drops::default();
-    for slot in ended {
+    for (_, slot) in ended {
         slot.status.set(TaskStatus::Abandoned);
         drops.drop(slot);
     }
