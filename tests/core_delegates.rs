@@ -578,3 +578,43 @@ fn x5_core_delegates_have_next() {
     let mut quit = core.on_game_quit_requested().next();
     assert_eq!(poll(&mut quit, waker), std::task::Poll::Pending);
 }
+
+/// X5: every core delegate has `next()`, whatever its arguments: the settings class arrives as
+/// an owned copy of the descriptor (`SettingsClass` is `Copy`: two names), the module as a
+/// clone of its `ModuleInfo`, the worlds as their ids, the paths as `PathBuf`s.
+#[test]
+fn x5_every_core_delegate_with_arguments_has_next() {
+    let _game = GameThreadScope::enter();
+    let waker = std::task::Waker::noop();
+    let core = lumina::CoreDelegates::get();
+    let mut saved = core.on_settings_saved().next();
+    let mut loaded = core.on_module_loaded().next();
+    let mut travelled = core.on_world_travelled().next();
+    let mut renamed = core.on_content_file_renamed().next();
+    core.on_settings_saved().broadcast(&INPUT_SETTINGS);
+    let arena = ModuleInfo::new("arena");
+    core.on_module_loaded().broadcast(&arena);
+    let (old, new) = (WorldId::new_unique(), WorldId::new_unique());
+    core.on_world_travelled().broadcast(old, new);
+    core.on_content_file_renamed()
+        .broadcast(Path::new("a.map"), Path::new("b.map"));
+    assert_eq!(
+        poll(&mut saved, waker),
+        std::task::Poll::Ready(Ok((INPUT_SETTINGS,)))
+    );
+    assert_eq!(
+        poll(&mut loaded, waker),
+        std::task::Poll::Ready(Ok((arena,)))
+    );
+    assert_eq!(
+        poll(&mut travelled, waker),
+        std::task::Poll::Ready(Ok((old, new)))
+    );
+    assert_eq!(
+        poll(&mut renamed, waker),
+        std::task::Poll::Ready(Ok((
+            std::path::PathBuf::from("a.map"),
+            std::path::PathBuf::from("b.map")
+        )))
+    );
+}

@@ -438,6 +438,76 @@ fn x5_a_panicking_task_is_reported_and_the_others_go_on() {
     assert_eq!(ran.get(), 3);
 }
 
+/// A task whose `Drop` panics: a wrapper, so that a panic of the task's poll does not drop it
+/// while it unwinds (that would abort, as for any value).
+struct Stuck(Pin<Box<dyn Future<Output = ()>>>);
+
+impl Future for Stuck {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl Drop for Stuck {
+    fn drop(&mut self) {
+        panic!("the door's task is stuck");
+    }
+}
+
+/// X5: a panic in a task's `Drop`, run when the drain drops the task (it finished, panicked, or
+/// cancelled itself), is that task's panic: reported through `tracing`, the task `Panicked`,
+/// and `process_queue` returns normally, having polled the other tasks of its batch.
+#[test]
+fn x5_a_task_whose_drop_panics_is_reported_and_the_drain_goes_on() {
+    let _game = GameThreadScope::enter();
+    let polls = Rc::new(Cell::new(0));
+    let (mut stuck, mut others) = (Vec::new(), Vec::new());
+    for ends in ["finishes", "panics", "cancels itself"] {
+        let counter = Rc::clone(&polls);
+        let me: Rc<RefCell<Option<coroutine::TaskHandle>>> = Rc::default();
+        let handle = Rc::clone(&me);
+        let task = coroutine::spawn_local(Stuck(Box::pin(async move {
+            counter.set(counter.get() + 1);
+            match ends {
+                "panics" => panic!("the door is stuck"),
+                "cancels itself" => {
+                    let _ = handle.borrow().as_ref().map(coroutine::TaskHandle::cancel);
+                    std::future::pending::<()>().await;
+                }
+                _ => {}
+            }
+        })));
+        let counter = Rc::clone(&polls);
+        others.push(coroutine::spawn_local(async move {
+            counter.set(counter.get() + 1);
+        }));
+        *me.borrow_mut() = Some(task);
+        stuck.push(me);
+    }
+    let (drained, logs) = capture_tracing(|| std::panic::catch_unwind(main_thread::process_queue));
+    assert_eq!(
+        drained.expect("a task's panicking Drop stays with the task"),
+        6
+    );
+    assert_eq!(polls.get(), 6, "every task was polled in this drain");
+    assert_eq!(
+        logs.matches("the door's task is stuck").count(),
+        3,
+        "{logs}"
+    );
+    let statuses: Vec<_> = stuck
+        .iter()
+        .map(|me| me.borrow().as_ref().map(coroutine::TaskHandle::status))
+        .collect();
+    assert_eq!(statuses, [Some(TaskStatus::Panicked); 3]);
+    for handle in &others {
+        assert_eq!(handle.status(), TaskStatus::Finished);
+    }
+    assert_eq!(coroutine::task_count(), 0);
+}
+
 #[test]
 fn x5_tasks_spawn_and_cancel_tasks_and_themselves() {
     let _game = GameThreadScope::enter();
@@ -553,6 +623,34 @@ fn x5_tasks_of_an_ended_session_are_never_polled() {
     assert_eq!(polls.get(), 0);
     let _other = coroutine::spawn_local(async {});
     assert_eq!(handle.status(), TaskStatus::Abandoned);
+}
+
+/// X5, T1: a session's end drops its tasks then, on the game thread, with the rest of the
+/// session: a subscription a task waits on goes at once, the task's captures are dropped inside
+/// the teardown (not later, in whichever session spawns next), and its handle says `Abandoned`.
+#[test]
+fn x5_t1_a_sessions_end_drops_its_tasks_and_their_subscriptions_at_once() {
+    struct SeesTheSession(Rc<Cell<Option<bool>>>);
+    impl Drop for SeesTheSession {
+        fn drop(&mut self) {
+            self.0.set(Some(main_thread::is_game_thread()));
+        }
+    }
+    let on_open = Rc::new(MulticastDelegate::<dyn Fn(u32)>::new());
+    let dropped = Rc::new(Cell::new(None));
+    let game = GameThreadScope::enter();
+    let (open, sees) = (Rc::clone(&on_open), SeesTheSession(Rc::clone(&dropped)));
+    let task = coroutine::spawn_local(async move {
+        let _sees = sees;
+        let _ = open.next().await;
+    });
+    main_thread::process_queue();
+    assert_eq!(on_open.len(), 1, "the task waits on the delegate");
+    drop(game);
+    assert_eq!(on_open.len(), 0, "unsubscribed by the session's end");
+    assert_eq!(dropped.get(), Some(true), "dropped inside the teardown");
+    assert_eq!(task.status(), TaskStatus::Abandoned);
+    assert_eq!(coroutine::task_count(), 0);
 }
 
 #[test]

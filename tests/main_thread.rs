@@ -390,6 +390,134 @@ fn q3_tasks_enqueued_before_the_panic_during_the_drain_are_kept_behind_the_unrun
     assert_eq!(log.take(), [5]);
 }
 
+// ---- A task that ends the session (issue 31, item 5): the scope's end ends the drain too.
+
+thread_local! {
+    /// The scope of the tests below, kept where a task can end it (and enter the next one).
+    static HELD: std::cell::RefCell<Option<GameThreadScope>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Ends the session held in [`HELD`], with nothing borrowed while the scope's end runs.
+fn end_held_scope() {
+    let scope = HELD.with_borrow_mut(Option::take);
+    drop(scope);
+}
+
+/// A task that records whether it ran, and on which thread state, or that it was dropped unrun.
+fn recorded_task(log: &Log, value: u32) -> impl FnOnce() + Send + 'static {
+    struct Unrun(Log, u32);
+    impl Unrun {
+        fn ran(&mut self) {
+            self.1 = 0;
+        }
+    }
+    impl Drop for Unrun {
+        fn drop(&mut self) {
+            if self.1 != 0 {
+                self.0.push(self.1 + 100); // dropped unrun
+            }
+        }
+    }
+    let mut unrun = Unrun(log.clone(), value);
+    move || {
+        let game = if main_thread::is_game_thread() {
+            0
+        } else {
+            1000
+        };
+        unrun.0.push(value + game);
+        unrun.ran();
+    }
+}
+
+/// T1, Q2: a task that ends the game-thread session inside `process_queue` ends the drain: the
+/// rest of its batch is dropped unrun (it belonged to the session), never run off the game
+/// thread.
+#[test]
+fn t1_q2_a_task_that_ends_the_session_drops_the_rest_of_the_batch_unrun() {
+    let log = Log::default();
+    HELD.with_borrow_mut(|held| *held = Some(GameThreadScope::enter()));
+    let inner = log.clone();
+    main_thread::enqueue(move || {
+        inner.push(1);
+        end_held_scope();
+    });
+    main_thread::enqueue(recorded_task(&log, 2));
+    main_thread::enqueue(recorded_task(&log, 3));
+    let (ran, report) = capture_tracing(main_thread::process_queue);
+    assert_eq!(log.take(), [1, 102, 103], "2 and 3 dropped unrun, not run");
+    assert_eq!(ran, 1);
+    assert!(report.contains("dropped=2"), "{report}");
+    assert!(!main_thread::is_game_thread());
+}
+
+/// T1, Q2: a task that ends the session and enters the next one: nothing of the old session runs
+/// in the new one, neither the rest of the batch nor anything queued by the old session.
+#[test]
+fn t1_q2_a_task_that_enters_the_next_session_runs_nothing_of_the_old_one_in_it() {
+    let log = Log::default();
+    HELD.with_borrow_mut(|held| *held = Some(GameThreadScope::enter()));
+    let first = HELD.with_borrow(|held| held.as_ref().map(GameThreadScope::session));
+    let inner = log.clone();
+    main_thread::enqueue(move || {
+        inner.push(1);
+        end_held_scope();
+        HELD.with_borrow_mut(|held| *held = Some(GameThreadScope::enter()));
+        // The new session's own task: runs at the new session's first drain.
+        main_thread::enqueue(inner.task(4));
+    });
+    main_thread::enqueue(recorded_task(&log, 2));
+    main_thread::enqueue(recorded_task(&log, 3));
+    assert_eq!(main_thread::process_queue(), 1);
+    assert_eq!(log.take(), [1, 102, 103]);
+    let second = HELD.with_borrow(|held| held.as_ref().map(GameThreadScope::session));
+    assert_ne!(first, second, "a new session");
+    assert!(main_thread::is_game_thread());
+    assert_eq!(
+        main_thread::process_queue(),
+        1,
+        "only the new session's task"
+    );
+    assert_eq!(log.take(), [4]);
+    end_held_scope();
+}
+
+/// R2, R3: the batch's tasks dropped by a task's end of the session are dropped one at a time:
+/// each `Drop` runs even when one panics, and the first panic reaches the caller of
+/// `process_queue` once the session is gone.
+#[test]
+fn r3_the_rest_of_the_batch_is_dropped_under_the_guard_when_its_drops_panic() {
+    struct Loud(Arc<AtomicUsize>);
+    impl Drop for Loud {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            panic!("a queued task's capture panicked");
+        }
+    }
+    HELD.with_borrow_mut(|held| *held = Some(GameThreadScope::enter()));
+    main_thread::enqueue(end_held_scope);
+    let (drops, ran) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    for _ in 0..2 {
+        let (loud, ran) = (Loud(Arc::clone(&drops)), Arc::clone(&ran));
+        main_thread::enqueue(move || {
+            let _ = &loud;
+            ran.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    let payload = panic::catch_unwind(main_thread::process_queue).expect_err("the drop panicked");
+    assert_eq!(panic_message(&*payload), "a queued task's capture panicked");
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        0,
+        "the session ended before them"
+    );
+    assert_eq!(drops.load(Ordering::SeqCst), 2, "both dropped");
+    assert!(!main_thread::is_game_thread());
+    let _game = GameThreadScope::enter();
+    assert_eq!(main_thread::pending(), 0, "nothing went back to the queue");
+}
+
 // ---- R2 at the thread's exit: values kept in thread locals, dropped after the runtime's own
 // thread locals are destroyed. Each scenario runs on a thread of its own in a child process (an
 // abort, "panic in a thread local's destructor", would kill the test run).

@@ -908,6 +908,73 @@ fn x4_x6_x7_a_lifecycle_signal_blocks_self_aware_and_removes_by_function() {
     assert!(!on_ready.block(muted) && on_ready.is_empty());
 }
 
+/// X6: a lifecycle signal has `add_member_self_aware`: the method receives its owner and its own
+/// subscription, and may remove itself from inside the broadcast (later subscribers see it
+/// gone); the owner is held weakly (M9).
+#[test]
+fn x6_a_lifecycle_signal_has_add_member_self_aware_that_removes_itself() {
+    use lumina::core_delegates::LifecycleSignal;
+    struct Panel {
+        log: Log,
+        removed: Cell<bool>,
+    }
+    let on_ready = Rc::new(LifecycleSignal::new("on_ready"));
+    let log = log();
+    let panel = Rc::new(Panel {
+        log: Rc::clone(&log),
+        removed: Cell::new(false),
+    });
+    let handle = on_ready.add_member_self_aware(&panel, |panel: &Panel, this| {
+        panel.log.borrow_mut().push("panel");
+        panel.removed.set(this.remove());
+    });
+    assert!(handle.is_valid() && on_ready.is_bound_to(&panel));
+    let (signal, inner, seen) = (Rc::clone(&on_ready), Rc::clone(&log), Rc::clone(&panel));
+    let _after = on_ready.add_lambda(move || {
+        inner.borrow_mut().push("after");
+        assert!(!signal.is_bound_to(&seen), "the panel removed itself");
+        assert_eq!(signal.len(), 1, "only this one is left");
+    });
+    on_ready.broadcast_and_clear();
+    assert_eq!(taken(&log), ["panel", "after"]);
+    assert!(panel.removed.get(), "remove() from inside returned true");
+    assert!(!on_ready.remove(handle), "gone");
+    // Too late: reported, nothing subscribes.
+    assert!(
+        !on_ready
+            .add_member_self_aware(&panel, |_: &Panel, _| unreachable!())
+            .is_valid()
+    );
+}
+
+/// X6, M9: a self-aware member binding of a lifecycle signal whose owner was dropped never runs,
+/// no longer counts, and is pruned.
+#[test]
+fn x6_m9_a_lifecycle_signals_self_aware_member_whose_owner_died_never_runs() {
+    use lumina::core_delegates::LifecycleSignal;
+    let on_ready = LifecycleSignal::new("on_ready");
+    let owner = Rc::new(Cell::new(0));
+    let _ = on_ready.add_member_self_aware(&owner, |count: &Cell<u32>, _| {
+        count.set(count.get() + 1);
+    });
+    let kept = Rc::new(Cell::new(0));
+    let _ = on_ready.add_member_self_aware(&kept, |count: &Cell<u32>, this| {
+        assert!(this.is_subscribed());
+        count.set(count.get() + 1);
+    });
+    let weak = Rc::downgrade(&owner);
+    assert_eq!(on_ready.len(), 2);
+    drop(owner);
+    assert!(
+        weak.upgrade().is_none(),
+        "the signal holds its owner weakly"
+    );
+    assert_eq!(on_ready.len(), 1);
+    on_ready.broadcast_and_clear();
+    assert_eq!(kept.get(), 1);
+    assert!(on_ready.is_empty());
+}
+
 fn say_unit(log: &Log, name: &'static str) -> impl Fn() + 'static {
     let log = Rc::clone(log);
     move || log.borrow_mut().push(name)

@@ -155,7 +155,10 @@ impl fmt::Display for WorldId {
 /// action map, audio, ...), as passed to [`CoreDelegates::on_settings_saved`].
 ///
 /// Declare each class once, as a `static`; subscribers compare the class they receive with the
-/// ones they care about (`==` compares name and category).
+/// ones they care about (`==` compares name and category). It is a descriptor (two names), so
+/// it is `Copy`: a copy is the same class, and the future of
+/// [`on_settings_saved`](CoreDelegates::on_settings_saved)'s next broadcast (X5) resolves with
+/// one.
 ///
 /// ```
 /// use lumina::core_delegates::SettingsClass;
@@ -166,8 +169,21 @@ impl fmt::Display for WorldId {
 /// assert_eq!(INPUT_SETTINGS.name(), "InputSettings");
 /// assert_eq!(INPUT_SETTINGS.to_string(), "Engine.InputSettings");
 /// assert_ne!(INPUT_SETTINGS, AUDIO_SETTINGS);
+///
+/// // A coroutine that waits for the next save (X5): the class arrives as a copy.
+/// # let _game = lumina::main_thread::GameThreadScope::enter();
+/// use lumina::{coroutine, main_thread, CoreDelegates};
+///
+/// let waiting = coroutine::spawn_local(async {
+///     let saved = CoreDelegates::get().on_settings_saved().next().await;
+///     assert_eq!(saved, Ok((AUDIO_SETTINGS,)));
+/// });
+/// main_thread::process_queue(); // it starts and waits
+/// CoreDelegates::get().on_settings_saved().broadcast(&AUDIO_SETTINGS);
+/// main_thread::process_queue();
+/// assert_eq!(waiting.status(), coroutine::TaskStatus::Finished);
 /// ```
-#[derive(Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SettingsClass {
     name: &'static str,
     category: &'static str,
@@ -316,6 +332,40 @@ impl LifecycleSignal {
             return DelegateHandle::INVALID;
         }
         self.delegate.add_lambda_self_aware(f)
+    }
+
+    /// [`add_member`](Self::add_member) whose method receives its own subscription after the
+    /// owner (X6), so it can remove or block itself; the owner is held weakly (M9). See
+    /// [`add_lambda`](Self::add_lambda) for a late call.
+    ///
+    /// ```
+    /// use lumina::core_delegates::LifecycleSignal;
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// struct Splash {
+    ///     shown: Cell<u32>,
+    /// }
+    ///
+    /// let on_ready = LifecycleSignal::new("on_ready");
+    /// let splash = Rc::new(Splash { shown: Cell::new(0) });
+    /// let _ = on_ready.add_member_self_aware(&splash, |splash: &Splash, this| {
+    ///     splash.shown.set(splash.shown.get() + 1);
+    ///     assert!(this.remove(), "done with the signal");
+    /// });
+    /// on_ready.broadcast_and_clear();
+    /// assert_eq!(splash.shown.get(), 1);
+    /// ```
+    #[track_caller]
+    pub fn add_member_self_aware<T: Any>(
+        &self,
+        owner: &Rc<T>,
+        method: impl Fn(&T, &crate::ThisSubscription) + 'static,
+    ) -> DelegateHandle {
+        if self.too_late() {
+            return DelegateHandle::INVALID;
+        }
+        self.delegate.add_member_self_aware(owner, method)
     }
 
     /// Removes the subscription of `handle` (H2).

@@ -41,11 +41,18 @@
 //! - A task is polled with nothing borrowed: it may spawn tasks, cancel any task (itself
 //!   included: it is dropped once its poll returns), broadcast, and wake anything.
 //! - A panic in a task is caught, reported through `tracing` and in its [`TaskHandle`], and the
-//!   task is dropped; the other tasks and the rest of the drain go on.
+//!   task is dropped; the other tasks and the rest of the drain go on. A panic in the task's
+//!   `Drop` when the drain drops it (it finished, panicked, or cancelled itself) is the task's
+//!   too: reported the same way, the task `Panicked`, and `process_queue` returns normally. A
+//!   task's `Drop` run by a call of the caller's, [`TaskHandle::cancel`] from outside the task,
+//!   panics into that call; one run by a session's end or a module's unload resumes once that
+//!   teardown is complete (R3).
 //! - A task spawned by code of a game module is dropped, unpolled, when the module unloads
 //!   (MB4); unloading a module from inside its own task is refused (`Busy`: its code is on the stack).
 //! - A task of a game-thread session that ended (a `GameThreadScope` dropped) is never polled
-//!   again; it is dropped at the next spawn or poll on that thread.
+//!   again: the session's end drops it (`Abandoned`), with the rest of the session's state, so
+//!   what it waits on is unsubscribed then and its captures are dropped on the game thread, not
+//!   in whichever session comes next.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -120,6 +127,10 @@ thread_local! {
     /// alive: a spawn drops its future unpolled (`Abandoned`), a cancel finds nothing to cancel,
     /// a poll nothing to poll.
     static TASKS: RefCell<Tasks> = RefCell::new(Tasks::default());
+    /// Whether this thread's session ends drop its tasks ([`end_session_tasks`] is registered
+    /// with `main_thread::at_session_end`, once per thread, at its first spawn). No destructor:
+    /// readable at the thread's exit.
+    static ENDS_WITH_THE_SESSION: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The waker of one task: its id and session. `Send + Sync`; waking queues one poll.
@@ -182,6 +193,10 @@ impl TaskHandle {
 /// [`main_thread::process_queue`], and later ones at the drains after something woke it.
 /// Returns a handle to follow or cancel it; dropping the handle leaves the task running.
 ///
+/// A panic of the task, in its poll or in its `Drop` when the drain drops it, stays with the
+/// task: reported through `tracing`, the task [`Panicked`](TaskStatus::Panicked), and the drain
+/// polls the other tasks (X5). It never reaches the caller of `process_queue`.
+///
 /// On the game thread only (panics elsewhere, naming [`main_thread::enqueue`]).
 #[track_caller]
 pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
@@ -199,6 +214,9 @@ pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
     });
     let status = Rc::new(Cell::new(TaskStatus::Running));
     drop_stale_tasks();
+    if !ENDS_WITH_THE_SESSION.replace(true) {
+        main_thread::at_session_end(end_session_tasks);
+    }
     track::TASK_HOOKS.get_or_init(|| track::TaskHooks {
         drop_tasks: drop_module_tasks,
     });
@@ -234,21 +252,43 @@ pub fn task_count() -> usize {
         .unwrap_or(0)
 }
 
-/// Drops the tasks of an ended session, if any, with nothing borrowed.
+/// Drops the tasks of an ended session, if any, with nothing borrowed. (The session's end drops
+/// them already, see [`end_session_tasks`]; this keeps a task of another session from ever being
+/// polled whatever the order of the teardowns.)
 fn drop_stale_tasks() {
     let session = main_thread::current_session();
-    let stale = TASKS
+    abandon(|tasks| {
+        if tasks.session == session {
+            return false;
+        }
+        tasks.session = session;
+        true
+    });
+}
+
+/// The end of a game-thread session on this thread (registered with
+/// `main_thread::at_session_end`): every task is dropped, `Abandoned`. A task being polled (the
+/// session ends inside its poll) is dropped once its poll returns.
+fn end_session_tasks() {
+    abandon(|_| true);
+}
+
+/// Takes every task out of the table if `all` says so, then drops them, `Abandoned`, in the order
+/// they were spawned, with nothing borrowed, one at a time; the first panic of a `Drop` resumes at
+/// the end (R3).
+fn abandon(all: impl FnOnce(&mut Tasks) -> bool) {
+    let mut ended: Vec<(u64, Slot)> = TASKS
         .try_with(|tasks| {
             let mut tasks = tasks.borrow_mut();
-            if tasks.session == session {
+            if !all(&mut tasks) {
                 return Vec::new();
             }
-            tasks.session = session;
-            tasks.slots.drain().map(|(_, slot)| slot).collect()
+            tasks.slots.drain().collect()
         })
         .unwrap_or_default();
+    ended.sort_unstable_by_key(|&(id, _)| id);
     let mut drops = Drops::default();
-    for slot in stale {
+    for (_, slot) in ended {
         slot.status.set(TaskStatus::Abandoned);
         drops.drop(slot);
     }
@@ -328,10 +368,22 @@ fn poll_task(id: u64, session: u64) {
         .ok()
         .flatten();
     drop(waker);
-    // The task and what it holds are user values: dropped with nothing borrowed, guarded.
+    // The task and what it holds are user values: dropped with nothing borrowed, guarded. A
+    // panic of their `Drop` (or of the poll's payload's) is the task's: reported as a panic of
+    // its poll is, and the task `Panicked`; it does not reach the drain (X5).
+    let status = done.as_ref().map(|slot| Rc::clone(&slot.status));
     drops.drop(done);
     drops.drop(future);
-    drops.finish();
+    if let Some(message) = drops.into_text() {
+        tracing::error!(
+            task = id,
+            "lumina: a coroutine task panicked when it was dropped: {message}; the other tasks \
+             go on"
+        );
+        if let Some(status) = status {
+            status.set(TaskStatus::Panicked);
+        }
+    }
 }
 
 /// Ends task `id` with `status`: drops it now, or marks it to be dropped after its running poll.

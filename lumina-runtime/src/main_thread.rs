@@ -361,6 +361,13 @@ fn begin_session(designation: &mut Designation, new: Designation) -> u64 {
 /// unrun with a `tracing` warning saying how many, and the next scope starts from a fresh engine.
 /// (Tasks enqueued while no scope is held wait for the next one.)
 ///
+/// A scope may end inside [`process_queue`] (a task, a frame waker or a `Drop` the drain runs
+/// drops it): that ends the drain too. The tasks of its batch not run yet are the session's, and
+/// are dropped unrun with the rest (counted in the warning), the frame waiters not woken yet are
+/// dropped unwoken, and the drain returns once the code that ended the scope has returned.
+/// Nothing of the old session runs off the game thread, or in a scope entered meanwhile: that
+/// one's tasks wait for its own first drain.
+///
 /// The scope is neither `Send` nor `Sync`: it ends on the thread it designated. Do not enter a
 /// scope on a thread spawned by a thread that holds one and wait for it: it would wait forever.
 ///
@@ -452,7 +459,15 @@ impl Drop for GameThreadScope {
             // Tear down while this thread is still the game thread: dropped subscribers may
             // touch engine-wide state from their destructors.
             drops.run(end_session);
-            let leftover = std::mem::take(&mut *lock(&QUEUE));
+            let mut leftover = std::mem::take(&mut *lock(&QUEUE));
+            // The rest of a running drain's batch (the scope ends inside `process_queue`): the
+            // session's tasks too, ahead of the queue's. Gone at the thread's exit: no drain
+            // runs then.
+            let _ = BATCH.try_with(|batch| {
+                let mut batch = std::mem::take(&mut *batch.borrow_mut());
+                batch.append(&mut leftover);
+                leftover = batch;
+            });
             if leftover.is_empty() {
                 break;
             }
@@ -584,6 +599,16 @@ pub fn pending() -> usize {
 /// tasks of this drain that had not run yet go back to the front of the queue, ahead of anything
 /// enqueued since, and run at the next call. Nothing queued is lost (Q3).
 ///
+/// Coroutine tasks ([`coroutine::spawn_local`](crate::coroutine::spawn_local)) are polled by
+/// these tasks, and their panics do not propagate: a panic in a task's poll, or in its `Drop` when
+/// the drain drops it (finished, panicked or cancelled by itself), is reported through `tracing`
+/// and ends that task only, with the status `Panicked` (X5); the drain goes on.
+///
+/// If the game-thread session ends while it runs (a task, or a frame waker, drops the
+/// [`GameThreadScope`]), the drain ends with it: the rest of its batch is dropped unrun by the
+/// scope's end, and nothing more runs in this call, even if a new scope was entered meanwhile
+/// (its tasks run at its own next drain). The count returned is of the tasks that ran.
+///
 /// ```
 /// use lumina::main_thread;
 ///
@@ -627,9 +652,13 @@ pub fn process_queue() -> usize {
     // A new frame: wake what waits for it first, so that the tasks these wakers queue run in
     // this drain. Marked draining meanwhile: a waker calling `process_queue` is refused.
     DRAINING.with(|draining| draining.set(true));
-    let mut drain = Drain { ran: 0 };
+    let session = current_session();
+    let mut drain = Drain { ran: 0, session };
     FRAME.with(|frame| frame.set(frame.get() + 1));
-    wake_frame_wakers();
+    wake_frame_wakers(session);
+    if current_session() != session {
+        return drain.ran; // a waker ended the session, and this drain with it
+    }
     // The spare buffer may be gone at the thread's exit: then a fresh one.
     let mut batch = SPARE.try_with(RefCell::take).unwrap_or_default();
     std::mem::swap(&mut *lock(&QUEUE), &mut batch);
@@ -643,10 +672,13 @@ pub fn process_queue() -> usize {
         unrun.append(&mut queue);
         *queue = unrun;
     }
-    while let Some(task) = BATCH
-        .try_with(|batch| batch.borrow_mut().pop_front())
-        .ok()
-        .flatten()
+    // The session's end (a task dropping its scope) empties the batch; checked too, so that
+    // nothing a new session put there meanwhile runs in this drain.
+    while current_session() == session
+        && let Some(task) = BATCH
+            .try_with(|batch| batch.borrow_mut().pop_front())
+            .ok()
+            .flatten()
     {
         // A game module's task is the module's code running: what it subscribes, queues or
         // sends is the module's (MB6).
@@ -659,17 +691,22 @@ pub fn process_queue() -> usize {
 }
 
 /// Wakes every waker registered with [`wake_next_frame`]; a panicking waker is logged and the
-/// others still wake.
+/// others still wake. If one ends the game-thread `session` (it drops the scope), the ones not
+/// woken yet are the ended session's: dropped unwoken, under the guard.
 ///
 /// A panic's payload is a user value: its `Drop` may panic too. Kept, and the first such panic
 /// resumed once every waiter was woken, so the waiters not woken yet are never dropped plainly
 /// while it unwinds (R2). None once the waiters are destroyed (the thread exits).
-fn wake_frame_wakers() {
+fn wake_frame_wakers(session: u64) {
     let wakers = FRAME_WAKERS
         .try_with(|wakers| std::mem::take(&mut wakers.borrow_mut().0))
         .unwrap_or_default();
     let mut drops = crate::invocation::Drops::default();
     for waker in wakers {
+        if current_session() != session {
+            drops.drop(waker);
+            continue;
+        }
         if let Err(payload) =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || waker.wake()))
         {
@@ -713,9 +750,13 @@ pub(crate) fn current_session() -> u64 {
 }
 
 /// One running [`process_queue`]. Dropping it, also when a task panics, puts the tasks of the
-/// batch not yet run back at the front of the queue (Q3) and recycles the buffer.
+/// batch not yet run back at the front of the queue (Q3) and recycles the buffer; unless the
+/// session it ran in has ended: then what is left of the batch (only what was put there after the
+/// session's end emptied it) is dropped unrun, under the guard.
 struct Drain {
     ran: usize,
+    /// The session the drain started in.
+    session: u64,
 }
 
 impl Drop for Drain {
@@ -724,6 +765,9 @@ impl Drop for Drain {
         let mut batch = BATCH
             .try_with(|batch| std::mem::take(&mut *batch.borrow_mut()))
             .unwrap_or_default();
+        if !batch.is_empty() && current_session() != self.session {
+            Drops::drop_each(std::mem::take(&mut batch));
+        }
         if !batch.is_empty() {
             let mut queue = lock(&QUEUE);
             // Older tasks first, then everything enqueued while the drain ran.
