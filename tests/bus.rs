@@ -39,6 +39,7 @@ gameplay_tags! {
         #[retained]
         Test.Match.State: MatchState,
         Test.Job.Done: u64,
+        Test.Ping: u32,
         Test.Dropped: Counted,
     }
 }
@@ -1465,4 +1466,55 @@ fn gb3_m7_a_stop_asked_by_a_nested_send_whose_listener_panics_stops_nothing_else
     );
     bus.send(&tags::TEST_COMBAT_HEAL, 4);
     assert_eq!(*seen.borrow(), ["first 4", "second 4", "third 4"]);
+}
+
+// ---- the bus's edges (M13, GB6, GB4) ------------------------------------------------------------
+
+/// A listener whose capture, when dropped, sends on `other` and adds a listener there.
+fn dropping_into(
+    bus: &Rc<MessageBus<u32>>,
+    on: &'static TagKey<u32>,
+    other: &'static TagKey<u32>,
+    seen: &Log,
+) -> lumina::DelegateHandle {
+    let weak = Rc::downgrade(bus);
+    let on_drop = OnDrop({
+        let seen = Rc::clone(seen);
+        move || {
+            if let Some(bus) = weak.upgrade() {
+                bus.send(other, 1);
+                let sink = Rc::clone(&seen);
+                let _late = bus.listen(other, move |_, message| {
+                    push(&sink, format!("late listener heard {}", message.tag()))
+                });
+            }
+        }
+    });
+    let sink = Rc::clone(seen);
+    bus.listen(on, move |_, message| {
+        let _keep = &on_drop;
+        push(&sink, format!("cleared listener heard {}", message.tag()))
+    })
+}
+
+#[test]
+fn m13_m6_a_clear_marks_every_channel_before_any_drop_runs() {
+    // Two listeners on two tags, each capture's `Drop` sending on the other tag and adding a
+    // listener there. Whichever channel the clear reaches first, the other listener is removed
+    // by the same clear: it hears nothing, and both listeners added by the drops stay (M6).
+    let bus = Rc::new(MessageBus::<u32>::new());
+    let seen = log();
+    let _heal = dropping_into(&bus, &tags::TEST_COMBAT_HEAL, &tags::TEST_PING, &seen);
+    let _done = dropping_into(&bus, &tags::TEST_PING, &tags::TEST_COMBAT_HEAL, &seen);
+    bus.clear();
+    assert_eq!(
+        *seen.borrow(),
+        [] as [&str; 0],
+        "nothing the clear removed heard a drop's send"
+    );
+    assert_eq!(
+        bus.listeners().len(),
+        2,
+        "both listeners added by the drops stay"
+    );
 }

@@ -93,7 +93,9 @@ use std::sync::Arc;
 
 use crate::bind_site::Subscription;
 use crate::handle::DelegateHandle;
-use crate::invocation::{Drops, Guarded, InvocationList, RemoveByHandle, Shared, Spec, drop_user};
+use crate::invocation::{
+    Cleared, Drops, Guarded, InvocationList, RemoveByHandle, Shared, Spec, drop_user,
+};
 use crate::module::track;
 use crate::next_broadcast::{NextBroadcast, NextSender};
 use crate::scoped::ScopedSubscription;
@@ -1229,7 +1231,6 @@ impl<E: EntityId> MessageBus<E> {
         };
         let operation = self.script_operation();
         let mut count = 0;
-        let mut drops = Drops::default();
         // Every managed listener marked before the first clear runs user code (M13).
         for channel in &removed {
             if operation.is_some() {
@@ -1239,14 +1240,7 @@ impl<E: EntityId> MessageBus<E> {
             }
             count += channel.list.len();
         }
-        // Every channel cleared, even past a panicking `Drop` (R3).
-        for channel in &removed {
-            drops.run(|| channel.list.clear());
-        }
-        for channel in removed {
-            drops.drop(channel);
-        }
-        drops.finish();
+        clear_channels(removed);
         count
     }
 
@@ -1605,6 +1599,26 @@ impl<E: EntityId> Drop for MessageBus<E> {
         drops.drop(self.parents.relation.borrow_mut().take());
         drops.finish();
     }
+}
+
+/// Clears `channels` as one operation (M13, what [`MessageBus::clear`] and
+/// [`MessageBus::forget_entity`] do): every list is emptied, or while it is walked its listeners
+/// marked, before the first listener's `Drop` runs, so that code reaches none of the listeners
+/// this removes and a listener it adds stays (M6). Every `Drop` runs even if one panics; the
+/// first panic resumes at the end (R3).
+fn clear_channels<E: EntityId>(channels: Vec<Rc<Channel<E>>>) {
+    let cleared: Vec<Cleared<Stored<E>>> = channels
+        .iter()
+        .map(|channel| channel.list.take_all(|_, _, _| {}))
+        .collect();
+    let mut drops = Drops::default();
+    for taken in cleared {
+        taken.drop_into(&mut drops);
+    }
+    for channel in channels {
+        drops.drop(channel);
+    }
+    drops.finish();
 }
 
 /// The posted queue of `channel`'s tag, made by its first post; recorded with the module loader

@@ -537,6 +537,11 @@ impl<E: EntityId> MessageBus<E> {
     /// release hook with [`ReleaseReason::Cleared`] (GB8), when the clear returns, or, for one
     /// whose tag is being walked (its thunk may be the one that cleared), when that walk ends
     /// (M4). Retained messages and posted messages stay.
+    ///
+    /// One operation (M13): every listener of every channel is removed before the first
+    /// listener's `Drop` runs, so a message that `Drop` sends is heard by none of them, and a
+    /// listener it adds stays (M6). Every `Drop` runs even if one panics; the first panic
+    /// resumes once the clear is complete (R3).
     pub fn clear(&self) {
         let _operation = Operation::begin();
         let scripts = self.scripts.borrow().clone();
@@ -552,14 +557,7 @@ impl<E: EntityId> MessageBus<E> {
             .chain(self.entity_channels.borrow().values().cloned())
             .collect();
         self.records.borrow_mut().clear();
-        // Every channel cleared, even past a panicking `Drop`, whose panic resumes at the end
-        // (M13, R3: a clear still clears).
-        let mut drops = Drops::default();
-        for channel in channels {
-            drops.run(|| channel.list.clear());
-            drops.drop(channel);
-        }
-        drops.finish();
+        super::clear_channels(channels);
     }
 
     /// How many managed listeners are listening (GB8).
