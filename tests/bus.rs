@@ -1518,3 +1518,44 @@ fn m13_m6_a_clear_marks_every_channel_before_any_drop_runs() {
         "both listeners added by the drops stay"
     );
 }
+
+#[test]
+fn gb6_m2_a_listener_added_during_a_retained_send_is_replayed_the_new_message() {
+    // `Warmup` is kept; during the send of `Playing` a listener reads the kept message and adds
+    // a listener: the kept message is already `Playing`, and the late listener, which does not
+    // run in that send (M2), is replayed `Playing` at its add, once.
+    let bus = Rc::new(MessageBus::<u32>::new());
+    bus.send(&tags::TEST_MATCH_STATE, MatchState::Warmup);
+    let seen = log();
+    let (weak, sink) = (Rc::downgrade(&bus), Rc::clone(&seen));
+    let _adder = bus.listen(&tags::TEST_MATCH_STATE, move |state, message| {
+        if message.is_replay() {
+            return;
+        }
+        let bus = weak.upgrade().unwrap();
+        let kept = bus.retained(&tags::TEST_MATCH_STATE).unwrap();
+        let kept = format!("{:?}", kept.downcast_ref::<MatchState>().unwrap());
+        push(&sink, format!("{state:?} sent, {kept} kept"));
+        let late = Rc::clone(&sink);
+        let _late = bus.listen(&tags::TEST_MATCH_STATE, move |state, message| {
+            push(
+                &late,
+                format!("late heard {state:?} replay={}", message.is_replay()),
+            )
+        });
+    });
+    bus.send(&tags::TEST_MATCH_STATE, MatchState::Playing);
+    assert_eq!(
+        *seen.borrow(),
+        [
+            "Playing sent, Playing kept",
+            "late heard Playing replay=true"
+        ],
+    );
+    assert_eq!(
+        bus.retained(&tags::TEST_MATCH_STATE)
+            .unwrap()
+            .downcast_ref::<MatchState>(),
+        Some(&MatchState::Playing)
+    );
+}

@@ -59,7 +59,9 @@
 //! [`deliver_posted`](MessageBus::deliver_posted), which the engine calls once a frame; the
 //! queues keep their storage, so posting allocates nothing once they have grown. A [`Poster`] posts from any
 //! thread. A retained tag (`#[retained]` in `gameplay_tags!`) keeps its last message, which a
-//! listener added later hears at once.
+//! listener added later hears at once; the message is kept before its delivery starts, so a
+//! listener added during that delivery (which does not hear it, M2) hears it at its add, never
+//! the message it replaced.
 //!
 //! The bus is game-thread state like every delegate (T1): it is neither `Send` nor `Sync`.
 //!
@@ -324,6 +326,9 @@ impl<E: EntityId> fmt::Debug for Message<'_, E> {
 type Retained<E> = (Option<E>, Rc<dyn Any>);
 /// The channels of listeners of one entity, by tag id and entity.
 type EntityChannels<E> = HashMap<(u32, E), Rc<Channel<E>>>;
+/// The message a retained tag kept before a new one: its payload, when replaced in place, or
+/// the kept pair, when replaced whole.
+type Replaced<P, E> = (Option<P>, Option<Retained<E>>);
 /// The engine's entity parent relation (GB4).
 type ParentRelation<E> = Rc<dyn Fn(E) -> Option<E>>;
 
@@ -1248,7 +1253,12 @@ impl<E: EntityId> MessageBus<E> {
 
     /// Sends a message on `key`'s tag now (GB5): every matching listener hears it before this
     /// returns, in the order of GB3. Allocates nothing (a retained tag's first message stores
-    /// it once). Sending from a listener nests.
+    /// it once, and so does a send nested in the delivery of one on its tag, whose message is
+    /// held meanwhile). Sending from a listener nests.
+    ///
+    /// On a retained tag the message is kept before delivery starts (GB6): while it is
+    /// delivered, [`retained`](Self::retained) gives it, and a listener added meanwhile hears it
+    /// at its add (and not again from this send, M2). A listener's panic leaves it kept.
     #[inline]
     pub fn send<P: 'static>(&self, key: &TagKey<P>, payload: P) {
         let (tag, payload) = resolve(key, payload);
@@ -1282,19 +1292,48 @@ impl<E: EntityId> MessageBus<E> {
         Ok(())
     }
 
-    /// Delivers one message: the payload is held by the bus meanwhile (guarded, R2), then kept
-    /// if the tag is retained, dropped otherwise.
+    /// Delivers one message: the payload is held by the bus meanwhile (guarded, R2), then
+    /// dropped; on a retained tag it is kept first ([`deliver_retained`](Self::deliver_retained)).
     #[inline]
     fn deliver<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
+        if tag.is_retained() {
+            return self.deliver_retained(tag, entity, payload);
+        }
         let held = Guarded::new(payload);
         let message = Message::new(tag, entity, &*held);
         self.dispatch(&message);
         if !message.heard.get() {
             unheard(tag);
         }
-        if tag.is_retained() {
-            self.retain(tag, entity, held.into_inner());
+    }
+
+    /// Delivers a message on a retained tag (GB6): kept as the tag's last message *before*
+    /// delivery starts, as a behaviour subject stores before it emits, so that during the send
+    /// [`retained`](Self::retained) reads it and a listener added meanwhile (which does not hear
+    /// the send, M2) is replayed this message at its add, never the one it replaces. The
+    /// listeners hear it from the kept value, through a clone of its `Rc` held meanwhile
+    /// (no allocation: a send nested in a listener keeps its own message beside it). The
+    /// message it replaces is dropped once delivery is over, as before.
+    #[inline(never)]
+    fn deliver_retained<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
+        let (kept, old) = self.retain_keeping(tag, entity, payload);
+        // Both user values, guarded while a listener's panic unwinds (R2): a listener may clear
+        // the retained message, leaving `kept` its last reference.
+        let (kept, old) = (Guarded::new(kept), Guarded::new(old));
+        let Some(value) = kept.downcast_ref::<P>() else {
+            unreachable!("the message just kept is a `P`");
+        };
+        let message = Message::new(tag, entity, value);
+        self.dispatch(&message);
+        if !message.heard.get() {
+            unheard(tag);
         }
+        let (in_place, whole) = old.into_inner();
+        let mut drops = Drops::default();
+        drops.drop(in_place);
+        drops.drop(whole);
+        drops.drop(kept.into_inner());
+        drops.finish();
     }
 
     /// Walks the listeners of the message, GB4 then GB3; stops once it is consumed.
@@ -1384,6 +1423,23 @@ impl<E: EntityId> MessageBus<E> {
     }
 
     fn retain<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
+        let (kept, (in_place, whole)) = self.retain_keeping(tag, entity, payload);
+        let mut drops = Drops::default();
+        drops.drop(in_place);
+        drops.drop(whole);
+        drops.drop(kept);
+        drops.finish();
+    }
+
+    /// Keeps `payload` as the last message of `tag` (GB6); returns a clone of the kept `Rc`
+    /// and the message it replaces, which the caller drops (user data: outside the borrow,
+    /// guarded).
+    fn retain_keeping<P: 'static>(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        payload: P,
+    ) -> (Rc<dyn Any>, Replaced<P, E>) {
         let channel = self.channel_or_new(tag);
         let mut slot = channel.retained.borrow_mut();
         // Reused in place when no replay holds the last message (amortized zero allocation).
@@ -1392,19 +1448,16 @@ impl<E: EntityId> MessageBus<E> {
         {
             *sent_to = entity;
             let old = std::mem::replace(value, payload);
-            drop(slot);
-            // The previous message is user data: dropped outside the borrow, guarded.
-            Drops::drop_one(old);
-            return;
+            return (Rc::clone(shared), (Some(old), None));
         }
         let kept = Rc::new(payload) as Rc<dyn Any>;
         let code = track::code_of(&*kept);
-        let old = slot.replace((entity, kept));
+        let old = slot.replace((entity, Rc::clone(&kept)));
         drop(slot);
         if code.is_some() {
             channel.track(RETAINED, code);
         }
-        Drops::drop_one(old);
+        (kept, (None, old))
     }
 
     /// The retained message of `key`'s tag, if any (GB6). While the engine holds the `Rc` this

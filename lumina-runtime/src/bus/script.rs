@@ -772,12 +772,14 @@ impl MessageBus<u64> {
         // has no `Drop` glue that could run on them: nothing drops a message's payload but its
         // owner, here `words`, a buffer of `MaybeUninit<u64>`.
         let message = unsafe { Message::with_type(tag, entity, payload, ty) };
+        // Kept before delivery starts, as a Rust send's payload is (GB6): a listener added
+        // during the send is replayed this message. The listeners hear `words`, the same bytes.
+        if tag.is_retained() {
+            self.retain_bytes(tag, entity, &words[..size.div_ceil(8)], ty);
+        }
         self.dispatch(&message);
         if !message.heard.get() {
             unheard(tag);
-        }
-        if tag.is_retained() {
-            self.retain_bytes(tag, entity, &words[..size.div_ceil(8)], ty);
         }
     }
 }
