@@ -1559,3 +1559,114 @@ fn gb6_m2_a_listener_added_during_a_retained_send_is_replayed_the_new_message() 
         Some(&MatchState::Playing)
     );
 }
+
+/// An entity id whose `Hash` and `Eq` run the hook set in [`REENTER`] once, as user code may.
+#[derive(Clone, Copy, Debug)]
+struct Reentrant(u32);
+
+thread_local! {
+    static REENTER: RefCell<Option<Box<dyn FnOnce()>>> = RefCell::new(None);
+}
+
+fn reenter_once(hook: impl FnOnce() + 'static) {
+    REENTER.with(|slot| *slot.borrow_mut() = Some(Box::new(hook)));
+}
+
+fn run_reentry() {
+    if let Some(hook) = REENTER.with(|slot| slot.borrow_mut().take()) {
+        hook();
+    }
+}
+
+fn reentry_pending() -> bool {
+    REENTER.with(|slot| slot.borrow().is_some())
+}
+
+impl PartialEq for Reentrant {
+    fn eq(&self, other: &Self) -> bool {
+        run_reentry();
+        self.0 == other.0
+    }
+}
+
+impl Eq for Reentrant {}
+
+impl std::hash::Hash for Reentrant {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        run_reentry();
+        self.0.hash(state);
+    }
+}
+
+#[test]
+fn m13_an_entity_ids_hash_and_eq_may_reenter_the_bus() {
+    let bus = Rc::new(MessageBus::<Reentrant>::new());
+    let count = Rc::new(Cell::new(0));
+    let listen = |entity: u32| {
+        let sink = Rc::clone(&count);
+        bus.listen_entity(&tags::TEST_COMBAT_HEAL, Reentrant(entity), move |_, _| {
+            sink.set(sink.get() + 1)
+        })
+    };
+    let _first = listen(1);
+    // `send_to` from inside `listen_entity`'s hashing.
+    let b = Rc::clone(&bus);
+    reenter_once(move || b.send_to(&tags::TEST_COMBAT_HEAL, Reentrant(1), 1));
+    let _second = listen(2);
+    assert!(!reentry_pending());
+    assert_eq!(
+        count.get(),
+        1,
+        "the send from the hash reached entity 1's listener"
+    );
+    // `listen_entity` from inside `send_to`'s hashing.
+    let (b, sink) = (Rc::clone(&bus), Rc::clone(&count));
+    reenter_once(move || {
+        let _third = b.listen_entity(&tags::TEST_COMBAT_HEAL, Reentrant(2), move |_, _| {
+            sink.set(sink.get() + 100)
+        });
+    });
+    bus.send_to(&tags::TEST_COMBAT_HEAL, Reentrant(2), 1);
+    assert!(!reentry_pending());
+    assert_eq!(
+        count.get(),
+        2,
+        "the listener added during the send does not hear it (M2)"
+    );
+    bus.send_to(&tags::TEST_COMBAT_HEAL, Reentrant(2), 1);
+    assert_eq!(count.get(), 103);
+    // `forget_entity` from inside `forget_entity`'s hashing or comparing.
+    let b = Rc::clone(&bus);
+    reenter_once(move || assert_eq!(b.forget_entity(Reentrant(1)), 1));
+    assert_eq!(bus.forget_entity(Reentrant(2)), 2);
+    assert!(!reentry_pending());
+    assert_eq!(bus.listeners().len(), 0);
+}
+
+#[test]
+fn m13_the_sweep_of_listener_records_runs_no_entity_code_under_a_borrow() {
+    // The records are swept as their table reaches 64: listeners removed by guards go then.
+    let bus = Rc::new(MessageBus::<Reentrant>::new());
+    for entity in 0..62 {
+        let handle = bus.listen_entity(&tags::TEST_COMBAT_HEAL, Reentrant(entity), |_, _| {});
+        drop(bus.scoped(handle));
+    }
+    let _kept = bus.listen_entity(&tags::TEST_COMBAT_HEAL, Reentrant(100), |_, _| {});
+    let b = Rc::clone(&bus);
+    let added = Rc::new(Cell::new(None));
+    let out = Rc::clone(&added);
+    // The 64th listener's record makes the sweep, which asks each record's channel: the first
+    // id it hashes adds a listener.
+    reenter_once(move || {
+        out.set(Some(b.listen_entity(
+            &tags::TEST_COMBAT_HEAL,
+            Reentrant(7),
+            |_, _| {},
+        )))
+    });
+    let last = bus.listen(&tags::TEST_COMBAT_HEAL, |_, _| {});
+    assert!(!reentry_pending());
+    assert!(bus.is_listening(last));
+    assert!(bus.is_listening(added.get().unwrap()));
+    assert_eq!(bus.listeners().len(), 3);
+}

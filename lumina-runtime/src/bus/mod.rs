@@ -87,11 +87,13 @@ use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash, RandomState};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
+
+use smallvec::SmallVec;
 
 use crate::bind_site::Subscription;
 use crate::handle::DelegateHandle;
@@ -104,6 +106,11 @@ use crate::scoped::ScopedSubscription;
 
 /// What identifies a gameplay entity on the bus: any small `Copy` id the engine chooses (an
 /// index, a generational id, a bevy-style `Entity`).
+///
+/// An id's `Hash` and `PartialEq` are user code, and may re-enter the bus (M13): the bus runs
+/// them with none of its maps borrowed, hashing an id once per operation (an addressed message
+/// once per entity it climbs through) and comparing it with the ids it keeps copied out of its
+/// maps. Ids are copied, never cloned, and being `Copy` they have no `Drop`.
 pub trait EntityId: Copy + Eq + Hash + fmt::Debug + 'static {}
 
 impl<T: Copy + Eq + Hash + fmt::Debug + 'static> EntityId for T {}
@@ -324,8 +331,10 @@ impl<E: EntityId> fmt::Debug for Message<'_, E> {
 
 /// A retained message: the entity it was addressed to, and its payload.
 type Retained<E> = (Option<E>, Rc<dyn Any>);
-/// The channels of listeners of one entity, by tag id and entity.
-type EntityChannels<E> = HashMap<(u32, E), Rc<Channel<E>>>;
+/// The channels of listeners of one entity, by tag id and the entity's hash (made by the bus's
+/// [`RandomState`], outside any borrow), each with its entity: the map itself runs no user code
+/// (M13). Almost always one channel per key: more only when two entities' hashes collide.
+type EntityChannels<E> = HashMap<(u32, u64), SmallVec<[(E, Rc<Channel<E>>); 1]>>;
 /// The message a retained tag kept before a new one: its payload, when replaced in place, or
 /// the kept pair, when replaced whole.
 type Replaced<P, E> = (Option<P>, Option<Retained<E>>);
@@ -630,8 +639,13 @@ pub struct MessageBus<E: EntityId = u64> {
     /// Listeners of no particular entity, by tag id. Never shrinks; a tag's channel is made by
     /// its first listener, post or retained message.
     channels: RefCell<Vec<Option<Rc<Channel<E>>>>>,
-    /// Listeners of one entity, by tag id and entity.
+    /// Listeners of one entity, by tag id and entity hash.
     entity_channels: RefCell<EntityChannels<E>>,
+    /// Hashes entity ids for `entity_channels`.
+    entity_hasher: RandomState,
+    /// Counts the channels added to and removed from `entity_channels`: a lookup that found no
+    /// channel adds one only if no user code (an id's `PartialEq`) added one meanwhile.
+    entity_changes: Cell<u64>,
     /// Whether any partial listener was ever added: if not, a send looks up its own tag only.
     any_partial: Cell<bool>,
     /// The engine's entity parent relation (GB4).
@@ -675,6 +689,8 @@ impl<E: EntityId> MessageBus<E> {
         MessageBus {
             channels: RefCell::new(Vec::new()),
             entity_channels: RefCell::new(HashMap::new()),
+            entity_hasher: RandomState::new(),
+            entity_changes: Cell::new(0),
             any_partial: Cell::new(false),
             parents: Rc::new(Parents {
                 relation: RefCell::new(None),
@@ -1009,12 +1025,7 @@ impl<E: EntityId> MessageBus<E> {
     ) -> (DelegateHandle, Option<Callable<E>>) {
         let channel = match entity {
             None => self.channel_or_new(tag),
-            Some(entity) => Rc::clone(
-                self.entity_channels
-                    .borrow_mut()
-                    .entry((tag.id(), entity))
-                    .or_insert_with(|| Rc::new(Channel::new(tag))),
-            ),
+            Some(entity) => self.entity_channel_or_new(tag, entity),
         };
         if is_partial {
             channel
@@ -1061,18 +1072,25 @@ impl<E: EntityId> MessageBus<E> {
     }
 
     fn remember(&self, handle: DelegateHandle, record: Record<E>) {
-        let mut records = self.records.borrow_mut();
-        records.insert(handle.id(), record);
-        // Sweep listeners removed by guards or unloads once they could be half the table.
-        if records.len() >= 64 && records.len().is_power_of_two() {
-            let gone: Vec<u64> = records
-                .iter()
-                .filter(|(id, record)| !self.is_listening_with(**id, record))
-                .map(|(id, _)| *id)
-                .collect();
-            for id in gone {
-                records.remove(&id);
+        let swept: Vec<(u64, Record<E>)> = {
+            let mut records = self.records.borrow_mut();
+            records.insert(handle.id(), record);
+            // Sweep listeners removed by guards or unloads once they could be half the table.
+            if records.len() < 64 || !records.len().is_power_of_two() {
+                return;
             }
+            records.iter().map(|(id, record)| (*id, *record)).collect()
+        };
+        // Asked with the records copied out: finding an entity's channel runs its id's `Hash`
+        // and `PartialEq`, which may re-enter the bus (M13).
+        let gone: Vec<u64> = swept
+            .into_iter()
+            .filter(|(id, record)| !self.is_listening_with(*id, record))
+            .map(|(id, _)| id)
+            .collect();
+        let mut records = self.records.borrow_mut();
+        for id in gone {
+            records.remove(&id);
         }
     }
 
@@ -1187,12 +1205,11 @@ impl<E: EntityId> MessageBus<E> {
             .flatten()
             .map(|channel| (channel.tag, None, Rc::clone(channel)))
             .collect();
-        channels.extend(
-            self.entity_channels
-                .borrow()
+        channels.extend(self.entity_channels.borrow().values().flat_map(|bucket| {
+            bucket
                 .iter()
-                .map(|(&(_, entity), channel)| (channel.tag, Some(entity), Rc::clone(channel))),
-        );
+                .map(|(entity, channel)| (channel.tag, Some(*entity), Rc::clone(channel)))
+        }));
         // By tag, entity-less first, then in the order each channel got its first listener.
         channels.sort_by_key(|(tag, entity, channel)| {
             let first = channel
@@ -1225,15 +1242,46 @@ impl<E: EntityId> MessageBus<E> {
     /// Removes every listener of one entity (when the engine despawns it), and forgets its
     /// channels; returns how many listeners were removed.
     pub fn forget_entity(&self, entity: E) -> usize {
-        let removed: Vec<Rc<Channel<E>>> = {
+        // The id's `Hash` and `PartialEq` run with no map borrowed (M13): the channels with its
+        // hash are copied out first, compared, and only then taken out of the map.
+        let hash = self.entity_hasher.hash_one(entity);
+        let candidates: Vec<(u32, E, Rc<Channel<E>>)> = self
+            .entity_channels
+            .borrow()
+            .iter()
+            .filter(|((_, found), _)| *found == hash)
+            .flat_map(|(&(tag, _), bucket)| {
+                bucket
+                    .iter()
+                    .map(move |(owner, channel)| (tag, *owner, Rc::clone(channel)))
+            })
+            .collect();
+        let mut removed = Vec::new();
+        let mut others = Vec::new();
+        for (tag, owner, channel) in candidates {
+            if owner == entity {
+                removed.push((tag, channel));
+            } else {
+                others.push(channel);
+            }
+        }
+        {
             let mut channels = self.entity_channels.borrow_mut();
-            let keys: Vec<(u32, E)> = channels
-                .keys()
-                .filter(|(_, owner)| *owner == entity)
-                .copied()
-                .collect();
-            keys.iter().filter_map(|key| channels.remove(key)).collect()
-        };
+            for (tag, channel) in &removed {
+                if let Some(bucket) = channels.get_mut(&(*tag, hash)) {
+                    bucket.retain(|(_, kept)| !Rc::ptr_eq(kept, channel));
+                    if bucket.is_empty() {
+                        channels.remove(&(*tag, hash));
+                    }
+                }
+            }
+        }
+        self.entity_changes.set(self.entity_changes.get() + 1);
+        // A channel compared meanwhile may have been forgotten by the comparison's own code:
+        // this was then its last reference (user code, guarded, R3).
+        Drops::drop_each(others);
+        let removed: Vec<Rc<Channel<E>>> =
+            removed.into_iter().map(|(_, channel)| channel).collect();
         let operation = self.script_operation();
         let mut count = 0;
         // Every managed listener marked before the first clear runs user code (M13).
@@ -1357,7 +1405,10 @@ impl<E: EntityId> MessageBus<E> {
         let mut steps = 0;
         while let Some(at) = current {
             message.at_entity.set(Some(at));
-            if self.walk_tags(message, |tag| self.channel_of(tag, Some(at))) {
+            // Hashed once for every tag the message walks at this entity (M13: user code, run
+            // with nothing borrowed).
+            let hash = self.entity_hasher.hash_one(at);
+            if self.walk_tags(message, |tag| self.entity_channel(tag, at, hash)) {
                 return true;
             }
             steps += 1;
@@ -1600,11 +1651,51 @@ impl<E: EntityId> MessageBus<E> {
     fn channel_of(&self, tag: Tag, entity: Option<E>) -> Option<Rc<Channel<E>>> {
         match entity {
             None => self.channel(tag),
-            Some(entity) => self
-                .entity_channels
-                .borrow()
-                .get(&(tag.id(), entity))
-                .cloned(),
+            Some(entity) => self.entity_channel(tag, entity, self.entity_hasher.hash_one(entity)),
+        }
+    }
+
+    /// The channel of `tag` for `entity`, whose hash is `hash`. The id's `PartialEq` is user
+    /// code: each candidate is copied out of the map, and compared once the borrow is over
+    /// (M13). One candidate, unless hashes collide.
+    fn entity_channel(&self, tag: Tag, entity: E, hash: u64) -> Option<Rc<Channel<E>>> {
+        let mut index = 0;
+        loop {
+            let (owner, channel) = {
+                let channels = self.entity_channels.borrow();
+                let (owner, channel) = channels.get(&(tag.id(), hash))?.get(index)?;
+                (*owner, Rc::clone(channel))
+            };
+            if owner == entity {
+                return Some(channel);
+            }
+            // The comparison's code may have forgotten the channel: then this is its last
+            // reference (user code, guarded, R2).
+            drop_user(channel);
+            index += 1;
+        }
+    }
+
+    /// The channel of `tag` for `entity`, made if it has none. Adds one only if no user code run
+    /// by the lookup (the id's `Hash` or `PartialEq`) changed the entities' channels meanwhile;
+    /// else it looks again.
+    fn entity_channel_or_new(&self, tag: Tag, entity: E) -> Rc<Channel<E>> {
+        let hash = self.entity_hasher.hash_one(entity);
+        loop {
+            let changes = self.entity_changes.get();
+            if let Some(channel) = self.entity_channel(tag, entity, hash) {
+                return channel;
+            }
+            if changes == self.entity_changes.get() {
+                let channel = Rc::new(Channel::new(tag));
+                self.entity_channels
+                    .borrow_mut()
+                    .entry((tag.id(), hash))
+                    .or_default()
+                    .push((entity, Rc::clone(&channel)));
+                self.entity_changes.set(changes + 1);
+                return channel;
+            }
         }
     }
 
@@ -1646,8 +1737,10 @@ impl<E: EntityId> Drop for MessageBus<E> {
         {
             drops.drop(channel);
         }
-        for (_, channel) in std::mem::take(self.entity_channels.get_mut()) {
-            drops.drop(channel);
+        for (_, bucket) in std::mem::take(self.entity_channels.get_mut()) {
+            for (_, channel) in bucket {
+                drops.drop(channel);
+            }
         }
         drops.drop(self.parents.relation.borrow_mut().take());
         drops.finish();

@@ -554,7 +554,12 @@ impl<E: EntityId> MessageBus<E> {
             .iter()
             .flatten()
             .cloned()
-            .chain(self.entity_channels.borrow().values().cloned())
+            .chain(
+                self.entity_channels
+                    .borrow()
+                    .values()
+                    .flat_map(|bucket| bucket.iter().map(|(_, channel)| Rc::clone(channel))),
+            )
             .collect();
         self.records.borrow_mut().clear();
         super::clear_channels(channels);
