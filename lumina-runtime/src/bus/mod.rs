@@ -115,9 +115,58 @@ pub trait EntityId: Copy + Eq + Hash + fmt::Debug + 'static {}
 
 impl<T: Copy + Eq + Hash + fmt::Debug + 'static> EntityId for T {}
 
-/// How far an addressed message climbs the entity hierarchy at most: a parent relation with a
-/// cycle stops there (with a warning) instead of looping forever.
+/// How far an addressed message climbs the entity hierarchy at most (with a warning): a
+/// hierarchy deeper than this is taken for a cycle the checks of [`Climb`] did not find.
 const MAX_ENTITY_DEPTH: usize = 1024;
+
+/// How many of the entities it climbed through an addressed message remembers, on the stack:
+/// a cycle of up to this many entities is found where it closes (GB4).
+const RECENT_ENTITIES: usize = 32;
+
+/// What an addressed message's climb of the entity hierarchy knows of the entities it went
+/// through, to stop at the first one it would reach twice (GB4), with no allocation (GB9): the
+/// last [`RECENT_ENTITIES`] of them, which find a cycle of up to that many entities where it
+/// closes, at any depth; and Brent's tortoise, which finds a longer one within three laps.
+struct Climb<E> {
+    recent: [Option<E>; RECENT_ENTITIES],
+    steps: usize,
+    /// Brent: the entity saved at the last power of two, how far the climb went since, and
+    /// that power.
+    tortoise: E,
+    lap: usize,
+    power: usize,
+}
+
+impl<E: EntityId> Climb<E> {
+    fn new(start: E) -> Self {
+        let mut recent = [None; RECENT_ENTITIES];
+        recent[0] = Some(start);
+        Climb {
+            recent,
+            steps: 0,
+            tortoise: start,
+            lap: 0,
+            power: 1,
+        }
+    }
+
+    /// The climb goes on to `next`: whether it was there already (compared with the ids'
+    /// `PartialEq`, user code, run with nothing borrowed).
+    fn revisits(&mut self, next: E) -> bool {
+        if next == self.tortoise || self.recent.iter().flatten().any(|seen| *seen == next) {
+            return true;
+        }
+        self.steps += 1;
+        self.recent[self.steps % RECENT_ENTITIES] = Some(next);
+        self.lap += 1;
+        if self.lap == self.power {
+            self.tortoise = next;
+            self.power *= 2;
+            self.lap = 0;
+        }
+        false
+    }
+}
 
 /// What a listener is: called with the message being delivered. Made by the
 /// bus's `listen*` methods from the user's closure, in the caller's crate, so the callable's code
@@ -708,6 +757,11 @@ impl<E: EntityId> MessageBus<E> {
 
     /// Gives the bus the engine's entity hierarchy (GB4): `parent(entity)` is the entity an
     /// addressed message bubbles to next, `None` at a root. Replaces the relation given before.
+    ///
+    /// A relation with a cycle is not followed round: a message stops climbing at the first
+    /// entity it would reach twice, with one `tracing` warning, so each listener hears it once
+    /// (exactly so for a cycle of up to 32 entities; a longer one is found within three laps).
+    /// The relation is called once per entity the message climbs through.
     ///
     /// A relation set by a game module's code goes when the module unloads (R5): from then on
     /// messages bubble no further than the addressed entity, until one is set again.
@@ -1403,6 +1457,7 @@ impl<E: EntityId> MessageBus<E> {
     fn bubble(&self, message: &Message<'_, E>, entity: E) -> bool {
         let mut current = Some(entity);
         let mut steps = 0;
+        let mut climb = Climb::new(entity);
         while let Some(at) = current {
             message.at_entity.set(Some(at));
             // Hashed once for every tag the message walks at this entity (M13: user code, run
@@ -1416,7 +1471,7 @@ impl<E: EntityId> MessageBus<E> {
                 tracing::warn!(
                     tag = %message.tag,
                     "lumina: a message climbed {MAX_ENTITY_DEPTH} entities up the entity \
-                     hierarchy: the parent relation has a cycle? it goes no further"
+                     hierarchy: it goes no further"
                 );
                 break;
             }
@@ -1424,6 +1479,12 @@ impl<E: EntityId> MessageBus<E> {
             // clone is then its last reference, held under the guard (R2).
             let parents = self.parents.relation.borrow().clone();
             current = parents.and_then(|parent| Guarded::hold_rc(parent, |parent| parent(at)));
+            if let Some(next) = current
+                && climb.revisits(next)
+            {
+                cycle(message.tag, steps);
+                break;
+            }
         }
         false
     }
@@ -1800,6 +1861,17 @@ pub(super) fn resolve<T>(key: impl Into<Tag>, value: T) -> (Tag, T) {
     let value = Guarded::new(value);
     let tag = key.into();
     (tag, value.into_inner())
+}
+
+/// An addressed message's climb reached an entity it went through already (GB4).
+#[cold]
+#[inline(never)]
+fn cycle(tag: Tag, steps: usize) {
+    tracing::warn!(
+        tag = %tag,
+        "lumina: a message on `{tag}` reached an entity it had climbed through already, after \
+         {steps} entities: the entity parent relation has a cycle; it goes no further"
+    );
 }
 
 /// A message nobody heard: visible at debug level (GB7).
