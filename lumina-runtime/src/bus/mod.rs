@@ -1811,17 +1811,17 @@ impl<E: EntityId> Drop for MessageBus<E> {
 /// Clears `channels` as one operation (M13, what [`MessageBus::clear`] and
 /// [`MessageBus::forget_entity`] do): every list is emptied, or while it is walked its listeners
 /// marked, before the first listener's `Drop` runs, so that code reaches none of the listeners
-/// this removes and a listener it adds stays (M6). Every `Drop` runs even if one panics; the
-/// first panic resumes at the end (R3).
+/// this removes and a listener it adds stays (M6). The listeners are dropped in the order they
+/// were added (those of a channel being walked when that walk ends, M4). Every `Drop` runs even
+/// if one panics; the first panic resumes at the end (R3).
 fn clear_channels<E: EntityId>(channels: Vec<Rc<Channel<E>>>) {
-    let cleared: Vec<Cleared<Stored<E>>> = channels
-        .iter()
-        .map(|channel| channel.list.take_all(|_, _, _| {}))
-        .collect();
+    let cleared = Cleared::gather(
+        channels
+            .iter()
+            .map(|channel| channel.list.take_all(|_, _, _| {})),
+    );
     let mut drops = Drops::default();
-    for taken in cleared {
-        taken.drop_into(&mut drops);
-    }
+    cleared.drop_into(&mut drops);
     for channel in channels {
         drops.drop(channel);
     }

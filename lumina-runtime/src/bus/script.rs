@@ -540,8 +540,9 @@ impl<E: EntityId> MessageBus<E> {
     ///
     /// One operation (M13): every listener of every channel is removed before the first
     /// listener's `Drop` runs, so a message that `Drop` sends is heard by none of them, and a
-    /// listener it adds stays (M6). Every `Drop` runs even if one panics; the first panic
-    /// resumes once the clear is complete (R3).
+    /// listener it adds stays (M6). The listeners are dropped in the order they were added
+    /// (those of a tag being walked when its walk ends, M4). Every `Drop` runs even if one
+    /// panics; the first panic resumes once the clear is complete (R3).
     pub fn clear(&self) {
         let _operation = Operation::begin();
         let scripts = self.scripts.borrow().clone();

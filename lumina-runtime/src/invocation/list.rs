@@ -44,6 +44,15 @@ pub(crate) struct InvocationList<C> {
 pub(crate) struct Cleared<C>(Vec<Entry<C>>);
 
 impl<C> Cleared<C> {
+    /// What several lists' first phases took, as one, in the order the subscribers were added
+    /// (ids only grow): so an operation clearing several lists drops their callables in an
+    /// order that does not depend on how it keeps the lists.
+    pub(crate) fn gather(taken: impl IntoIterator<Item = Cleared<C>>) -> Self {
+        let mut all: Vec<Entry<C>> = taken.into_iter().flat_map(|cleared| cleared.0).collect();
+        all.sort_unstable_by_key(Entry::id);
+        Cleared(all)
+    }
+
     /// The second phase: drops every callable, one at a time, each panic kept by `drops` (R3).
     pub(crate) fn drop_into(self, drops: &mut Drops) {
         for entry in self.0 {
