@@ -39,6 +39,7 @@ gameplay_tags! {
         #[retained]
         Test.Match.State: MatchState,
         Test.Job.Done: u64,
+        Test.Ping: u32,
         Test.Dropped: Counted,
     }
 }
@@ -580,19 +581,6 @@ fn gb4_an_addressed_message_bubbles_up_the_entity_hierarchy_until_consumed() {
     seen.borrow_mut().clear();
     bus.send_to(&tags::TEST_COMBAT_DAMAGE, 2, Damage { amount: 500 });
     assert_eq!(*seen.borrow(), ["10 heard 500 for Some(2) at Some(10)"]);
-}
-
-#[test]
-fn gb4_a_parent_relation_with_a_cycle_stops() {
-    let bus: MessageBus<u32> = MessageBus::new();
-    bus.set_entity_parents(|entity| Some(entity ^ 1));
-    let count = Rc::new(Cell::new(0));
-    let sink = Rc::clone(&count);
-    let _h = bus.listen_entity(&tags::TEST_COMBAT_HEAL, 0, move |_, _| {
-        sink.set(sink.get() + 1)
-    });
-    bus.send_to(&tags::TEST_COMBAT_HEAL, 0, 1);
-    assert_eq!(count.get(), 512);
 }
 
 #[test]
@@ -1465,4 +1453,247 @@ fn gb3_m7_a_stop_asked_by_a_nested_send_whose_listener_panics_stops_nothing_else
     );
     bus.send(&tags::TEST_COMBAT_HEAL, 4);
     assert_eq!(*seen.borrow(), ["first 4", "second 4", "third 4"]);
+}
+
+// ---- the bus's edges (M13, GB6, GB4) ------------------------------------------------------------
+
+/// A listener whose capture, when dropped, sends on `other` and adds a listener there.
+fn dropping_into(
+    bus: &Rc<MessageBus<u32>>,
+    on: &'static TagKey<u32>,
+    other: &'static TagKey<u32>,
+    seen: &Log,
+) -> lumina::DelegateHandle {
+    let weak = Rc::downgrade(bus);
+    let on_drop = OnDrop({
+        let seen = Rc::clone(seen);
+        move || {
+            if let Some(bus) = weak.upgrade() {
+                bus.send(other, 1);
+                let sink = Rc::clone(&seen);
+                let _late = bus.listen(other, move |_, message| {
+                    push(&sink, format!("late listener heard {}", message.tag()))
+                });
+            }
+        }
+    });
+    let sink = Rc::clone(seen);
+    bus.listen(on, move |_, message| {
+        let _keep = &on_drop;
+        push(&sink, format!("cleared listener heard {}", message.tag()))
+    })
+}
+
+#[test]
+fn m13_m6_a_clear_marks_every_channel_before_any_drop_runs() {
+    // Two listeners on two tags, each capture's `Drop` sending on the other tag and adding a
+    // listener there. Whichever channel the clear reaches first, the other listener is removed
+    // by the same clear: it hears nothing, and both listeners added by the drops stay (M6).
+    let bus = Rc::new(MessageBus::<u32>::new());
+    let seen = log();
+    let _heal = dropping_into(&bus, &tags::TEST_COMBAT_HEAL, &tags::TEST_PING, &seen);
+    let _done = dropping_into(&bus, &tags::TEST_PING, &tags::TEST_COMBAT_HEAL, &seen);
+    bus.clear();
+    assert_eq!(
+        *seen.borrow(),
+        [] as [&str; 0],
+        "nothing the clear removed heard a drop's send"
+    );
+    assert_eq!(
+        bus.listeners().len(),
+        2,
+        "both listeners added by the drops stay"
+    );
+}
+
+#[test]
+fn gb6_m2_a_listener_added_during_a_retained_send_is_replayed_the_new_message() {
+    // `Warmup` is kept; during the send of `Playing` a listener reads the kept message and adds
+    // a listener: the kept message is already `Playing`, and the late listener, which does not
+    // run in that send (M2), is replayed `Playing` at its add, once.
+    let bus = Rc::new(MessageBus::<u32>::new());
+    bus.send(&tags::TEST_MATCH_STATE, MatchState::Warmup);
+    let seen = log();
+    let (weak, sink) = (Rc::downgrade(&bus), Rc::clone(&seen));
+    let _adder = bus.listen(&tags::TEST_MATCH_STATE, move |state, message| {
+        if message.is_replay() {
+            return;
+        }
+        let bus = weak.upgrade().unwrap();
+        let kept = bus.retained(&tags::TEST_MATCH_STATE).unwrap();
+        let kept = format!("{:?}", kept.downcast_ref::<MatchState>().unwrap());
+        push(&sink, format!("{state:?} sent, {kept} kept"));
+        let late = Rc::clone(&sink);
+        let _late = bus.listen(&tags::TEST_MATCH_STATE, move |state, message| {
+            push(
+                &late,
+                format!("late heard {state:?} replay={}", message.is_replay()),
+            )
+        });
+    });
+    bus.send(&tags::TEST_MATCH_STATE, MatchState::Playing);
+    assert_eq!(
+        *seen.borrow(),
+        [
+            "Playing sent, Playing kept",
+            "late heard Playing replay=true"
+        ],
+    );
+    assert_eq!(
+        bus.retained(&tags::TEST_MATCH_STATE)
+            .unwrap()
+            .downcast_ref::<MatchState>(),
+        Some(&MatchState::Playing)
+    );
+}
+
+/// An entity id whose `Hash` and `Eq` run the hook set in [`REENTER`] once, as user code may.
+#[derive(Clone, Copy, Debug)]
+struct Reentrant(u32);
+
+thread_local! {
+    static REENTER: RefCell<Option<Box<dyn FnOnce()>>> = RefCell::new(None);
+}
+
+fn reenter_once(hook: impl FnOnce() + 'static) {
+    REENTER.with(|slot| *slot.borrow_mut() = Some(Box::new(hook)));
+}
+
+fn run_reentry() {
+    if let Some(hook) = REENTER.with(|slot| slot.borrow_mut().take()) {
+        hook();
+    }
+}
+
+fn reentry_pending() -> bool {
+    REENTER.with(|slot| slot.borrow().is_some())
+}
+
+impl PartialEq for Reentrant {
+    fn eq(&self, other: &Self) -> bool {
+        run_reentry();
+        self.0 == other.0
+    }
+}
+
+impl Eq for Reentrant {}
+
+impl std::hash::Hash for Reentrant {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        run_reentry();
+        self.0.hash(state);
+    }
+}
+
+#[test]
+fn m13_an_entity_ids_hash_and_eq_may_reenter_the_bus() {
+    let bus = Rc::new(MessageBus::<Reentrant>::new());
+    let count = Rc::new(Cell::new(0));
+    let listen = |entity: u32| {
+        let sink = Rc::clone(&count);
+        bus.listen_entity(&tags::TEST_COMBAT_HEAL, Reentrant(entity), move |_, _| {
+            sink.set(sink.get() + 1)
+        })
+    };
+    let _first = listen(1);
+    // `send_to` from inside `listen_entity`'s hashing.
+    let b = Rc::clone(&bus);
+    reenter_once(move || b.send_to(&tags::TEST_COMBAT_HEAL, Reentrant(1), 1));
+    let _second = listen(2);
+    assert!(!reentry_pending());
+    assert_eq!(
+        count.get(),
+        1,
+        "the send from the hash reached entity 1's listener"
+    );
+    // `listen_entity` from inside `send_to`'s hashing.
+    let (b, sink) = (Rc::clone(&bus), Rc::clone(&count));
+    reenter_once(move || {
+        let _third = b.listen_entity(&tags::TEST_COMBAT_HEAL, Reentrant(2), move |_, _| {
+            sink.set(sink.get() + 100)
+        });
+    });
+    bus.send_to(&tags::TEST_COMBAT_HEAL, Reentrant(2), 1);
+    assert!(!reentry_pending());
+    assert_eq!(
+        count.get(),
+        2,
+        "the listener added during the send does not hear it (M2)"
+    );
+    bus.send_to(&tags::TEST_COMBAT_HEAL, Reentrant(2), 1);
+    assert_eq!(count.get(), 103);
+    // `forget_entity` from inside `forget_entity`'s hashing or comparing.
+    let b = Rc::clone(&bus);
+    reenter_once(move || assert_eq!(b.forget_entity(Reentrant(1)), 1));
+    assert_eq!(bus.forget_entity(Reentrant(2)), 2);
+    assert!(!reentry_pending());
+    assert_eq!(bus.listeners().len(), 0);
+}
+
+#[test]
+fn m13_the_sweep_of_listener_records_runs_no_entity_code_under_a_borrow() {
+    // The records are swept as their table reaches 64: listeners removed by guards go then.
+    let bus = Rc::new(MessageBus::<Reentrant>::new());
+    for entity in 0..62 {
+        let handle = bus.listen_entity(&tags::TEST_COMBAT_HEAL, Reentrant(entity), |_, _| {});
+        drop(bus.scoped(handle));
+    }
+    let _kept = bus.listen_entity(&tags::TEST_COMBAT_HEAL, Reentrant(100), |_, _| {});
+    let b = Rc::clone(&bus);
+    let added = Rc::new(Cell::new(None));
+    let out = Rc::clone(&added);
+    // The 64th listener's record makes the sweep, which asks each record's channel: the first
+    // id it hashes adds a listener.
+    reenter_once(move || {
+        out.set(Some(b.listen_entity(
+            &tags::TEST_COMBAT_HEAL,
+            Reentrant(7),
+            |_, _| {},
+        )))
+    });
+    let last = bus.listen(&tags::TEST_COMBAT_HEAL, |_, _| {});
+    assert!(!reentry_pending());
+    assert!(bus.is_listening(last));
+    assert!(bus.is_listening(added.get().unwrap()));
+    assert_eq!(bus.listeners().len(), 3);
+}
+
+#[test]
+fn gb4_a_parent_relation_with_a_cycle_delivers_once_per_listener_with_one_warning() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    // 0 -> 1 -> 2 -> 1: the climb stops where it would reach 1 again.
+    bus.set_entity_parents(|entity| Some(if entity == 2 { 1 } else { entity + 1 }));
+    let count = Rc::new(Cell::new(0));
+    let mut handles = Vec::new();
+    for entity in 0..3 {
+        let sink = Rc::clone(&count);
+        handles.push(
+            bus.listen_entity(&tags::TEST_COMBAT_HEAL, entity, move |_, _| {
+                sink.set(sink.get() + 1)
+            }),
+        );
+    }
+    let ((), warnings) = support::capture_tracing_at(tracing::Level::WARN, || {
+        bus.send_to(&tags::TEST_COMBAT_HEAL, 0, 1)
+    });
+    assert_eq!(count.get(), 3, "each listener hears the message once");
+    assert_eq!(warnings.matches("cycle").count(), 1, "{warnings}");
+    // A self-parent: heard once.
+    bus.set_entity_parents(Some);
+    count.set(0);
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 2, 1);
+    assert_eq!(count.get(), 1);
+    // A cycle of 32 entities, closing 40 entities up: still found where it closes.
+    bus.set_entity_parents(|entity| Some(if entity == 71 { 40 } else { entity + 1 }));
+    count.set(0);
+    bus.send_to(&tags::TEST_COMBAT_HEAL, 0, 1);
+    assert_eq!(count.get(), 3);
+    // A cycle longer than the climb remembers (100 entities): found within three laps.
+    bus.set_entity_parents(|entity| Some((entity + 1) % 100));
+    count.set(0);
+    let ((), warnings) = support::capture_tracing_at(tracing::Level::WARN, || {
+        bus.send_to(&tags::TEST_COMBAT_HEAL, 0, 1)
+    });
+    assert!(count.get() <= 9, "{}", count.get());
+    assert_eq!(warnings.matches("cycle").count(), 1, "{warnings}");
 }

@@ -26,7 +26,17 @@
 //!   the message reaches (X5), while that future still listens: a send from there reaches it
 //!   first, and the outer clone is dropped;
 //! - the `Drop` of a payload clone: when a future that resolved is polled or dropped, or when a
-//!   second clone arrives too late.
+//!   second clone arrives too late;
+//! - the `Drop` of listeners' closures during `clear` (`Op::Clear`, also from any of the points
+//!   above, so a drop may clear again): everything is marked before the first drop runs, then
+//!   the listeners no walk holds are dropped in the order added (M13, M6); a future cleared
+//!   while it waits resolves with `Gone`;
+//! - an entity relation with a cycle (`Script::cyclic`): the climb stops at the first entity it
+//!   would reach twice (GB4);
+//! - the `Hash` and `PartialEq` of entity ids (`Script::id_code`, the real run only): they add,
+//!   send to and remove a listener and forget an entity on a tag and entities the log never
+//!   sees, so they leave no trace but must not trip a borrow of the bus (M13); an id's `Clone`
+//!   counts, and the bus must never call it (ids are `Copy`, so they have no `Drop`).
 //!
 //! A one-shot listener (X3) is removed right before its call, so a send nested in it never runs
 //! it again, and it is dropped after its call. Both runs log every call with the tag and entity
@@ -64,6 +74,81 @@ static KEYS: [TagKey<Pay>; 4] = [
 const TAG_PARENT: [Option<usize>; 4] = [None, Some(0), Some(1), Some(0)];
 /// The entity hierarchy: 2 and 3 are in 1, which is in 0.
 const ENTITY_PARENT: [Option<u8>; 4] = [None, Some(0), Some(1), Some(1)];
+/// The entity the model's cyclic relation gives 0 as parent (`Script::cyclic`): 2 -> 1 -> 0 -> 2.
+const CYCLE_PARENT: u8 = 2;
+/// The entities only the ids' own code uses (`Ent`'s `Hash` and `PartialEq`), never logged: the
+/// relation gives them no parent and calls no hook for them.
+const SILENT_ENTITY: u8 = 9;
+
+/// A tag only the ids' own code uses, under no tag of the model.
+static SILENT: TagKey<u32> = TagKey::new("BusModelSilent", false);
+
+/// The parent of `entity`, with or without the cycle.
+fn parent_of(entity: u8, cyclic: bool) -> Option<u8> {
+    if cyclic && entity == 0 {
+        return Some(CYCLE_PARENT);
+    }
+    ENTITY_PARENT.get(usize::from(entity)).copied().flatten()
+}
+
+/// The real bus's entity id: a `u8` whose `Hash` and `PartialEq` re-enter the bus when the
+/// script says so (M13), and whose `Clone` (which the bus never calls: ids are copied) counts.
+#[derive(Copy, Debug)]
+struct Ent(u8);
+
+thread_local! {
+    /// The bus the ids' code re-enters, while a script that asks for it runs.
+    static ID_BUS: RefCell<Option<Weak<MessageBus<Ent>>>> = const { RefCell::new(None) };
+    /// Whether the ids' code is re-entering the bus now (it does not re-enter from itself).
+    static IN_ID_CODE: Cell<bool> = const { Cell::new(false) };
+    /// How often the bus cloned an id.
+    static ID_CLONES: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The ids' code: bus operations that re-enter it but leave no trace in the log (on the silent
+/// tag and entities): add a listener, send to it, remove it, forget an entity, ask.
+fn id_code() {
+    let Some(bus) = ID_BUS.with(|slot| slot.borrow().as_ref().and_then(Weak::upgrade)) else {
+        return;
+    };
+    if IN_ID_CODE.with(|inside| inside.replace(true)) {
+        return;
+    }
+    let handle = bus.listen_entity(&SILENT, Ent(SILENT_ENTITY), |_, _| {});
+    bus.send_to(&SILENT, Ent(SILENT_ENTITY), 1);
+    assert!(bus.remove(handle));
+    assert_eq!(bus.forget_entity(Ent(SILENT_ENTITY + 1)), 0);
+    assert!(!bus.is_listening(handle));
+    IN_ID_CODE.with(|inside| inside.set(false));
+}
+
+#[allow(
+    clippy::non_canonical_clone_impl,
+    reason = "counts the clones the bus must not make"
+)]
+impl Clone for Ent {
+    fn clone(&self) -> Self {
+        ID_CLONES.with(|clones| clones.set(clones.get() + 1));
+        Ent(self.0)
+    }
+}
+
+impl PartialEq for Ent {
+    fn eq(&self, other: &Self) -> bool {
+        id_code();
+        self.0 == other.0
+    }
+}
+
+impl Eq for Ent {}
+
+impl std::hash::Hash for Ent {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        id_code();
+        self.0.hash(state);
+    }
+}
+
 /// How deep sends and deliveries nest at most.
 const MAX_DEPTH: u32 = 4;
 /// How many scripted operations one top-level step may run.
@@ -112,10 +197,17 @@ enum Op {
     Poll(usize),
     /// Drops the future made `n`-th.
     DropFuture(usize),
+    /// Clears the bus (M6, M13): every listener and future removed before any drop runs.
+    Clear,
 }
 
 #[derive(Debug)]
 struct Script {
+    /// The entity relation has a cycle (0's parent is `CYCLE_PARENT`): a message climbs to each
+    /// entity once (GB4).
+    cyclic: bool,
+    /// Entity ids' `Hash` and `PartialEq` re-enter the bus (real run only: they leave no trace).
+    id_code: bool,
     parent_actions: Rc<Vec<Op>>,
     clone_actions: Rc<Vec<Op>>,
     steps: Vec<Op>,
@@ -164,6 +256,7 @@ trait Target {
     fn poll(&self, index: usize);
     /// Drops a future; logs it, then drops it.
     fn drop_future(&self, index: usize);
+    fn clear(&self);
 }
 
 /// Raises the nesting depth for a scope, restored when it ends (also while unwinding).
@@ -245,6 +338,10 @@ fn exec<T: Target + ?Sized>(target: &T, op: &Op) {
         }
         Op::Poll(index) => target.poll(*index),
         Op::DropFuture(index) => target.drop_future(*index),
+        Op::Clear => {
+            target.clear();
+            shared.push("cleared".into());
+        }
     }
 }
 
@@ -291,7 +388,7 @@ struct Real {
     shared: Shared,
     parent_actions: Rc<Vec<Op>>,
     clone_actions: Rc<Vec<Op>>,
-    bus: RefCell<Option<Rc<MessageBus<u8>>>>,
+    bus: RefCell<Option<Rc<MessageBus<Ent>>>>,
     handles: RefCell<Vec<DelegateHandle>>,
     /// The futures made, by label; `None` once resolved and taken, or dropped.
     futures: RefCell<Vec<(usize, Option<RealFuture>)>>,
@@ -352,19 +449,19 @@ impl std::fmt::Debug for DropHookBox {
     }
 }
 
-fn describe(listener: usize, message: &Message<'_, u8>) -> String {
+fn describe(listener: usize, message: &Message<'_, Ent>) -> String {
     let payload = message.payload::<Pay>().map_or(usize::MAX, |pay| pay.label);
     format!(
         "call L{listener} P{payload} {} at {} entity {:?} at {:?}",
         message.tag(),
         message.current_tag(),
-        message.entity(),
-        message.current_entity()
+        message.entity().map(|entity| entity.0),
+        message.current_entity().map(|entity| entity.0)
     )
 }
 
 impl Real {
-    fn bus(&self) -> Option<Rc<MessageBus<u8>>> {
+    fn bus(&self) -> Option<Rc<MessageBus<Ent>>> {
         self.bus.borrow().clone()
     }
 
@@ -413,7 +510,7 @@ impl Target for Real {
             actions: Rc::new(listen.on_drop.clone()),
         };
         let (me, spec) = (self.me.clone(), Rc::clone(listen));
-        let on_message = move |message: &Message<'_, u8>| {
+        let on_message = move |message: &Message<'_, Ent>| {
             let _keep = &hook_on_drop;
             if let Some(target) = me.upgrade() {
                 hook(&*target, describe(label, message), &spec.actions);
@@ -423,7 +520,7 @@ impl Target for Real {
             }
         };
         let key = &KEYS[listen.tag];
-        let handle = match (listen.once, listen.partial, listen.entity) {
+        let handle = match (listen.once, listen.partial, listen.entity.map(Ent)) {
             (true, true, None) => bus.listen_partial_once(key, on_message),
             (true, true, Some(entity)) => bus.listen_entity_partial_once(key, entity, on_message),
             (true, false, None) => bus.listen_once(key, move |_, message| on_message(message)),
@@ -463,7 +560,7 @@ impl Target for Real {
         let Some(bus) = self.bus() else { return };
         match entity {
             None => bus.send(&KEYS[tag], payload),
-            Some(entity) => bus.send_to(&KEYS[tag], entity, payload),
+            Some(entity) => bus.send_to(&KEYS[tag], Ent(entity), payload),
         }
     }
 
@@ -472,7 +569,7 @@ impl Target for Real {
         let Some(bus) = self.bus() else { return };
         match entity {
             None => bus.post(&KEYS[tag], payload),
-            Some(entity) => bus.post_to(&KEYS[tag], entity, payload),
+            Some(entity) => bus.post_to(&KEYS[tag], Ent(entity), payload),
         }
     }
 
@@ -483,7 +580,7 @@ impl Target for Real {
     fn next(&self, tag: usize, partial: bool, entity: Option<u8>, label: usize) {
         let Some(bus) = self.bus() else { return };
         let key = &KEYS[tag];
-        let future = match (partial, entity) {
+        let future = match (partial, entity.map(Ent)) {
             (false, None) => RealFuture::Exact(bus.next(key), tag),
             (false, Some(entity)) => RealFuture::Exact(bus.next_entity(key, entity), tag),
             (true, None) => RealFuture::Partial(bus.next_partial(key)),
@@ -536,6 +633,12 @@ impl Target for Real {
         }
     }
 
+    fn clear(&self) {
+        if let Some(bus) = self.bus() {
+            bus.clear();
+        }
+    }
+
     fn drop_future(&self, index: usize) {
         match self.take_future(index, "drop future") {
             None => {}
@@ -560,18 +663,32 @@ fn run_real(script: &Script) -> Shared {
     });
     let bus = real.bus().unwrap();
     let me = Rc::downgrade(&real);
-    bus.set_entity_parents(move |entity: u8| {
+    let cyclic = script.cyclic;
+    bus.set_entity_parents(move |Ent(entity)| {
+        if entity >= SILENT_ENTITY {
+            return None;
+        }
         if let Some(target) = me.upgrade() {
             let actions = Rc::clone(target.parent_actions());
             hook(&*target, format!("parent of {entity}"), &actions);
         }
-        ENTITY_PARENT[usize::from(entity)]
+        parent_of(entity, cyclic).map(Ent)
     });
+    if script.id_code {
+        ID_BUS.with(|slot| *slot.borrow_mut() = Some(Rc::downgrade(&bus)));
+    }
+    ID_CLONES.with(|clones| clones.set(0));
     drop(bus);
     for op in &script.steps {
         step(&*real, op);
     }
     real.shared.finishing.set(true);
+    ID_BUS.with(|slot| *slot.borrow_mut() = None);
+    assert_eq!(
+        ID_CLONES.with(Cell::get),
+        0,
+        "the bus copies entity ids, never clones them"
+    );
     let bus = real.bus.borrow_mut().take();
     drop(bus);
     // The futures left go while the target lives, so the values they hold are counted.
@@ -591,6 +708,8 @@ struct ModelListener {
     /// channel's outermost walk ended; otherwise pending.
     in_main: Cell<bool>,
     dropped: Cell<bool>,
+    /// Taken out of its channel by a clear, which drops it: no walk's end does (M13).
+    taken: Cell<bool>,
     /// For a future: what it holds.
     future: Option<RefCell<FutureState>>,
 }
@@ -604,6 +723,8 @@ enum FutureState {
         on_drop: Rc<Vec<Op>>,
         tag: usize,
     },
+    /// Its listener was cleared and dropped: it resolves with `Gone`.
+    Gone,
     /// Taken by a poll, or the future dropped.
     Done,
 }
@@ -618,6 +739,7 @@ struct Queued {
 
 struct Model {
     shared: Shared,
+    cyclic: bool,
     parent_actions: Rc<Vec<Op>>,
     clone_actions: Rc<Vec<Op>>,
     /// Listeners and futures, in the order made (their labels).
@@ -691,8 +813,7 @@ impl Model {
         let mut first = FirstPanic::default();
         *self.walks.borrow_mut().entry(channel).or_default() += 1;
         let of_channel = |l: &ModelListener| (l.spec.tag, l.spec.entity) == channel;
-        let droppable =
-            |l: &ModelListener| l.removed.get() && !l.dropped.get() && l.future.is_none();
+        let droppable = |l: &ModelListener| l.removed.get() && !l.dropped.get() && !l.taken.get();
         loop {
             let mut dropped = 0;
             let mut main: Vec<Rc<ModelListener>> = self
@@ -746,8 +867,16 @@ impl Model {
     }
 
     fn drop_listener(&self, listener: &ModelListener) {
-        // A future's listener has no user code to drop.
-        if listener.dropped.replace(true) || listener.future.is_some() {
+        if listener.dropped.replace(true) {
+            return;
+        }
+        // A future's listener has no user code to drop; dropped while it waits (a clear
+        // removed it), the future is gone.
+        if let Some(state) = &listener.future {
+            let mut state = state.borrow_mut();
+            if matches!(*state, FutureState::Waiting) {
+                *state = FutureState::Gone;
+            }
             return;
         }
         guarded_drop(|| dropped(self, format!("L{}", listener.label), &listener.spec.on_drop));
@@ -882,13 +1011,21 @@ impl Model {
             && self.entity_listened.get()
         {
             let mut at = Some(target);
+            let mut climbed = vec![target];
             while let Some(current) = at {
                 if self.walk_tags(tag, entity, (entity, label, &on_drop), Some(current), limit) {
                     return;
                 }
                 let actions = Rc::clone(&self.parent_actions);
                 hook(self, format!("parent of {current}"), &actions);
-                at = ENTITY_PARENT[usize::from(current)];
+                at = parent_of(current, self.cyclic);
+                // The climb stops at the first entity it would reach twice (GB4).
+                if let Some(next) = at {
+                    if climbed.contains(&next) {
+                        break;
+                    }
+                    climbed.push(next);
+                }
             }
         }
         self.walk_tags(tag, entity, (entity, label, &on_drop), None, limit);
@@ -914,6 +1051,7 @@ impl Target for Model {
             removed: Cell::new(false),
             in_main: Cell::new(!self.walked((listen.tag, listen.entity))),
             dropped: Cell::new(false),
+            taken: Cell::new(false),
             future: None,
         }));
     }
@@ -970,6 +1108,30 @@ impl Target for Model {
         delivered
     }
 
+    fn clear(&self) {
+        // Every listener and future marked first; then those of channels no walk runs are
+        // dropped in the order added (the others when their channel's outermost walk ends, M4),
+        // each drop even if one panics (R3).
+        let cleared: Vec<(Rc<ModelListener>, bool)> = self
+            .listeners
+            .borrow()
+            .iter()
+            .filter(|l| !l.removed.get())
+            .map(|l| (Rc::clone(l), self.walked((l.spec.tag, l.spec.entity))))
+            .collect();
+        for (listener, walked) in &cleared {
+            listener.removed.set(true);
+            listener.taken.set(!walked);
+        }
+        let mut first = FirstPanic::default();
+        for (listener, walked) in cleared {
+            if !walked {
+                first.run(|| self.drop_listener(&listener));
+            }
+        }
+        first.finish();
+    }
+
     fn next(&self, tag: usize, partial: bool, entity: Option<u8>, label: usize) {
         if entity.is_some() {
             self.entity_listened.set(true);
@@ -989,6 +1151,7 @@ impl Target for Model {
             removed: Cell::new(false),
             in_main: Cell::new(!self.walked((tag, entity))),
             dropped: Cell::new(false),
+            taken: Cell::new(false),
             future: Some(RefCell::new(FutureState::Waiting)),
         });
         self.listeners.borrow_mut().push(Rc::clone(&listener));
@@ -1007,6 +1170,7 @@ impl Target for Model {
                     .push(format!("poll F{} -> pending", future.label));
             }
             FutureState::Done => self.shared.push(format!("poll F{} -> done", future.label)),
+            FutureState::Gone => self.shared.push(format!("poll F{} -> gone", future.label)),
             FutureState::Ready {
                 label,
                 on_drop,
@@ -1032,6 +1196,7 @@ impl Target for Model {
                 self.shared.push(format!("drop future F{}", future.label));
                 future.removed.set(true);
             }
+            FutureState::Gone => self.shared.push(format!("drop future F{}", future.label)),
             FutureState::Ready { label, on_drop, .. } => {
                 self.shared.push(format!("drop future F{}", future.label));
                 self.drop_payload(label, &on_drop);
@@ -1043,6 +1208,7 @@ impl Target for Model {
 fn run_model(script: &Script) -> Shared {
     let model = Model {
         shared: Shared::default(),
+        cyclic: script.cyclic,
         parent_actions: Rc::clone(&script.parent_actions),
         clone_actions: Rc::clone(&script.clone_actions),
         listeners: RefCell::new(Vec::new()),
@@ -1102,6 +1268,7 @@ fn op() -> impl Strategy<Value = Op> {
         }),
         2 => (0..8_usize).prop_map(Op::Poll),
         1 => (0..8_usize).prop_map(Op::DropFuture),
+        1 => Just(Op::Clear),
     ];
     leaf.prop_recursive(3, 32, 3, |inner| {
         prop_oneof![
@@ -1154,6 +1321,8 @@ fn listen(
 
 fn script() -> impl Strategy<Value = Script> {
     (
+        prop::bool::weighted(0.3),
+        prop::bool::weighted(0.3),
         prop_oneof![
             4 => Just(Vec::new()),
             1 => vec(op(), 1..2),
@@ -1164,11 +1333,15 @@ fn script() -> impl Strategy<Value = Script> {
         ],
         vec(op(), 1..24),
     )
-        .prop_map(|(parent_actions, clone_actions, steps)| Script {
-            parent_actions: Rc::new(parent_actions),
-            clone_actions: Rc::new(clone_actions),
-            steps,
-        })
+        .prop_map(
+            |(cyclic, id_code, parent_actions, clone_actions, steps)| Script {
+                cyclic,
+                id_code,
+                parent_actions: Rc::new(parent_actions),
+                clone_actions: Rc::new(clone_actions),
+                steps,
+            },
+        )
 }
 
 fn quiet_scripted_panics() {
@@ -1257,6 +1430,8 @@ fn gb5_a_one_shot_listener_whose_drop_panics_in_clone_driven_sends_matches_the_m
         entity: None,
     };
     let script = Script {
+        cyclic: false,
+        id_code: false,
         parent_actions: Rc::new(Vec::new()),
         clone_actions: Rc::new(vec![send_op(
             0,
@@ -1283,6 +1458,8 @@ fn gb5_a_one_shot_listener_whose_drop_panics_in_clone_driven_sends_matches_the_m
 #[test]
 fn gb5_m4_removals_during_nested_walks_of_one_channel_drop_when_the_outermost_ends() {
     let script = Script {
+        cyclic: false,
+        id_code: false,
         parent_actions: Rc::new(Vec::new()),
         clone_actions: Rc::new(Vec::new()),
         steps: vec![

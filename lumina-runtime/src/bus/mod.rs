@@ -59,7 +59,9 @@
 //! [`deliver_posted`](MessageBus::deliver_posted), which the engine calls once a frame; the
 //! queues keep their storage, so posting allocates nothing once they have grown. A [`Poster`] posts from any
 //! thread. A retained tag (`#[retained]` in `gameplay_tags!`) keeps its last message, which a
-//! listener added later hears at once.
+//! listener added later hears at once; the message is kept before its delivery starts, so a
+//! listener added during that delivery (which does not hear it, M2) hears it at its add, never
+//! the message it replaced.
 //!
 //! The bus is game-thread state like every delegate (T1): it is neither `Send` nor `Sync`.
 //!
@@ -85,28 +87,86 @@ use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash, RandomState};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::bind_site::Subscription;
 use crate::handle::DelegateHandle;
-use crate::invocation::{Drops, Guarded, InvocationList, RemoveByHandle, Shared, Spec, drop_user};
+use crate::invocation::{
+    Cleared, Drops, Guarded, InvocationList, RemoveByHandle, Shared, Spec, drop_user,
+};
 use crate::module::track;
 use crate::next_broadcast::{NextBroadcast, NextSender};
 use crate::scoped::ScopedSubscription;
 
 /// What identifies a gameplay entity on the bus: any small `Copy` id the engine chooses (an
 /// index, a generational id, a bevy-style `Entity`).
+///
+/// An id's `Hash` and `PartialEq` are user code, and may re-enter the bus (M13): the bus runs
+/// them with none of its maps borrowed, hashing an id once per operation (an addressed message
+/// once per entity it climbs through) and comparing it with the ids it keeps copied out of its
+/// maps. Ids are copied, never cloned, and being `Copy` they have no `Drop`.
 pub trait EntityId: Copy + Eq + Hash + fmt::Debug + 'static {}
 
 impl<T: Copy + Eq + Hash + fmt::Debug + 'static> EntityId for T {}
 
-/// How far an addressed message climbs the entity hierarchy at most: a parent relation with a
-/// cycle stops there (with a warning) instead of looping forever.
+/// How far an addressed message climbs the entity hierarchy at most (with a warning): a
+/// hierarchy deeper than this is taken for a cycle the checks of [`Climb`] did not find.
 const MAX_ENTITY_DEPTH: usize = 1024;
+
+/// How many of the entities it climbed through an addressed message remembers, on the stack:
+/// a cycle of up to this many entities is found where it closes (GB4).
+const RECENT_ENTITIES: usize = 32;
+
+/// What an addressed message's climb of the entity hierarchy knows of the entities it went
+/// through, to stop at the first one it would reach twice (GB4), with no allocation (GB9): the
+/// last [`RECENT_ENTITIES`] of them, which find a cycle of up to that many entities where it
+/// closes, at any depth; and Brent's tortoise, which finds a longer one within three laps.
+struct Climb<E> {
+    recent: [Option<E>; RECENT_ENTITIES],
+    steps: usize,
+    /// Brent: the entity saved at the last power of two, how far the climb went since, and
+    /// that power.
+    tortoise: E,
+    lap: usize,
+    power: usize,
+}
+
+impl<E: EntityId> Climb<E> {
+    fn new(start: E) -> Self {
+        let mut recent = [None; RECENT_ENTITIES];
+        recent[0] = Some(start);
+        Climb {
+            recent,
+            steps: 0,
+            tortoise: start,
+            lap: 0,
+            power: 1,
+        }
+    }
+
+    /// The climb goes on to `next`: whether it was there already (compared with the ids'
+    /// `PartialEq`, user code, run with nothing borrowed).
+    fn revisits(&mut self, next: E) -> bool {
+        if next == self.tortoise || self.recent.iter().flatten().any(|seen| *seen == next) {
+            return true;
+        }
+        self.steps += 1;
+        self.recent[self.steps % RECENT_ENTITIES] = Some(next);
+        self.lap += 1;
+        if self.lap == self.power {
+            self.tortoise = next;
+            self.power *= 2;
+            self.lap = 0;
+        }
+        false
+    }
+}
 
 /// What a listener is: called with the message being delivered. Made by the
 /// bus's `listen*` methods from the user's closure, in the caller's crate, so the callable's code
@@ -320,8 +380,13 @@ impl<E: EntityId> fmt::Debug for Message<'_, E> {
 
 /// A retained message: the entity it was addressed to, and its payload.
 type Retained<E> = (Option<E>, Rc<dyn Any>);
-/// The channels of listeners of one entity, by tag id and entity.
-type EntityChannels<E> = HashMap<(u32, E), Rc<Channel<E>>>;
+/// The channels of listeners of one entity, by tag id and the entity's hash (made by the bus's
+/// [`RandomState`], outside any borrow), each with its entity: the map itself runs no user code
+/// (M13). Almost always one channel per key: more only when two entities' hashes collide.
+type EntityChannels<E> = HashMap<(u32, u64), SmallVec<[(E, Rc<Channel<E>>); 1]>>;
+/// The message a retained tag kept before a new one: its payload, when replaced in place, or
+/// the kept pair, when replaced whole.
+type Replaced<P, E> = (Option<P>, Option<Retained<E>>);
 /// The engine's entity parent relation (GB4).
 type ParentRelation<E> = Rc<dyn Fn(E) -> Option<E>>;
 
@@ -671,8 +736,13 @@ pub struct MessageBus<E: EntityId = u64> {
     /// Listeners of no particular entity, by tag id. Never shrinks; a tag's channel is made by
     /// its first listener, post or retained message.
     channels: RefCell<Vec<Option<Rc<Channel<E>>>>>,
-    /// Listeners of one entity, by tag id and entity.
+    /// Listeners of one entity, by tag id and entity hash.
     entity_channels: RefCell<EntityChannels<E>>,
+    /// Hashes entity ids for `entity_channels`.
+    entity_hasher: RandomState,
+    /// Counts the channels added to and removed from `entity_channels`: a lookup that found no
+    /// channel adds one only if no user code (an id's `PartialEq`) added one meanwhile.
+    entity_changes: Cell<u64>,
     /// Whether any partial listener was ever added: if not, a send looks up its own tag only.
     any_partial: Cell<bool>,
     /// The engine's entity parent relation (GB4).
@@ -716,6 +786,8 @@ impl<E: EntityId> MessageBus<E> {
         MessageBus {
             channels: RefCell::new(Vec::new()),
             entity_channels: RefCell::new(HashMap::new()),
+            entity_hasher: RandomState::new(),
+            entity_changes: Cell::new(0),
             any_partial: Cell::new(false),
             parents: Rc::new(Parents {
                 relation: RefCell::new(None),
@@ -733,6 +805,11 @@ impl<E: EntityId> MessageBus<E> {
 
     /// Gives the bus the engine's entity hierarchy (GB4): `parent(entity)` is the entity an
     /// addressed message bubbles to next, `None` at a root. Replaces the relation given before.
+    ///
+    /// A relation with a cycle is not followed round: a message stops climbing at the first
+    /// entity it would reach twice, with one `tracing` warning, so each listener hears it once
+    /// (exactly so for a cycle of up to 32 entities; a longer one is found within three laps).
+    /// The relation is called once per entity the message climbs through.
     ///
     /// A relation set by a game module's code goes when the module unloads (R5): from then on
     /// messages bubble no further than the addressed entity, until one is set again.
@@ -1050,12 +1127,7 @@ impl<E: EntityId> MessageBus<E> {
     ) -> (DelegateHandle, Option<Callable<E>>) {
         let channel = match entity {
             None => self.channel_or_new(tag),
-            Some(entity) => Rc::clone(
-                self.entity_channels
-                    .borrow_mut()
-                    .entry((tag.id(), entity))
-                    .or_insert_with(|| Rc::new(Channel::new(tag))),
-            ),
+            Some(entity) => self.entity_channel_or_new(tag, entity),
         };
         if is_partial {
             channel
@@ -1102,18 +1174,25 @@ impl<E: EntityId> MessageBus<E> {
     }
 
     fn remember(&self, handle: DelegateHandle, record: Record<E>) {
-        let mut records = self.records.borrow_mut();
-        records.insert(handle.id(), record);
-        // Sweep listeners removed by guards or unloads once they could be half the table.
-        if records.len() >= 64 && records.len().is_power_of_two() {
-            let gone: Vec<u64> = records
-                .iter()
-                .filter(|(id, record)| !self.is_listening_with(**id, record))
-                .map(|(id, _)| *id)
-                .collect();
-            for id in gone {
-                records.remove(&id);
+        let swept: Vec<(u64, Record<E>)> = {
+            let mut records = self.records.borrow_mut();
+            records.insert(handle.id(), record);
+            // Sweep listeners removed by guards or unloads once they could be half the table.
+            if records.len() < 64 || !records.len().is_power_of_two() {
+                return;
             }
+            records.iter().map(|(id, record)| (*id, *record)).collect()
+        };
+        // Asked with the records copied out: finding an entity's channel runs its id's `Hash`
+        // and `PartialEq`, which may re-enter the bus (M13).
+        let gone: Vec<u64> = swept
+            .into_iter()
+            .filter(|(id, record)| !self.is_listening_with(*id, record))
+            .map(|(id, _)| id)
+            .collect();
+        let mut records = self.records.borrow_mut();
+        for id in gone {
+            records.remove(&id);
         }
     }
 
@@ -1228,12 +1307,11 @@ impl<E: EntityId> MessageBus<E> {
             .flatten()
             .map(|channel| (channel.tag, None, Rc::clone(channel)))
             .collect();
-        channels.extend(
-            self.entity_channels
-                .borrow()
+        channels.extend(self.entity_channels.borrow().values().flat_map(|bucket| {
+            bucket
                 .iter()
-                .map(|(&(_, entity), channel)| (channel.tag, Some(entity), Rc::clone(channel))),
-        );
+                .map(|(entity, channel)| (channel.tag, Some(*entity), Rc::clone(channel)))
+        }));
         // By tag, entity-less first, then in the order each channel got its first listener.
         channels.sort_by_key(|(tag, entity, channel)| {
             let first = channel
@@ -1266,18 +1344,48 @@ impl<E: EntityId> MessageBus<E> {
     /// Removes every listener of one entity (when the engine despawns it), and forgets its
     /// channels; returns how many listeners were removed.
     pub fn forget_entity(&self, entity: E) -> usize {
-        let removed: Vec<Rc<Channel<E>>> = {
+        // The id's `Hash` and `PartialEq` run with no map borrowed (M13): the channels with its
+        // hash are copied out first, compared, and only then taken out of the map.
+        let hash = self.entity_hasher.hash_one(entity);
+        let candidates: Vec<(u32, E, Rc<Channel<E>>)> = self
+            .entity_channels
+            .borrow()
+            .iter()
+            .filter(|((_, found), _)| *found == hash)
+            .flat_map(|(&(tag, _), bucket)| {
+                bucket
+                    .iter()
+                    .map(move |(owner, channel)| (tag, *owner, Rc::clone(channel)))
+            })
+            .collect();
+        let mut removed = Vec::new();
+        let mut others = Vec::new();
+        for (tag, owner, channel) in candidates {
+            if owner == entity {
+                removed.push((tag, channel));
+            } else {
+                others.push(channel);
+            }
+        }
+        {
             let mut channels = self.entity_channels.borrow_mut();
-            let keys: Vec<(u32, E)> = channels
-                .keys()
-                .filter(|(_, owner)| *owner == entity)
-                .copied()
-                .collect();
-            keys.iter().filter_map(|key| channels.remove(key)).collect()
-        };
+            for (tag, channel) in &removed {
+                if let Some(bucket) = channels.get_mut(&(*tag, hash)) {
+                    bucket.retain(|(_, kept)| !Rc::ptr_eq(kept, channel));
+                    if bucket.is_empty() {
+                        channels.remove(&(*tag, hash));
+                    }
+                }
+            }
+        }
+        self.entity_changes.set(self.entity_changes.get() + 1);
+        // A channel compared meanwhile may have been forgotten by the comparison's own code:
+        // this was then its last reference (user code, guarded, R3).
+        Drops::drop_each(others);
+        let removed: Vec<Rc<Channel<E>>> =
+            removed.into_iter().map(|(_, channel)| channel).collect();
         let operation = self.script_operation();
         let mut count = 0;
-        let mut drops = Drops::default();
         // Every managed listener marked before the first clear runs user code (M13).
         for channel in &removed {
             if operation.is_some() {
@@ -1287,14 +1395,7 @@ impl<E: EntityId> MessageBus<E> {
             }
             count += channel.list.len();
         }
-        // Every channel cleared, even past a panicking `Drop` (R3).
-        for channel in &removed {
-            drops.run(|| channel.list.clear());
-        }
-        for channel in removed {
-            drops.drop(channel);
-        }
-        drops.finish();
+        clear_channels(removed);
         count
     }
 
@@ -1302,7 +1403,12 @@ impl<E: EntityId> MessageBus<E> {
 
     /// Sends a message on `key`'s tag now (GB5): every matching listener hears it before this
     /// returns, in the order of GB3. Allocates nothing (a retained tag's first message stores
-    /// it once). Sending from a listener nests.
+    /// it once, and so does a send nested in the delivery of one on its tag, whose message is
+    /// held meanwhile). Sending from a listener nests.
+    ///
+    /// On a retained tag the message is kept before delivery starts (GB6): while it is
+    /// delivered, [`retained`](Self::retained) gives it, and a listener added meanwhile hears it
+    /// at its add (and not again from this send, M2). A listener's panic leaves it kept.
     #[inline]
     pub fn send<P: 'static>(&self, key: &TagKey<P>, payload: P) {
         let (tag, payload) = resolve(key, payload);
@@ -1336,19 +1442,48 @@ impl<E: EntityId> MessageBus<E> {
         Ok(())
     }
 
-    /// Delivers one message: the payload is held by the bus meanwhile (guarded, R2), then kept
-    /// if the tag is retained, dropped otherwise.
+    /// Delivers one message: the payload is held by the bus meanwhile (guarded, R2), then
+    /// dropped; on a retained tag it is kept first ([`deliver_retained`](Self::deliver_retained)).
     #[inline]
     fn deliver<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
+        if tag.is_retained() {
+            return self.deliver_retained(tag, entity, payload);
+        }
         let held = Guarded::new(payload);
         let message = Message::new(tag, entity, &*held);
         self.dispatch(&message);
         if !message.heard.get() {
             unheard(tag);
         }
-        if tag.is_retained() {
-            self.retain(tag, entity, held.into_inner());
+    }
+
+    /// Delivers a message on a retained tag (GB6): kept as the tag's last message *before*
+    /// delivery starts, as a behaviour subject stores before it emits, so that during the send
+    /// [`retained`](Self::retained) reads it and a listener added meanwhile (which does not hear
+    /// the send, M2) is replayed this message at its add, never the one it replaces. The
+    /// listeners hear it from the kept value, through a clone of its `Rc` held meanwhile
+    /// (no allocation: a send nested in a listener keeps its own message beside it). The
+    /// message it replaces is dropped once delivery is over, as before.
+    #[inline(never)]
+    fn deliver_retained<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
+        let (kept, old) = self.retain_keeping(tag, entity, payload);
+        // Both user values, guarded while a listener's panic unwinds (R2): a listener may clear
+        // the retained message, leaving `kept` its last reference.
+        let (kept, old) = (Guarded::new(kept), Guarded::new(old));
+        let Some(value) = kept.downcast_ref::<P>() else {
+            unreachable!("the message just kept is a `P`");
+        };
+        let message = Message::new(tag, entity, value);
+        self.dispatch(&message);
+        if !message.heard.get() {
+            unheard(tag);
         }
+        let (in_place, whole) = old.into_inner();
+        let mut drops = Drops::default();
+        drops.drop(in_place);
+        drops.drop(whole);
+        drops.drop(kept.into_inner());
+        drops.finish();
     }
 
     /// Walks the listeners of the message, GB4 then GB3; stops once it is consumed.
@@ -1370,9 +1505,13 @@ impl<E: EntityId> MessageBus<E> {
     fn bubble(&self, message: &Message<'_, E>, entity: E) -> bool {
         let mut current = Some(entity);
         let mut steps = 0;
+        let mut climb = Climb::new(entity);
         while let Some(at) = current {
             message.at_entity.set(Some(at));
-            if self.walk_tags(message, |tag| self.channel_of(tag, Some(at))) {
+            // Hashed once for every tag the message walks at this entity (M13: user code, run
+            // with nothing borrowed).
+            let hash = self.entity_hasher.hash_one(at);
+            if self.walk_tags(message, |tag| self.entity_channel(tag, at, hash)) {
                 return true;
             }
             steps += 1;
@@ -1380,7 +1519,7 @@ impl<E: EntityId> MessageBus<E> {
                 tracing::warn!(
                     tag = %message.tag,
                     "lumina: a message climbed {MAX_ENTITY_DEPTH} entities up the entity \
-                     hierarchy: the parent relation has a cycle? it goes no further"
+                     hierarchy: it goes no further"
                 );
                 break;
             }
@@ -1388,6 +1527,12 @@ impl<E: EntityId> MessageBus<E> {
             // clone is then its last reference, held under the guard (R2).
             let parents = self.parents.relation.borrow().clone();
             current = parents.and_then(|parent| Guarded::hold_rc(parent, |parent| parent(at)));
+            if let Some(next) = current
+                && climb.revisits(next)
+            {
+                cycle(message.tag, steps);
+                break;
+            }
         }
         false
     }
@@ -1438,6 +1583,23 @@ impl<E: EntityId> MessageBus<E> {
     }
 
     fn retain<P: 'static>(&self, tag: Tag, entity: Option<E>, payload: P) {
+        let (kept, (in_place, whole)) = self.retain_keeping(tag, entity, payload);
+        let mut drops = Drops::default();
+        drops.drop(in_place);
+        drops.drop(whole);
+        drops.drop(kept);
+        drops.finish();
+    }
+
+    /// Keeps `payload` as the last message of `tag` (GB6); returns a clone of the kept `Rc`
+    /// and the message it replaces, which the caller drops (user data: outside the borrow,
+    /// guarded).
+    fn retain_keeping<P: 'static>(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        payload: P,
+    ) -> (Rc<dyn Any>, Replaced<P, E>) {
         let channel = self.channel_or_new(tag);
         let mut slot = channel.retained.borrow_mut();
         // Reused in place when no replay holds the last message (amortized zero allocation).
@@ -1447,26 +1609,25 @@ impl<E: EntityId> MessageBus<E> {
             *sent_to = entity;
             let old = std::mem::replace(value, payload);
             let code = track::code_of(&**shared);
+            let kept = Rc::clone(shared);
             drop(slot);
             // The slot holds a new value: its record is made anew (MB6: the module's value
             // replacing the engine's is the module's, and the engine's replacing the module's
             // is not).
             channel.track(RETAINED, code);
-            // The previous message is user data: dropped outside the borrow, guarded.
-            Drops::drop_one(old);
-            return;
+            return (kept, (Some(old), None));
         }
         let kept = Rc::new(payload) as Rc<dyn Any>;
         let code = track::code_of(&*kept);
-        let old = slot.replace((entity, kept));
+        let old = slot.replace((entity, Rc::clone(&kept)));
         drop(slot);
         channel.track(RETAINED, code);
-        Drops::drop_one(old);
+        (kept, (None, old))
     }
 
     /// The retained message of `key`'s tag, if any (GB6). While the engine holds the `Rc` this
-    /// returns, a game module whose type the payload is cannot be unloaded (`Busy`, R5): drop it
-    /// before the unload.
+    /// returns, a game module's unload cannot drop it: the module counts as still referred to
+    /// until it is dropped (MB6).
     ///
     /// A retained message a script sent (GB8) is kept as its bytes; this turns it into a `P`
     /// first, so the `Rc` always holds a `P`.
@@ -1617,11 +1778,51 @@ impl<E: EntityId> MessageBus<E> {
     fn channel_of(&self, tag: Tag, entity: Option<E>) -> Option<Rc<Channel<E>>> {
         match entity {
             None => self.channel(tag),
-            Some(entity) => self
-                .entity_channels
-                .borrow()
-                .get(&(tag.id(), entity))
-                .cloned(),
+            Some(entity) => self.entity_channel(tag, entity, self.entity_hasher.hash_one(entity)),
+        }
+    }
+
+    /// The channel of `tag` for `entity`, whose hash is `hash`. The id's `PartialEq` is user
+    /// code: each candidate is copied out of the map, and compared once the borrow is over
+    /// (M13). One candidate, unless hashes collide.
+    fn entity_channel(&self, tag: Tag, entity: E, hash: u64) -> Option<Rc<Channel<E>>> {
+        let mut index = 0;
+        loop {
+            let (owner, channel) = {
+                let channels = self.entity_channels.borrow();
+                let (owner, channel) = channels.get(&(tag.id(), hash))?.get(index)?;
+                (*owner, Rc::clone(channel))
+            };
+            if owner == entity {
+                return Some(channel);
+            }
+            // The comparison's code may have forgotten the channel: then this is its last
+            // reference (user code, guarded, R2).
+            drop_user(channel);
+            index += 1;
+        }
+    }
+
+    /// The channel of `tag` for `entity`, made if it has none. Adds one only if no user code run
+    /// by the lookup (the id's `Hash` or `PartialEq`) changed the entities' channels meanwhile;
+    /// else it looks again.
+    fn entity_channel_or_new(&self, tag: Tag, entity: E) -> Rc<Channel<E>> {
+        let hash = self.entity_hasher.hash_one(entity);
+        loop {
+            let changes = self.entity_changes.get();
+            if let Some(channel) = self.entity_channel(tag, entity, hash) {
+                return channel;
+            }
+            if changes == self.entity_changes.get() {
+                let channel = Rc::new(Channel::new(tag));
+                self.entity_channels
+                    .borrow_mut()
+                    .entry((tag.id(), hash))
+                    .or_default()
+                    .push((entity, Rc::clone(&channel)));
+                self.entity_changes.set(changes + 1);
+                return channel;
+            }
         }
     }
 
@@ -1663,12 +1864,34 @@ impl<E: EntityId> Drop for MessageBus<E> {
         {
             drops.drop(channel);
         }
-        for (_, channel) in std::mem::take(self.entity_channels.get_mut()) {
-            drops.drop(channel);
+        for (_, bucket) in std::mem::take(self.entity_channels.get_mut()) {
+            for (_, channel) in bucket {
+                drops.drop(channel);
+            }
         }
         drops.drop(self.parents.relation.borrow_mut().take());
         drops.finish();
     }
+}
+
+/// Clears `channels` as one operation (M13, what [`MessageBus::clear`] and
+/// [`MessageBus::forget_entity`] do): every list is emptied, or while it is walked its listeners
+/// marked, before the first listener's `Drop` runs, so that code reaches none of the listeners
+/// this removes and a listener it adds stays (M6). The listeners are dropped in the order they
+/// were added (those of a channel being walked when that walk ends, M4). Every `Drop` runs even
+/// if one panics; the first panic resumes at the end (R3).
+fn clear_channels<E: EntityId>(channels: Vec<Rc<Channel<E>>>) {
+    let cleared = Cleared::gather(
+        channels
+            .iter()
+            .map(|channel| channel.list.take_all(|_, _, _| {})),
+    );
+    let mut drops = Drops::default();
+    cleared.drop_into(&mut drops);
+    for channel in channels {
+        drops.drop(channel);
+    }
+    drops.finish();
 }
 
 /// The posted queue of `channel`'s tag, made by its first post; recorded with the module loader
@@ -1704,6 +1927,17 @@ pub(super) fn resolve<T>(key: impl Into<Tag>, value: T) -> (Tag, T) {
     let value = Guarded::new(value);
     let tag = key.into();
     (tag, value.into_inner())
+}
+
+/// An addressed message's climb reached an entity it went through already (GB4).
+#[cold]
+#[inline(never)]
+fn cycle(tag: Tag, steps: usize) {
+    tracing::warn!(
+        tag = %tag,
+        "lumina: a message on `{tag}` reached an entity it had climbed through already, after \
+         {steps} entities: the entity parent relation has a cycle; it goes no further"
+    );
 }
 
 /// A message nobody heard: visible at debug level (GB7).

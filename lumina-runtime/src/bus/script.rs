@@ -537,6 +537,12 @@ impl<E: EntityId> MessageBus<E> {
     /// release hook with [`ReleaseReason::Cleared`] (GB8), when the clear returns, or, for one
     /// whose tag is being walked (its thunk may be the one that cleared), when that walk ends
     /// (M4). Retained messages and posted messages stay.
+    ///
+    /// One operation (M13): every listener of every channel is removed before the first
+    /// listener's `Drop` runs, so a message that `Drop` sends is heard by none of them, and a
+    /// listener it adds stays (M6). The listeners are dropped in the order they were added
+    /// (those of a tag being walked when its walk ends, M4). Every `Drop` runs even if one
+    /// panics; the first panic resumes once the clear is complete (R3).
     pub fn clear(&self) {
         let _operation = Operation::begin();
         let scripts = self.scripts.borrow().clone();
@@ -549,17 +555,15 @@ impl<E: EntityId> MessageBus<E> {
             .iter()
             .flatten()
             .cloned()
-            .chain(self.entity_channels.borrow().values().cloned())
+            .chain(
+                self.entity_channels
+                    .borrow()
+                    .values()
+                    .flat_map(|bucket| bucket.iter().map(|(_, channel)| Rc::clone(channel))),
+            )
             .collect();
         self.records.borrow_mut().clear();
-        // Every channel cleared, even past a panicking `Drop`, whose panic resumes at the end
-        // (M13, R3: a clear still clears).
-        let mut drops = Drops::default();
-        for channel in channels {
-            drops.run(|| channel.list.clear());
-            drops.drop(channel);
-        }
-        drops.finish();
+        super::clear_channels(channels);
     }
 
     /// How many managed listeners are listening (GB8).
@@ -774,12 +778,14 @@ impl MessageBus<u64> {
         // has no `Drop` glue that could run on them: nothing drops a message's payload but its
         // owner, here `words`, a buffer of `MaybeUninit<u64>`.
         let message = unsafe { Message::with_type(tag, entity, payload, ty) };
+        // Kept before delivery starts, as a Rust send's payload is (GB6): a listener added
+        // during the send is replayed this message. The listeners hear `words`, the same bytes.
+        if tag.is_retained() {
+            self.retain_bytes(tag, entity, &words[..size.div_ceil(8)], ty);
+        }
         self.dispatch(&message);
         if !message.heard.get() {
             unheard(tag);
-        }
-        if tag.is_retained() {
-            self.retain_bytes(tag, entity, &words[..size.div_ceil(8)], ty);
         }
     }
 }

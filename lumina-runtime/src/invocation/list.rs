@@ -38,6 +38,29 @@ pub(crate) struct InvocationList<C> {
     block: OnceCell<Rc<Block<C>>>,
 }
 
+/// What the first phase of a clear took out of a list ([`InvocationList::take_all`]): its
+/// subscribers, no longer in it, whose callables are dropped by the second phase.
+#[must_use = "the second phase drops the callables: `drop_into`"]
+pub(crate) struct Cleared<C>(Vec<Entry<C>>);
+
+impl<C> Cleared<C> {
+    /// What several lists' first phases took, as one, in the order the subscribers were added
+    /// (ids only grow): so an operation clearing several lists drops their callables in an
+    /// order that does not depend on how it keeps the lists.
+    pub(crate) fn gather(taken: impl IntoIterator<Item = Cleared<C>>) -> Self {
+        let mut all: Vec<Entry<C>> = taken.into_iter().flat_map(|cleared| cleared.0).collect();
+        all.sort_unstable_by_key(Entry::id);
+        Cleared(all)
+    }
+
+    /// The second phase: drops every callable, one at a time, each panic kept by `drops` (R3).
+    pub(crate) fn drop_into(self, drops: &mut Drops) {
+        for entry in self.0 {
+            drops.drop(entry);
+        }
+    }
+}
+
 /// A priority's stretch of the main list: its entries end (exclusive) at `end`; it starts where
 /// the run before it ends. Runs are in descending priority.
 #[derive(Clone, Copy, Debug)]
@@ -224,9 +247,21 @@ impl<C: Subscriber> InvocationList<C> {
     /// it removes, before any of them is dropped (script delegates collect their managed bindings
     /// there, so a drop's code cannot unbind one in between). `removed` must not run user code.
     pub fn clear_with(&self, removed: impl FnMut(u64, u32, &C)) {
-        if let Some(block) = self.block() {
-            block.clear_with(removed);
-        }
+        let mut drops = Drops::default();
+        self.take_all(removed).drop_into(&mut drops);
+        drops.finish();
+    }
+
+    /// The two phases of [`clear_with`](Self::clear_with) for an operation that clears several
+    /// lists atomically (M13: everything it removes is marked before any drop runs): this is the
+    /// first, which empties the list (or, during a broadcast, marks every subscriber removed)
+    /// and runs no user code; the caller drops what it returns once every list is cleared, one
+    /// callable at a time through its `Drops` ([`Cleared::drop_into`]).
+    pub(crate) fn take_all(&self, removed: impl FnMut(u64, u32, &C)) -> Cleared<C> {
+        Cleared(
+            self.block()
+                .map_or_else(Vec::new, |block| block.take_all(removed)),
+        )
     }
 
     /// Whether at least one live subscriber exists (M8).
@@ -928,14 +963,17 @@ impl<C: Subscriber> Block<C> {
         found.owner_alive()
     }
 
-    fn clear_with(&self, mut removed: impl FnMut(u64, u32, &C)) {
+    /// The first phase of a clear (see [`InvocationList::take_all`]): outside a broadcast, the
+    /// entries taken out of the list, empty now; during one, nothing (every entry is marked
+    /// removed, and the outermost broadcast's end drops the callables, M4).
+    fn take_all(&self, mut removed: impl FnMut(u64, u32, &C)) -> Vec<Entry<C>> {
         if self.is_broadcasting() {
             self.remove_each(
                 |_, entry| !entry.is_removed(),
                 |pending| !pending.entry.is_removed(),
                 removed,
             );
-            return;
+            return Vec::new();
         }
         let old = std::mem::take(&mut *self.entries.borrow_mut());
         self.runs.borrow_mut().clear();
@@ -959,11 +997,7 @@ impl<C: Subscriber> Block<C> {
                 removed(entry.id(), entry.site(), &callable);
             }
         }
-        let mut drops = Drops::default();
-        for entry in old {
-            drops.drop(entry);
-        }
-        drops.finish();
+        old
     }
 
     /// Removes every entry present now that the selectors pick; returns how many. All of them

@@ -110,5 +110,5 @@ mod tests;
 pub use drops::Guarded;
 pub(crate) use drops::{AtThreadExit, Drops, drop_payload, drop_user, panic_text};
 pub(crate) use entry::Subscriber;
-pub(crate) use list::{Block, InvocationList, RemoveByHandle, Spec};
+pub(crate) use list::{Block, Cleared, InvocationList, RemoveByHandle, Spec};
 pub(crate) use raw::{Shared, WeakShared};
