@@ -1,4 +1,4 @@
-//! Game modules (rules MB1-MB5, R5): builds the fixture engine and game modules of
+//! Game modules (rules MB1-MB6, R5): builds the fixture engine and game modules of
 //! `tests/modules/` with the shared runtime (the README's commands), runs the engine through its
 //! scenarios and checks the whole trace. The load/unload cycle and the re-entry scenario also run
 //! under valgrind's memcheck, which must report no error (no read of unmapped or freed memory);
@@ -73,6 +73,7 @@ fn libraries(test: &str) -> PathBuf {
         ("libreflecting_module.so", "reflecting.so"),
         ("libreentrant_module.so", "reentrant.so"),
         ("libbus_module.so", "bus.so"),
+        ("libfindings_module.so", "findings.so"),
     ] {
         std::fs::copy(built.join(from), dir.join(to)).unwrap();
     }
@@ -361,6 +362,14 @@ const MEMCHECK: &[&str] = &[
     "--leak-check=no",
 ];
 
+/// Fails with memcheck's report unless it found no error.
+fn assert_memcheck_clean(report: &str) {
+    assert!(
+        report.contains("ERROR SUMMARY: 0 errors from 0 contexts"),
+        "memcheck reported errors:\n{report}"
+    );
+}
+
 #[test]
 fn mb4_load_unload_cycle_runs_clean_under_memcheck() {
     let found = Command::new("sh")
@@ -375,10 +384,7 @@ fn mb4_load_unload_cycle_runs_clean_under_memcheck() {
     let dir = libraries("mb4-memcheck");
     let (trace, report) = run(engine("cycle", &dir, Some(MEMCHECK)));
     assert_eq!(trace, CYCLE);
-    assert!(
-        report.contains("ERROR SUMMARY: 0 errors from 0 contexts"),
-        "memcheck reported errors:\n{report}"
-    );
+    assert_memcheck_clean(&report);
 }
 
 #[test]
@@ -723,10 +729,7 @@ fn r5_mb4_reentry_from_every_point_runs_clean_under_memcheck() {
         assert_gone(&trace, plan);
     }
     assert!(trace.ends_with("engine: done\n"), "{trace}");
-    assert!(
-        report.contains("ERROR SUMMARY: 0 errors from 0 contexts"),
-        "memcheck reported errors:\n{report}"
-    );
+    assert_memcheck_clean(&report);
 }
 
 /// The engine's scenario of a module on its message bus (`module_host bus`).
@@ -778,10 +781,7 @@ fn mb4_r5_a_modules_bus_payloads_dropped_at_unload_run_clean_under_memcheck() {
     let dir = libraries("bus-memcheck");
     let (trace, report) = run(engine("bus", &dir, Some(MEMCHECK)));
     assert_eq!(trace, bus_trace("bus-plain", None));
-    assert!(
-        report.contains("ERROR SUMMARY: 0 errors from 0 contexts"),
-        "memcheck reported errors:\n{report}"
-    );
+    assert_memcheck_clean(&report);
 }
 
 /// R5 at the game thread's exit: a module still loaded when its game thread exits stays mapped
@@ -985,4 +985,67 @@ fn r5_mb4_a_modules_closure_in_an_engine_single_cast_delegate_is_dropped_before_
     );
     assert!(lines.contains(&"engine: score query dropped"), "{lines:#?}");
     assert_gone(&trace, "single-cast");
+}
+
+/// The trace of `module_host findings` (issue 30's five findings, MB6).
+const FINDINGS: &str = "\
+engine: boxed task ran
+engine: boxed coroutine polled
+engine: queue ran 2 task(s)
+engine: boxed coroutine Finished
+engine: posted call ran
+engine: delivered 1
+engine: helper mapped before the load: false
+module_helper: settings saved: Game.FindingsSettings
+findings: ready, round 1
+findings: started
+engine: loaded: on_tick 2, on_settings_saved 2, queued 3, coroutines 1, posted 1, helper mapped true
+engine: 4 subscriptions attributed to the module
+findings: shut-down
+engine: unloaded findings_module
+engine: unloaded: on_tick 1, on_settings_saved 1, queued 0, coroutines 0, posted 0, helper mapped true
+engine: boxed tick 1
+engine: queue ran 0 task(s)
+engine: delivered 0
+engine: state retained: false
+engine: mirror retained: true
+engine: mirror state
+engine: names kept: [\"FindingsSettings\", \"FindingsReady\", \"FindingsModule::on_ready\", \"AudioSettings\"]
+engine: kept mapped: 1 version(s), bytes > 0: true, still referenced: 0
+engine: done
+";
+
+/// MB6 against issue 30's five findings, each of which made the engine run or read the module's
+/// code after its library was unmapped (SIGSEGV): a module (`findings_module`) stores code where
+/// a record by code address cannot see it, and its unload must still take back every behaviour
+/// of it, leave the engine's values alone, and keep what it handed out readable.
+///
+/// 1. Closures of a helper `dylib` the module links (`module_helper`), subscribed to
+///    `on_settings_saved` and queued from there: the helper, mapped by the module's load, stays
+///    mapped after the unload, and both are gone (`on_settings_saved 1`, `queued 0`).
+/// 2. Generic code the engine's API library shares (`add_lambda`, `enqueue`, `spawn_local` of
+///    boxed callables): attributed to the module because its code ran when they were stored; with
+///    that attribution broken, the boxed task and coroutine ran after the unload
+///    ("findings: boxed task ran" — checked once by hand).
+/// 3. A message posted into the queue the engine's own post made: dropped (`posted 0`,
+///    `delivered 0`).
+/// 4. A retained message the module put in place of the engine's: gone (`state retained:
+///    false`); the mirror, the engine's message in place of the module's: kept and replayed.
+/// 5. `&'static str` names of the module's data (a `SettingsClass`, an event class, a
+///    `LifecycleSignal`) printed after the unload: readable, since the library stays mapped.
+#[test]
+fn mb6_what_a_module_stores_out_of_sight_of_its_records_goes_with_its_unload() {
+    let dir = libraries("mb6-findings");
+    let (trace, _) = run(engine("findings", &dir, None));
+    assert_eq!(trace, FINDINGS);
+}
+
+/// The same scenario under memcheck: no read of unmapped or freed memory anywhere (each finding
+/// was "not within mapped region" before MB6).
+#[test]
+fn mb6_the_five_findings_run_clean_under_memcheck() {
+    let dir = libraries("mb6-findings-memcheck");
+    let (trace, report) = run(engine("findings", &dir, Some(MEMCHECK)));
+    assert_eq!(trace, FINDINGS);
+    assert_memcheck_clean(&report);
 }

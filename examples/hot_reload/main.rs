@@ -1,7 +1,9 @@
-//! Hot reload of a game module (rules MB1-MB5), end to end: the engine builds the game module
+//! Hot reload of a game module (rules MB1-MB6), end to end: the engine builds the game module
 //! (`examples/hot_reload/game.rs`, a `cdylib` example) with cargo, loads it, runs frames, rebuilds
 //! it as version 2 while running, notices the new file, reloads it, and from then on only the new
-//! version's subscriber runs; then it unloads it.
+//! version's subscriber runs; then it unloads it. Unloaded versions stay mapped (rule MB6: an
+//! unload takes back behaviour, not memory); the engine prints what it keeps, and how many
+//! bytes.
 //!
 //! ```sh
 //! cargo run --example hot_reload --features dynamic_linking
@@ -87,5 +89,23 @@ fn main() {
     match module::unload(game) {
         Ok(_) => unreachable!("a module unloads once"),
         Err(error) => println!("engine: unloading it again: {error}"),
+    }
+    // MB6: both versions' libraries stay mapped for the process's life, so nothing the records
+    // missed can ever run unmapped code. What that costs:
+    let kept = module::unloaded();
+    let bytes: usize = kept.iter().map(module::UnloadedModule::bytes).sum();
+    println!(
+        "engine: kept mapped: {} unloaded version(s), {} KiB",
+        kept.len(),
+        bytes / 1024
+    );
+    for version in &kept {
+        println!(
+            "engine:   {} ({}): {} KiB, still referenced: {}",
+            version.info(),
+            version.id(),
+            version.bytes() / 1024,
+            version.still_referenced()
+        );
     }
 }

@@ -47,8 +47,9 @@
 //!   task's `Drop` run by a call of the caller's, [`TaskHandle::cancel`] from outside the task,
 //!   panics into that call; one run by a session's end or a module's unload resumes once that
 //!   teardown is complete (R3).
-//! - A task spawned by code of a game module is dropped, unpolled, when the module unloads
-//!   (MB4); unloading a module from inside its own task is refused (`Busy`: its code is on the stack).
+//! - A task of a game module (its future's code lies in the module's library, or the module's
+//!   code was running when it was spawned) is dropped, unpolled, when the module unloads (MB4,
+//!   MB6); a task that unloads its own module is dropped when that poll returns.
 //! - A task of a game-thread session that ended (a `GameThreadScope` dropped) is never polled
 //!   again: the session's end drops it (`Abandoned`), with the rest of the session's state, so
 //!   what it waits on is unsubscribed then and its captures are dropped on the game thread, not
@@ -67,7 +68,7 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use crate::invocation::{AtThreadExit, Drops, Guarded};
 use crate::main_thread;
-use crate::module::track::{self, Code};
+use crate::module::track::{self, Origin};
 
 /// Task ids, unique in the process.
 static NEXT_TASK: AtomicU64 = AtomicU64::new(1);
@@ -97,8 +98,9 @@ struct Slot {
     future: Option<BoxedTask>,
     waker: Arc<TaskWaker>,
     status: Rc<Cell<TaskStatus>>,
-    /// Its code (the future's vtable), when a game module was loaded at spawn (MB4).
-    code: Option<Code>,
+    /// Whose it is: the module that spawned it, and its code (the future's vtable), when a game
+    /// module was loaded at spawn (MB4, MB6).
+    origin: Origin,
     /// Cancelled (or unloaded) while it was being polled: dropped once the poll returns.
     ended: Option<TaskStatus>,
 }
@@ -204,7 +206,7 @@ pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
     // Guarded: dropping the tasks of an ended session below runs user `Drop`s, whose panic
     // unwinds this spawn (R2).
     let future: Guarded<BoxedTask> = Guarded::new(Box::pin(future));
-    let code = track::code_of::<dyn Future<Output = ()>>(&**future);
+    let origin = Origin::of::<dyn Future<Output = ()>>(&**future);
     let id = NEXT_TASK.fetch_add(1, Ordering::Relaxed);
     let session = main_thread::current_session();
     let waker = Arc::new(TaskWaker {
@@ -229,7 +231,7 @@ pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
                 future: Some(future),
                 waker: Arc::clone(&waker),
                 status: Rc::clone(&status),
-                code,
+                origin,
                 ended: None,
             },
         )
@@ -301,13 +303,13 @@ fn poll_task(id: u64, session: u64) {
         return; // a task of an ended session
     }
     drop_stale_tasks();
-    let Some((mut future, waker, code)) = TASKS
+    let Some((mut future, waker, origin)) = TASKS
         .try_with(|tasks| {
             let mut tasks = tasks.borrow_mut();
             let slot = tasks.slots.get_mut(&id)?;
             // Cleared before the poll: a wake during it queues the next one.
             slot.waker.queued.store(false, Ordering::Release);
-            Some((slot.future.take()?, Arc::clone(&slot.waker), slot.code))
+            Some((slot.future.take()?, Arc::clone(&slot.waker), slot.origin))
         })
         .ok()
         .flatten()
@@ -318,7 +320,7 @@ fn poll_task(id: u64, session: u64) {
     let mut cx = Context::from_waker(&waker);
     // A game module's task runs as the module's code: what it subscribes, queues or sends is
     // the module's (MB6).
-    let frame = track::enter_code(0, code);
+    let frame = origin.enter();
     let outcome = catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)));
     drop(frame);
     // The panic's payload is a user value too: dropped with the task below, once the slot is
@@ -416,11 +418,11 @@ fn end_task(id: u64, status: TaskStatus) -> bool {
 
 // ---- module hooks (MB4), see `crate::module::track::TaskHooks`.
 
-/// Drops, unpolled, every task whose code `doomed` says belongs to an unloading module, and
+/// Drops, unpolled, every task whose origin `doomed` says is an unloading module's, and
 /// marks the one being polled (the unload runs inside its poll) to be dropped when its poll
 /// returns; returns how many. Every one is dropped even when a `Drop` panics; the first panic
 /// resumes at the end (R3: a task left behind would be polled again after the unload, MB4).
-fn drop_module_tasks(doomed: &dyn Fn(Option<Code>) -> bool) -> usize {
+fn drop_module_tasks(doomed: &dyn Fn(Origin) -> bool) -> usize {
     // None once the table is gone (the thread exits): its tasks were dropped with it.
     let ids: Vec<u64> = TASKS
         .try_with(|tasks| {
@@ -428,7 +430,7 @@ fn drop_module_tasks(doomed: &dyn Fn(Option<Code>) -> bool) -> usize {
                 .borrow()
                 .slots
                 .iter()
-                .filter(|(_, slot)| slot.ended.is_none() && doomed(slot.code))
+                .filter(|(_, slot)| slot.ended.is_none() && doomed(slot.origin))
                 .map(|(&id, _)| id)
                 .collect()
         })

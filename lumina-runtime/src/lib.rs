@@ -14,7 +14,7 @@
 //! - [`reflect`]: reflection of payloads and components' delegate properties (SD6).
 //! - `platform` (features `winit`, `gilrs`): winit windows and gilrs gamepads feed the event
 //!   processor (PL1-PL3).
-//! - [`module`]: game modules in dynamic libraries: load, unload, hot reload (MB1-MB5).
+//! - [`module`]: game modules in dynamic libraries: load, unload, hot reload (MB1-MB6).
 //! - [`ffi`]: the C ABI a managed host calls (SD5).
 //! - [`bus`]: the gameplay message bus, tag-addressed messages between entities (GB1-GB9).
 //!

@@ -54,13 +54,18 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, ThreadId};
 
 use crate::invocation::{AtThreadExit, Drops, Guarded};
+use crate::module::track::Origin;
 
 mod queued;
 pub(crate) use queued::drop_targets;
 pub use queued::{QueuedBroadcast, QueuedSender, queued_targets};
 
-/// A unit of work for the game thread.
-type Task = Box<dyn FnOnce() + Send + 'static>;
+/// A unit of work for the game thread, with whose it is (a game module's tasks go at its
+/// unload, MB4, MB6).
+struct Task {
+    run: Box<dyn FnOnce() + Send + 'static>,
+    origin: Origin,
+}
 
 /// The tasks waiting for the game thread, in enqueue order.
 static QUEUE: Mutex<VecDeque<Task>> = Mutex::new(VecDeque::new());
@@ -525,14 +530,16 @@ impl Drop for ReleaseDesignation {
 /// [`CoreDelegates`](crate::core_delegates::CoreDelegates): compute off the game thread, then
 /// enqueue a task that broadcasts the result there.
 pub fn enqueue(task: impl FnOnce() + Send + 'static) {
-    let task: Task = Box::new(task);
-    lock(&QUEUE).push_back(task);
+    let run: Box<dyn FnOnce() + Send> = Box::new(task);
+    // Whose it is, taken now: queued while a game module's code runs, it is the module's (MB6).
+    let origin = Origin::of(&*run);
+    lock(&QUEUE).push_back(Task { run, origin });
 }
 
 // ---- module hook (MB4), see `crate::module`: unloading a game module drops its queued tasks.
-/// Drops, unrun, the queued tasks `doomed` picks (outside the queue's lock: their captures' drops
-/// may enqueue); returns how many.
-pub(crate) fn drop_queued(mut doomed: impl FnMut(&(dyn FnOnce() + Send)) -> bool) -> usize {
+/// Drops, unrun, the queued tasks whose origin `doomed` picks (outside the queue's lock: their
+/// captures' drops may enqueue); returns how many.
+pub(crate) fn drop_queued(mut doomed: impl FnMut(Origin) -> bool) -> usize {
     let mut taken: Vec<Task> = Vec::new();
     take_doomed(&mut lock(&QUEUE), &mut doomed, &mut taken);
     // The rest of a running drain's batch (this is the game thread).
@@ -568,12 +575,12 @@ pub(crate) fn drop_frame_wakers(mut doomed: impl FnMut(&std::task::Waker) -> boo
 /// Moves the tasks of `tasks` that `doomed` picks to `taken`, keeping the others in order.
 fn take_doomed(
     tasks: &mut VecDeque<Task>,
-    doomed: &mut impl FnMut(&(dyn FnOnce() + Send)) -> bool,
+    doomed: &mut impl FnMut(Origin) -> bool,
     taken: &mut Vec<Task>,
 ) {
     let mut kept = VecDeque::with_capacity(tasks.len());
     for task in tasks.drain(..) {
-        if doomed(&*task) {
+        if doomed(task.origin) {
             taken.push(task);
         } else {
             kept.push_back(task);
@@ -682,8 +689,8 @@ pub fn process_queue() -> usize {
     {
         // A game module's task is the module's code running: what it subscribes, queues or
         // sends is the module's (MB6).
-        let frame = crate::module::track::enter_task(0, &*task);
-        task();
+        let frame = task.origin.enter();
+        (task.run)();
         drop(frame);
         drain.ran += 1;
     }

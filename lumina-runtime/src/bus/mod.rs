@@ -1601,6 +1601,10 @@ impl<E: EntityId> MessageBus<E> {
         payload: P,
     ) -> (Rc<dyn Any>, Replaced<P, E>) {
         let channel = self.channel_or_new(tag);
+        // Whose the new message is, from this send's own code (its `Any` vtable lies where this
+        // send was instantiated): not from the slot's, which the first sender's made and an
+        // in-place reuse keeps (MB6: the engine's message replacing a module's is the engine's).
+        let code = track::code_of::<dyn Any>(&payload);
         let mut slot = channel.retained.borrow_mut();
         // Reused in place when no replay holds the last message (amortized zero allocation).
         if let Some((sent_to, shared)) = slot.as_mut()
@@ -1608,7 +1612,6 @@ impl<E: EntityId> MessageBus<E> {
         {
             *sent_to = entity;
             let old = std::mem::replace(value, payload);
-            let code = track::code_of(&**shared);
             let kept = Rc::clone(shared);
             drop(slot);
             // The slot holds a new value: its record is made anew (MB6: the module's value
@@ -1618,7 +1621,6 @@ impl<E: EntityId> MessageBus<E> {
             return (kept, (Some(old), None));
         }
         let kept = Rc::new(payload) as Rc<dyn Any>;
-        let code = track::code_of(&*kept);
         let old = slot.replace((entity, Rc::clone(&kept)));
         drop(slot);
         channel.track(RETAINED, code);

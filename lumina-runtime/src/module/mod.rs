@@ -897,13 +897,12 @@ impl Released {
             );
             drops.run(|| self.swept += release_values(id));
             drops.run(|| {
-                self.queued +=
-                    main_thread::drop_queued(|task| track::belongs_to(id.0, track::code_of(task)));
+                self.queued += main_thread::drop_queued(|origin| origin.is_of(id.0));
             });
             drops.run(|| {
-                self.tasks += track::TASK_HOOKS.get().map_or(0, |hooks| {
-                    (hooks.drop_tasks)(&|code| track::belongs_to(id.0, code))
-                });
+                self.tasks += track::TASK_HOOKS
+                    .get()
+                    .map_or(0, |hooks| (hooks.drop_tasks)(&|origin| origin.is_of(id.0)));
             });
             drops.run(|| {
                 self.wakers += main_thread::drop_frame_wakers(|waker| {

@@ -51,7 +51,7 @@ use crate::handle::DelegateHandle;
 /// whose code `doomed` says is the module's (returning how many). Set by the executor's first
 /// spawn.
 pub(crate) struct TaskHooks {
-    pub(crate) drop_tasks: fn(&dyn Fn(Option<Code>) -> bool) -> usize,
+    pub(crate) drop_tasks: fn(&dyn Fn(Origin) -> bool) -> usize,
 }
 
 /// The executor's hooks, once it has spawned a task.
@@ -727,23 +727,48 @@ pub(crate) fn enter(module: u64, what: Running) -> Frame {
     Frame { module }
 }
 
-/// A frame for a queued task of a loaded module: `module` is the module the task was
-/// attributed to when it was queued (0: none), else the module whose library holds its code
-/// (`None`, after one atomic load, while no module is loaded or when the task is the engine's).
-#[inline]
-pub(crate) fn enter_task<T: ?Sized>(module: u64, task: &T) -> Option<Frame> {
-    enter_code(module, code_of(task))
+/// Whose a queued value is (a task of the main-thread queue, a coroutine task): the module
+/// whose code was running when it was queued, and its own code addresses. Taken when the value
+/// enters its store, since the running module is known only then (MB6).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Origin {
+    /// The module lumina ran innermost when the value was queued (0: none).
+    module: u64,
+    /// The value's code addresses (`None` while no module was loaded).
+    code: Option<Code>,
 }
 
-/// [`enter_task`] for a task whose code is known already (a coroutine task's, kept at spawn).
-#[inline]
-pub(crate) fn enter_code(module: u64, code: Option<Code>) -> Option<Frame> {
-    if module != 0 {
-        return Some(enter(module, Running::Task));
+impl Origin {
+    /// The origin of `value`, queued now: one atomic load while no module is loaded.
+    #[inline]
+    pub(crate) fn of<T: ?Sized>(value: &T) -> Origin {
+        if LOADED.load(Ordering::Acquire) == 0 {
+            return Origin::default();
+        }
+        Origin {
+            module: running_module().unwrap_or(0),
+            code: Some(code_of_slow(value)),
+        }
     }
-    let Code(words) = code?;
-    let module = words.iter().find_map(|&word| module_at(word))?;
-    Some(enter(module, Running::Task))
+
+    /// Whether the value is `module`'s: queued while its code ran, or its code lies in its
+    /// library (or a library that came with it).
+    pub(crate) fn is_of(self, module: u64) -> bool {
+        self.module == module || belongs_to(module, self.code)
+    }
+
+    /// A frame for running the value (a queued task, a coroutine task's poll) when it is a
+    /// loaded module's: the module it was queued by, else the one whose library holds its code.
+    /// `None`, after one atomic load, while no module is loaded or when it is the engine's.
+    #[inline]
+    pub(crate) fn enter(self) -> Option<Frame> {
+        if self.module != 0 {
+            return Some(enter(self.module, Running::Task));
+        }
+        let Code(words) = self.code?;
+        let module = words.iter().find_map(|&word| module_at(word))?;
+        Some(enter(module, Running::Task))
+    }
 }
 
 /// The module whose code lumina runs innermost on this thread, if a loaded one: what a value

@@ -2,6 +2,10 @@
 //! script delegate and an event processor, all owned by the engine on the game thread. A Rust
 //! `dylib`, so that the engine and its modules share it like they share the runtime.
 
+/// The runtime, for libraries that link this one and not `lumina` itself: one Rust `dylib`
+/// holds lumina's facade, so a second one that linked it too could not be linked with this one.
+pub use lumina;
+
 use lumina::bus::MessageBus;
 use lumina::event::InputViewportRegistry;
 use lumina::{
@@ -39,6 +43,14 @@ gameplay_tags! {
     pub mod bus_tags {
         /// Sent every frame with its number.
         Engine.Frame: u32,
+        /// Calls posted for the engine to run when it delivers them.
+        Engine.Call: Box<dyn Fn()>,
+        /// The current state, as a call (retained).
+        #[retained]
+        Engine.State: Box<dyn Fn()>,
+        /// A second retained state, which the engine overwrites after a module set it.
+        #[retained]
+        Engine.Mirror: Box<dyn Fn()>,
     }
 }
 
@@ -95,4 +107,39 @@ pub fn plan() -> &'static str {
 /// subscription outlives the module's unload, its bind site lies in the module (R5).
 pub fn engine_callback() -> std::rc::Rc<dyn Fn(u32)> {
     std::rc::Rc::new(|frame| println!("engine_api: engine callback, frame {frame}"))
+}
+
+/// Subscribes `tick` to `on_tick`: the engine's instantiation of
+/// `add_lambda::<Box<dyn Fn(u32)>>`, which a module that subscribes a boxed closure shares in
+/// debug builds (its vtable then lies in this library).
+pub fn add_boxed_tick(tick: Box<dyn Fn(u32)>) -> lumina::DelegateHandle {
+    engine().on_tick.add_lambda(tick)
+}
+
+thread_local! {
+    static NAMES: std::cell::RefCell<Vec<&'static str>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Keeps `name` for the engine (a `&'static str` a module handed out).
+pub fn keep_name(name: &'static str) {
+    NAMES.with_borrow_mut(|names| names.push(name));
+}
+
+/// The names kept so far (game thread).
+pub fn kept_names() -> Vec<&'static str> {
+    NAMES.with_borrow(Clone::clone)
+}
+
+/// Queues `task`: the engine's instantiation of `enqueue::<Box<dyn FnOnce() + Send>>`, which a
+/// module that queues a boxed closure shares in debug builds.
+pub fn enqueue_boxed(task: Box<dyn FnOnce() + Send>) {
+    lumina::main_thread::enqueue(task);
+}
+
+/// Spawns `task`: the engine's instantiation of `spawn_local::<Pin<Box<dyn Future>>>`, which a
+/// module that spawns a boxed future shares in debug builds.
+pub fn spawn_boxed(
+    task: std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
+) -> lumina::coroutine::TaskHandle {
+    lumina::coroutine::spawn_local(task)
 }

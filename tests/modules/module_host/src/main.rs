@@ -41,6 +41,7 @@ fn main() {
         "own-copy-touch" => own_copy_touch(&dir),
         "reentry" => reentry(&dir, &plans),
         "bus" => bus(&dir),
+        "findings" => findings(&dir),
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -386,6 +387,106 @@ fn own_copy_touch(dir: &Path) {
 }
 
 /// What the loader still knows of that refers to an unloaded module (MB6).
+/// The engine's input handler: keeps the class name of every event it sees (a `&'static str`).
+struct NameKeeper;
+
+impl lumina::event::EventHandler for NameKeeper {
+    fn on_event(&self, event: &mut dyn lumina::event::Event) -> bool {
+        engine_api::keep_name(event.class_name());
+        false
+    }
+}
+
+/// Issue 30's five findings: a module (`findings.so`, with its helper library) stores its code
+/// where records by code address cannot see it. Its unload removes what it subscribed, queued,
+/// posted and retained, leaves the engine's values alone, and what it handed out as `&'static`
+/// stays readable, as its libraries stay mapped (MB6).
+fn findings(dir: &Path) {
+    use engine_api::bus_tags::{ENGINE_CALL, ENGINE_MIRROR, ENGINE_STATE};
+    let core = CoreDelegates::get();
+    let bus = &engine().bus;
+    // The engine's own values first: its boxed tick (the instantiation a module shares), a
+    // delivered post (which makes the tag's queue), a retained state.
+    let _ = engine_api::add_boxed_tick(Box::new(|frame| println!("engine: boxed tick {frame}")));
+    engine_api::enqueue_boxed(Box::new(|| println!("engine: boxed task ran")));
+    let coroutine = engine_api::spawn_boxed(Box::pin(async {
+        println!("engine: boxed coroutine polled");
+    }));
+    println!("engine: queue ran {} task(s)", main_thread::process_queue());
+    println!("engine: boxed coroutine {:?}", coroutine.status());
+    let _ = bus.listen(&ENGINE_CALL, |call, _| call());
+    bus.post(
+        &ENGINE_CALL,
+        Box::new(|| println!("engine: posted call ran")) as Box<dyn Fn()>,
+    );
+    println!("engine: delivered {}", bus.deliver_posted());
+    bus.send(
+        &ENGINE_STATE,
+        Box::new(|| println!("engine: retained state")) as Box<dyn Fn()>,
+    );
+    let _ = core
+        .on_settings_saved()
+        .add_lambda(|class| engine_api::keep_name(class.name()));
+    // Held weakly by the processor: kept alive here.
+    let name_keeper = std::rc::Rc::new(NameKeeper);
+    let _ = engine().input.register_event_handler(&name_keeper, 0);
+    // The module's helper library, found through the library path: mapped by the module's load.
+    let helper_mapped = || {
+        std::fs::read_to_string("/proc/self/maps")
+            .unwrap()
+            .contains("/libmodule_helper.so")
+    };
+    println!("engine: helper mapped before the load: {}", helper_mapped());
+
+    let id = module::load(dir.join("findings.so")).unwrap();
+    // The engine overwrites the module's mirror state: that value is the engine's.
+    bus.send(
+        &ENGINE_MIRROR,
+        Box::new(|| println!("engine: mirror state")) as Box<dyn Fn()>,
+    );
+    let report = |when: &str| {
+        println!(
+            "engine: {when}: on_tick {}, on_settings_saved {}, queued {}, coroutines {}, \
+             posted {}, helper mapped {}",
+            engine().on_tick.len(),
+            core.on_settings_saved().len(),
+            main_thread::pending(),
+            lumina::coroutine::task_count(),
+            bus.posted(),
+            helper_mapped()
+        );
+    };
+    report("loaded");
+    println!(
+        "engine: {} subscriptions attributed to the module",
+        module::subscription_count(id)
+    );
+    let info = module::unload(id).unwrap();
+    println!("engine: unloaded {}", info.name());
+    report("unloaded");
+
+    // Nothing of the module's runs any more.
+    engine().on_tick.broadcast(1);
+    core.on_settings_saved().broadcast(&AUDIO);
+    println!("engine: queue ran {} task(s)", main_thread::process_queue());
+    println!("engine: delivered {}", bus.deliver_posted());
+    for (name, key) in [("state", &ENGINE_STATE), ("mirror", &ENGINE_MIRROR)] {
+        println!("engine: {name} retained: {}", bus.retained(key).is_some());
+        let late = bus.listen(key, |call, _| call());
+        assert!(bus.remove(late));
+    }
+    // Names the module handed out stay readable: its library is still mapped.
+    println!("engine: names kept: {:?}", engine_api::kept_names());
+    let unloaded = module::unloaded();
+    println!(
+        "engine: kept mapped: {} version(s), bytes > 0: {}, still referenced: {}",
+        unloaded.len(),
+        unloaded.iter().all(|version| version.bytes() > 0),
+        still_referenced()
+    );
+    println!("engine: done");
+}
+
 fn still_referenced() -> usize {
     module::unloaded()
         .iter()
