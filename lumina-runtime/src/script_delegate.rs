@@ -53,7 +53,7 @@
 //! can release its GC handles and forget the pointer.
 
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
@@ -256,7 +256,16 @@ pub struct ScriptDelegateBase {
     list: InvocationList<Listener>,
     thread: ThreadId,
     payload: &'static PayloadInfo,
+    /// Which kinds of listener were ever bound ([`NATIVE`], [`MANAGED`]): a broadcast runs only
+    /// the passes that can find a listener (a delegate only Rust listens to walks its list once).
+    /// Never cleared: a flag left by a removed listener only costs the pass it would have saved.
+    kinds: Cell<u8>,
 }
+
+/// [`ScriptDelegateBase::kinds`]: a native listener was bound.
+const NATIVE: u8 = 1;
+/// [`ScriptDelegateBase::kinds`]: a managed listener was bound.
+const MANAGED: u8 = 2;
 
 impl fmt::Debug for ScriptDelegateBase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -275,6 +284,7 @@ impl ScriptDelegateBase {
             list: InvocationList::new(),
             thread: std::thread::current().id(),
             payload,
+            kinds: Cell::new(0),
         }
     }
 
@@ -315,6 +325,7 @@ impl ScriptDelegateBase {
         }
         let managed = Managed::new(thunk, context, self.payload.name);
         let generation = managed.generation;
+        self.kinds.set(self.kinds.get() | MANAGED);
         let id = self.list.add(Listener::Managed(Rc::clone(&managed))).id();
         managed.id.set(id);
         if generation != 0
@@ -435,15 +446,22 @@ impl ScriptDelegateBase {
 
     /// Runs native listeners with `payload`, then managed ones with `raw`, as one list (SD3).
     fn broadcast_raw(&self, payload: &dyn Any, raw: *const c_void) {
+        // Read before any listener runs: one bound during this broadcast runs from the next (M2).
+        let kinds = self.kinds.get();
         let Some(mut broadcast) = self.list.begin() else {
             return;
         };
-        broadcast.for_each_matching(Listener::is_native, |listener| {
-            if let Listener::Native(callable) = listener {
-                callable(payload);
+        if kinds & NATIVE != 0 {
+            broadcast.for_each_matching(Listener::is_native, |listener| {
+                if let Listener::Native(callable) = listener {
+                    callable(payload);
+                }
+            });
+            if kinds & MANAGED == 0 {
+                return;
             }
-        });
-        broadcast.rewind();
+            broadcast.rewind();
+        }
         broadcast.for_each_matching(Listener::is_managed, |listener| {
             if let Listener::Managed(managed) = listener {
                 (managed.thunk)(managed.context, raw);
@@ -453,6 +471,13 @@ impl ScriptDelegateBase {
 }
 
 impl ScriptDelegateBase {
+    /// The list, for binding a native listener: notes that one was, so broadcasts run the
+    /// native pass ([`kinds`](Self::kinds)).
+    fn for_native(&self) -> &InvocationList<Listener> {
+        self.kinds.set(self.kinds.get() | NATIVE);
+        &self.list
+    }
+
     /// Whether this delegate's `drop` is running (then the destroyed hook cannot bind a listener
     /// that would leak).
     fn is_dropping(&self) -> bool {
@@ -565,7 +590,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// Adds a closure; the returned handle removes it.
     #[track_caller]
     pub fn add_lambda(&self, f: impl Fn(&P) + 'static) -> DelegateHandle {
-        self.base.list.add(Listener::Native(native(f)))
+        self.base.for_native().add(Listener::Native(native(f)))
     }
 
     /// Adds a plain function; the returned handle removes it, and so does
@@ -577,7 +602,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
             ..Default::default()
         };
         self.base
-            .list
+            .for_native()
             .insert_spec(spec, Listener::Native(native(f)))
     }
 
@@ -621,7 +646,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     where
         P: Clone,
     {
-        crate::next_broadcast::subscribe(&self.base.list, |sender| {
+        crate::next_broadcast::subscribe(self.base.for_native(), |sender| {
             Listener::Native(native(move |payload: &P| sender.send(payload.clone())))
         })
     }
@@ -637,7 +662,9 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         let listener = native(move |payload: &P| {
             crate::__private::call_member(&weak, payload, &method);
         });
-        self.base.list.add_owned(owner, Listener::Native(listener))
+        self.base
+            .for_native()
+            .add_owned(owner, Listener::Native(listener))
     }
 
     /// Adds a closure that runs at most once (X3): removed right before its call starts, so no
@@ -649,7 +676,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
             ..Default::default()
         };
         self.base
-            .list
+            .for_native()
             .insert_spec(spec, Listener::Native(native(f)))
     }
 
@@ -664,7 +691,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
             ..Default::default()
         };
         self.base
-            .list
+            .for_native()
             .insert_spec(spec, Listener::Native(native(f)))
     }
 
@@ -685,7 +712,9 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         let listener = native(move |payload: &P| {
             crate::__private::call_member(&weak, payload, &method);
         });
-        self.base.list.insert_spec(spec, Listener::Native(listener))
+        self.base
+            .for_native()
+            .insert_spec(spec, Listener::Native(listener))
     }
 
     /// Adds a method of `owner` that receives its own subscription after the owner (X6), held
@@ -701,7 +730,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
             owner: Some(Rc::downgrade(owner) as std::rc::Weak<dyn Any>),
             ..Default::default()
         };
-        self.base.list.insert_with(spec, |handle, list| {
+        self.base.for_native().insert_with(spec, |handle, list| {
             let this = crate::ThisSubscription::new(handle, list);
             Listener::Native(native(move |payload: &P| {
                 crate::__private::call_member(&weak, payload, |owner: &T, payload: &P| {
@@ -719,7 +748,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         f: impl Fn(&crate::ThisSubscription, &P) + 'static,
     ) -> DelegateHandle {
         self.base
-            .list
+            .for_native()
             .insert_with(Default::default(), |handle, list| {
                 let this = crate::ThisSubscription::new(handle, list);
                 Listener::Native(native(move |payload: &P| f(&this, payload)))
