@@ -448,6 +448,23 @@ impl ScriptDelegateBase {
     fn broadcast_raw(&self, payload: &dyn Any, raw: *const c_void) {
         // Read before any listener runs: one bound during this broadcast runs from the next (M2).
         let kinds = self.kinds.get();
+        // One kind only (the common case): one pass of the multicast delegates' loop.
+        if kinds == NATIVE {
+            self.list.broadcast_with(payload, |listener, payload| {
+                if let Listener::Native(callable) = listener {
+                    callable(payload);
+                }
+            });
+            return;
+        }
+        if kinds == MANAGED {
+            self.list.broadcast_with(raw, |listener, raw| {
+                if let Listener::Managed(managed) = listener {
+                    (managed.thunk)(managed.context, raw);
+                }
+            });
+            return;
+        }
         let Some(mut broadcast) = self.list.begin() else {
             return;
         };
