@@ -6,7 +6,8 @@
 //! cargo run --release --example bench_one --features bench -- <system> <n> <operations>
 //! ```
 //!
-//! `<system>` is one of `floor`, `lumina`, `signals2` (broadcast to `n` subscribers),
+//! `<system>` is one of `floor`, `lumina`, `sync` (the thread-safe delegate), `signals2`
+//! (broadcast to `n` subscribers),
 //! `tick-floor`, `tick-declared`, `tick-generic` (N2's shape: a `Copy` argument added into a
 //! thread-local cell, through a raw loop, a declared delegate, a generic delegate),
 //! `dispatch-floor`, `dispatch-weak-floor`, `dispatch-lumina`, `dispatch-self-aware` (dispatch
@@ -34,9 +35,10 @@ use std::hint::black_box;
 use common::System;
 use common::dispatch::Dispatch;
 
-const SYSTEMS: [&str; 20] = [
+const SYSTEMS: [&str; 21] = [
     "floor",
     "lumina",
+    "sync",
     "signals2",
     "tick-floor",
     "tick-declared",
@@ -110,6 +112,7 @@ fn run(system: &str, n: usize, operations: u64) -> Result<u64, String> {
     Ok(match system {
         "floor" => broadcast::<common::Floor>(n, operations),
         "lumina" => broadcast::<common::Lumina>(n, operations),
+        "sync" => broadcast::<common::LuminaSync>(n, operations),
         "signals2" => broadcast::<common::Signals2>(n, operations),
         "tick-floor" => tick::<common::tick::Floor>(n, operations),
         "tick-declared" => tick::<common::tick::Declared>(n, operations),

@@ -80,6 +80,25 @@ impl System for Lumina {
     }
 }
 
+/// lumina's thread-safe `SyncMulticastDelegate` (TS1), broadcast from one thread.
+pub struct LuminaSync(lumina::SyncMulticastDelegate<dyn Fn(i32) + Send + Sync>);
+
+impl System for LuminaSync {
+    const NAME: &'static str = "lumina SyncMulticastDelegate";
+    fn with_subscribers(n: usize) -> Self {
+        let delegate = lumina::SyncMulticastDelegate::<dyn Fn(i32) + Send + Sync>::new();
+        let sink: &'static AtomicU64 = &SINK;
+        for _ in 0..n {
+            let _ = delegate.add_lambda(move |x| work(sink, x));
+        }
+        LuminaSync(delegate)
+    }
+    #[inline(never)]
+    fn broadcast(&self, x: i32) {
+        self.0.broadcast(x);
+    }
+}
+
 /// The `signals2` crate (thread-safe, modelled on Boost.Signals2).
 pub struct Signals2(Signal<(i32,)>);
 

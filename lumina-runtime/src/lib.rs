@@ -6,6 +6,7 @@
 //! - [`handle`]: [`DelegateHandle`], the subscription ticket (rules H1, H2).
 //! - [`delegate`]: single-cast [`Delegate`] (S1-S3).
 //! - [`multicast`]: [`MulticastDelegate`] (M1-M12).
+//! - [`sync_delegate`]: [`SyncMulticastDelegate`], a multicast delegate for any thread (TS1-TS4).
 //! - [`main_thread`]: the game thread and the queue other threads reach it through (T1, Q1-Q3).
 //! - [`core_delegates`]: [`CoreDelegates`], the engine-wide signals (C1-C3).
 //! - [`event`]: input events, [`EventType`] and the prioritized [`EventProcessor`] (E1-E5, P1-P4).
@@ -53,6 +54,7 @@ pub mod reflect;
 pub mod scoped;
 pub mod script_delegate;
 pub mod script_generation;
+pub mod sync_delegate;
 mod thread_bound;
 
 pub use bus::{MessageBus, Tag, TagKey};
@@ -66,6 +68,7 @@ pub use next_broadcast::{Gone, NextBroadcast};
 pub use reflect::{ScriptComponent, ScriptPayload};
 pub use scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
 pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
+pub use sync_delegate::SyncMulticastDelegate;
 
 /// Not public API; used by expansions of lumina's macros, which name everything through
 /// `::lumina::__private` so that they work with `lumina` as the only dependency.

@@ -1,0 +1,671 @@
+//! [`SyncMulticastDelegate`]: a multicast delegate that any thread may use (rules TS1-TS4).
+//!
+//! The game-thread [`MulticastDelegate`](crate::MulticastDelegate) is neither `Send` nor `Sync`:
+//! cross-thread work goes through the main-thread queue. This one is `Send + Sync`; its
+//! subscribers are `Send + Sync` callables, and every operation works from any thread through
+//! `&self`:
+//!
+//! - **Removal is final (TS2).** Once [`remove`](SyncMulticastDelegate::remove), a guard's drop
+//!   or [`clear`](SyncMulticastDelegate::clear) returned on one thread, no call of that
+//!   subscriber starts on any thread; calls that had already started may finish. A call starts
+//!   when its broadcast reads the subscriber's state word and finds it live: one atomic load,
+//!   ordered with the removal's atomic write to the same word.
+//! - **No lock around user code (TS2, TS3).** The list is copy-on-write: a broadcast takes the
+//!   current list (a reference count, under a lock held for that moment only) and walks it with
+//!   no lock held. So a subscriber may add, remove, clear and broadcast (this delegate or
+//!   another) from inside its call on any thread, and two threads that broadcast each other's
+//!   delegates from their subscribers (the crossed case) never deadlock. Concurrent broadcasts
+//!   run in parallel; a broadcast never allocates. Subscribers added during a broadcast are not
+//!   called by it (M2): it walks the list it began with.
+//! - **Costs.** `broadcast`: O(n) in the subscribers, plus one lock for the moment of a
+//!   reference count. `add_*`, `remove`, `block`: O(n) (the new list is a copy, sorted by
+//!   priority); `clear`: O(n).
+//! - **To the game thread (TS4).** [`add_queued`](SyncMulticastDelegate::add_queued) makes a
+//!   subscription whose callable runs on the game thread at its next
+//!   [`process_queue`](crate::main_thread::process_queue), with the arguments cloned at broadcast
+//!   time (Qt's queued connection); removed before then, it does not run.
+//!
+//! Checked as concurrent code is checked (TS6): its protocol runs under `loom` (`--cfg loom`,
+//! every interleaving of small models), the tests of `tests/sync_delegate.rs` under
+//! ThreadSanitizer and Miri.
+//!
+//! Not yet (said here so nobody relies on it): a game module's subscriptions to a thread-safe
+//! delegate are not recorded, so its unload does not remove them (the module's library stays
+//! mapped, MB6: they keep calling its old code); self-aware subscribers and the subscription
+//! listing's owner state are the game-thread delegate's only.
+
+use std::fmt;
+use std::panic::Location;
+
+#[cfg(loom)]
+use loom::sync::{
+    Arc, Mutex, MutexGuard,
+    atomic::{AtomicU32, Ordering},
+};
+#[cfg(not(loom))]
+use std::sync::{
+    Arc, Mutex, MutexGuard, PoisonError,
+    atomic::{AtomicU32, Ordering},
+};
+
+use crate::bind_site::{OwnerState, Subscription};
+use crate::handle::DelegateHandle;
+
+/// The entry was removed: no call of it starts any more.
+const REMOVED: u32 = 1 << 31;
+/// A one-shot entry whose call was claimed by a broadcast.
+const CLAIMED: u32 = 1 << 30;
+/// The block count's bits (a subscription's blocks nest, A2).
+const BLOCKS: u32 = CLAIMED - 1;
+
+/// One subscription, shared by every list version that holds it.
+struct Entry<F: ?Sized> {
+    id: u64,
+    priority: i32,
+    once: bool,
+    site: u32,
+    /// [`REMOVED`], [`CLAIMED`] and the block count.
+    state: AtomicU32,
+    /// A queued subscription's (TS4) flag, shared with the tasks its calls queued: cleared by
+    /// the removal, so a task that runs after it calls nothing (TS2).
+    queued: Option<Arc<AtomicU32>>,
+    callable: Box<F>,
+}
+
+impl<F: ?Sized> Entry<F> {
+    /// Marks the entry removed (under the list's lock); whether this call did.
+    fn mark_removed(&self) -> bool {
+        if let Some(queued) = &self.queued {
+            queued.store(0, Ordering::Release);
+        }
+        self.state.fetch_or(REMOVED, Ordering::AcqRel) & REMOVED == 0
+    }
+
+    /// Whether a call of this entry may start now; for a one-shot entry, claims it (only one
+    /// broadcast, on any thread, wins the claim).
+    #[inline(always)]
+    fn start(&self) -> bool {
+        let state = self.state.load(Ordering::Acquire);
+        if state != 0 {
+            return false;
+        }
+        !self.once
+            || self
+                .state
+                .compare_exchange(0, CLAIMED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+    }
+}
+
+/// One version of the list, in call order (priority descending, then subscription order).
+type List<F> = Arc<Vec<Arc<Entry<F>>>>;
+
+/// What a delegate shares with its guards.
+struct Shared<F: ?Sized> {
+    /// The current version. Replaced, never changed in place, by every change; held locked only
+    /// to read or swap it (never while user code runs).
+    list: Mutex<List<F>>,
+}
+
+impl<F: ?Sized> Shared<F> {
+    fn lock(&self) -> MutexGuard<'_, List<F>> {
+        // Poisoning cannot happen (no user code runs under the lock: callables are dropped after
+        // the swap, outside it); if it did, the list is consistent anyway.
+        #[cfg(not(loom))]
+        return self.list.lock().unwrap_or_else(PoisonError::into_inner);
+        #[cfg(loom)]
+        return self.list.lock().unwrap();
+    }
+
+    /// The current list (a reference count).
+    #[inline(always)]
+    fn snapshot(&self) -> List<F> {
+        Arc::clone(&self.lock())
+    }
+
+    /// Replaces the list with `change(current)`; the old version is dropped after the lock is
+    /// released (its last reference may drop callables: user code).
+    fn update(&self, change: impl FnOnce(&[Arc<Entry<F>>]) -> Vec<Arc<Entry<F>>>) {
+        let mut current = self.lock();
+        let new = Arc::new(change(&current));
+        let old = std::mem::replace(&mut *current, new);
+        drop(current);
+        drop(old);
+    }
+
+    /// Marks `id` removed and takes it out of the list; whether it was there.
+    fn remove(&self, id: u64) -> bool {
+        let mut found = false;
+        self.update(|entries| {
+            entries
+                .iter()
+                .filter(|entry| {
+                    let hit = entry.id == id;
+                    if hit {
+                        // Under the lock: one removal wins, and after this no call starts (TS2).
+                        found = entry.mark_removed();
+                    }
+                    !hit
+                })
+                .cloned()
+                .collect()
+        });
+        found
+    }
+}
+
+/// Type-erased removal, for the guards.
+trait Remove: Send + Sync {
+    fn remove(&self, id: u64) -> bool;
+}
+
+impl<F: ?Sized + Send + Sync> Remove for Shared<F> {
+    fn remove(&self, id: u64) -> bool {
+        Shared::remove(self, id)
+    }
+}
+
+/// A multicast delegate for any thread: see the [module documentation](self).
+///
+/// `F` is the signature as a trait object, `dyn Fn(Args..) + Send + Sync`.
+///
+/// ```
+/// use lumina::SyncMulticastDelegate;
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU32, Ordering};
+///
+/// let on_loaded: Arc<SyncMulticastDelegate<dyn Fn(u32) + Send + Sync>> = Arc::default();
+/// let total = Arc::new(AtomicU32::new(0));
+/// let sink = Arc::clone(&total);
+/// let handle = on_loaded.add_lambda(move |bytes| {
+///     sink.fetch_add(bytes, Ordering::Relaxed);
+/// });
+/// let worker = {
+///     let on_loaded = Arc::clone(&on_loaded);
+///     std::thread::spawn(move || on_loaded.broadcast(7))
+/// };
+/// worker.join().unwrap();
+/// on_loaded.broadcast(3);
+/// assert_eq!(total.load(Ordering::Relaxed), 10);
+/// assert!(on_loaded.remove(handle));
+/// assert!(!on_loaded.is_bound());
+/// ```
+pub struct SyncMulticastDelegate<F: ?Sized + 'static> {
+    /// Shared with the guards (a std `Arc` also under loom: ownership, not the protocol).
+    shared: std::sync::Arc<Shared<F>>,
+}
+
+impl<F: ?Sized + 'static> Default for SyncMulticastDelegate<F> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<F: ?Sized + 'static> fmt::Debug for SyncMulticastDelegate<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SyncMulticastDelegate")
+            .field("len", &self.len())
+            .field("subscriptions", &self.subscriptions())
+            .finish()
+    }
+}
+
+impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
+    /// An empty delegate (allocates its shared state).
+    pub fn new() -> Self {
+        SyncMulticastDelegate {
+            shared: std::sync::Arc::new(Shared {
+                list: Mutex::new(Arc::new(Vec::new())),
+            }),
+        }
+    }
+
+    /// Adds an already boxed callable at `priority` (higher runs first; equal priorities in
+    /// subscription order), at most once if `once` (X3): the building block of every `add_*`.
+    /// O(n).
+    #[track_caller]
+    fn insert(&self, priority: i32, once: bool, callable: Box<F>) -> DelegateHandle {
+        self.insert_entry(priority, once, None, callable)
+    }
+
+    /// [`insert`](Self::insert), with a queued subscription's flag.
+    #[track_caller]
+    fn insert_entry(
+        &self,
+        priority: i32,
+        once: bool,
+        queued: Option<Arc<AtomicU32>>,
+        callable: Box<F>,
+    ) -> DelegateHandle {
+        let handle = DelegateHandle::new_unique();
+        let entry = Arc::new(Entry {
+            id: handle.id(),
+            priority,
+            once,
+            site: crate::bind_site::intern(Location::caller()),
+            state: AtomicU32::new(0),
+            queued,
+            callable,
+        });
+        self.shared.update(move |entries| {
+            let at = entries.partition_point(|other| other.priority >= priority);
+            let mut new = Vec::with_capacity(entries.len() + 1);
+            new.extend_from_slice(&entries[..at]);
+            new.push(entry);
+            new.extend_from_slice(&entries[at..]);
+            new
+        });
+        handle
+    }
+
+    /// Adds a boxed callable (see [`add_lambda`](SyncMulticastDelegate::add_lambda)).
+    #[track_caller]
+    pub fn add_boxed(&self, callable: Box<F>) -> DelegateHandle {
+        self.insert(0, false, callable)
+    }
+
+    /// [`add_boxed`](Self::add_boxed) at `priority`: higher priorities run first.
+    #[track_caller]
+    pub fn add_boxed_with_priority(&self, priority: i32, callable: Box<F>) -> DelegateHandle {
+        self.insert(priority, false, callable)
+    }
+
+    /// [`add_boxed`](Self::add_boxed) for one call only (X3): the first broadcast that reaches
+    /// it, on any thread, claims it; it is then removed.
+    #[track_caller]
+    pub fn add_boxed_once(&self, callable: Box<F>) -> DelegateHandle {
+        self.insert(0, true, callable)
+    }
+
+    /// Removes the subscription of `handle`; whether it was there. Once this returns, no call
+    /// of it starts on any thread (TS2); one already running may finish. Callable from inside
+    /// any subscriber, its own included. O(n).
+    pub fn remove(&self, handle: DelegateHandle) -> bool {
+        handle.is_valid() && self.shared.remove(handle.id())
+    }
+
+    /// Removes every subscription; as [`remove`](Self::remove) for each. O(n).
+    pub fn clear(&self) {
+        self.shared.update(|entries| {
+            for entry in entries {
+                entry.mark_removed();
+            }
+            Vec::new()
+        });
+    }
+
+    /// Blocks the subscription of `handle` (X4, A2): it keeps its place and is skipped until
+    /// every block is undone. Blocks are counted, so they nest. Whether it is subscribed. O(n).
+    pub fn block(&self, handle: DelegateHandle) -> bool {
+        self.with_entry(handle, |entry| {
+            entry.state.fetch_add(1, Ordering::AcqRel);
+        })
+    }
+
+    /// Undoes one [`block`](Self::block); whether it is subscribed and was blocked. O(n).
+    pub fn unblock(&self, handle: DelegateHandle) -> bool {
+        let mut undone = false;
+        let found = self.with_entry(handle, |entry| {
+            undone = entry
+                .state
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |state| {
+                    (state & BLOCKS != 0).then(|| state - 1)
+                })
+                .is_ok();
+        });
+        found && undone
+    }
+
+    /// A guard that blocks `handle`'s subscription until it is dropped (`Send`, nests).
+    #[must_use = "the block ends when the guard is dropped: `let _guard = ...`, not `let _ = ...`"]
+    pub fn scoped_block(&self, handle: DelegateHandle) -> SyncScopedBlock<'_, F> {
+        let blocked = self.block(handle);
+        SyncScopedBlock {
+            delegate: self,
+            handle: if blocked {
+                handle
+            } else {
+                DelegateHandle::INVALID
+            },
+        }
+    }
+
+    /// Runs `f` on the live entry of `handle`, under the list's lock (no user code); whether
+    /// there was one.
+    fn with_entry(&self, handle: DelegateHandle, f: impl FnOnce(&Entry<F>)) -> bool {
+        let list = self.shared.lock();
+        match list
+            .iter()
+            .find(|entry| entry.id == handle.id() && handle.is_valid())
+        {
+            Some(entry) => {
+                f(entry);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `handle`'s subscription is present. O(n).
+    pub fn contains(&self, handle: DelegateHandle) -> bool {
+        self.with_entry(handle, |_| ())
+    }
+
+    /// The number of subscriptions. O(1).
+    pub fn len(&self) -> usize {
+        self.shared.lock().len()
+    }
+
+    /// Whether there is no subscription. O(1).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether there is a subscription (the game-thread delegate's name for `!is_empty`).
+    pub fn is_bound(&self) -> bool {
+        !self.is_empty()
+    }
+
+    /// Every subscription, in call order, with its bind site (B5). O(n).
+    pub fn subscriptions(&self) -> Vec<Subscription> {
+        self.shared
+            .snapshot()
+            .iter()
+            .map(|entry| Subscription {
+                handle: DelegateHandle::from_id(entry.id),
+                bind_site: crate::bind_site::location(entry.site),
+                owner: OwnerState::NoOwner,
+            })
+            .collect()
+    }
+
+    /// A guard that removes `handle`'s subscription when dropped; `Send`, so a worker may own
+    /// it.
+    #[must_use = "the subscription ends when the guard is dropped: `let _guard = ...`, not \
+                  `let _ = ...` (which ends it at once)"]
+    pub fn scoped(&self, handle: DelegateHandle) -> SyncScopedSubscription
+    where
+        F: Send + Sync,
+    {
+        let shared: std::sync::Arc<dyn Remove> = self.shared.clone();
+        SyncScopedSubscription {
+            shared: std::sync::Arc::downgrade(&shared),
+            handle,
+        }
+    }
+
+    /// Calls `call` on every subscriber whose call starts (live, not blocked, a one-shot
+    /// claimed), in order, on the list as it was when this began; removes the one-shots it
+    /// called.
+    #[inline(always)]
+    fn each(&self, mut call: impl FnMut(&F)) {
+        let list = self.shared.snapshot();
+        let mut once = false;
+        for entry in list.iter() {
+            if entry.start() {
+                once |= entry.once;
+                call(&entry.callable);
+            }
+        }
+        if once {
+            self.remove_claimed(&list);
+        }
+    }
+
+    /// Takes the one-shot entries of `list` that were called out of the current list.
+    #[cold]
+    fn remove_claimed(&self, list: &[Arc<Entry<F>>]) {
+        for entry in list {
+            if entry.once && entry.state.load(Ordering::Acquire) & CLAIMED != 0 {
+                self.shared.remove(entry.id);
+            }
+        }
+    }
+}
+
+/// Removes a subscription of a [`SyncMulticastDelegate`] when dropped, on any thread.
+pub struct SyncScopedSubscription {
+    shared: std::sync::Weak<dyn Remove>,
+    handle: DelegateHandle,
+}
+
+impl SyncScopedSubscription {
+    /// The subscription's handle.
+    pub fn handle(&self) -> DelegateHandle {
+        self.handle
+    }
+}
+
+impl fmt::Debug for SyncScopedSubscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("SyncScopedSubscription")
+            .field(&self.handle)
+            .finish()
+    }
+}
+
+impl Drop for SyncScopedSubscription {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.remove(self.handle.id());
+        }
+    }
+}
+
+/// Blocks a subscription of a [`SyncMulticastDelegate`] until dropped (see
+/// [`scoped_block`](SyncMulticastDelegate::scoped_block)).
+pub struct SyncScopedBlock<'a, F: ?Sized + 'static> {
+    delegate: &'a SyncMulticastDelegate<F>,
+    handle: DelegateHandle,
+}
+
+impl<F: ?Sized + 'static> fmt::Debug for SyncScopedBlock<'_, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("SyncScopedBlock")
+            .field(&self.handle)
+            .finish()
+    }
+}
+
+impl<F: ?Sized + 'static> Drop for SyncScopedBlock<'_, F> {
+    fn drop(&mut self) {
+        if self.handle.is_valid() {
+            self.delegate.unblock(self.handle);
+        }
+    }
+}
+
+macro_rules! impl_sync_arity {
+    ($($arg:ident: $Arg:ident),*) => {
+        impl<$($Arg: Clone + 'static),*> SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync> {
+            /// Adds a closure; returns its handle. O(n).
+            #[track_caller]
+            pub fn add_lambda(&self, f: impl Fn($($Arg),*) + Send + Sync + 'static) -> DelegateHandle {
+                self.insert(0, false, Box::new(f))
+            }
+
+            /// [`add_lambda`](Self::add_lambda) at `priority`: higher priorities run first.
+            #[track_caller]
+            pub fn add_lambda_with_priority(
+                &self,
+                priority: i32,
+                f: impl Fn($($Arg),*) + Send + Sync + 'static,
+            ) -> DelegateHandle {
+                self.insert(priority, false, Box::new(f))
+            }
+
+            /// [`add_lambda`](Self::add_lambda) for one call only (X3): the first broadcast
+            /// that reaches it, on any thread, calls it; no other does.
+            #[track_caller]
+            pub fn add_lambda_once(&self, f: impl Fn($($Arg),*) + Send + Sync + 'static) -> DelegateHandle {
+                self.insert(0, true, Box::new(f))
+            }
+
+            /// Adds a plain function.
+            #[track_caller]
+            pub fn add_static(&self, f: fn($($Arg),*)) -> DelegateHandle {
+                self.insert(0, false, Box::new(f))
+            }
+
+            /// Adds a method of `owner`, held weakly (M9): once the owner is dropped it is not
+            /// called (its subscription stays until removed).
+            #[track_caller]
+            pub fn add_member<T: Send + Sync + 'static>(
+                &self,
+                owner: &std::sync::Arc<T>,
+                method: fn(&T, $($Arg),*),
+            ) -> DelegateHandle {
+                let owner = std::sync::Arc::downgrade(owner);
+                self.insert(0, false, Box::new(move |$($arg: $Arg),*| {
+                    if let Some(owner) = owner.upgrade() {
+                        method(&owner, $($arg),*);
+                    }
+                }))
+            }
+
+            /// A queued subscription (TS4, Qt's queued connection): each broadcast, from any
+            /// thread, clones its arguments into a task that calls `f` on the game thread at the
+            /// next [`process_queue`](crate::main_thread::process_queue). Removed before that
+            /// drain, the subscription's queued calls do not run (TS2). `f` need only be `Send`.
+            #[track_caller]
+            pub fn add_queued(&self, f: impl Fn($($Arg),*) + Send + 'static) -> DelegateHandle
+            where
+                $($Arg: Send,)*
+            {
+                let f = std::sync::Arc::new(std::sync::Mutex::new(f));
+                let live = Arc::new(AtomicU32::new(1));
+                let flag = Arc::clone(&live);
+                self.insert_entry(0, false, Some(flag), Box::new(move |$($arg: $Arg),*| {
+                    let f = std::sync::Arc::clone(&f);
+                    let live = Arc::clone(&live);
+                    crate::main_thread::enqueue(move || {
+                        if live.load(Ordering::Acquire) != 0 {
+                            let f = f.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                            f($($arg),*);
+                        }
+                    });
+                }))
+            }
+
+            /// Calls every subscriber present when the broadcast starts, in priority order,
+            /// each with its own clone of the arguments. From any thread, also from inside a
+            /// subscriber; never allocates (a one-shot's removal aside); holds no lock while
+            /// a subscriber runs (TS3).
+            pub fn broadcast(&self, $($arg: $Arg),*) {
+                self.each(|f| f($($arg.clone()),*));
+            }
+        }
+    };
+}
+
+impl_sync_arity!();
+impl_sync_arity!(a: A);
+impl_sync_arity!(a: A, b: B);
+impl_sync_arity!(a: A, b: B, c: C);
+impl_sync_arity!(a: A, b: B, c: C, d: D);
+
+/// The protocol under loom (TS6): every interleaving of small models. Run with
+/// `RUSTFLAGS="--cfg loom" cargo test -p lumina-runtime --lib --release sync_delegate::loom`.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::SyncMulticastDelegate;
+    use loom::sync::Arc;
+    use loom::sync::atomic::{AtomicU32, Ordering};
+    use loom::thread;
+
+    type D = SyncMulticastDelegate<dyn Fn(u32) + Send + Sync>;
+
+    /// Two threads add at once: neither add is lost (copy-on-write under the lock).
+    #[test]
+    fn ts3_concurrent_adds_are_both_kept() {
+        loom::model(|| {
+            let delegate = Arc::new(D::new());
+            let calls = Arc::new(AtomicU32::new(0));
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let delegate = Arc::clone(&delegate);
+                    let calls = Arc::clone(&calls);
+                    thread::spawn(move || {
+                        let _ = delegate.add_lambda(move |_| {
+                            calls.fetch_add(1, Ordering::Relaxed);
+                        });
+                    })
+                })
+                .collect();
+            for thread in threads {
+                thread.join().unwrap();
+            }
+            delegate.broadcast(1);
+            assert_eq!(calls.load(Ordering::Relaxed), 2);
+        });
+    }
+
+    /// Two broadcasts race for a one-shot subscriber: exactly one calls it, and it is gone.
+    #[test]
+    fn x3_ts2_a_one_shot_runs_once_across_threads() {
+        loom::model(|| {
+            let delegate = Arc::new(D::new());
+            let calls = Arc::new(AtomicU32::new(0));
+            let counter = Arc::clone(&calls);
+            let _ = delegate.add_lambda_once(move |_| {
+                counter.fetch_add(1, Ordering::Relaxed);
+            });
+            let other = {
+                let delegate = Arc::clone(&delegate);
+                thread::spawn(move || delegate.broadcast(1))
+            };
+            delegate.broadcast(2);
+            other.join().unwrap();
+            assert_eq!(calls.load(Ordering::Relaxed), 1);
+            assert!(delegate.is_empty());
+        });
+    }
+
+    /// A removal racing a broadcast: the racing broadcast calls the subscriber at most once
+    /// (a call it started before the removal may finish), and a broadcast that starts after the
+    /// removal returned never calls it (TS2).
+    #[test]
+    fn ts2_a_call_never_starts_after_the_removal_returned() {
+        loom::model(|| {
+            let delegate = Arc::new(D::new());
+            // Calls by value: 1 from the racing broadcast, 2 from the one after the removal.
+            let calls = Arc::new([AtomicU32::new(0), AtomicU32::new(0)]);
+            let counter = Arc::clone(&calls);
+            let handle = delegate.add_lambda(move |value| {
+                counter[value as usize - 1].fetch_add(1, Ordering::Relaxed);
+            });
+            let broadcaster = {
+                let delegate = Arc::clone(&delegate);
+                thread::spawn(move || delegate.broadcast(1))
+            };
+            assert!(delegate.remove(handle));
+            delegate.broadcast(2);
+            broadcaster.join().unwrap();
+            assert_eq!(calls[1].load(Ordering::Relaxed), 0);
+            assert!(calls[0].load(Ordering::Relaxed) <= 1);
+        });
+    }
+
+    /// A clear racing an add: afterwards the list and what a broadcast calls agree.
+    #[test]
+    fn ts2_clear_racing_an_add_leaves_a_consistent_list() {
+        loom::model(|| {
+            let delegate = Arc::new(D::new());
+            let calls = Arc::new(AtomicU32::new(0));
+            let adder = {
+                let delegate = Arc::clone(&delegate);
+                let calls = Arc::clone(&calls);
+                thread::spawn(move || {
+                    let _ = delegate.add_lambda(move |_| {
+                        calls.fetch_add(1, Ordering::Relaxed);
+                    });
+                })
+            };
+            delegate.clear();
+            adder.join().unwrap();
+            let len = delegate.len();
+            delegate.broadcast(1);
+            assert_eq!(calls.load(Ordering::Relaxed) as usize, len);
+        });
+    }
+}
