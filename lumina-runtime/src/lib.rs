@@ -53,6 +53,7 @@ pub mod reflect;
 pub mod scoped;
 pub mod script_delegate;
 pub mod script_generation;
+mod steps;
 mod thread_bound;
 
 pub use bus::{MessageBus, Tag, TagKey};

@@ -12,6 +12,7 @@ use smallvec::SmallVec;
 use super::drops::{Drops, Guarded};
 use super::entry::{BLOCKED, Entry, ONCE, OWNED, Pending, Subscriber};
 use crate::handle::DelegateHandle;
+use crate::steps;
 
 /// Lock-state bit: tombstones or pending subscribers wait for the end of the outermost
 /// broadcast (then it settles the list).
@@ -221,6 +222,7 @@ impl<C: Subscriber> InvocationList<C> {
             .entries
             .borrow()
             .iter()
+            .inspect(|_| steps::add(1))
             .find(|entry| block.is_live(entry) && block.owner_is(entry, owner))
             .map(Entry::id);
         found
@@ -229,6 +231,7 @@ impl<C: Subscriber> InvocationList<C> {
                     .pending
                     .borrow()
                     .iter()
+                    .inspect(|_| steps::add(1))
                     .find(|p| p.is_live() && is_owner(p.owner.as_ref(), owner))
                     .map(|p| p.entry.id())
             })
@@ -570,6 +573,7 @@ impl<C: Subscriber> InvocationList<C> {
             .keys
             .borrow()
             .iter()
+            .inspect(|_| steps::add(1))
             .filter(|(_, found)| *found == key)
             .map(|(id, _)| *id)
             .collect();
@@ -691,6 +695,7 @@ impl<C: Subscriber> Block<C> {
         let pending = self.pending.borrow();
         pending
             .iter()
+            .inspect(|_| steps::add(1))
             .find(|p| p.entry.id() == id && !p.entry.is_removed())
             .map(|p| visit(&p.entry))
     }
@@ -715,8 +720,10 @@ impl<C: Subscriber> Block<C> {
         let Some(index) = self.find(entries, id) else {
             return;
         };
+        steps::add(entries.len() - index);
         let entry = entries.remove(index);
         let mut runs = self.runs.borrow_mut();
+        steps::add(runs.len());
         let from = runs.partition_point(|run| run.end <= index);
         for run in &mut runs[from..] {
             run.end -= 1;
@@ -737,7 +744,9 @@ impl<C: Subscriber> Block<C> {
             );
         }
         let end = runs[run].end;
+        steps::search(end - start);
         let at = start + entries[start..end].partition_point(|other| other.id() < id);
+        steps::add(entries.len() - at);
         entries.insert(at, entry);
         for run in &mut runs[run..] {
             run.end += 1;
@@ -821,6 +830,8 @@ impl<C: Subscriber> Block<C> {
             // The main list keeps its shape while broadcasts walk it (M2).
             let mut pending = self.pending.borrow_mut();
             let position = pending.partition_point(|other| other.priority >= priority);
+            steps::search(pending.len());
+            steps::add(pending.len() - position);
             pending.insert(
                 position,
                 Pending {
@@ -864,8 +875,10 @@ impl<C: Subscriber> Block<C> {
             owner,
         } = new;
         let mut runs = self.runs.borrow_mut();
+        steps::search(runs.len());
         let run = runs.partition_point(|run| run.priority > priority);
         if runs.get(run).is_none_or(|found| found.priority != priority) {
+            steps::add(runs.len() - run);
             let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
             runs.insert(
                 run,
@@ -878,9 +891,12 @@ impl<C: Subscriber> Block<C> {
         let at = runs[run].end;
         if let Some(owner) = owner {
             let mut owners = self.owners.borrow_mut();
+            steps::search(owners.len());
             let position = owners.partition_point(|(id, _)| *id < entry.id());
+            steps::add(owners.len() - position);
             owners.insert(position, (entry.id(), owner));
         }
+        steps::add(entries.len() - at + runs.len() - run);
         entries.insert(at, entry);
         for run in &mut runs[run..] {
             run.end += 1;
@@ -894,6 +910,7 @@ impl<C: Subscriber> Block<C> {
         let mut start = 0;
         for run in self.runs.borrow().iter() {
             let stretch = &entries[start..run.end];
+            steps::search(stretch.len());
             if let Ok(index) = stretch.binary_search_by_key(&id, Entry::id) {
                 return Some(start + index);
             }
@@ -952,7 +969,11 @@ impl<C: Subscriber> Block<C> {
             return !entry.is_owned() || self.owner_alive(entry);
         }
         let pending = self.pending.borrow();
-        let Some(found) = pending.iter().find(|p| p.entry.id() == id) else {
+        let Some(found) = pending
+            .iter()
+            .inspect(|_| steps::add(1))
+            .find(|p| p.entry.id() == id)
+        else {
             return false;
         };
         if found.entry.is_removed() {
@@ -1021,6 +1042,7 @@ impl<C: Subscriber> Block<C> {
         let lock = self.begin();
         let entries: &[Entry<C>] = lock.entries.as_deref().map_or(&[], Vec::as_slice);
         let mut count = 0;
+        steps::add(entries.len());
         for entry in entries {
             if !entry.is_removed() && select(self, entry) {
                 if self.is_live(entry)
@@ -1035,6 +1057,7 @@ impl<C: Subscriber> Block<C> {
         }
         {
             let pending = self.pending.borrow();
+            steps::add(pending.len());
             for found in pending.iter().filter(|p| p.entry.id() < limit) {
                 if !found.entry.is_removed() && select_pending(found) {
                     if found.is_live()
@@ -1062,8 +1085,14 @@ impl<C: Subscriber> Block<C> {
         self.entries
             .borrow()
             .iter()
+            .inspect(|_| steps::add(1))
             .any(|entry| self.is_live(entry))
-            || self.pending.borrow().iter().any(Pending::is_live)
+            || self
+                .pending
+                .borrow()
+                .iter()
+                .inspect(|_| steps::add(1))
+                .any(Pending::is_live)
     }
 
     fn len(&self) -> usize {
@@ -1096,6 +1125,7 @@ impl<C: Subscriber> Block<C> {
         let Ok(mut entries) = self.entries.try_borrow_mut() else {
             return;
         };
+        steps::add(entries.len() + self.pending.borrow().len());
         for pending in self.pending.borrow_mut().drain(..) {
             if pending.entry.is_removed() && !pending.entry.has_callable() {
                 continue;
@@ -1127,6 +1157,7 @@ impl<C: Subscriber> Block<C> {
             entries.retain(Entry::has_callable);
             let mut owners = self.owners.borrow_mut();
             owners.retain(|(id, _)| self.find(&entries, *id).is_some());
+            steps::add(owners.len());
             let mut keys = self.keys.borrow_mut();
             keys.retain(|(id, _)| self.find(&entries, *id).is_some());
         }
