@@ -45,6 +45,7 @@ fn plain(n: usize) -> (Delegate, Vec<DelegateHandle>) {
 struct Actor;
 impl Actor {
     fn on(&self, _: u32) {}
+    fn other(&self, _: u32) {}
 }
 
 /// `n` owners, each with one `add_method` binding; the owners are returned to be kept alive.
@@ -59,10 +60,9 @@ fn owned(n: usize) -> (Delegate, Vec<Rc<Actor>>) {
 
 #[test]
 fn n4_the_counter_sees_a_scan() {
-    // The device works: a scan of the whole list (an unknown owner's) is counted per entry.
+    // The device works: an operation that walks by nature (`len`) is counted per entry.
     let (delegate, _owners) = owned(SMALL);
-    let stranger = Rc::new(Actor);
-    let steps = count(|| assert!(!delegate.is_bound_to(&stranger)));
+    let steps = count(|| assert_eq!(delegate.len(), SMALL));
     assert!(steps >= SMALL as u64, "{steps}");
 }
 
@@ -81,5 +81,53 @@ fn n4_add_and_remove_by_handle_at_one_priority() {
     assert_flat("block + unblock", |n| {
         let (delegate, handles) = plain(n);
         move |i| assert!(delegate.block(handles[i * 7]) && delegate.unblock(handles[i * 7]))
+    });
+}
+
+/// By owner: O(k) in the owner's own subscriptions (rule N4), not a scan of the list.
+#[test]
+fn n4_by_owner_costs_the_owners_subscriptions() {
+    assert_flat("remove_all(owner)", |n| {
+        let (delegate, owners) = owned(n);
+        move |i| assert_eq!(delegate.remove_all(&owners[i * 7]), 1)
+    });
+    assert_flat("is_bound_to(owner)", |n| {
+        let (delegate, owners) = owned(n);
+        move |i| assert!(delegate.is_bound_to(&owners[i * 7]))
+    });
+    assert_flat("is_bound_to(a stranger)", |n| {
+        let (delegate, _owners) = owned(n);
+        let stranger = Rc::new(Actor);
+        move |_| assert!(!delegate.is_bound_to(&stranger))
+    });
+    assert_flat("remove_method", |n| {
+        let (delegate, owners) = owned(n);
+        move |i| assert_eq!(delegate.remove_method(&owners[i * 7], Actor::on), 1)
+    });
+    assert_flat("remove_method of another method", |n| {
+        let (delegate, owners) = owned(n);
+        move |i| assert_eq!(delegate.remove_method(&owners[i * 7], Actor::other), 0)
+    });
+}
+
+fn unknown(_: u32) {}
+fn known(_: u32) {}
+
+/// `remove_static` of a function with no subscription, and `is_bound` after removals: O(1).
+#[test]
+fn n4_remove_static_and_is_bound_look_nothing_up_in_the_list() {
+    assert_flat("remove_static(unknown)", |n| {
+        let delegate = Delegate::new();
+        for _ in 0..n {
+            let _ = delegate.add_static(known);
+        }
+        move |_| assert_eq!(delegate.remove_static(unknown), 0)
+    });
+    assert_flat("is_bound after half were removed", |n| {
+        let (delegate, handles) = plain(n);
+        for handle in &handles[..n / 2 - 1] {
+            assert!(delegate.remove(*handle));
+        }
+        move |_| assert!(delegate.is_bound())
     });
 }
