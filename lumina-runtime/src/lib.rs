@@ -54,6 +54,7 @@ pub mod reflect;
 pub mod scoped;
 pub mod script_delegate;
 pub mod script_generation;
+mod steps;
 pub mod sync_delegate;
 mod thread_bound;
 

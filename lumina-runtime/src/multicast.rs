@@ -94,11 +94,18 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     }
 
     /// Removes every member binding of `owner`; returns how many were removed (M9).
+    ///
+    /// Cost: O(k p log n) for the owner's own k bindings and p distinct priorities in use (1
+    /// for most delegates), through the list's index by owner; the other subscribers are not
+    /// looked at (N4).
     pub fn remove_all<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
         self.list.remove_owner(owner)
     }
 
     /// Whether a live member binding of `owner` exists (M9).
+    ///
+    /// Cost: O(k p log n) for the owner's own k bindings and p distinct priorities in use; O(1)
+    /// for an object with none (N4).
     pub fn is_bound_to<T: ?Sized>(&self, owner: &Rc<T>) -> bool {
         self.list.is_bound_to(owner)
     }
@@ -110,6 +117,9 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     }
 
     /// Whether a live subscriber exists (M8).
+    ///
+    /// Cost: O(1) while a subscriber without owner is present, however many were removed;
+    /// otherwise a walk that stops at the first live subscriber (N4).
     pub fn is_bound(&self) -> bool {
         self.list.is_bound()
     }
@@ -377,6 +387,9 @@ macro_rules! impl_multicast_arity {
             /// Removes every subscription made by `add_static` (any of its forms) with this
             /// function; returns how many (X7).
             ///
+            /// Cost: one lookup of the function, then O(k p log n) for its k subscriptions and p
+            /// distinct priorities in use; O(1) for a function with none (N4).
+            ///
             /// Identity is the function pointer's value, and only subscriptions made from a
             /// plain function take part: a closure or member binding never matches, whatever
             /// it calls or captures. Two caveats of function pointers in Rust: the same function
@@ -450,6 +463,9 @@ macro_rules! impl_multicast_arity {
             /// binding of another object, or made by `add_member`, never matches. The weak
             /// reference each binding holds keeps its owner's address from being reused while
             /// the binding exists.
+            ///
+            /// Cost: O(k p log n) for the owner's own k subscriptions and p distinct priorities in
+            /// use, whatever else is bound to the same method (N4).
             pub fn remove_method<T: Any>(&self, owner: &Rc<T>, method: fn(&T, $($Arg),*) -> R) -> usize {
                 self.remove_method_keyed(owner, (method as *const ()).addr())
             }

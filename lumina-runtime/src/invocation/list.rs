@@ -4,6 +4,7 @@
 
 use std::any::Any;
 use std::cell::{Cell, OnceCell, RefCell};
+use std::collections::HashMap;
 use std::fmt;
 use std::rc::{Rc, Weak};
 
@@ -12,6 +13,7 @@ use smallvec::SmallVec;
 use super::drops::{Drops, Guarded};
 use super::entry::{BLOCKED, Entry, ONCE, OWNED, Pending, Subscriber};
 use crate::handle::DelegateHandle;
+use crate::steps;
 
 /// Lock-state bit: tombstones or pending subscribers wait for the end of the outermost
 /// broadcast (then it settles the list).
@@ -79,11 +81,18 @@ pub(crate) struct Block<C> {
     pub(super) runs: RefCell<SmallVec<[Run; 1]>>,
     /// The weak owners of member bindings, by id (ascending).
     pub(super) owners: RefCell<Vec<(u64, Weak<dyn Any>)>>,
-    /// The identity keys of subscriptions made from a plain function (`add_static`, X7), by id
-    /// (ascending): the function pointer's address. An address, not a pointer: it is only
-    /// compared with the address of the function a `remove_static` names, never called nor
-    /// dereferenced; the entry's own callable holds the function it came from.
-    pub(super) keys: RefCell<Vec<(u64, usize)>>,
+    /// The ids of the subscriptions (main or pending) bound to each owner, by the owner's address
+    /// (ascending ids): what makes removal and lookup by owner O(k) in the owner's own
+    /// subscriptions (N4). An address, compared only: each id's row in `owners` (or its pending
+    /// entry) says whether it is still that owner's, as an address is reused once its object
+    /// and every weak reference to it are gone. Ids of entries compacted away leave with them.
+    pub(super) by_owner: RefCell<HashMap<usize, SmallVec<[u64; 1]>>>,
+    /// The identity keys of subscriptions made from a plain function (`add_static`, X7): the
+    /// function pointer's address, with the ids made from it (ascending), so a removal by
+    /// function looks up its key (N4). An address, not a pointer: it is only compared with the
+    /// address of the function a `remove_static` names, never called nor dereferenced; the
+    /// entry's own callable holds the function it came from.
+    pub(super) keys: RefCell<HashMap<usize, SmallVec<[u64; 1]>>>,
     /// Changes of priority asked for while a broadcast runs (X6), applied in order when the
     /// outermost broadcast ends, after the pending subscribers are merged: the running
     /// broadcasts keep the order they started with (M2).
@@ -195,16 +204,13 @@ impl<C: Subscriber> InvocationList<C> {
         handle.is_valid() && self.block().is_some_and(|block| block.remove(handle.id()))
     }
 
-    /// Removes every live subscriber bound to `owner` (M9); returns how many. Allocates nothing.
+    /// Removes every live subscriber bound to `owner` (M9); returns how many. Allocates nothing
+    /// during a broadcast (M12), nor outside one for an owner with up to 8 subscriptions.
+    /// O(k p log n) in the owner's own k subscriptions and p priorities in use, through the
+    /// index by owner (N4).
     pub fn remove_owner<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
         let owner = Rc::as_ptr(owner).cast::<()>();
-        self.block().map_or(0, |block| {
-            block.remove_each(
-                |block, entry| block.is_live(entry) && block.owner_is(entry, owner),
-                |pending| pending.is_live() && is_owner(pending.owner.as_ref(), owner),
-                |_, _, _| {},
-            )
-        })
+        self.block().map_or(0, |block| block.remove_owned_by(owner))
     }
 
     /// Whether a live subscriber is bound to `owner`.
@@ -213,26 +219,35 @@ impl<C: Subscriber> InvocationList<C> {
     }
 
     /// The handle of the first live subscriber (in dispatch order, then pending ones) bound to
-    /// `owner`. Allocates nothing.
+    /// `owner`. Allocates nothing. O(k p log n) in the owner's own k subscriptions and p
+    /// priorities in use (N4).
     pub fn handle_of_owner<T: ?Sized>(&self, owner: &Rc<T>) -> Option<DelegateHandle> {
         let owner = Rc::as_ptr(owner).cast::<()>();
         let block = self.block()?;
-        let found = block
-            .entries
-            .borrow()
+        let by_owner = block.by_owner.borrow();
+        let ids = by_owner.get(&owner.addr())?;
+        steps::add(ids.len());
+        let entries = block.entries.borrow();
+        // The first in dispatch order among the owner's main-list entries.
+        let main = ids
             .iter()
-            .find(|entry| block.is_live(entry) && block.owner_is(entry, owner))
-            .map(Entry::id);
-        found
-            .or_else(|| {
+            .filter_map(|&id| block.find(&entries, id))
+            .filter(|&index| {
+                block.is_live(&entries[index]) && block.owner_is(&entries[index], owner)
+            })
+            .min_by_key(|&index| block.key_at(&entries, index))
+            .map(|index| entries[index].id());
+        main.or_else(|| {
+            let pending = block.pending.borrow();
+            ids.iter().find_map(|&id| {
                 block
-                    .pending
-                    .borrow()
-                    .iter()
-                    .find(|p| p.is_live() && is_owner(p.owner.as_ref(), owner))
+                    .pending_index(&pending, id)
+                    .map(|index| &pending[index])
+                    .filter(|p| p.is_live() && is_owner(p.owner.as_ref(), owner))
                     .map(|p| p.entry.id())
             })
-            .map(DelegateHandle::from_id)
+        })
+        .map(DelegateHandle::from_id)
     }
 
     /// Removes every subscriber. During a broadcast nothing further runs in it (or in any
@@ -264,7 +279,8 @@ impl<C: Subscriber> InvocationList<C> {
         )
     }
 
-    /// Whether at least one live subscriber exists (M8).
+    /// Whether at least one live subscriber exists (M8). O(1) while a subscriber without owner is
+    /// present, whatever was removed (N4); otherwise a walk to the first live subscriber.
     pub fn is_bound(&self) -> bool {
         self.block().is_some_and(Block::is_bound)
     }
@@ -563,16 +579,36 @@ impl<C: Subscriber> InvocationList<C> {
     /// Removes every subscription made from the plain function at address `key` (X7), and, if
     /// `owner` is given, bound to that owner; returns how many. Only subscriptions added with
     /// that key match: no other subscription can, whatever addresses its callable or captures
-    /// have.
+    /// have. O(k p log n) (p: the priorities in use) in the k subscriptions made from that
+    /// function (without `owner`) or bound to that owner (with one): a lookup of the key, then
+    /// of the owner (N4).
     pub(crate) fn remove_keyed(&self, key: usize, owner: Option<*const ()>) -> usize {
         let Some(block) = self.block() else { return 0 };
-        let ids: SmallVec<[u64; 4]> = block
-            .keys
-            .borrow()
-            .iter()
-            .filter(|(_, found)| *found == key)
-            .map(|(id, _)| *id)
-            .collect();
+        let ids: SmallVec<[u64; 4]> = {
+            let keys = block.keys.borrow();
+            let Some(keyed) = keys.get(&key) else {
+                return 0;
+            };
+            match owner {
+                None => {
+                    steps::add(keyed.len());
+                    keyed.iter().copied().collect()
+                }
+                Some(owner) => {
+                    let by_owner = block.by_owner.borrow();
+                    let owned = by_owner.get(&owner.addr()).map_or(&[][..], |ids| &ids[..]);
+                    steps::add(owned.len());
+                    owned
+                        .iter()
+                        .copied()
+                        .filter(|id| {
+                            steps::search(keyed.len());
+                            keyed.binary_search(id).is_ok()
+                        })
+                        .collect()
+                }
+            }
+        };
         let mut count = 0;
         for id in ids {
             let matches = match owner {
@@ -598,7 +634,8 @@ impl<C> Block<C> {
             entries: RefCell::new(Vec::new()),
             runs: RefCell::new(SmallVec::new()),
             owners: RefCell::new(Vec::new()),
-            keys: RefCell::new(Vec::new()),
+            by_owner: RefCell::new(HashMap::new()),
+            keys: RefCell::new(HashMap::new()),
             moves: RefCell::new(Vec::new()),
             pending: RefCell::new(Vec::new()),
             state: Cell::new(0),
@@ -691,6 +728,7 @@ impl<C: Subscriber> Block<C> {
         let pending = self.pending.borrow();
         pending
             .iter()
+            .inspect(|_| steps::add(1))
             .find(|p| p.entry.id() == id && !p.entry.is_removed())
             .map(|p| visit(&p.entry))
     }
@@ -715,8 +753,10 @@ impl<C: Subscriber> Block<C> {
         let Some(index) = self.find(entries, id) else {
             return;
         };
+        steps::add(entries.len() - index);
         let entry = entries.remove(index);
         let mut runs = self.runs.borrow_mut();
+        steps::add(runs.len());
         let from = runs.partition_point(|run| run.end <= index);
         for run in &mut runs[from..] {
             run.end -= 1;
@@ -737,7 +777,9 @@ impl<C: Subscriber> Block<C> {
             );
         }
         let end = runs[run].end;
+        steps::search(end - start);
         let at = start + entries[start..end].partition_point(|other| other.id() < id);
+        steps::add(entries.len() - at);
         entries.insert(at, entry);
         for run in &mut runs[run..] {
             run.end += 1;
@@ -813,14 +855,27 @@ impl<C: Subscriber> Block<C> {
         // recorded, so unloading the module removes it. One atomic load while none is loaded.
         let code = callable.code();
         let entry = Entry::new(handle.id(), owner.is_some(), once, site, callable);
+        // The largest id of this list so far: the indexes' ids stay sorted.
         if let Some(key) = key {
-            // The largest id of this list so far: the table stays sorted.
-            self.keys.borrow_mut().push((handle.id(), key));
+            self.keys
+                .borrow_mut()
+                .entry(key)
+                .or_default()
+                .push(handle.id());
+        }
+        if let Some(owner) = &owner {
+            self.by_owner
+                .borrow_mut()
+                .entry(Weak::as_ptr(owner).cast::<()>().addr())
+                .or_default()
+                .push(handle.id());
         }
         if self.is_broadcasting() {
             // The main list keeps its shape while broadcasts walk it (M2).
             let mut pending = self.pending.borrow_mut();
             let position = pending.partition_point(|other| other.priority >= priority);
+            steps::search(pending.len());
+            steps::add(pending.len() - position);
             pending.insert(
                 position,
                 Pending {
@@ -864,8 +919,10 @@ impl<C: Subscriber> Block<C> {
             owner,
         } = new;
         let mut runs = self.runs.borrow_mut();
+        steps::search(runs.len());
         let run = runs.partition_point(|run| run.priority > priority);
         if runs.get(run).is_none_or(|found| found.priority != priority) {
+            steps::add(runs.len() - run);
             let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
             runs.insert(
                 run,
@@ -878,9 +935,12 @@ impl<C: Subscriber> Block<C> {
         let at = runs[run].end;
         if let Some(owner) = owner {
             let mut owners = self.owners.borrow_mut();
+            steps::search(owners.len());
             let position = owners.partition_point(|(id, _)| *id < entry.id());
+            steps::add(owners.len() - position);
             owners.insert(position, (entry.id(), owner));
         }
+        steps::add(entries.len() - at + runs.len() - run);
         entries.insert(at, entry);
         for run in &mut runs[run..] {
             run.end += 1;
@@ -894,6 +954,7 @@ impl<C: Subscriber> Block<C> {
         let mut start = 0;
         for run in self.runs.borrow().iter() {
             let stretch = &entries[start..run.end];
+            steps::search(stretch.len());
             if let Ok(index) = stretch.binary_search_by_key(&id, Entry::id) {
                 return Some(start + index);
             }
@@ -938,6 +999,91 @@ impl<C: Subscriber> Block<C> {
         was_live
     }
 
+    /// Removes every live subscription bound to the object at `owner` (main or pending), as
+    /// [`remove_each`](Self::remove_each) does (M13: all are marked removed before the first
+    /// callable is dropped; during a broadcast they are only marked, M4), but through the index
+    /// by owner: O(k p log n) in the owner's own k subscriptions and p priorities in use, not a
+    /// walk of the list (N4), and no compaction but the amortized one. Allocates nothing during
+    /// a broadcast (M12); outside one, only for an owner with more than 8 subscriptions (the
+    /// places of those it drops, in list order).
+    pub(super) fn remove_owned_by(&self, owner: *const ()) -> usize {
+        let outside = !self.is_broadcasting();
+        // Outside broadcasts: where the marked entries are, in list order (what the drops walk).
+        let mut marked: SmallVec<[usize; 8]> = SmallVec::new();
+        let mut count = 0;
+        {
+            let by_owner = self.by_owner.borrow();
+            let Some(ids) = by_owner.get(&owner.addr()) else {
+                return 0;
+            };
+            steps::add(ids.len());
+            let entries = self.entries.borrow();
+            let pending = self.pending.borrow();
+            for &id in ids {
+                if let Some(index) = self.find(&entries, id) {
+                    let entry = &entries[index];
+                    if self.is_live(entry) && self.owner_is(entry, owner) {
+                        entry.mark_removed();
+                        self.note_tombstone();
+                        count += 1;
+                        if outside {
+                            marked.push(index);
+                        }
+                    }
+                } else if let Some(index) = self.pending_index(&pending, id) {
+                    let found = &pending[index];
+                    if found.is_live() && is_owner(found.owner.as_ref(), owner) {
+                        // Merged (its callable dropped) when the outermost broadcast ends.
+                        found.entry.mark_removed();
+                        self.state.set(self.state.get() | NEEDS_SETTLE);
+                        count += 1;
+                    }
+                }
+            }
+        }
+        if marked.is_empty() {
+            return count;
+        }
+        // Outside broadcasts the callables go before this returns (M4), one at a time, in list
+        // order, under this operation's own lock (as `remove_each`'s walk). A drop's re-entrant
+        // code that changes the list (marked only, while locked) sets `NEEDS_SETTLE`: then the
+        // rest is walked as `remove_each` walks it, and the unlock settles. Otherwise the lock
+        // goes without a settle and the compaction is the amortized one.
+        steps::add(marked.len());
+        marked.sort_unstable();
+        let settle = self.state.get() & NEEDS_SETTLE;
+        self.state.set(self.state.get() & !NEEDS_SETTLE);
+        let lock = self.begin();
+        let entries: &[Entry<C>] = lock.entries.as_deref().map_or(&[], Vec::as_slice);
+        let mut drops = Drops::default();
+        for index in marked {
+            if self.state.get() & NEEDS_SETTLE != 0 {
+                self.drop_removed(&entries[index..], &mut drops);
+                break;
+            }
+            drops.drop(entries[index].take_callable());
+        }
+        let reentered = self.state.get() & NEEDS_SETTLE != 0;
+        if reentered {
+            self.state.set(self.state.get() | settle);
+            drop(lock);
+        } else {
+            drop(lock);
+            self.state.set(self.state.get() | settle);
+            self.compact_if_worthwhile();
+        }
+        drops.finish();
+        count
+    }
+
+    /// The index in `pending` of the pending entry `id`.
+    pub(super) fn pending_index(&self, pending: &[Pending<C>], id: u64) -> Option<usize> {
+        pending
+            .iter()
+            .inspect(|_| steps::add(1))
+            .position(|p| p.entry.id() == id)
+    }
+
     /// Marks the subscriber `id` removed; its callable is dropped when the outermost broadcast
     /// ends (M4). Runs no user code.
     fn remove_while_broadcasting(&self, id: u64) -> bool {
@@ -952,7 +1098,11 @@ impl<C: Subscriber> Block<C> {
             return !entry.is_owned() || self.owner_alive(entry);
         }
         let pending = self.pending.borrow();
-        let Some(found) = pending.iter().find(|p| p.entry.id() == id) else {
+        let Some(found) = pending
+            .iter()
+            .inspect(|_| steps::add(1))
+            .find(|p| p.entry.id() == id)
+        else {
             return false;
         };
         if found.entry.is_removed() {
@@ -978,6 +1128,7 @@ impl<C: Subscriber> Block<C> {
         let old = std::mem::take(&mut *self.entries.borrow_mut());
         self.runs.borrow_mut().clear();
         let owners = std::mem::take(&mut *self.owners.borrow_mut());
+        self.by_owner.borrow_mut().clear();
         self.keys.borrow_mut().clear();
         self.moves.borrow_mut().clear();
         self.tombstones.set(0);
@@ -1021,6 +1172,7 @@ impl<C: Subscriber> Block<C> {
         let lock = self.begin();
         let entries: &[Entry<C>] = lock.entries.as_deref().map_or(&[], Vec::as_slice);
         let mut count = 0;
+        steps::add(entries.len());
         for entry in entries {
             if !entry.is_removed() && select(self, entry) {
                 if self.is_live(entry)
@@ -1035,6 +1187,7 @@ impl<C: Subscriber> Block<C> {
         }
         {
             let pending = self.pending.borrow();
+            steps::add(pending.len());
             for found in pending.iter().filter(|p| p.entry.id() < limit) {
                 if !found.entry.is_removed() && select_pending(found) {
                     if found.is_live()
@@ -1059,11 +1212,22 @@ impl<C: Subscriber> Block<C> {
     }
 
     fn is_bound(&self) -> bool {
-        self.entries
-            .borrow()
+        // Present entries without owner are live: at least `len - tombstones - owners` of them
+        // (every owned main-list entry has a row in `owners`, removed or not).
+        let entries = self.entries.borrow();
+        if entries.len() > self.tombstones.get() + self.owners.borrow().len() {
+            return true;
+        }
+        entries
             .iter()
+            .inspect(|_| steps::add(1))
             .any(|entry| self.is_live(entry))
-            || self.pending.borrow().iter().any(Pending::is_live)
+            || self
+                .pending
+                .borrow()
+                .iter()
+                .inspect(|_| steps::add(1))
+                .any(Pending::is_live)
     }
 
     fn len(&self) -> usize {
@@ -1071,6 +1235,7 @@ impl<C: Subscriber> Block<C> {
             .entries
             .borrow()
             .iter()
+            .inspect(|_| steps::add(1))
             .filter(|entry| self.is_live(entry))
             .count();
         main + self.pending.borrow().iter().filter(|p| p.is_live()).count()
@@ -1096,8 +1261,12 @@ impl<C: Subscriber> Block<C> {
         let Ok(mut entries) = self.entries.try_borrow_mut() else {
             return;
         };
+        steps::add(entries.len() + self.pending.borrow().len());
+        // Whether pending entries were dropped without a tombstone: the indexes forget them.
+        let mut discarded = false;
         for pending in self.pending.borrow_mut().drain(..) {
             if pending.entry.is_removed() && !pending.entry.has_callable() {
+                discarded = true;
                 continue;
             }
             if pending.entry.is_removed() {
@@ -1105,7 +1274,8 @@ impl<C: Subscriber> Block<C> {
             }
             self.insert_main(&mut entries, pending);
         }
-        if self.tombstones.get() > 0 {
+        let compacting = self.tombstones.get() > 0;
+        if compacting {
             // New run ends: what each run keeps.
             let mut runs = self.runs.borrow_mut();
             let (mut start, mut kept) = (0, 0);
@@ -1127,8 +1297,16 @@ impl<C: Subscriber> Block<C> {
             entries.retain(Entry::has_callable);
             let mut owners = self.owners.borrow_mut();
             owners.retain(|(id, _)| self.find(&entries, *id).is_some());
-            let mut keys = self.keys.borrow_mut();
-            keys.retain(|(id, _)| self.find(&entries, *id).is_some());
+            steps::add(owners.len());
+        }
+        if compacting || discarded {
+            let present = |ids: &mut SmallVec<[u64; 1]>| {
+                steps::add(ids.len());
+                ids.retain(|id| self.find(&entries, *id).is_some());
+                !ids.is_empty()
+            };
+            self.by_owner.borrow_mut().retain(|_, ids| present(ids));
+            self.keys.borrow_mut().retain(|_, ids| present(ids));
         }
         // Changes of priority asked for during the broadcasts, in the order asked.
         let moves = std::mem::take(&mut *self.moves.borrow_mut());

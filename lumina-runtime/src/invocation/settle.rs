@@ -66,6 +66,7 @@ impl<C: Subscriber> Block<C> {
     /// broadcasting ([`remove_each`](Self::remove_each)); the lock they hold is their own.
     pub(super) fn drop_removed(&self, entries: &[Entry<C>], drops: &mut Drops) -> usize {
         let mut dropped = 0;
+        crate::steps::add(entries.len());
         for entry in entries {
             if entry.is_removed()
                 && let Some(callable) = entry.take_callable()
