@@ -294,6 +294,7 @@ fn broadcasts() -> Vec<Planned<'static>> {
         let mut cases = vec![
             broadcast_case::<common::Floor>(n),
             broadcast_case::<common::Lumina>(n),
+            broadcast_case::<common::LuminaSync>(n),
             broadcast_case::<common::Signals2>(n),
         ];
         #[cfg(lumina_boost_shim)]
@@ -546,6 +547,27 @@ fn print_targets(rows: &[Row]) {
             verdict(speedup >= 3.0),
             lumina.allocs,
             verdict(lumina.allocs == "0.00"),
+        );
+    }
+    // TS6: the thread-safe delegate on one thread, against the game-thread delegate (3x at
+    // N = 1, 1.3x at 16 and 1024) and faster than signals2 at every N.
+    for (n, limit) in [("1", 3.0), ("16", 1.3), ("1024", 1.3)] {
+        let (Some(sync), Some(lumina), Some(signals2)) = (
+            find("broadcast", "SyncMulticastDelegate", n),
+            find("broadcast", "lumina", n),
+            find("broadcast", "signals2", n),
+        ) else {
+            continue;
+        };
+        let per_call = |row: &Row| row.ns_per_call.unwrap_or(f64::NAN);
+        let ratio = per_call(sync) / per_call(lumina);
+        let speedup = per_call(signals2) / per_call(sync);
+        println!(
+            "target thread-safe N={n:<5} <= {limit:.1}x game-thread delegate: {ratio:.3}x {}   faster than signals2: {speedup:.1}x {}   0 allocs: {} {}",
+            verdict(ratio <= limit),
+            verdict(speedup > 1.0),
+            sync.allocs,
+            verdict(sync.allocs == "0.00"),
         );
     }
     // N2's shape, against the raised targets: 1.0x at N = 16 and 1024, 1.3x at 4, 1.5x at 1,

@@ -84,7 +84,7 @@ impl System for Lumina {
 pub struct LuminaSync(lumina::SyncMulticastDelegate<dyn Fn(i32) + Send + Sync>);
 
 impl System for LuminaSync {
-    const NAME: &'static str = "lumina SyncMulticastDelegate";
+    const NAME: &'static str = "SyncMulticastDelegate (lumina, any thread)";
     fn with_subscribers(n: usize) -> Self {
         let delegate = lumina::SyncMulticastDelegate::<dyn Fn(i32) + Send + Sync>::new();
         let sink: &'static AtomicU64 = &SINK;

@@ -59,7 +59,6 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::rc::{Rc, Weak};
 use std::sync::RwLock;
-use std::thread::ThreadId;
 
 use crate::handle::DelegateHandle;
 use crate::invocation::{Block, InvocationList};
@@ -254,12 +253,31 @@ impl std::error::Error for BindError {}
 #[repr(C)]
 pub struct ScriptDelegateBase {
     list: InvocationList<Listener>,
-    thread: ThreadId,
-    payload: &'static PayloadInfo,
+    /// The number of the thread it belongs to ([`thread_number`]): 4 bytes, so that with
+    /// [`kinds`](Self::kinds) the delegate stays 24 bytes (N1).
+    thread: u32,
     /// Which kinds of listener were ever bound ([`NATIVE`], [`MANAGED`]): a broadcast runs only
     /// the passes that can find a listener (a delegate only Rust listens to walks its list once).
     /// Never cleared: a flag left by a removed listener only costs the pass it would have saved.
+    /// Next to `thread` (the struct is `repr(C)`): the two share a word.
     kinds: Cell<u8>,
+    payload: &'static PayloadInfo,
+}
+
+/// The calling thread's number, given on its first call (1, 2, ...): a `Cell` without a
+/// destructor, so it answers also while the thread's other locals are destroyed.
+fn thread_number() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    thread_local! {
+        static NUMBER: Cell<u32> = const { Cell::new(0) };
+    }
+    NUMBER.with(|number| {
+        if number.get() == 0 {
+            number.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        number.get()
+    })
 }
 
 /// [`ScriptDelegateBase::kinds`]: a native listener was bound.
@@ -282,7 +300,7 @@ impl ScriptDelegateBase {
     fn new(payload: &'static PayloadInfo) -> Self {
         ScriptDelegateBase {
             list: InvocationList::new(),
-            thread: std::thread::current().id(),
+            thread: thread_number(),
             payload,
             kinds: Cell::new(0),
         }
@@ -296,7 +314,7 @@ impl ScriptDelegateBase {
     /// Whether the calling thread is the one this delegate belongs to. Only this thread may bind,
     /// unbind, query or broadcast; the C ABI refuses calls from any other.
     pub fn is_owner_thread(&self) -> bool {
-        std::thread::current().id() == self.thread
+        thread_number() == self.thread
     }
 
     /// Binds a managed listener; returns its id (never 0). Refused when `thunk` is `None` (a null
@@ -894,5 +912,18 @@ impl<P: ScriptPayload> Clone for ScriptDelegate<P> {
 impl<P: ScriptPayload> fmt::Debug for ScriptDelegate<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.base.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// N1: a script delegate is three words (its list, its thread and listener kinds, its
+    /// payload's reflection data).
+    #[test]
+    fn n1_a_script_delegate_is_three_words() {
+        assert_eq!(
+            size_of::<super::ScriptDelegateBase>(),
+            3 * size_of::<usize>()
+        );
     }
 }
