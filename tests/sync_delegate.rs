@@ -468,3 +468,60 @@ fn ts4_a_queued_subscription_runs_on_the_game_thread_with_the_broadcasts_argumen
     assert_eq!(main_thread::process_queue(), 1);
     assert_eq!(*heard.lock().unwrap(), ["loaded"]);
 }
+
+/// M13 at the points where the thread-safe delegate runs user code outside a call: a removed
+/// callable's capture is dropped by the change that replaced its list, with no lock held, so its
+/// `Drop` may add, remove, broadcast and clear the same delegate.
+#[test]
+fn m13_ts2_a_removed_captures_drop_may_reenter_the_delegate() {
+    struct ReenterOnDrop(std::sync::Weak<OnValue>, Arc<AtomicU32>);
+    impl Drop for ReenterOnDrop {
+        fn drop(&mut self) {
+            if let Some(delegate) = self.0.upgrade() {
+                let calls = Arc::clone(&self.1);
+                let added = delegate.add_lambda(move |_| {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                });
+                delegate.broadcast(1);
+                assert!(delegate.remove(added));
+                delegate.clear();
+            }
+        }
+    }
+    let delegate = Arc::new(OnValue::new());
+    let calls = Arc::new(AtomicU32::new(0));
+    let capture = ReenterOnDrop(Arc::downgrade(&delegate), Arc::clone(&calls));
+    let handle = delegate.add_lambda(move |_| {
+        let _ = &capture;
+    });
+    assert!(delegate.remove(handle)); // drops the capture: its Drop re-enters
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert!(delegate.is_empty());
+}
+
+/// R2: a subscriber panics while the argument's `Drop` panics too; the broadcast's own frame
+/// drops the argument under the guard, so the process does not abort and the first panic
+/// reaches the caller.
+#[test]
+fn r2_a_panicking_subscriber_with_an_argument_whose_drop_panics_does_not_abort() {
+    #[derive(Clone)]
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            if !std::thread::panicking() {
+                return;
+            }
+            panic!("argument drop");
+        }
+    }
+    let delegate = SyncMulticastDelegate::<dyn Fn(PanicsOnDrop) + Send + Sync>::new();
+    let _ = delegate.add_lambda(|argument| {
+        std::mem::forget(argument);
+        panic!("subscriber");
+    });
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        delegate.broadcast(PanicsOnDrop);
+    }));
+    let payload = caught.expect_err("the subscriber's panic reaches the caller");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"subscriber"));
+}

@@ -48,6 +48,7 @@ use std::sync::{
 
 use crate::bind_site::{OwnerState, Subscription};
 use crate::handle::DelegateHandle;
+use crate::invocation::{Guarded, drop_user};
 
 /// The entry was removed: no call of it starts any more.
 const REMOVED: u32 = 1 << 31;
@@ -172,7 +173,9 @@ impl<F: ?Sized> Shared<F> {
             let new = Arc::new(change(&current));
             std::mem::replace(&mut *current, new)
         };
-        drop(old);
+        // Its last reference drops the removed callables: user code, guarded if this change is
+        // made from a `Drop` while the thread unwinds (R2).
+        drop_user(old);
     }
 
     /// Marks `id` removed and takes it out of the list; whether it was there.
@@ -440,7 +443,10 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
     /// called.
     #[inline(always)]
     fn each(&self, mut call: impl FnMut(&F)) {
-        let list = self.shared.snapshot();
+        // Guarded: if a subscriber panics and a change replaced the list meanwhile, this may be
+        // its last reference, and the callables it drops then are user code dropped while the
+        // thread unwinds (R2).
+        let list = Guarded::new(self.shared.snapshot());
         let mut once = false;
         for entry in list.iter() {
             if entry.start() {
@@ -451,6 +457,7 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
         if once {
             self.remove_claimed(&list);
         }
+        drop_user(list.into_inner());
     }
 
     /// Takes the one-shot entries of `list` that were called out of the current list.
@@ -593,7 +600,14 @@ macro_rules! impl_sync_arity {
             /// subscriber; never allocates (a one-shot's removal aside); holds no lock while
             /// a subscriber runs (TS3).
             pub fn broadcast(&self, $($arg: $Arg),*) {
-                self.each(|f| f($($arg.clone()),*));
+                // The originals are user values: dropped under the guard if a subscriber
+                // panics (R2).
+                let args = Guarded::new(($($arg,)*));
+                {
+                    let ($($arg,)*) = &*args;
+                    self.each(|f| f($($arg.clone()),*));
+                }
+                drop_user(args.into_inner());
             }
         }
     };
