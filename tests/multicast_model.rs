@@ -656,7 +656,13 @@ impl Target for Model {
                 self.subs.borrow_mut()[index].removed = true;
             }
             if outside {
-                self.drop_pass(&mut first);
+                // Only the owner's own closures, in dispatch order (N4: O(k) in its k
+                // subscriptions); what their drops remove goes when the lock settles.
+                for index in self.sorted(mine.clone()) {
+                    if self.droppable(index) {
+                        first.run(|| self.drop_closure(index));
+                    }
+                }
             }
             mine.len()
         };
@@ -1309,4 +1315,64 @@ fn x4_a_waiting_subscriber_passed_while_blocked_does_not_run_when_a_later_clone_
         [0, 1, 3, 4, 1],
         "2 is blocked when the nested broadcast reaches it"
     );
+}
+
+#[test]
+fn m4_m13_a_clear_inside_a_drop_inside_remove_all_drops_in_dispatch_order() {
+    // Found by the random scripts in CI: subscriber 2 adds 4 during a broadcast (merged when it
+    // ends); `remove_all` of subscriber 3's owner drops 3, whose drop broadcasts an argument
+    // whose clone clears: every closure then drops once that nested broadcast ends, in
+    // dispatch order.
+    let sub = |owner: Option<usize>, actions: Vec<Op>, on_drop: Vec<Op>| {
+        Op::Add(Sub {
+            owner,
+            priority: 0,
+            once: false,
+            actions,
+            on_drop,
+        })
+    };
+    let mut owner_drops = no_owner_drops();
+    owner_drops[2] = vec![Op::RemoveAll(1)];
+    let script = Script {
+        owner_drops,
+        steps: vec![
+            add(Vec::new(), Vec::new()),
+            add(Vec::new(), Vec::new()),
+            add(vec![add(Vec::new(), Vec::new())], Vec::new()),
+            sub(Some(1), Vec::new(), vec![Op::Broadcast(vec![Op::Clear])]),
+            Op::Broadcast(Vec::new()),
+            Op::RemoveAll(1),
+        ],
+    };
+    check(&script).expect("model and delegate agree");
+}
+
+#[test]
+fn m4_remove_all_whose_drop_broadcasts_agrees_with_the_model() {
+    // Also found by the random scripts: two owned subscribers added during a broadcast, the
+    // first one's drop broadcasts again while `remove_all` drops the second.
+    let owned = |on_drop: Vec<Op>| {
+        Op::Add(Sub {
+            owner: Some(1),
+            priority: 0,
+            once: false,
+            actions: Vec::new(),
+            on_drop,
+        })
+    };
+    let script = Script {
+        owner_drops: no_owner_drops(),
+        steps: vec![
+            add(vec![owned(vec![Op::Broadcast(Vec::new())])], Vec::new()),
+            add(vec![owned(Vec::new())], Vec::new()),
+            Op::Broadcast(Vec::new()),
+            add(
+                vec![Op::BroadcastAndClear(vec![add(Vec::new(), Vec::new())])],
+                Vec::new(),
+            ),
+            Op::RemoveAll(1),
+        ],
+    };
+    check(&script).expect("model and delegate agree");
 }

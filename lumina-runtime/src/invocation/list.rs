@@ -1044,11 +1044,11 @@ impl<C: Subscriber> Block<C> {
         if marked.is_empty() {
             return count;
         }
-        // Outside broadcasts the callables go before this returns (M4), one at a time, in list
-        // order, under this operation's own lock (as `remove_each`'s walk). A drop's re-entrant
-        // code that changes the list (marked only, while locked) sets `NEEDS_SETTLE`: then the
-        // rest is walked as `remove_each` walks it, and the unlock settles. Otherwise the lock
-        // goes without a settle and the compaction is the amortized one.
+        // Outside broadcasts the owner's callables go before this returns (M4), one at a time,
+        // in list order, under this operation's own lock. A drop's re-entrant code that changes
+        // the list (marked only, while locked) sets `NEEDS_SETTLE`: what it removed then goes
+        // when the unlock settles, in list order, after the owner's own. Otherwise the lock goes
+        // without a settle and the compaction is the amortized one.
         steps::add(marked.len());
         marked.sort_unstable();
         let settle = self.state.get() & NEEDS_SETTLE;
@@ -1057,10 +1057,7 @@ impl<C: Subscriber> Block<C> {
         let entries: &[Entry<C>] = lock.entries.as_deref().map_or(&[], Vec::as_slice);
         let mut drops = Drops::default();
         for index in marked {
-            if self.state.get() & NEEDS_SETTLE != 0 {
-                self.drop_removed(&entries[index..], &mut drops);
-                break;
-            }
+            // Still marked: while locked, re-entrant code only marks (nothing takes it).
             drops.drop(entries[index].take_callable());
         }
         let reentered = self.state.get() & NEEDS_SETTLE != 0;
