@@ -66,6 +66,12 @@ pub mod prelude {
     };
 }
 
+// The README's tour: its code blocks are compiled and run as doctests, so the front page's code
+// stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeTour;
+
 #[doc = include_str!("guide.md")]
 pub mod guide {}
 
