@@ -30,6 +30,9 @@
 //! on_tick.remove(handle);
 //! ```
 
+// On docs.rs (`--cfg docsrs`, nightly): each item says which cargo feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 /// What game code uses every day, in one import: `use lumina::prelude::*;`.
 ///
 /// The delegates and their declaring macros, handles, scoped guards and bind-only views, what a
@@ -83,7 +86,7 @@ pub mod addresses {}
 
 pub use lumina_runtime::*;
 
-// With `dynamic_linking`, the runtime is linked through the one shared `lumina-dylib` (MB1), the
+// With `dynamic_linking`, the runtime is linked through the one shared `lumina-notify-dylib` (MB1), the
 // way bevy's `dynamic_linking` links `bevy_dylib`.
 #[cfg(feature = "dynamic_linking")]
 #[allow(unused_imports)]
