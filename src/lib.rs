@@ -30,13 +30,18 @@
 //! on_tick.remove(handle);
 //! ```
 
+// On docs.rs (`--cfg docsrs`, nightly): each item says which cargo feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 /// What game code uses every day, in one import: `use lumina::prelude::*;`.
 ///
 /// The delegates and their declaring macros, handles, scoped guards and bind-only views, what a
 /// subscription listing shows, the queued sender and the main-thread queue, the core delegates,
-/// script delegates and their macros, and the input events' traits, processor and macro (the
-/// traits are needed in scope for methods such as `static_type()` and `downcast_ref`). Everything
-/// else stays in its module (`lumina::event::KeyPressedEvent`, `lumina::module`, ...).
+/// script delegates and their macros, the input events' traits, processor and macro (the traits
+/// are needed in scope for methods such as `static_type()` and `downcast_ref`) with `Key` and
+/// `KeyPressedEvent`, the message bus with `Tag` and `gameplay_tags!`, and the coroutines' entry
+/// points (`spawn_local`, `frames`, `next_frame`). Everything else stays in its module
+/// (`lumina::event::Modifiers`, `lumina::module`, ...).
 ///
 /// ```
 /// use lumina::prelude::*;
@@ -53,18 +58,45 @@
 /// on_score.broadcast(10);
 /// on_score.remove(handle);
 /// assert_eq!(Jump::static_type(), EventType::KeyPressed);
+///
+/// // The bus, tags, keys and coroutines come with it too.
+/// let bus: MessageBus<u32> = MessageBus::new();
+/// assert_eq!(bus.posted(), 0);
+/// let key_event = KeyPressedEvent::new(Key::E, lumina::event::Modifiers::NONE);
+/// assert_eq!(KeyPressedEvent::static_type(), EventType::KeyPressed);
+/// assert_eq!(key_event.key, Key::E);
+/// assert!(Tag::find("Prelude.Unknown").is_err());
+/// main_thread::designate_game_thread();
+/// let task = spawn_local(async {
+///     next_frame().await;
+///     frames(1).await;
+/// });
+/// for _frame in 0..3 {
+///     main_thread::process_queue();
+/// }
+/// assert!(task.is_finished());
 /// ```
 pub mod prelude {
+    pub use crate::gameplay_tags;
     pub use crate::{
         CoreDelegates, Delegate, DelegateHandle, MulticastDelegate, QueuedSender, Registration,
         ScopedSubscription, ScriptComponent, ScriptDelegate, declare_delegate,
         declare_multicast_delegate, event_class, main_thread, script_delegate,
     };
     pub use lumina_runtime::bind_site::{OwnerState, Subscription};
+    pub use lumina_runtime::bus::{MessageBus, Tag};
+    pub use lumina_runtime::coroutine::{self, frames, next_frame, spawn_local};
     pub use lumina_runtime::event::{
-        Event, EventCategory, EventClass, EventHandler, EventProcessor, EventType, InputLayer,
+        Event, EventCategory, EventClass, EventHandler, EventProcessor, EventType, InputLayer, Key,
+        KeyPressedEvent,
     };
 }
+
+// The README's tour: its code blocks are compiled and run as doctests, so the front page's code
+// stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeTour;
 
 #[doc = include_str!("guide.md")]
 pub mod guide {}
@@ -77,7 +109,7 @@ pub mod addresses {}
 
 pub use lumina_runtime::*;
 
-// With `dynamic_linking`, the runtime is linked through the one shared `lumina-dylib` (MB1), the
+// With `dynamic_linking`, the runtime is linked through the one shared `lumina-notify-dylib` (MB1), the
 // way bevy's `dynamic_linking` links `bevy_dylib`.
 #[cfg(feature = "dynamic_linking")]
 #[allow(unused_imports)]
@@ -210,6 +242,29 @@ pub use lumina_runtime::__private;
 /// `len`, `is_empty`, and implements `Default` and `Debug`. An owned parameter type must be
 /// `Clone` (it is cloned for every subscriber but the last); a type that is not is a compile
 /// error at that parameter. The type is neither `Send` nor `Sync`.
+///
+/// Its `next()` (X5) is a future of the next broadcast's arguments as owned values: the future
+/// outlives the broadcast, so a reference parameter becomes the owned value its `ToOwned` gives
+/// (`&str` a `String`, `&[T]` a `Vec<T>`, `&T` a clone of `T`).
+///
+/// ```
+/// use lumina::declare_multicast_delegate;
+/// use lumina::{NextBroadcast, coroutine, main_thread};
+/// use std::rc::Rc;
+///
+/// declare_multicast_delegate!(pub OnChat(player: u32, text: &str));
+///
+/// main_thread::designate_game_thread();
+/// let on_chat = Rc::new(OnChat::new());
+/// let next: NextBroadcast<(u32, String)> = on_chat.next(); // `&str` arrives as a `String`
+/// let task = coroutine::spawn_local(async move {
+///     let (player, text): (u32, String) = next.await.unwrap();
+///     assert_eq!((player, text.as_str()), (7, "gg"));
+/// });
+/// on_chat.broadcast(7, "gg");
+/// main_thread::process_queue();
+/// assert!(task.is_finished());
+/// ```
 pub use lumina_macros::declare_multicast_delegate;
 
 /// Declares a named single-cast delegate type: one callable or nothing (rules S1-S3 of the

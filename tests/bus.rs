@@ -299,6 +299,26 @@ fn gb1_unknown_or_malformed_names_are_typed_errors() {
         assert_eq!(Tag::find(bad), Err(UnknownTag::Malformed(bad.into())));
         assert_eq!(Tag::register(bad), Err(UnknownTag::Malformed(bad.into())));
     }
+    // A near miss of a registered name suggests it, as rustc does for a misspelled tag constant
+    // (a swap, a missing and an extra letter); a name far from every registered one does not.
+    let reload = Tag::register("Gb1Hint.Weapon.Reload").unwrap();
+    for near in [
+        "Gb1Hint.Weapon.Relaod",
+        "Gb1Hint.Weapon.Reloa",
+        "Gb1Hint.Weapon.Reloadd",
+    ] {
+        let error = Tag::find(near).unwrap_err();
+        assert_eq!(error.closest(), Some(reload), "{near}");
+        let message = error.to_string();
+        assert!(
+            message.contains("did you mean `Gb1Hint.Weapon.Reload`?"),
+            "{message}"
+        );
+    }
+    let far = Tag::find("Gb1Hint.Armour.Mend").unwrap_err();
+    assert_eq!(far.closest(), None);
+    assert!(!far.to_string().contains("did you mean"), "{far}");
+    assert_eq!(UnknownTag::Malformed("a..b".into()).closest(), None);
     let message = Tag::find("Nope.Nothing").unwrap_err().to_string();
     assert!(
         message.contains("no gameplay tag `Nope.Nothing`"),

@@ -1,5 +1,5 @@
 //! Game modules (rules MB1-MB6, R5): builds the fixture engine and game modules of
-//! `tests/modules/` with the shared runtime (the README's commands), runs the engine through its
+//! `tests/modules/` with the shared runtime (the guide's commands), runs the engine through its
 //! scenarios and checks the whole trace. The load/unload cycle and the re-entry scenario also run
 //! under valgrind's memcheck, which must report no error (no read of unmapped or freed memory);
 //! valgrind is required, never skipped (`.ci/run` installs it).
@@ -17,7 +17,7 @@ fn target_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("modules")
 }
 
-/// `cargo build` of the fixtures with `RUSTFLAGS="-C prefer-dynamic"`, as the README says. They
+/// `cargo build` of the fixtures with `RUSTFLAGS="-C prefer-dynamic"`, as the guide says. They
 /// build with lumina's own lock file (copied in; every registry package they use is in it), so
 /// they use exactly the dependency versions lumina is tested with and need no network.
 fn cargo_build(args: &[&str]) {

@@ -348,8 +348,10 @@ impl ProjectLoaded {
         self.broadcast();
         self.clear();
     }
-    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
-    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// The future of the next broadcast (X5): resolves with its arguments as owned values
+    /// (owned ones as the broadcast clones them; a reference argument becomes the owned value
+    /// its `ToOwned` gives, so `(u32, &str)` resolves as `(u32, String)`, since the future
+    /// outlives the broadcast's borrows), or `Err(lumina::Gone)` if
     /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
     /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
     /// the game thread with `lumina::coroutine::spawn_local`.
@@ -586,8 +588,10 @@ impl ProjectLoadedRegistration<'_> {
     {
         ::core::unreachable!()
     }
-    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
-    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// The future of the next broadcast (X5): resolves with its arguments as owned values
+    /// (owned ones as the broadcast clones them; a reference argument becomes the owned value
+    /// its `ToOwned` gives, so `(u32, &str)` resolves as `(u32, String)`, since the future
+    /// outlives the broadcast's borrows), or `Err(lumina::Gone)` if
     /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
     /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
     /// the game thread with `lumina::coroutine::spawn_local`.
@@ -946,8 +950,10 @@ impl WindowResize {
         self.broadcast(window, size);
         self.clear();
     }
-    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
-    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// The future of the next broadcast (X5): resolves with its arguments as owned values
+    /// (owned ones as the broadcast clones them; a reference argument becomes the owned value
+    /// its `ToOwned` gives, so `(u32, &str)` resolves as `(u32, String)`, since the future
+    /// outlives the broadcast's borrows), or `Err(lumina::Gone)` if
     /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
     /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
     /// the game thread with `lumina::coroutine::spawn_local`.
@@ -1217,8 +1223,10 @@ impl WindowResizeRegistration<'_> {
     {
         ::core::unreachable!()
     }
-    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
-    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// The future of the next broadcast (X5): resolves with its arguments as owned values
+    /// (owned ones as the broadcast clones them; a reference argument becomes the owned value
+    /// its `ToOwned` gives, so `(u32, &str)` resolves as `(u32, String)`, since the future
+    /// outlives the broadcast's borrows), or `Err(lumina::Gone)` if
     /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
     /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
     /// the game thread with `lumina::coroutine::spawn_local`.
@@ -1608,8 +1616,10 @@ impl SaveQuery {
     ) -> ::core::option::Option<Out> {
         ::lumina::__private::broadcast_until(&self.0, (), |()| (), stop, |f, ()| f(path))
     }
-    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
-    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// The future of the next broadcast (X5): resolves with its arguments as owned values
+    /// (owned ones as the broadcast clones them; a reference argument becomes the owned value
+    /// its `ToOwned` gives, so `(u32, &str)` resolves as `(u32, String)`, since the future
+    /// outlives the broadcast's borrows), or `Err(lumina::Gone)` if
     /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
     /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
     /// the game thread with `lumina::coroutine::spawn_local`.
@@ -1875,8 +1885,10 @@ impl SaveQueryRegistration<'_> {
     {
         ::core::unreachable!()
     }
-    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
-    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// The future of the next broadcast (X5): resolves with its arguments as owned values
+    /// (owned ones as the broadcast clones them; a reference argument becomes the owned value
+    /// its `ToOwned` gives, so `(u32, &str)` resolves as `(u32, String)`, since the future
+    /// outlives the broadcast's borrows), or `Err(lumina::Gone)` if
     /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
     /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
     /// the game thread with `lumina::coroutine::spawn_local`.
@@ -2270,8 +2282,10 @@ impl AssetImported {
         self.broadcast(path, bytes);
         self.clear();
     }
-    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
-    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// The future of the next broadcast (X5): resolves with its arguments as owned values
+    /// (owned ones as the broadcast clones them; a reference argument becomes the owned value
+    /// its `ToOwned` gives, so `(u32, &str)` resolves as `(u32, String)`, since the future
+    /// outlives the broadcast's borrows), or `Err(lumina::Gone)` if
     /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
     /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
     /// the game thread with `lumina::coroutine::spawn_local`.
@@ -2520,8 +2534,10 @@ impl AssetImportedRegistration<'_> {
     {
         ::core::unreachable!()
     }
-    /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
-    /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+    /// The future of the next broadcast (X5): resolves with its arguments as owned values
+    /// (owned ones as the broadcast clones them; a reference argument becomes the owned value
+    /// its `ToOwned` gives, so `(u32, &str)` resolves as `(u32, String)`, since the future
+    /// outlives the broadcast's borrows), or `Err(lumina::Gone)` if
     /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
     /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
     /// the game thread with `lumina::coroutine::spawn_local`.

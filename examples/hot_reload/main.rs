@@ -11,7 +11,7 @@
 //!
 //! Engine and module share one runtime: both are built with the `dynamic_linking` feature, which
 //! links the runtime as the shared library `liblumina_dylib.so` (rule MB1). No `RUSTFLAGS` are
-//! needed (the README's "Game modules" section says why): rustc links std dynamically as soon as
+//! needed (the guide's "Game modules and hot reload" says why): rustc links std dynamically as soon as
 //! a crate depends on a Rust `dylib`. Setting `RUSTFLAGS="-C prefer-dynamic"` also works, as long
 //! as engine and module get the same flags (this example passes its own environment on to the
 //! cargo that builds the module), but it rebuilds everything else in the target directory.
@@ -23,7 +23,7 @@ use std::process::Command;
 /// Builds the game module as `version` with the same cargo, features and flags as this engine.
 fn build_game(version: u32) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    // From the workspace root, like the README's command that built this engine: cargo then
+    // From the workspace root, like the guide's command that built this engine: cargo then
     // selects the same packages with the same features, so the module links the very
     // `liblumina_dylib.so` this engine loaded (from `examples/`, the feature set of the shared
     // dependencies could differ, and the runtime library would be rebuilt under the engine).

@@ -1,4 +1,4 @@
-//! Procedural macros of [lumina](https://docs.rs/lumina). Use them through the `lumina` facade,
+//! Procedural macros of [lumina](https://docs.rs/lumina-notify). Use them through the `lumina` facade,
 //! which re-exports each of them; expansions name the runtime as `::lumina::__private::...`.
 //!
 //! Each macro is split the way thiserror splits its derive: *parse* into a typed model that keeps

@@ -30,8 +30,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// assert_eq!(handle, DelegateHandle::default());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-#[must_use = "a DelegateHandle is the only way to unsubscribe; to subscribe for the whole process \
-              lifetime, discard it visibly with `let _ = ...`"]
+#[must_use = "a DelegateHandle is the only way to unsubscribe; to stay subscribed for as long as \
+              the delegate, processor or bus lives, discard it visibly with `let _ = ...`"]
 pub struct DelegateHandle {
     id: u64,
 }

@@ -1,4 +1,4 @@
-//! Runtime of [lumina](https://docs.rs/lumina): the Lumina game engine's notification system.
+//! Runtime of [lumina](https://docs.rs/lumina-notify): the Lumina game engine's notification system.
 //!
 //! Game code depends on the `lumina` facade, which re-exports everything here together with the
 //! macros. One module per mechanism:
@@ -29,6 +29,9 @@
 //! delegates through weak references to their heap blocks (R1; every address lumina keeps is
 //! listed in `lumina::addresses`). (`thread_bound` adds vacuous `unsafe impl Send` / `Sync` bounds that never hold, so
 //! that sending a delegate to another thread is one error naming `main_thread::enqueue`.)
+
+// On docs.rs (`--cfg docsrs`, nightly): each item says which cargo feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
 // in game code.

@@ -130,7 +130,8 @@ mod sealed {
 }
 
 /// The mark of lumina's types that stay on the thread that made them (rules M10, T1): delegates,
-/// script delegates, event processors and scoped subscriptions. They are `Send` and `Sync` only
+/// script delegates, event processors, the core delegates and scoped subscriptions (the message
+/// bus has its own mark, [`BusStaysOnItsThread`], naming its way out). They are `Send` and `Sync` only
 /// where they implement this trait, and no type does, so sending one to another thread is a
 /// compile error that names this trait and says what to do instead: send the data, not the
 /// delegate, with a [`QueuedSender`] (made on the game thread, `Send + Clone`, it broadcasts at
@@ -150,6 +151,26 @@ pub trait StaysOnItsThread: sealed::Sealed {}
 
 #[diagnostic::do_not_recommend]
 impl StaysOnItsThread for sealed::Never {}
+
+/// The mark of the gameplay message bus, which stays on the thread that made it (GB5, A3): like
+/// [`StaysOnItsThread`], but its error names the bus's way out, a
+/// [`Poster`](crate::bus::Poster) from [`MessageBus::poster`](crate::bus::MessageBus::poster).
+/// No type implements it, so sending a bus to another thread is this one compile error.
+///
+/// ```compile_fail
+/// let bus: lumina::bus::MessageBus<u32> = lumina::bus::MessageBus::new();
+/// // error: `MessageBus<u32>` cannot be sent to or shared with another thread
+/// std::thread::spawn(move || bus.posted());
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be sent to or shared with another thread: lumina's message bus stays on the thread that made it",
+    label = "this closure takes `{Self}` to another thread",
+    note = "post from the other thread instead: `bus.poster()`, called on the bus's thread, gives a `lumina::bus::Poster` that is `Send + Clone`; its `post(..)` queues the message for the bus's next `deliver_posted()`"
+)]
+pub trait BusStaysOnItsThread: sealed::Sealed {}
+
+#[diagnostic::do_not_recommend]
+impl BusStaysOnItsThread for sealed::Never {}
 
 /// One registered session teardown, or none.
 type TeardownSlot = Cell<Option<fn()>>;

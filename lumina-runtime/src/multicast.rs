@@ -687,8 +687,10 @@ macro_rules! impl_multicast_arity {
                 }
             }
 
-            /// The future of the next broadcast (X5): resolves with its arguments (as the
-            /// broadcast clones them for each subscriber, M11), or [`Gone`](crate::Gone) if
+            /// The future of the next broadcast (X5): resolves with its arguments as owned values
+            /// (as the broadcast clones them for each subscriber, M11; a delegate declared with
+            /// reference parameters resolves with their owned values, `(u32, &str)` as
+            /// `(u32, String)`: see `declare_multicast_delegate!`), or [`Gone`](crate::Gone) if
             /// the delegate is dropped or cleared first. Subscribed now (a broadcast running
             /// now does not reach it, M2); dropping it unsubscribes. For a delegate with a
             /// return type, its subscriber returns `R::default()`. See

@@ -620,7 +620,7 @@ impl_sync_arity!(a: A, b: B, c: C);
 impl_sync_arity!(a: A, b: B, c: C, d: D);
 
 /// The protocol under loom (TS6): every interleaving of small models. Run with
-/// `RUSTFLAGS="--cfg loom" cargo test -p lumina-runtime --lib --release sync_delegate::loom`.
+/// `RUSTFLAGS="--cfg loom" cargo test -p lumina-notify-runtime --lib --release sync_delegate::loom`.
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::SyncMulticastDelegate;

@@ -6,7 +6,11 @@
 //! times over, and never names the way out. Instead each of these types implements `Send` and
 //! `Sync` explicitly, under a bound that never holds: [`StaysOnItsThread`], which no type
 //! implements. The compiler then reports that one unmet bound, once, in our words, naming the
-//! delegate's type, `main_thread::QueuedSender` and `main_thread::enqueue`.
+//! delegate's type, `main_thread::QueuedSender` and `main_thread::enqueue`. The core delegates
+//! do the same; the gameplay message bus has its own never-holding bound,
+//! [`BusStaysOnItsThread`], whose error names the bus's way out, `MessageBus::poster()`.
+//!
+//! [`BusStaysOnItsThread`]: crate::main_thread::BusStaysOnItsThread
 //!
 //! [`StaysOnItsThread`]: crate::main_thread::StaysOnItsThread
 //!
@@ -21,6 +25,21 @@ use crate::multicast::MulticastDelegate;
 use crate::script_delegate::{ScriptDelegate, ScriptDelegateBase};
 
 use crate::main_thread::StaysOnItsThread as GameThreadOnly;
+
+// SAFETY: vacuous, as above (the core delegates belong to the game thread; other threads reach
+// them through `main_thread::enqueue`, which the error names).
+unsafe impl Send for crate::CoreDelegates where for<'a> crate::CoreDelegates: GameThreadOnly {}
+// SAFETY: vacuous, as above.
+unsafe impl Sync for crate::CoreDelegates where for<'a> crate::CoreDelegates: GameThreadOnly {}
+
+use crate::bus::{EntityId, MessageBus};
+use crate::main_thread::BusStaysOnItsThread as BusThreadOnly;
+
+// SAFETY: vacuous (module documentation): `MessageBus<E>: BusThreadOnly` never holds. Its own
+// trait, so that the one error names `poster()`, the bus's way to other threads.
+unsafe impl<E: EntityId> Send for MessageBus<E> where MessageBus<E>: BusThreadOnly {}
+// SAFETY: vacuous, as above.
+unsafe impl<E: EntityId> Sync for MessageBus<E> where MessageBus<E>: BusThreadOnly {}
 
 // SAFETY: vacuous (module documentation): `MulticastDelegate<F>: GameThreadOnly` never holds.
 unsafe impl<F: ?Sized + 'static> Send for MulticastDelegate<F> where

@@ -1130,8 +1130,10 @@ fn expand_next(
     let copy_values: Vec<&TokenStream> = copies.iter().map(|(_, value)| value).collect();
     let future = quote!(::lumina::__private::NextBroadcast<(#(#outputs,)*)>);
     let doc = quote! {
-        /// The future of the next broadcast (X5): resolves with its arguments (owned ones as the
-        /// broadcast clones them, referenced ones through `ToOwned`), or `Err(lumina::Gone)` if
+        /// The future of the next broadcast (X5): resolves with its arguments as owned values
+        /// (owned ones as the broadcast clones them; a reference argument becomes the owned value
+        /// its `ToOwned` gives, so `(u32, &str)` resolves as `(u32, String)`, since the future
+        /// outlives the broadcast's borrows), or `Err(lumina::Gone)` if
         /// the delegate is dropped or cleared first. Subscribed now, so a broadcast running now
         /// does not reach it; dropping it unsubscribes. Poll it with any executor, or run it on
         /// the game thread with `lumina::coroutine::spawn_local`.

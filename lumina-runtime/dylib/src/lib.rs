@@ -1,8 +1,8 @@
 //! The lumina runtime as one Rust `dylib` (rule MB1).
 //!
 //! Nothing to use directly: enable the `dynamic_linking` feature of the `lumina` facade, which
-//! links this crate, and build with `-C prefer-dynamic` (see the README's "Game modules"
-//! section). Every engine-wide static of the runtime (core delegates, game thread, main-thread
+//! links this crate, and build with `-C prefer-dynamic` (see the guide's "Game modules
+//! and hot reload"). Every engine-wide static of the runtime (core delegates, game thread, main-thread
 //! queue, handle counter, reflection registry) then lives once, in this shared library, for the
 //! engine and for every game module it loads.
 

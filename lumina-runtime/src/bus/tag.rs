@@ -138,11 +138,16 @@ pub enum UnknownTag {
 impl fmt::Display for UnknownTag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            UnknownTag::NotRegistered(name) => write!(
-                f,
-                "no gameplay tag `{name}` is registered (declare it with `gameplay_tags!` or \
-                 register it with `Tag::register`)"
-            ),
+            UnknownTag::NotRegistered(name) => {
+                write!(f, "no gameplay tag `{name}` is registered")?;
+                if let Some(closest) = self.closest() {
+                    write!(f, ": did you mean `{closest}`?")?;
+                }
+                write!(
+                    f,
+                    " (declare it with `gameplay_tags!` or register it with `Tag::register`)"
+                )
+            }
             UnknownTag::Malformed(name) => write!(
                 f,
                 "`{name}` is not a gameplay tag name: expected identifiers separated by dots, \
@@ -150,6 +155,62 @@ impl fmt::Display for UnknownTag {
             ),
         }
     }
+}
+
+impl UnknownTag {
+    /// For a name that is not registered, the registered tag whose name is closest to it (at
+    /// most one edit per three characters, as rustc suggests a name), if any: what the message
+    /// offers as "did you mean". `None` for a malformed name.
+    ///
+    /// ```
+    /// use lumina::bus::{Tag, UnknownTag};
+    ///
+    /// let reload = Tag::register("Weapon.Reload").unwrap();
+    /// let error = Tag::find("Weapon.Relaod").unwrap_err();
+    /// assert_eq!(error.closest(), Some(reload));
+    /// assert!(error.to_string().contains("did you mean `Weapon.Reload`?"));
+    /// ```
+    pub fn closest(&self) -> Option<Tag> {
+        let UnknownTag::NotRegistered(name) = self else {
+            return None;
+        };
+        let limit = name.chars().count().max(3) / 3;
+        with_registry(|registry| {
+            registry
+                .by_id
+                .iter()
+                .map(|tag| (edit_distance(name, tag.name()), *tag))
+                .filter(|(distance, _)| *distance <= limit)
+                .min_by_key(|(distance, _)| *distance)
+                .map(|(_, tag)| tag)
+        })
+    }
+}
+
+/// The Levenshtein distance between `a` and `b`, counted in characters (a swap of two neighbours
+/// counts as one edit, as in rustc's suggestions). The macros' `event_class` validation has its
+/// own (case-insensitive, for variant names): a proc-macro crate can export only macros, and a
+/// package cannot compile the other's files, so the two cannot share one function.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // rows[i][j]: the distance between a[..i] and b[..j]; three rows kept for the swap.
+    let mut before: Vec<usize> = Vec::new();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut row = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            row[j] = (previous[j] + 1)
+                .min(row[j - 1] + 1)
+                .min(previous[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                row[j] = row[j].min(before[j - 2] + 1);
+            }
+        }
+        before = std::mem::replace(&mut previous, row);
+    }
+    previous[b.len()]
 }
 
 impl std::error::Error for UnknownTag {}

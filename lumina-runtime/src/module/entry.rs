@@ -194,7 +194,7 @@ pub unsafe fn run_entry(report: *const EntryReport, body: fn()) -> bool {
 /// ```
 ///
 /// Build the module and the engine against one shared runtime (the `dynamic_linking` feature
-/// of `lumina`, see the README): a module that links its own copy of the runtime is refused at
+/// of `lumina`, see the guide's "Game modules and hot reload"): a module that links its own copy of the runtime is refused at
 /// load (MB2).
 #[macro_export]
 macro_rules! game_module {

@@ -55,7 +55,7 @@
 //! later: the retry does).
 //!
 //! Engine and modules must share one runtime: build both with the `dynamic_linking` feature of
-//! `lumina` (see the README's "Game modules" section for the commands). A module that carries its
+//! `lumina` (the guide's "Game modules and hot reload" has the commands). A module that carries its
 //! own copy of the runtime is refused at load ([`ModuleError::SeparateRuntime`]), and if such a
 //! module is loaded by other means, its first touch of engine state panics with a message that
 //! names the cause and the fix instead of "no game thread is designated" (MB2).
@@ -288,7 +288,7 @@ impl fmt::Display for ModuleError {
                 "game module `{module}` ({}) carries its own copy of the lumina runtime: it \
                  would see its own core delegates, game thread and queue, not the engine's. \
                  Build the engine and the module with the `dynamic_linking` feature of `lumina` \
-                 and RUSTFLAGS=\"-C prefer-dynamic\" (README, \"Game modules\")",
+                 and RUSTFLAGS=\"-C prefer-dynamic\" (lumina's guide, \"Game modules and hot reload\")",
                 path.display()
             ),
             ModuleError::AlreadyLoaded { module } => write!(

@@ -59,7 +59,7 @@ pub(crate) fn second_copy_error(what: &str) -> Option<String> {
          own core delegates, game thread, queue and handle counter, a second engine that nothing \
          drives. Build the engine and the module against one shared runtime: enable the \
          `dynamic_linking` feature of `lumina` in both and build both with \
-         RUSTFLAGS=\"-C prefer-dynamic\" (see the README, section \"Game modules\")",
+         RUSTFLAGS=\"-C prefer-dynamic\" (see lumina's guide, \"Game modules and hot reload\")",
         marker()
     ))
 }
