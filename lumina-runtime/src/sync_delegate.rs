@@ -27,9 +27,15 @@
 //! every interleaving of small models), the tests of `tests/sync_delegate.rs` under
 //! ThreadSanitizer and Miri.
 //!
-//! Not yet (said here so nobody relies on it): a game module's subscriptions to a thread-safe
-//! delegate are not recorded, so its unload does not remove them (the module's library stays
-//! mapped, MB6: they keep calling its old code); self-aware subscribers and the subscription
+//! - **Game modules (TS5).** A subscription made while game modules are loaded keeps its origin
+//!   (its code addresses, and the module lumina was running on this thread, MB6); a module's
+//!   unload removes every subscription that is the module's, on every thread-safe delegate, as
+//!   `remove` does: no call of it starts afterwards on any thread. A call already running on
+//!   another thread may finish: the unload does not wait for it, and need not, since an unloaded
+//!   module's library stays mapped (MB6); only the explicit, `unsafe` unmapping must know that
+//!   no such call runs.
+//!
+//! Not yet (said here so nobody relies on it): self-aware subscribers and the subscription
 //! listing's owner state are the game-thread delegate's only.
 
 use std::fmt;
@@ -49,6 +55,7 @@ use std::sync::{
 use crate::bind_site::{OwnerState, Subscription};
 use crate::handle::DelegateHandle;
 use crate::invocation::{Guarded, drop_user};
+use crate::module::track::{self, Origin, Sweep};
 
 /// The entry was removed: no call of it starts any more.
 const REMOVED: u32 = 1 << 31;
@@ -68,6 +75,8 @@ struct Entry<F: ?Sized> {
     /// A queued subscription's (TS4) flag, shared with the tasks its calls queued: cleared by
     /// the removal, so a task that runs after it calls nothing (TS2).
     queued: Option<Arc<AtomicU32>>,
+    /// Whose it is, for a game module's unload (TS5).
+    origin: Origin,
     callable: Box<F>,
 }
 
@@ -115,6 +124,9 @@ struct Shared<F: ?Sized> {
     /// user code runs (a replaced list's callables are dropped after it is released).
     #[cfg(not(loom))]
     writer: Mutex<()>,
+    /// Whether the module loader knows this delegate (TS5): registered, weakly, with the
+    /// first subscription made while a module is loaded. Not part of the protocol (std's).
+    swept: std::sync::atomic::AtomicBool,
 }
 
 impl<F: ?Sized> Shared<F> {
@@ -126,6 +138,7 @@ impl<F: ?Sized> Shared<F> {
             list: Mutex::new(Arc::new(Vec::new())),
             #[cfg(not(loom))]
             writer: Mutex::new(()),
+            swept: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -180,22 +193,36 @@ impl<F: ?Sized> Shared<F> {
 
     /// Marks `id` removed and takes it out of the list; whether it was there.
     fn remove(&self, id: u64) -> bool {
-        let mut found = false;
+        self.remove_where(|entry| entry.id == id) > 0
+    }
+
+    /// Marks every entry `hit` selects removed and takes them out of the list; how many this
+    /// call removed. O(n).
+    fn remove_where(&self, mut hit: impl FnMut(&Entry<F>) -> bool) -> usize {
+        let mut removed = 0;
         self.update(|entries| {
             entries
                 .iter()
                 .filter(|entry| {
-                    let hit = entry.id == id;
-                    if hit {
-                        // Under the lock: one removal wins, and after this no call starts (TS2).
-                        found = entry.mark_removed();
+                    let hit = hit(entry);
+                    // Under the lock: one removal wins, and after this no call starts (TS2).
+                    if hit && entry.mark_removed() {
+                        removed += 1;
                     }
                     !hit
                 })
                 .cloned()
                 .collect()
         });
-        found
+        removed
+    }
+}
+
+/// TS5: a game module's unload removes the module's subscriptions (on the unloading thread; no
+/// user code runs under the list's lock, the removed callables drop after it).
+impl<F: ?Sized + Send + Sync> Sweep for Shared<F> {
+    fn sweep(&self, module: u64) -> usize {
+        self.remove_where(|entry| entry.origin.is_of(module))
     }
 }
 
@@ -267,7 +294,10 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
     /// subscription order), at most once if `once` (X3): the building block of every `add_*`.
     /// O(n).
     #[track_caller]
-    fn insert(&self, priority: i32, once: bool, callable: Box<F>) -> DelegateHandle {
+    fn insert(&self, priority: i32, once: bool, callable: Box<F>) -> DelegateHandle
+    where
+        F: Send + Sync,
+    {
         self.insert_entry(priority, once, None, callable)
     }
 
@@ -279,8 +309,17 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
         once: bool,
         queued: Option<Arc<AtomicU32>>,
         callable: Box<F>,
-    ) -> DelegateHandle {
+    ) -> DelegateHandle
+    where
+        F: Send + Sync,
+    {
         let handle = DelegateHandle::new_unique();
+        // One atomic load while no module is loaded.
+        let origin = Origin::of(&*callable);
+        if origin.while_loaded() && !self.shared.swept.swap(true, Ordering::AcqRel) {
+            let shared: std::sync::Arc<dyn Sweep> = self.shared.clone();
+            track::add_sweeper(std::sync::Arc::downgrade(&shared));
+        }
         let entry = Arc::new(Entry {
             id: handle.id(),
             priority,
@@ -288,6 +327,7 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
             site: crate::bind_site::intern(Location::caller()),
             state: AtomicU32::new(0),
             queued,
+            origin,
             callable,
         });
         self.shared.update(move |entries| {
@@ -303,20 +343,29 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
 
     /// Adds a boxed callable (see [`add_lambda`](SyncMulticastDelegate::add_lambda)).
     #[track_caller]
-    pub fn add_boxed(&self, callable: Box<F>) -> DelegateHandle {
+    pub fn add_boxed(&self, callable: Box<F>) -> DelegateHandle
+    where
+        F: Send + Sync,
+    {
         self.insert(0, false, callable)
     }
 
     /// [`add_boxed`](Self::add_boxed) at `priority`: higher priorities run first.
     #[track_caller]
-    pub fn add_boxed_with_priority(&self, priority: i32, callable: Box<F>) -> DelegateHandle {
+    pub fn add_boxed_with_priority(&self, priority: i32, callable: Box<F>) -> DelegateHandle
+    where
+        F: Send + Sync,
+    {
         self.insert(priority, false, callable)
     }
 
     /// [`add_boxed`](Self::add_boxed) for one call only (X3): the first broadcast that reaches
     /// it, on any thread, claims it; it is then removed.
     #[track_caller]
-    pub fn add_boxed_once(&self, callable: Box<F>) -> DelegateHandle {
+    pub fn add_boxed_once(&self, callable: Box<F>) -> DelegateHandle
+    where
+        F: Send + Sync,
+    {
         self.insert(0, true, callable)
     }
 
@@ -722,5 +771,72 @@ mod loom_tests {
             delegate.broadcast(1);
             assert_eq!(calls.load(Ordering::Relaxed) as usize, len);
         });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod module_tests {
+    use super::SyncMulticastDelegate;
+    use crate::module::track::{self, Running, add_range, code_of, remove_range};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    type OnValue = SyncMulticastDelegate<dyn Fn(u32) + Send + Sync>;
+
+    fn counter(calls: &Arc<AtomicU32>) -> Box<dyn Fn(u32) + Send + Sync> {
+        let calls = Arc::clone(calls);
+        Box::new(move |_| {
+            calls.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+
+    /// TS5: a module's subscriptions, by their code or made while the module ran on another
+    /// thread (MB6), go at its unload; the engine's stay; no call of them starts afterwards on
+    /// any thread.
+    #[test]
+    fn ts5_a_modules_subscriptions_to_a_thread_safe_delegate_go_at_its_unload() {
+        const FAKE: u64 = u64::MAX - 135;
+        // Some module must be loaded for origins to be taken; a range no code word falls in (the
+        // values of tests running in parallel are not the fake module's).
+        add_range(FAKE, usize::MAX - 1, usize::MAX);
+        let delegate = Arc::new(OnValue::new());
+        let (module_calls, engine_calls, ran_calls) =
+            (Arc::default(), Arc::default(), Arc::default());
+        // The module's own closure: its vtable is attributed to the fake module's library.
+        let theirs = {
+            let calls: &Arc<AtomicU32> = &module_calls;
+            let calls = Arc::clone(calls);
+            Box::new(move |value: u32| {
+                calls.fetch_add(value, Ordering::SeqCst);
+            }) as Box<dyn Fn(u32) + Send + Sync>
+        };
+        let vtable = code_of(&*theirs).expect("a module is loaded").vtable();
+        add_range(FAKE, vtable, vtable + 1);
+        let _ = delegate.add_boxed(theirs);
+        let _ = delegate.add_boxed(counter(&engine_calls));
+        // Engine-typed code subscribed on a worker while the module's code runs there.
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let _frame = track::enter(FAKE, Running::Task);
+                let _ = delegate.add_boxed_with_priority(1, counter(&ran_calls));
+            });
+        });
+        assert_eq!(delegate.len(), 3);
+        let swept = track::sweep(FAKE);
+        remove_range(FAKE);
+        assert_eq!(
+            swept, 2,
+            "the module's closure and what it subscribed while it ran"
+        );
+        assert_eq!(delegate.len(), 1);
+        let worker = {
+            let delegate = Arc::clone(&delegate);
+            std::thread::spawn(move || delegate.broadcast(1))
+        };
+        worker.join().unwrap();
+        delegate.broadcast(1);
+        assert_eq!(module_calls.load(Ordering::SeqCst), 0);
+        assert_eq!(ran_calls.load(Ordering::SeqCst), 0);
+        assert_eq!(engine_calls.load(Ordering::SeqCst), 2);
     }
 }

@@ -2228,10 +2228,10 @@ mod tests {
         let bus = MessageBus::<u32>::new();
         let poster = bus.poster();
         poster.post(&POSTED, Note).unwrap();
-        let inbox: &dyn track::Sweep = &*bus.inbox;
-        assert_eq!(inbox.sweep(&|_| false), 0);
+        let inbox = &*bus.inbox;
+        assert_eq!(inbox.sweep_where(|_| false), 0);
         assert_eq!(NOTES_DROPPED.load(Ordering::SeqCst), 0);
-        assert_eq!(inbox.sweep(&|_| true), 1);
+        assert_eq!(inbox.sweep_where(|_| true), 1);
         assert_eq!(NOTES_DROPPED.load(Ordering::SeqCst), 1);
         assert_eq!(bus.deliver_posted(), 0);
     }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use super::{EntityId, MessageBus, Tag, TagKey};
 use crate::invocation::Drops;
-use crate::module::track::{self, Code, Sweep};
+use crate::module::track::{self, Sweep};
 
 /// A message another thread posted, waiting in the inbox: it moves itself into the bus's queue of
 /// its tag. One box per message (the game thread's own `post` allocates nothing).
@@ -196,10 +196,17 @@ impl<E: EntityId + Send> Sweep for Inbox<E> {
     /// Drops the messages waiting here whose code (the message's vtable: its payload type's
     /// `Drop` and the code that queues it) lies in an unloading module's library (R5): they
     /// would otherwise be queued and dropped after the unmapping.
+    fn sweep(&self, module: u64) -> usize {
+        self.sweep_where(|code| track::belongs_to(module, code))
+    }
+}
+
+impl<E: EntityId + Send> Inbox<E> {
+    /// Drops the messages waiting here whose code `doomed` selects; how many.
     ///
     /// Waits first for a mover of another thread (see [`Inbox`]): what it took out is queued
     /// (and recorded with the module loader) or dropped by the time this looks.
-    fn sweep(&self, doomed: &dyn Fn(Option<Code>) -> bool) -> usize {
+    pub(super) fn sweep_where(&self, doomed: impl Fn(Option<track::Code>) -> bool) -> usize {
         let moving = self.wait_for_mover();
         let taken: Vec<Boxed<E>> = {
             let mut state = self.lock();

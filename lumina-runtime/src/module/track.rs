@@ -527,12 +527,13 @@ unsafe impl ModuleRecorded for TrackedWaker {
 /// unmapping. Defined here and implemented above (the bus), so this module names no holder type
 /// (N3).
 pub(crate) trait Sweep: Send + Sync {
-    /// Drops every held value whose code `doomed` says is the unloading module's; returns how
-    /// many. Called on the unloading (game) thread. A holder whose values another thread moves
+    /// Drops every held value that is `module`'s (its code lies in the module's library, or it
+    /// was stored while the module's code ran: [`Origin::is_of`]); returns how many. Called on
+    /// the unloading (game) thread. A holder whose values another thread moves
     /// out (into that thread's own, recorded, storage) waits for a move in progress before it
     /// looks, so a value is never between the two places, missed by both the sweep and the
     /// count of records the unload takes after it.
-    fn sweep(&self, doomed: &dyn Fn(Option<Code>) -> bool) -> usize;
+    fn sweep(&self, module: u64) -> usize;
 }
 
 /// The holders, weakly: a holder that is dropped is skipped, and pruned at the next add.
@@ -558,7 +559,7 @@ pub(crate) fn sweep(module: u64) -> usize {
     let mut drops = crate::invocation::Drops::default();
     let mut swept = 0;
     for holder in &live {
-        drops.run(|| swept += holder.sweep(&|code| belongs_to(module, code)));
+        drops.run(|| swept += holder.sweep(module));
     }
     drop(live);
     drops.finish();
@@ -749,6 +750,12 @@ impl Origin {
             module: running_module().unwrap_or(0),
             code: Some(code_of_slow(value)),
         }
+    }
+
+    /// Whether it was taken while a module was loaded: only then can it be a module's.
+    #[inline]
+    pub(crate) fn while_loaded(self) -> bool {
+        self.code.is_some()
     }
 
     /// Whether the value is `module`'s: queued while its code ran, or its code lies in its
