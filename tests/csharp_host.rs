@@ -10,7 +10,7 @@
 #[path = "../examples/script_host/components.rs"]
 mod components;
 
-use lumina::reflect::{self, ScriptComponent};
+use lumina::reflect::ScriptComponent;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -19,7 +19,7 @@ fn root() -> PathBuf {
 }
 
 fn bindings() -> String {
-    reflect::csharp::generate(
+    lumina::csharp::generate(
         "Lumina.Generated",
         "script_host",
         &[

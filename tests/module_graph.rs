@@ -699,3 +699,49 @@ fn n3_the_checker_follows_a_uniform_path_and_ignores_children_and_inline_modules
     assert_eq!(pairs, vec![("y", "x")]);
     assert!(cycles(&edges).is_empty());
 }
+
+/// The runtime's top-level modules, each taken whole (`invocation` with its files, `bus` with
+/// `bus::script`...): the edges between different ones.
+fn top_level_edges(edges: &[Edge]) -> Vec<Edge> {
+    let top = |path: &str| path.split("::").next().unwrap_or_default().to_owned();
+    edges
+        .iter()
+        .filter(|edge| top(&edge.from) != top(&edge.to))
+        .map(|edge| Edge {
+            from: top(&edge.from),
+            to: top(&edge.to),
+            ..edge.clone()
+        })
+        .collect()
+}
+
+#[test]
+fn n3_the_runtime_is_layered_folder_by_folder() {
+    // A folder is one layer: the module loader (`module`) stands above the lists, the bus, the
+    // queue and the delegates it unloads, and the records they all write into (`track`) below
+    // them; so no top-level module (a file or a folder with its files) uses one that uses it.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("lumina-runtime/src");
+    let graph = Graph::new(read_modules(&src));
+    let edges = top_level_edges(&graph.edges());
+    let report: Vec<String> = cycles(&edges)
+        .iter()
+        .map(|cycle| {
+            let mut out = format!("import circle between {cycle:?}:\n");
+            for edge in &edges {
+                if cycle.contains(&edge.from) && cycle.contains(&edge.to) {
+                    out.push_str(&format!(
+                        "  {} -> {}   (line {}: {})\n",
+                        edge.from, edge.to, edge.line, edge.text
+                    ));
+                }
+            }
+            out
+        })
+        .collect();
+    assert!(report.is_empty(), "{}", report.join("\n"));
+    // The loader is above what it unloads, the records below what records into them.
+    let uses = |from: &str, to: &str| edges.iter().any(|e| e.from == from && e.to == to);
+    assert!(uses("module", "invocation") || uses("module", "main_thread"));
+    assert!(uses("invocation", "track") && uses("bus", "track"));
+    assert!(!uses("track", "module") && !uses("track", "invocation"));
+}

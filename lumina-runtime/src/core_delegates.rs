@@ -51,8 +51,8 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::drops::Drops;
 use crate::handle::DelegateHandle;
-use crate::invocation::Drops;
 use crate::main_thread;
 use crate::multicast::MulticastDelegate;
 use lumina_macros::declare_multicast_delegate;

@@ -66,9 +66,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::invocation::{AtThreadExit, Drops, Guarded};
+use crate::drops::{AtThreadExit, Drops, Guarded};
 use crate::main_thread;
-use crate::module::track::{self, Origin};
+use crate::track::{self, Origin};
 
 /// Task ids, unique in the process.
 static NEXT_TASK: AtomicU64 = AtomicU64::new(1);
@@ -331,7 +331,7 @@ fn poll_task(id: u64, session: u64) {
         Ok(Poll::Pending) => None,
         Ok(Poll::Ready(())) => Some(TaskStatus::Finished),
         Err(payload) => {
-            let message = crate::invocation::panic_text(&*payload);
+            let message = crate::drops::panic_text(&*payload);
             tracing::error!(
                 task = id,
                 "lumina: a coroutine task panicked: {message}; it was dropped, the other tasks \
@@ -416,7 +416,7 @@ fn end_task(id: u64, status: TaskStatus) -> bool {
     }
 }
 
-// ---- module hooks (MB4), see `crate::module::track::TaskHooks`.
+// ---- module hooks (MB4), see `crate::track::TaskHooks`.
 
 /// Drops, unpolled, every task whose origin `doomed` says is an unloading module's, and
 /// marks the one being polled (the unload runs inside its poll) to be dropped when its poll
@@ -540,7 +540,7 @@ mod tests {
         let payload = catch_unwind(AssertUnwindSafe(|| (hooks.drop_tasks)(&|_| true)))
             .expect_err("the first panic resumes");
         assert_eq!(
-            crate::invocation::panic_text(&*payload),
+            crate::drops::panic_text(&*payload),
             "a task's capture panicked"
         );
         assert_eq!(task_count(), 0, "every task was dropped");

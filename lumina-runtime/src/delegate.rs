@@ -9,7 +9,7 @@ use std::fmt;
 use std::rc::{Rc, Weak};
 
 use crate::invocation::Shared;
-use crate::module::track;
+use crate::track;
 
 /// A single-cast delegate: one callable or nothing.
 ///
@@ -216,7 +216,7 @@ impl<F: ?Sized + 'static> fmt::Debug for Delegate<F> {
 /// [`unbind`](Delegate::unbind) does (R2).
 impl<F: ?Sized + 'static> Drop for Delegate<F> {
     fn drop(&mut self) {
-        crate::invocation::drop_user(self.binding.take());
+        crate::drops::drop_user(self.binding.take());
     }
 }
 
@@ -279,7 +279,7 @@ impl<F: ?Sized + 'static> Delegate<F> {
     /// Drops the bound callable, if any. Afterwards [`is_bound`](Self::is_bound) is false.
     pub fn unbind(&mut self) {
         // The callable and its captures: guarded if this runs while the thread unwinds (R2).
-        crate::invocation::drop_user(self.binding.take());
+        crate::drops::drop_user(self.binding.take());
     }
 
     /// The bound callable, if bound and alive. `execute` and `execute_if_bound` go through
@@ -363,7 +363,7 @@ macro_rules! impl_delegate_arity {
             #[track_caller]
             pub fn execute(&self, $($arg: $Arg),*) -> R {
                 // Each argument in its own guard meanwhile (see `callable_for`).
-                $(let $arg = crate::invocation::Guarded::new($arg);)*
+                $(let $arg = crate::drops::Guarded::new($arg);)*
                 let callable = crate::__private::callable_for(self, ::core::any::type_name::<Self>());
                 callable($($arg.into_inner()),*)
             }
@@ -372,7 +372,7 @@ macro_rules! impl_delegate_arity {
             pub fn execute_if_bound(&self, $($arg: $Arg),*) -> Option<R> {
                 crate::__private::callable_if_bound(
                     self,
-                    ($(crate::invocation::Guarded::new($arg),)*),
+                    ($(crate::drops::Guarded::new($arg),)*),
                 )
                 .map(|(callable, ($($arg,)*))| callable($($arg.into_inner()),*))
             }

@@ -171,7 +171,7 @@ fn guard(function: &'static str, body: impl FnOnce() -> LuminaStatus) -> LuminaS
             );
             // A user value whose `Drop` may panic again: that must not unwind into the host
             // (SD5, R2).
-            crate::invocation::drop_payload(panic);
+            crate::drops::drop_payload(panic);
             LuminaStatus::Panicked
         }
     }

@@ -42,7 +42,9 @@ pub mod bind_site;
 pub mod bus;
 pub mod core_delegates;
 pub mod coroutine;
+pub mod csharp;
 pub mod delegate;
+mod drops;
 pub mod event;
 pub mod ffi;
 pub mod handle;
@@ -54,12 +56,14 @@ pub mod next_broadcast;
 #[cfg(any(feature = "winit", feature = "gilrs"))]
 pub mod platform;
 pub mod reflect;
+mod runtime_copy;
 pub mod scoped;
 pub mod script_delegate;
 pub mod script_generation;
 mod steps;
 pub mod sync_delegate;
 mod thread_bound;
+mod track;
 
 pub use bus::{MessageBus, Tag, TagKey};
 pub use core_delegates::CoreDelegates;
@@ -86,16 +90,16 @@ pub mod __private {
     pub use crate::bus::script_tag_key;
     #[doc(hidden)]
     pub use crate::delegate::Delegate;
-    #[doc(hidden)]
-    pub use crate::event::{EventClass, EventType};
-    #[doc(hidden)]
-    pub use crate::handle::DelegateHandle;
     /// Not public API; used by expansions of `declare_multicast_delegate!`: each finished
     /// element of a tuple they make element by element (an owned argument tuple's clone, M11;
     /// `next()`'s owned copies, X5) waits in a `Guarded` until the whole tuple is made, so a
     /// later element's panicking `Clone` drops it under the guard (R2).
     #[doc(hidden)]
-    pub use crate::invocation::Guarded;
+    pub use crate::drops::Guarded;
+    #[doc(hidden)]
+    pub use crate::event::{EventClass, EventType};
+    #[doc(hidden)]
+    pub use crate::handle::DelegateHandle;
     #[doc(hidden)]
     pub use crate::main_thread::QueuedBroadcast;
     #[doc(hidden)]
@@ -164,8 +168,8 @@ pub mod __private {
         fold: impl FnMut(Acc, R) -> std::ops::ControlFlow<Acc, Acc>,
         mut call: impl FnMut(&F, A) -> R,
     ) -> Acc {
-        let mut accumulator = crate::invocation::Guarded::new(Some(init));
-        let mut fold = crate::invocation::Guarded::new(fold);
+        let mut accumulator = crate::drops::Guarded::new(Some(init));
+        let mut fold = crate::drops::Guarded::new(fold);
         broadcast_until_with(delegate, args, clone, |subscriber, args| {
             fold_step(&mut accumulator, call(subscriber, args), &mut *fold)
         });
@@ -188,8 +192,8 @@ pub mod __private {
         stop: impl FnMut(R) -> std::ops::ControlFlow<Out>,
         mut call: impl FnMut(&F, A) -> R,
     ) -> Option<Out> {
-        let mut found = crate::invocation::Guarded::new(None);
-        let mut stop = crate::invocation::Guarded::new(stop);
+        let mut found = crate::drops::Guarded::new(None);
+        let mut stop = crate::drops::Guarded::new(stop);
         broadcast_until_with(delegate, args, clone, |subscriber, args| {
             until_step(&mut found, call(subscriber, args), &mut *stop)
         });
@@ -324,10 +328,10 @@ pub mod __private {
         args: A,
         call: impl FnOnce(&T, A) -> R,
     ) -> R {
-        let args = crate::invocation::Guarded::new(args);
+        let args = crate::drops::Guarded::new(args);
         let owner = upgrade_owner(owner);
         let args = args.into_inner();
-        crate::invocation::Guarded::hold_rc(owner, |owner| call(owner, args))
+        crate::drops::Guarded::hold_rc(owner, |owner| call(owner, args))
     }
 
     /// Not public API; used by expansions. A multicast delegate hands an owned argument to
@@ -418,7 +422,7 @@ pub mod __private {
         match delegate.callable_ref() {
             Some(callable) => Some((callable, args)),
             None => {
-                crate::invocation::drop_user(args);
+                crate::drops::drop_user(args);
                 None
             }
         }

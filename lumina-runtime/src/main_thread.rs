@@ -53,8 +53,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, ThreadId};
 
-use crate::invocation::{AtThreadExit, Drops, Guarded};
-use crate::module::track::Origin;
+use crate::drops::{AtThreadExit, Drops, Guarded};
+use crate::track::Origin;
 
 mod queued;
 pub(crate) use queued::drop_targets;
@@ -295,7 +295,7 @@ pub(crate) fn assert_game_thread_holding<T>(what: &str, value: T) -> T {
 #[track_caller]
 fn not_the_game_thread(what: &str) -> ! {
     // A game module with its own runtime copy sees no game thread: say why (MB2).
-    crate::module::runtime_copy::assert_engine_copy(what);
+    crate::runtime_copy::assert_engine_copy(what);
     let me = ThreadName::current();
     let designation = lock(&DESIGNATION).clone();
     let game = match designation {
@@ -343,7 +343,7 @@ fn not_the_game_thread(what: &str) -> ! {
 #[track_caller]
 pub fn designate_game_thread() {
     // A game module's own runtime copy must not become a second engine (MB2).
-    crate::module::runtime_copy::assert_engine_copy("`main_thread::designate_game_thread`");
+    crate::runtime_copy::assert_engine_copy("`main_thread::designate_game_thread`");
     let me = ThreadName::current();
     let mut designation = lock(&DESIGNATION);
     let refusal = match &*designation {
@@ -431,7 +431,7 @@ impl GameThreadScope {
     #[track_caller]
     pub fn enter() -> GameThreadScope {
         // A game module's own runtime copy must not become a second engine (MB2).
-        crate::module::runtime_copy::assert_engine_copy("`GameThreadScope::enter`");
+        crate::runtime_copy::assert_engine_copy("`GameThreadScope::enter`");
         let me = ThreadName::current();
         let mut designation = lock(&DESIGNATION);
         loop {
@@ -729,7 +729,7 @@ fn wake_frame_wakers(session: u64) {
     let wakers = FRAME_WAKERS
         .try_with(|wakers| std::mem::take(&mut wakers.borrow_mut().0))
         .unwrap_or_default();
-    let mut drops = crate::invocation::Drops::default();
+    let mut drops = crate::drops::Drops::default();
     for waker in wakers {
         if current_session() != session {
             drops.drop(waker);

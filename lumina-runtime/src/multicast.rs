@@ -8,8 +8,9 @@ use std::any::Any;
 use std::fmt;
 use std::rc::Rc;
 
+use crate::drops::Guarded;
 use crate::handle::DelegateHandle;
-use crate::invocation::{Guarded, InvocationList, Shared, Spec};
+use crate::invocation::{InvocationList, Shared, Spec};
 use crate::scoped::{ScopedBlock, ThisSubscription};
 
 mod by_reference;

@@ -35,9 +35,10 @@ use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 
+use crate::drops::{Drops, drop_user};
 use crate::handle::DelegateHandle;
-use crate::invocation::{Drops, InvocationList, RemoveByHandle, Subscriber, drop_user};
-use crate::module::track::TrackedWaker;
+use crate::invocation::{InvocationList, RemoveByHandle, Subscriber};
+use crate::track::TrackedWaker;
 
 /// The subscription ended before a broadcast reached it: its delegate was dropped or cleared, or
 /// its message bus dropped (godot-rust's `TrySignalFuture` resolving to an error).

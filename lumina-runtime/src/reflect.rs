@@ -5,7 +5,7 @@
 //! their type at link time (through the [`inventory`](https://docs.rs/inventory) crate), so
 //! [`payloads`], [`components`], [`find_payload`] and [`find_component`] see every reflected type
 //! of the program without a hand-kept list. The C ABI (`crate::ffi`) answers the same queries for a
-//! managed host, and [`csharp`] turns them into C# bindings.
+//! managed host, and [`csharp`](crate::csharp) turns them into C# bindings.
 //!
 //! Types are registered under their bare struct name, the name the managed side sees. Names must
 //! be unique among the reflected types linked into one program: with two `Hit` payloads from
@@ -57,8 +57,6 @@
 //! assert!(on_landed.flags.contains(reflect::PropertyFlags::EDITABLE));
 //! assert_eq!(on_landed.payload.name, "Landed");
 //! ```
-
-pub mod csharp;
 
 use std::fmt;
 

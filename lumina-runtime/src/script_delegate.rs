@@ -178,12 +178,12 @@ enum Listener {
 
 // SAFETY: cloning a listener clones an `Rc`: no user code runs.
 unsafe impl crate::invocation::Subscriber for Listener {
-    fn code(&self) -> Option<crate::module::track::Code> {
+    fn code(&self) -> Option<crate::track::Code> {
         match self {
-            Listener::Native(callable) => crate::module::track::code_of(&**callable),
+            Listener::Native(callable) => crate::track::code_of(&**callable),
             // The thunk's address: a game module's code may bind a managed listener with an
             // `extern "C" fn` of its own, which must go before its library is unmapped (MB4, R5).
-            Listener::Managed(managed) => crate::module::track::code_of(&managed.thunk),
+            Listener::Managed(managed) => crate::track::code_of(&managed.thunk),
         }
     }
 

@@ -53,9 +53,9 @@ use std::sync::{
 };
 
 use crate::bind_site::{OwnerState, Subscription};
+use crate::drops::{Guarded, drop_user};
 use crate::handle::DelegateHandle;
-use crate::invocation::{Guarded, drop_user};
-use crate::module::track::{self, Origin, Sweep};
+use crate::track::{self, Origin, Sweep};
 
 /// The entry was removed: no call of it starts any more.
 const REMOVED: u32 = 1 << 31;
@@ -777,7 +777,7 @@ mod loom_tests {
 #[cfg(all(test, not(loom)))]
 mod module_tests {
     use super::SyncMulticastDelegate;
-    use crate::module::track::{self, Running, add_range, code_of, remove_range};
+    use crate::track::{self, Running, add_range, code_of, remove_range};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
 

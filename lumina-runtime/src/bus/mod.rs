@@ -96,13 +96,12 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use crate::bind_site::Subscription;
+use crate::drops::{Drops, Guarded, drop_user};
 use crate::handle::DelegateHandle;
-use crate::invocation::{
-    Cleared, Drops, Guarded, InvocationList, RemoveByHandle, Shared, Spec, drop_user,
-};
-use crate::module::track;
+use crate::invocation::{Cleared, InvocationList, RemoveByHandle, Shared, Spec};
 use crate::next_broadcast::{NextBroadcast, NextSender};
 use crate::scoped::ScopedSubscription;
+use crate::track;
 
 /// What identifies a gameplay entity on the bus: any small `Copy` id the engine chooses (an
 /// index, a generational id, a bevy-style `Entity`).
@@ -436,7 +435,7 @@ impl<E: EntityId> Channel<E> {
 //
 // A retained message or a posted queue whose payload type is a game module's holds the module's
 // code: its vtable, its payload's `Drop`. Such a value is recorded with the module loader, the
-// way the invocation list records a module's subscriptions (`module::track`): the record names
+// way the invocation list records a module's subscriptions (`track`): the record names
 // the channel's `Rc` block (its `ModuleRecorded` impl, below), and the module's unload drops the
 // value while the library is still mapped. (A module's listeners are the list's own records.)
 

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use super::{EntityId, MessageBus, Tag, TagKey};
-use crate::invocation::Drops;
-use crate::module::track::{self, Sweep};
+use crate::drops::Drops;
+use crate::track::{self, Sweep};
 
 /// A message another thread posted, waiting in the inbox: it moves itself into the bus's queue of
 /// its tag. One box per message (the game thread's own `post` allocates nothing).

@@ -29,13 +29,13 @@ use std::ptr::NonNull;
 use std::rc::{Rc, Weak};
 
 use super::{Callable, EntityId, Message, MessageBus, Tag, unheard};
+use crate::drops::{Drops, drop_user};
 use crate::handle::DelegateHandle;
 use crate::invocation::RemoveByHandle;
-use crate::invocation::{Drops, drop_user};
-use crate::module::track;
 use crate::script_delegate::{
     Managed, ManagedBinding, ManagedThunk, Operation, ReleaseReason, Removal,
 };
+use crate::track;
 
 /// What a managed listener's thunk receives as its payload argument: a pointer to this, valid
 /// for the duration of the call only (so are the tag name and payload it points at).

@@ -8,8 +8,9 @@ use std::rc::{Rc, Weak};
 use super::class::{Envelope, Event, EventClass};
 use super::handler::EventHandler;
 use super::typed::{EventSelector, EventSubscription, SelfAware, TypedHandler};
+use crate::drops::{Guarded, drop_user};
 use crate::handle::DelegateHandle;
-use crate::invocation::{Guarded, InvocationList, WeakShared, drop_user};
+use crate::invocation::{InvocationList, WeakShared};
 use crate::scoped::{ScopedBlock, ThisSubscription};
 
 /// The standard priorities of handlers (`EInputLayer`): higher layers see events first.

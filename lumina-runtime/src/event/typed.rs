@@ -22,8 +22,8 @@ use std::rc::Rc;
 use super::class::{Event, EventClass};
 use super::events::*;
 use super::handler::EventHandler;
+use crate::drops::Guarded;
 use crate::handle::DelegateHandle;
-use crate::invocation::Guarded;
 use crate::scoped::{ScopedSubscription, ThisSubscription};
 
 /// What a typed handler receives: an event class `E` (the handler gets `&mut E`) or a category

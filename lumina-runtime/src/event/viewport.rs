@@ -16,10 +16,11 @@ use super::handler::EventHandler;
 use super::input::Vec2;
 use super::processor::{EventProcessor, InputLayer};
 use super::typed::{EventSelector, SelfAware, TypedHandler};
+use crate::drops::Guarded;
 use crate::handle::DelegateHandle;
-use crate::invocation::{Guarded, RemoveByHandle};
-use crate::module::track;
+use crate::invocation::RemoveByHandle;
 use crate::scoped::{ScopedBlock, ThisSubscription};
+use crate::track;
 
 /// A rectangle in window coordinates: `origin` is its top-left corner.
 #[derive(Clone, Copy, PartialEq, Debug, Default)]

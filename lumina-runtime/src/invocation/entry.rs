@@ -40,7 +40,7 @@ pub(crate) unsafe trait Subscriber: Clone {
     /// subscriptions can be found when it unloads (MB4); `None` at once while no module is
     /// loaded, and for subscribers that are no code of a module (a managed binding answers
     /// with its thunk's address, which a module may own).
-    fn code(&self) -> Option<crate::module::track::Code> {
+    fn code(&self) -> Option<crate::track::Code> {
         None
     }
 
@@ -52,13 +52,13 @@ pub(crate) unsafe trait Subscriber: Clone {
 
 // SAFETY: cloning an `Rc` or `Weak` only changes a count: no user code runs.
 unsafe impl<T: ?Sized> Subscriber for std::rc::Rc<T> {
-    fn code(&self) -> Option<crate::module::track::Code> {
-        crate::module::track::code_of(&**self)
+    fn code(&self) -> Option<crate::track::Code> {
+        crate::track::code_of(&**self)
     }
 }
 // SAFETY: as above.
 unsafe impl<T: ?Sized> Subscriber for std::rc::Weak<T> {
-    fn code(&self) -> Option<crate::module::track::Code> {
+    fn code(&self) -> Option<crate::track::Code> {
         // The object is alive while it is being subscribed (its subscriber holds it), so this
         // upgrade is not its last strong reference: dropping it runs no user code.
         self.upgrade().and_then(|object| object.code())
@@ -88,8 +88,8 @@ pub(super) struct Entry<C> {
 /// recorded; not on the broadcast path (no loop drops an entry).
 impl<C> Drop for Entry<C> {
     fn drop(&mut self) {
-        if crate::module::track::recording() {
-            crate::module::track::forget(std::iter::once(self.id()));
+        if crate::track::recording() {
+            crate::track::forget(std::iter::once(self.id()));
         }
     }
 }

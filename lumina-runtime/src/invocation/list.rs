@@ -10,8 +10,8 @@ use std::rc::{Rc, Weak};
 
 use smallvec::SmallVec;
 
-use super::drops::{Drops, Guarded};
 use super::entry::{BLOCKED, Entry, ONCE, OWNED, Pending, Subscriber};
+use crate::drops::{Drops, Guarded};
 use crate::handle::DelegateHandle;
 use crate::steps;
 
@@ -138,10 +138,10 @@ impl<C> InvocationList<C> {
         self.block.get().map(|block| &**block)
     }
 
-    /// How the module loader reaches this list, as [`track`](crate::module::track::track)
+    /// How the module loader reaches this list, as [`track`](crate::track::track)
     /// records it (unit tests of MB4 and R1 call what the loader calls).
     #[cfg(test)]
-    pub(super) fn module_access(&self) -> Option<crate::module::track::ListAccess>
+    pub(super) fn module_access(&self) -> Option<crate::track::ListAccess>
     where
         C: Subscriber,
     {
@@ -897,7 +897,7 @@ impl<C: Subscriber> Block<C> {
             );
         }
         if code.is_some() {
-            let _ = crate::module::track::track(self.module_access(), handle, code);
+            let _ = crate::track::track(self.module_access(), handle, code);
         }
         handle
     }
@@ -905,8 +905,8 @@ impl<C: Subscriber> Block<C> {
     /// How the module loader reaches this list (MB4): its block's address, and the block's
     /// removal and broadcasting check (`ModuleRecorded`, below).
     #[cold]
-    fn module_access(self: &Rc<Self>) -> crate::module::track::ListAccess {
-        crate::module::track::ListAccess::of(self)
+    fn module_access(self: &Rc<Self>) -> crate::track::ListAccess {
+        crate::track::ListAccess::of(self)
     }
 
     /// Inserts an entry into the main list after every entry of at least its priority. Its id
@@ -1327,7 +1327,7 @@ impl<C: Subscriber> Block<C> {
 /// whether the list is broadcasting.
 // SAFETY: the block's `Drop` forgets the records of its entries (`settle.rs`), and an entry's own
 // `Drop` forgets its record (`entry.rs`), so a removed and compacted subscription leaves none.
-unsafe impl<C: Subscriber> crate::module::track::ModuleRecorded for Block<C> {
+unsafe impl<C: Subscriber> crate::track::ModuleRecorded for Block<C> {
     /// Nothing: the removal drops the callable itself, and compacts. The loader holds a strong
     /// reference of its own meanwhile, so the callable's `Drop` (user code that may drop the
     /// list's last other reference, the delegate the callable captured) cannot free the block

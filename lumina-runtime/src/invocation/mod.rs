@@ -97,7 +97,6 @@
 //! internal filters and predicates (script delegates' native or managed test) and the subscribers'
 //! own `Clone` run no user code; they are called without any borrow of the lists held anyway.
 
-mod drops;
 mod entry;
 mod list;
 mod raw;
@@ -107,8 +106,6 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
-pub use drops::Guarded;
-pub(crate) use drops::{AtThreadExit, Drops, drop_payload, drop_user, panic_text};
 pub(crate) use entry::Subscriber;
 pub(crate) use list::{Block, Cleared, InvocationList, RemoveByHandle, Spec};
 pub(crate) use raw::{Shared, WeakShared};

@@ -21,8 +21,8 @@ use std::ops::Deref;
 use std::ptr::NonNull;
 use std::rc::{Rc, Weak};
 
-use super::drops::Guarded;
 use super::entry::{Entry, Subscriber};
+use crate::drops::Guarded;
 
 impl<C> Entry<C> {
     /// The callable of a live entry, read without a borrow: what the broadcast and dispatch
@@ -159,8 +159,8 @@ impl<T: ?Sized> Deref for Shared<T> {
 
 // SAFETY: cloning a `Shared` only changes a count: no user code runs.
 unsafe impl<T: ?Sized> Subscriber for Shared<T> {
-    fn code(&self) -> Option<crate::module::track::Code> {
-        crate::module::track::code_of(&**self)
+    fn code(&self) -> Option<crate::track::Code> {
+        crate::track::code_of(&**self)
     }
 }
 
@@ -216,7 +216,7 @@ impl<T: ?Sized> Clone for WeakShared<T> {
 
 // SAFETY: cloning a `Weak` only changes a count: no user code runs.
 unsafe impl<T: ?Sized> Subscriber for WeakShared<T> {
-    fn code(&self) -> Option<crate::module::track::Code> {
+    fn code(&self) -> Option<crate::track::Code> {
         self.weak.code()
     }
 }

@@ -5,7 +5,7 @@
 use super::entry::{Entry, Subscriber};
 use super::list::{Block, LOCK_ONE, STOP};
 // The walk names them here; they live below the list, in `drops`.
-pub(super) use super::drops::{Drops, Guarded};
+use crate::drops::Drops;
 
 impl<C: Subscriber> Block<C> {
     /// Lowers the lock count; the outermost broadcast's end settles the list if it needs it.
@@ -103,10 +103,10 @@ impl<C> Drop for Block<C> {
     fn drop(&mut self) {
         // Module hook (MB4): records of subscriptions game modules made here are forgotten, so an
         // unload never reaches this block again.
-        if crate::module::track::recording() {
+        if crate::track::recording() {
             let pending = self.pending.get_mut().iter().map(|p| p.entry.id());
             let ids = self.entries.get_mut().iter().map(|entry| entry.id());
-            crate::module::track::forget(ids.chain(pending));
+            crate::track::forget(ids.chain(pending));
         }
         let mut drops = Drops::default();
         for entry in self.entries.get_mut().drain(..) {

@@ -6,11 +6,11 @@
 use std::cell::Ref;
 use std::fmt;
 
-use super::drops::drop_user;
 use super::entry::{Entry, OWNED, Pending, Subscriber};
 use super::list::{Block, HAS_PENDING, InvocationList, NEEDS_SETTLE, STOP};
 use super::raw::locked_entries;
-use super::settle::Guarded;
+use crate::drops::Guarded;
+use crate::drops::drop_user;
 use crate::handle::DelegateHandle;
 
 /// The lock a hot loop holds, with the main list it reads without a `RefCell` borrow. Dropping

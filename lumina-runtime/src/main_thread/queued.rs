@@ -21,7 +21,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::invocation::{AtThreadExit, Drops, Guarded, drop_user};
+use crate::drops::{AtThreadExit, Drops, Guarded, drop_user};
 use crate::multicast::MulticastDelegate;
 
 /// A delegate that a [`QueuedSender`] can broadcast: its parameters, as one tuple of owned

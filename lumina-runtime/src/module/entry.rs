@@ -129,7 +129,7 @@ impl ModuleEntry {
             name: RawStr::new(name),
             lumina_version: RawStr::new(BuildInfo::CURRENT.lumina_version),
             rustc_version: RawStr::new(BuildInfo::CURRENT.rustc_version),
-            runtime_marker: super::runtime_copy::marker(),
+            runtime_marker: crate::runtime_copy::marker(),
             start_up,
             shut_down,
         }
@@ -146,7 +146,7 @@ pub unsafe fn run_entry(report: *const EntryReport, body: fn()) -> bool {
     match panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(()) => true,
         Err(payload) => {
-            let message = crate::invocation::panic_text(&*payload);
+            let message = crate::drops::panic_text(&*payload);
             // SAFETY: `report` is valid for the call (contract); `write` reads `len` bytes.
             unsafe {
                 let report = &*report;
@@ -155,7 +155,7 @@ pub unsafe fn run_entry(report: *const EntryReport, body: fn()) -> bool {
             // The payload may hold code of this runtime copy: dropped here, where it belongs,
             // under the guard: a panic of its `Drop` would unwind into the engine's
             // `extern "C"` call and abort the process (R2).
-            crate::invocation::drop_payload(payload);
+            crate::drops::drop_payload(payload);
             false
         }
     }

@@ -79,11 +79,9 @@
 //! [`SettingsClass`]: crate::core_delegates::SettingsClass
 
 mod entry;
-pub(crate) mod runtime_copy;
-pub(crate) mod track;
 
+pub use crate::runtime_copy::{LUMINA_RUNTIME_MARKER_V1, MARKER_SYMBOL};
 pub use entry::{BuildInfo, ENTRY_SYMBOL, EntryPoint, EntryReport, ModuleEntry, RawStr, run_entry};
-pub use runtime_copy::{LUMINA_RUNTIME_MARKER_V1, MARKER_SYMBOL};
 
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
@@ -94,9 +92,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use crate::core_delegates::{CoreDelegates, ModuleInfo};
-use crate::invocation::Drops;
+use crate::drops::Drops;
 use crate::main_thread;
 use crate::reflect::{RegisteredComponent, RegisteredPayload};
+use crate::runtime_copy;
+use crate::track;
 
 /// Identifies one load of a module; a reload gives a new id. `Copy`, so unloading twice is a
 /// [`ModuleError::NotLoaded`], not a compile error.
@@ -1003,7 +1003,7 @@ pub(crate) fn release_values(id: ModuleId) -> usize {
 /// until its value goes: it counts as still referring to the module (MB6). Records on other
 /// threads stay too. A panicking `Drop` does not stop it: its panic resumes once every
 /// subscription is removed (R3).
-fn remove_subscriptions(id: ModuleId) {
+pub(crate) fn remove_subscriptions(id: ModuleId) {
     let mut drops = Drops::default();
     loop {
         let ids = track::record_ids_here(id.0);
@@ -1384,7 +1384,8 @@ mod tests {
     /// the module stayed "being unloaded" for good.
     #[test]
     fn r3_an_unload_completes_when_a_drop_it_runs_panics_then_resumes_the_panic() {
-        use crate::invocation::{InvocationList, panic_text};
+        use crate::drops::panic_text;
+        use crate::invocation::InvocationList;
         use std::any::Any;
 
         const FAKE: ModuleId = ModuleId(u64::MAX - 44);

@@ -318,7 +318,7 @@ unsafe fn remove_from<T: ModuleRecorded>(block: *const (), record: DelegateHandl
         Rc::from_raw(block)
     };
     let (removed, taken) = block.take_recorded(record);
-    let mut drops = crate::invocation::Drops::default();
+    let mut drops = crate::drops::Drops::default();
     // Possibly the last reference now: the block's `Drop` runs user `Drop`s.
     drops.drop(block);
     drops.drop(taken);
@@ -340,7 +340,7 @@ unsafe fn remove_from_cell(cell: *const (), record: DelegateHandle) -> bool {
         let cell = unsafe { &*cell.cast::<TrackedWaker>() };
         cell.take_recorded(record)
     };
-    crate::invocation::Drops::drop_one(waker);
+    crate::drops::Drops::drop_one(waker);
     had
 }
 
@@ -556,7 +556,7 @@ pub(crate) fn sweep(module: u64) -> usize {
         .iter()
         .filter_map(std::sync::Weak::upgrade)
         .collect();
-    let mut drops = crate::invocation::Drops::default();
+    let mut drops = crate::drops::Drops::default();
     let mut swept = 0;
     for holder in &live {
         drops.run(|| swept += holder.sweep(module));
@@ -868,7 +868,7 @@ mod tests {
         let weak = Rc::downgrade(&other);
         drop(other);
         assert!(weak.upgrade().is_some(), "held by the holder only");
-        remove_subscriptions(ModuleId(FAKE));
+        remove_subscriptions(ModuleId::fake(FAKE));
         assert_eq!(count(FAKE), 0, "nothing left elsewhere");
         remove_range(FAKE);
         assert!(weak.upgrade().is_none(), "freed by the first removal");
@@ -910,7 +910,7 @@ mod tests {
             drop(list);
             assert_eq!(count(FAKE), 0, "{how}: no record of the freed list is left");
         }
-        remove_subscriptions(ModuleId(FAKE));
+        remove_subscriptions(ModuleId::fake(FAKE));
         assert_eq!(count(FAKE), 0);
         remove_range(FAKE);
     }
