@@ -46,6 +46,7 @@ pub mod delegate;
 pub mod event;
 pub mod ffi;
 pub mod handle;
+pub mod inspect;
 mod invocation;
 pub mod main_thread;
 pub mod module;
