@@ -168,8 +168,12 @@ pub struct Subscriber {
     pub priority: i32,
     /// Whether it is muted (blocked, X4).
     pub muted: bool,
-    /// Whether it is one-shot (X3).
+    /// Whether it is one-shot (X3). A bus listener added with a `listen_*_once` method removes
+    /// itself after its first message and is not flagged.
     pub one_shot: bool,
+    /// The game module whose code subscribed it, by the number of its
+    /// [`ModuleId`](crate::module::ModuleId) (`module#N`), while that module is loaded (MB4).
+    pub module: Option<u64>,
     /// For a bus listener: the tag it listens to, how, and for which entity.
     pub channel: Option<Channel>,
     /// For a viewport: its rectangle and focus.
@@ -256,13 +260,15 @@ impl Subscriber {
             priority: subscription.priority,
             muted: subscription.muted,
             one_shot: subscription.one_shot,
+            module: crate::module::track::module_of(subscription.handle.id()),
             channel: None,
             viewport: None,
         }
     }
 
     /// Its label in a drawing: the bind site, then what differs from a plain subscriber
-    /// (`priority 5`, `muted`, `one-shot`, `owner alive` / `owner dropped`), each on a line.
+    /// (`priority 5`, `muted`, `one-shot`, `owner alive` / `owner dropped`, `module#N`), each on
+    /// a line.
     ///
     /// ```
     /// use lumina::MulticastDelegate;
@@ -295,6 +301,9 @@ impl Subscriber {
             OwnerState::NoOwner => {}
             OwnerState::Alive => label.push_str("\nowner alive"),
             OwnerState::Dropped => label.push_str("\nowner dropped"),
+        }
+        if let Some(module) = self.module {
+            let _ = write!(label, "\nmodule#{module}");
         }
         label
     }
@@ -482,6 +491,7 @@ impl Inspect for InputViewportRegistry {
                 priority: 0,
                 muted,
                 one_shot: false,
+                module: None,
                 channel: None,
                 viewport: Some(Viewport {
                     x: rect.origin.x,
@@ -792,5 +802,45 @@ impl NotificationGraph {
         let mut svg = SVGWriter::new();
         visual.do_it(false, false, false, &mut svg);
         svg.finalize()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Inspector;
+    use crate::MulticastDelegate;
+    use crate::module::track::{add_range, code_of, remove_range};
+    use std::rc::Rc;
+
+    /// V1, MB4: a subscription whose code a loaded game module holds is listed with that
+    /// module; the others with none.
+    #[test]
+    fn v1_a_subscriber_of_a_module_is_listed_with_it() {
+        const FAKE: u64 = u64::MAX - 36;
+        let on_tick: MulticastDelegate<dyn Fn()> = MulticastDelegate::new();
+        let module_code: Rc<dyn Fn()> = Rc::new(|| {});
+        // As the module tracker's own tests: a placeholder range that no code word falls in
+        // (some module must be loaded for code to be looked at), then exactly this closure's
+        // vtable, as a loaded library's range.
+        #[cfg(not(miri))]
+        add_range(FAKE, usize::MAX - 1, usize::MAX);
+        #[cfg(miri)]
+        add_range(FAKE, 0, 1);
+        let vtable = code_of(&*module_code).expect("a module is loaded").vtable();
+        add_range(FAKE, vtable, vtable + 1);
+        let _engine = on_tick.add_lambda(|| {});
+        let game = on_tick.add_shared(module_code);
+        let mut inspector = Inspector::new();
+        inspector.delegate("on_tick", &on_tick);
+        assert!(on_tick.remove(game));
+        remove_range(FAKE);
+        let subscribers = &inspector.graph().sources[0].subscribers;
+        let modules: Vec<Option<u64>> = subscribers.iter().map(|s| s.module).collect();
+        assert_eq!(modules, [None, Some(FAKE)]);
+        assert!(
+            subscribers[1]
+                .label()
+                .ends_with(&format!("\nmodule#{FAKE}"))
+        );
     }
 }
