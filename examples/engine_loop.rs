@@ -213,7 +213,7 @@ fn start_up_hot_reload() {
 // The engine.
 // -------------------------------------------------------------------------------------------------
 
-struct Engine {
+pub(crate) struct Engine {
     started: Instant,
     frame: Cell<u32>,
     world: Cell<WorldId>,
@@ -230,7 +230,7 @@ fn load_module<T>(info: ModuleInfo, start_up: impl FnOnce() -> T) -> T {
 }
 
 impl Engine {
-    fn boot() -> Engine {
+    pub(crate) fn boot() -> Engine {
         let started = Instant::now();
         main_thread::designate_game_thread();
         println!("[engine] game thread designated: {}", thread_name());

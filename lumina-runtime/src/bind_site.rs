@@ -159,6 +159,7 @@ pub(crate) fn library_unmapped() {
 
 /// Whether a subscription's owner (of a member binding) is alive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum OwnerState {
     /// Not a member binding: no owner.
     NoOwner,
@@ -179,6 +180,12 @@ pub struct Subscription {
     pub bind_site: Option<BindSite>,
     /// The owner of a member binding.
     pub owner: OwnerState,
+    /// Its priority (higher runs first; 0 unless set, B3).
+    pub priority: i32,
+    /// Whether it is muted (blocked, X4): it keeps its place but broadcasts skip it.
+    pub muted: bool,
+    /// Whether it is one-shot (X3): removed right before its first call.
+    pub one_shot: bool,
 }
 
 impl fmt::Debug for Subscription {

@@ -270,6 +270,20 @@ impl LifecycleSignal {
         self.name
     }
 
+    /// Every subscription present, in the order they run, with where each was made (B5). O(n),
+    /// allocates: for diagnostics and the [inspector](crate::inspect).
+    ///
+    /// ```
+    /// use lumina::core_delegates::LifecycleSignal;
+    ///
+    /// let on_ready = LifecycleSignal::new("on_ready");
+    /// let _handle = on_ready.add_lambda(|| {});
+    /// assert_eq!(on_ready.subscriptions().len(), 1);
+    /// ```
+    pub fn subscriptions(&self) -> Vec<crate::bind_site::Subscription> {
+        self.delegate.subscriptions()
+    }
+
     /// Whether the signal has fired (it counts as fired from the moment its broadcast starts).
     /// Once it has, subscribing is pointless: do the work directly.
     pub fn has_fired(&self) -> bool {

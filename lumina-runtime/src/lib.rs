@@ -48,6 +48,7 @@ mod drops;
 pub mod event;
 pub mod ffi;
 pub mod handle;
+pub mod inspect;
 mod invocation;
 pub mod main_thread;
 pub mod module;

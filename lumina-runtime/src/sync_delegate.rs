@@ -468,6 +468,9 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
                 handle: DelegateHandle::from_id(entry.id),
                 bind_site: crate::bind_site::location(entry.site),
                 owner: OwnerState::NoOwner,
+                priority: entry.priority,
+                muted: entry.state.load(Ordering::Acquire) & BLOCKS != 0,
+                one_shot: entry.once,
             })
             .collect()
     }

@@ -421,6 +421,20 @@ pub(crate) fn track_running(list: ListAccess, handle: DelegateHandle) -> bool {
     true
 }
 
+/// The module whose record the subscription `id` has, if any: what the inspector lists as a
+/// subscriber's module (V1). One atomic load while nothing is recorded, else one lookup under the
+/// tracker's lock.
+pub(crate) fn module_of(id: u64) -> Option<u64> {
+    if !recording() {
+        return None;
+    }
+    state()
+        .records
+        .as_ref()?
+        .get(&id)
+        .map(|record| record.module)
+}
+
 /// Whether the record `id` (0: none) is `module`'s.
 pub(crate) fn is_recorded_for(id: u64, module: u64) -> bool {
     id != 0

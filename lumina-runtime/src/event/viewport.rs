@@ -227,7 +227,9 @@ impl InputViewportRegistry {
 
     /// Registers the registry with `processor` at [`InputLayer::Viewport`]; `false` if it is
     /// already registered there.
+    /// Its registration's bind site (B5) is this call's.
     #[must_use = "`false` means the registry was already registered with this processor"]
+    #[track_caller]
     pub fn register(self: &Rc<Self>, processor: &EventProcessor) -> bool {
         processor.register_event_handler(self, InputLayer::Viewport)
     }
@@ -375,6 +377,21 @@ impl InputViewportRegistry {
     /// `true` when no live viewport exists.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The live viewports in the order added, topmost last: `(id number, rectangle, muted,
+    /// focused)`, for the [inspector](crate::inspect). O(n), allocates.
+    pub(crate) fn listing(&self) -> Vec<(u64, Rect, bool, bool)> {
+        let focused = self.focused.get();
+        self.viewports
+            .borrow()
+            .iter()
+            .filter(|viewport| viewport.handler.strong_count() > 0)
+            .map(|viewport| {
+                let id = viewport.id;
+                (id.0, viewport.rect, viewport.blocked, focused == Some(id))
+            })
+            .collect()
     }
 
     fn handler(&self, id: ViewportId) -> Option<Rc<dyn EventHandler>> {

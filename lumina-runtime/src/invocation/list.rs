@@ -322,6 +322,9 @@ impl<C: Subscriber> InvocationList<C> {
                         handle: DelegateHandle::from_id(entry.id()),
                         bind_site: location(entry.site()),
                         owner: owner_state(owned, owned && block.owner_alive(entry)),
+                        priority: block.priority_at(index),
+                        muted: entry.is_blocked(),
+                        one_shot: entry.is_once(),
                     },
                 ));
             }
@@ -336,6 +339,9 @@ impl<C: Subscriber> InvocationList<C> {
                     handle: DelegateHandle::from_id(pending.entry.id()),
                     bind_site: location(pending.entry.site()),
                     owner: owner_state(pending.owner.is_some(), pending.owner_alive()),
+                    priority: pending.priority,
+                    muted: pending.entry.is_blocked(),
+                    one_shot: pending.entry.is_once(),
                 },
             ));
         }

@@ -1,0 +1,82 @@
+//! See who hears what (V1): boots the engine loop's world (the `engine_loop` example's modules on
+//! the core delegates), adds a gameplay bus and the input side (a processor, the editor chrome, a
+//! game viewport), hands all of it to an `Inspector` and writes the picture.
+//!
+//! Run with `cargo run --example inspect --features svg [-- <folder>]`: it writes
+//! `notifications.dot` and `notifications.svg` to the folder (the current one by default). Each
+//! subscriber is labelled with where it subscribed (file:line), its priority, and whether it is
+//! muted, one-shot or a member binding whose owner lives.
+
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use lumina::bus::{MessageBus, TagKey};
+use lumina::core_delegates::CoreDelegates;
+use lumina::event::{
+    EventProcessor, InputLayer, InputViewportRegistry, KeyboardEvent, MouseEvent, Rect, category,
+};
+use lumina::inspect::Inspector;
+
+/// The engine loop of `examples/engine_loop.rs`: its modules subscribe to the core delegates.
+#[allow(dead_code)]
+#[path = "engine_loop.rs"]
+mod engine_loop;
+
+static COMBAT_DAMAGE: TagKey<u32> = TagKey::new("Combat.Damage", false);
+static MATCH_STATE: TagKey<&'static str> = TagKey::new("Match.State", true);
+
+fn main() {
+    let folder = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| ".".to_owned()));
+    let engine = engine_loop::Engine::boot();
+
+    // Gameplay: the HUD hears damage, a squad hears every combat message of entity 7, the
+    // announcer calls the first hit only, the scoreboard follows the match.
+    let bus: MessageBus<u32> = MessageBus::new();
+    let _hud = bus.listen(&COMBAT_DAMAGE, |damage, _| println!("[hud] -{damage}"));
+    let _squad =
+        bus.listen_entity_partial(COMBAT_DAMAGE.tag().parent().expect("Combat"), 7, |_| {});
+    let _announcer =
+        bus.listen_partial_once(&COMBAT_DAMAGE, |_| println!("[announcer] first blood"));
+    let _scoreboard = bus.listen(&MATCH_STATE, |state, _| println!("[scoreboard] {state}"));
+
+    // Input: the editor chrome under a game viewport; the chrome's shortcuts are muted while
+    // playing.
+    let processor = EventProcessor::new();
+    let viewports = Rc::new(InputViewportRegistry::new());
+    assert!(viewports.register(&processor));
+    let _game_view = viewports.add_viewport_handler::<category::Keyboard>(
+        Rect::new(0.0, 0.0, 1280.0, 720.0),
+        |_: KeyboardEvent<'_>| true,
+    );
+    let chrome = processor
+        .add_handler::<category::Mouse>(InputLayer::EditorChrome, |_: MouseEvent<'_>| false);
+    let shortcuts = processor
+        .add_handler::<category::Keyboard>(InputLayer::EditorChrome, |_: KeyboardEvent<'_>| false);
+    processor.block(shortcuts.handle());
+
+    let mut inspector = Inspector::new();
+    inspector
+        .core_delegates(CoreDelegates::get())
+        .bus("gameplay bus", &bus)
+        .processor("input", &processor)
+        .viewports("viewports", &viewports);
+    let graph = inspector.finish();
+
+    std::fs::create_dir_all(&folder).expect("create the output folder");
+    let dot = folder.join("notifications.dot");
+    std::fs::write(&dot, graph.to_dot()).expect("write notifications.dot");
+    let svg = folder.join("notifications.svg");
+    std::fs::write(&svg, graph.to_svg()).expect("write notifications.svg");
+    let subscribers: usize = graph
+        .sources
+        .iter()
+        .map(|source| source.subscribers.len())
+        .sum();
+    println!(
+        "[inspect] {} sources, {subscribers} subscribers: wrote {} and {}",
+        graph.sources.len(),
+        dot.display(),
+        svg.display()
+    );
+    drop((engine, chrome, shortcuts));
+}
