@@ -562,8 +562,19 @@ fn print_targets(rows: &[Row]) {
         let per_call = |row: &Row| row.ns_per_call.unwrap_or(f64::NAN);
         let ratio = per_call(sync) / per_call(lumina);
         let speedup = per_call(signals2) / per_call(sync);
+        // Boost.Signals2 (thread-safe by default) when its shim is built (`boost-bench`).
+        let boost = find("broadcast", "Boost.Signals2", n)
+            .filter(|row| row.ns_per_call.is_some())
+            .map(|row| {
+                let speedup = per_call(row) / per_call(sync);
+                format!(
+                    "   faster than Boost.Signals2: {speedup:.1}x {}",
+                    verdict(speedup > 1.0)
+                )
+            })
+            .unwrap_or_default();
         println!(
-            "target thread-safe N={n:<5} <= {limit:.1}x game-thread delegate: {ratio:.3}x {}   faster than signals2: {speedup:.1}x {}   0 allocs: {} {}",
+            "target thread-safe N={n:<5} <= {limit:.1}x game-thread delegate: {ratio:.3}x {}   faster than signals2: {speedup:.1}x {}{boost}   0 allocs: {} {}",
             verdict(ratio <= limit),
             verdict(speedup > 1.0),
             sync.allocs,
