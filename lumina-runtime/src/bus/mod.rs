@@ -1480,12 +1480,15 @@ impl<E: EntityId> MessageBus<E> {
             removed.into_iter().map(|(_, channel)| channel).collect();
         let operation = self.script_operation();
         let mut count = 0;
-        // Every managed listener marked before the first clear runs user code (M13).
+        // Every managed listener marked before the first clear runs user code (M13); the
+        // records of the listeners go now (not at the next sweep).
         for channel in &removed {
-            if operation.is_some() {
-                for subscription in channel.list.subscriptions() {
-                    self.mark_removed(subscription.handle.id());
+            for subscription in channel.list.subscriptions() {
+                let id = subscription.handle.id();
+                if operation.is_some() {
+                    self.mark_removed(id);
                 }
+                self.records.borrow_mut().remove(&id);
             }
             count += channel.list.len();
         }

@@ -72,6 +72,17 @@ fn n4_bus_forget_entity_walks_the_entitys_own_channels() {
         }
         move |i| assert_eq!(bus.forget_entity(i as u32 * 7), 1)
     });
+    assert_flat("bus forget_entity + listen_entity", |n| {
+        let bus = MessageBus::<u32>::new();
+        for entity in 0..n as u32 {
+            let _ = bus.listen_entity(&PLAIN, entity, |_, _| {});
+        }
+        move |i| {
+            let entity = (n - 1 - i) as u32;
+            assert_eq!(bus.forget_entity(entity), 1);
+            let _ = bus.listen_entity(&PLAIN, entity, |_, _| {});
+        }
+    });
 }
 
 /// `n` managed listeners (partial ones: any tag takes them), with their handles.
