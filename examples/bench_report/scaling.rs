@@ -59,12 +59,24 @@ fn per(per: usize, run: impl FnMut(usize) + 'static) -> Op {
 struct Row {
     name: &'static str,
     build: Box<dyn Fn(usize) -> Op>,
+    /// Its state lies partly in a registry of the thread (queued senders, script generations):
+    /// the two sizes are timed one after the other, each state alone in it.
+    alone: bool,
 }
 
 fn row(name: &'static str, build: impl Fn(usize) -> Op + 'static) -> Row {
     Row {
         name,
         build: Box::new(build),
+        alone: false,
+    }
+}
+
+/// A [`row`] whose state lies partly in a registry of the thread (see [`Row::alone`]).
+fn row_alone(name: &'static str, build: impl Fn(usize) -> Op + 'static) -> Row {
+    Row {
+        alone: true,
+        ..row(name, build)
     }
 }
 
@@ -92,20 +104,30 @@ fn batch(op: &mut Op, calls: &mut usize) -> f64 {
 const ROUNDS: usize = 3;
 
 /// ns per unit at both sizes: the median of [`ROUNDS`] batches each, the sizes' batches
-/// alternating (so a stretch of load from the machine's other users slows both alike).
+/// alternating (so a stretch of load from the machine's other users slows both alike), or,
+/// for a row [`alone`](Row::alone), one size after the other.
 fn time(row: &Row) -> (f64, f64) {
-    let (mut small, mut large) = ((row.build)(SMALL), (row.build)(LARGE));
-    let (mut small_calls, mut large_calls) = (0, 0);
-    let (mut small_times, mut large_times) = ([0.0; ROUNDS], [0.0; ROUNDS]);
-    for (at_small, at_large) in small_times.iter_mut().zip(&mut large_times) {
-        *at_small = batch(&mut small, &mut small_calls);
-        *at_large = batch(&mut large, &mut large_calls);
-    }
     let median = |mut times: [f64; ROUNDS]| {
         times.sort_by(f64::total_cmp);
         times[ROUNDS / 2]
     };
-    (median(small_times), median(large_times))
+    let mut times = ([0.0; ROUNDS], [0.0; ROUNDS]);
+    if row.alone {
+        for (size, times) in [(SMALL, &mut times.0), (LARGE, &mut times.1)] {
+            let (mut op, mut calls) = ((row.build)(size), 0);
+            for time in times.iter_mut() {
+                *time = batch(&mut op, &mut calls);
+            }
+        }
+    } else {
+        let (mut small, mut large) = ((row.build)(SMALL), (row.build)(LARGE));
+        let (mut small_calls, mut large_calls) = (0, 0);
+        for (at_small, at_large) in times.0.iter_mut().zip(&mut times.1) {
+            *at_small = batch(&mut small, &mut small_calls);
+            *at_large = batch(&mut large, &mut large_calls);
+        }
+    }
+    (median(times.0), median(times.1))
 }
 
 struct Actor;
@@ -606,7 +628,7 @@ fn script_and_queue_rows() -> Vec<Row> {
                 })
             },
         ),
-        row("QueuedSender::new + drop, n senders alive", |n| {
+        row_alone("QueuedSender::new + drop, n senders alive", |n| {
             let player = Rc::new(Player {
                 on_hit: MulticastDelegate::new(),
             });
