@@ -366,7 +366,16 @@ pub(crate) fn drop_targets(mut doomed: impl FnMut(&dyn Any) -> bool) -> usize {
 /// Removes the entry `id`, if this thread's registry has it.
 fn unregister(id: u64) {
     let removed = TARGETS
-        .try_with(|targets| targets.borrow_mut().remove(&id))
+        .try_with(|targets| {
+            let mut targets = targets.borrow_mut();
+            let removed = targets.remove(&id);
+            // The registry does not keep the storage of a burst of senders.
+            if targets.capacity() > 64 && targets.len() < targets.capacity() / 4 {
+                let live = targets.len();
+                targets.shrink_to(2 * live);
+            }
+            removed
+        })
         .ok()
         .flatten();
     // The entry holds the user's accessor: a sender dropped while the thread unwinds drops it
