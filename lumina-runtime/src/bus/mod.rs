@@ -1360,16 +1360,23 @@ impl<E: EntityId> MessageBus<E> {
         let Some(record) = record else {
             return false;
         };
-        let Some(channel) = self.channel_of(record.tag, record.entity) else {
+        // The entity's id hashed once (M13: user code, run with nothing borrowed).
+        let hash = record
+            .entity
+            .map(|entity| (entity, self.entity_hasher.hash_one(entity)));
+        let channel = match hash {
+            None => self.channel(record.tag),
+            Some((entity, hash)) => self.entity_channel(record.tag, entity, hash),
+        };
+        let Some(channel) = channel else {
             return false;
         };
         let removed = channel.list.remove(handle);
         // An entity's channel goes with its last listener (its `Drop`, if it is the last
         // reference, runs when `channel` does, guarded: R2).
-        if let Some(entity) = record.entity
+        if let Some((_, hash)) = hash
             && channel.is_unused()
         {
-            let hash = self.entity_hasher.hash_one(entity);
             self.unlink_entity_channel(record.tag.id(), hash, &channel);
         }
         drop_user(channel);
