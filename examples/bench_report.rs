@@ -3,7 +3,13 @@
 //! ```text
 //! cargo run --release --example bench_report --features bench         # without Boost
 //! cargo run --release --example bench_report --features boost-bench   # with Boost.Signals2
+//! cargo run --release --example bench_report --features bench -- --scaling [TEXT]
 //! ```
+//!
+//! The last section is the scaling one (rule N4, `bench_report/scaling.rs`): every operation
+//! whose cost the rule bounds, at 1 000 and 16 000 of the state it works on, with a verdict per
+//! row (at most 2x from the small size to the large); `-- --scaling` prints it alone (in about
+//! 5 s), `-- --scaling TEXT` only its rows whose name contains TEXT.
 //!
 //! For each benchmark it prints the time per subscriber call of every system, the ratio to the
 //! floor measured in the same run (a raw `Vec<Box<dyn Fn>>` loop), and heap allocations per
@@ -22,6 +28,10 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use common::System;
+
+/// The scaling section (rule N4).
+#[path = "bench_report/scaling.rs"]
+mod scaling;
 
 /// The tests' counting `#[global_allocator]` (per-thread count), shared with this report.
 #[path = "../tests/support/counting_alloc.rs"]
@@ -798,6 +808,12 @@ fn print_two_threads() {
 
 fn main() {
     let start = Instant::now();
+    // `-- --scaling [TEXT]`: only the scaling section (N4), or its rows whose name has TEXT.
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|arg| arg == "--scaling") {
+        scaling::print_scaling(args.get(at + 1).map(String::as_str));
+        return;
+    }
     // `-- --bus`: only the message bus rows (GB9), for a quick look.
     let mut plan = Vec::new();
     if !std::env::args().any(|arg| arg == "--bus") {
@@ -840,5 +856,6 @@ fn main() {
     print_targets(&rows);
     print_two_threads();
     print_memory();
+    scaling::print_scaling(None);
     println!("\nreport took {:.1} s", start.elapsed().as_secs_f64());
 }

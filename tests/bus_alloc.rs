@@ -17,7 +17,7 @@ use std::ffi::c_void;
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
-use counting_alloc::allocations;
+use counting_alloc::{allocations, live_bytes_in};
 
 /// A damage message's payload.
 #[derive(Clone, Debug)]
@@ -257,4 +257,41 @@ fn gb9_a_script_send_allocates_nothing() {
     assert_eq!(rust.get(), 45);
     assert_eq!(managed.get(), 1 + 2 * 45);
     drop(bus);
+}
+
+/// Bytes left allocated by `n` fresh entities that each had a listener and lost it: removed by
+/// its handle, or a one-shot that heard its message (rule N4: an entity's channel goes with its
+/// last listener).
+fn bytes_left_by_entities(n: u32, one_shot: bool) -> i64 {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let (bytes, ()) = live_bytes_in(|| {
+        for entity in 0..n {
+            if one_shot {
+                let _ = bus.listen_entity_once(&tags::ALLOC_DAMAGE, entity, |_, _| {});
+                bus.send_to(&tags::ALLOC_DAMAGE, entity, Damage { amount: 1 });
+            } else {
+                let handle = bus.listen_entity(&tags::ALLOC_DAMAGE, entity, |_, _| {});
+                assert!(bus.remove(handle));
+            }
+        }
+    });
+    assert!(bus.listeners().is_empty());
+    bytes
+}
+
+#[test]
+fn n4_an_entitys_channel_goes_with_its_last_listener() {
+    for one_shot in [false, true] {
+        let small = bytes_left_by_entities(2_000, one_shot);
+        let large = bytes_left_by_entities(20_000, one_shot);
+        println!(
+            "entities' listeners gone (one-shot: {one_shot}): {small} bytes left after 2 000, {large} after 20 000"
+        );
+        // Flat: what is left is a table's few slots, not a channel per entity (476 bytes each
+        // before; 20 000 more entities would leave 8.6 MB).
+        assert!(
+            large <= small + 64 * 1024,
+            "{large} bytes left after 20 000 entities, {small} after 2 000 (one-shot: {one_shot})"
+        );
+    }
 }

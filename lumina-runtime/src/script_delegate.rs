@@ -350,7 +350,7 @@ impl ScriptDelegateBase {
             && let Some(block) = self.list.weak_block()
         {
             // The generation refers to the delegate's heap block, weakly (R1, SD8).
-            crate::script_generation::note_member(generation, block);
+            crate::script_generation::note_binding(generation, block, id);
         }
         Ok(id)
     }
@@ -563,20 +563,31 @@ impl crate::script_generation::Member for Block<Listener> {
     /// does not reach them, M3; during a broadcast they are released when the outermost one
     /// ends, M4) and hands them to the host's release hook once, with
     /// [`ReleaseReason::GenerationUnloaded`]. Returns how many.
-    fn release_generation(&self, generation: u64) -> usize {
+    fn release_bindings(&self, generation: u64, ids: &[u64]) -> usize {
         let _operation = Operation::begin();
-        self.remove_selected(
-            |listener| matches!(listener, Listener::Managed(m) if m.generation == generation),
-            |_, site, listener| {
-                if let Listener::Managed(managed) = listener {
-                    managed.mark(Removal::Released {
-                        reason: ReleaseReason::GenerationUnloaded,
-                        delegate: std::ptr::null(),
-                        site,
-                    });
-                }
-            },
-        )
+        ids.iter()
+            .filter(|&&id| {
+                self.remove_one_selected(
+                    id,
+                    |listener| {
+                        matches!(listener, Listener::Managed(m) if m.generation == generation)
+                    },
+                    |_, site, listener| {
+                        if let Listener::Managed(managed) = listener {
+                            managed.mark(Removal::Released {
+                                reason: ReleaseReason::GenerationUnloaded,
+                                delegate: std::ptr::null(),
+                                site,
+                            });
+                        }
+                    },
+                )
+            })
+            .count()
+    }
+
+    fn holds(&self, id: u64) -> bool {
+        crate::invocation::RemoveByHandle::contains_handle(self, DelegateHandle::from_id(id))
     }
 }
 // ---- end of script generation hook

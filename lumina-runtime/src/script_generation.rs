@@ -36,46 +36,45 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
-/// What a generation records: the heap block of a script delegate that has bindings made in it
-/// (implemented in `script_delegate`, which this module does not import: no import circle).
+/// What a generation records: the heap block of a script delegate (or of a bus's managed
+/// listeners) that has bindings made in it (implemented in `script_delegate` and `bus`, which
+/// this module does not import: no import circle).
 pub(crate) trait Member {
-    /// Removes the still-bound managed bindings of `generation` and releases each once through
-    /// the host's hook (R4); returns how many were removed.
-    fn release_generation(&self, generation: u64) -> usize;
+    /// Removes those of the bindings `ids` that are still bound and belong to `generation`,
+    /// and releases each once through the host's hook (R4); returns how many were removed.
+    /// O(log n) per binding, n the block's bindings (rule N4).
+    fn release_bindings(&self, generation: u64, ids: &[u64]) -> usize;
+    /// Whether the binding `id` is still bound here. O(log n).
+    fn holds(&self, id: u64) -> bool;
 }
 
-/// The members of one open generation: weak references to delegates' heap blocks (R1: never a
-/// delegate's own place, which moves), possibly repeated or dead until compacted.
+/// The bindings of one open generation: each with a weak reference to its delegate's heap
+/// block (R1: never a delegate's own place, which moves), possibly unbound or dead until
+/// compacted.
 #[derive(Default)]
 struct Members {
-    blocks: Vec<Weak<dyn Member>>,
+    bindings: Vec<(Weak<dyn Member>, u64)>,
     /// The length after the last compaction: the next one runs once it has doubled.
     compacted: usize,
 }
 
 impl Members {
-    fn add(&mut self, block: Weak<dyn Member>) {
-        if self
-            .blocks
-            .last()
-            .is_some_and(|last| Weak::ptr_eq(last, &block))
-        {
-            return;
-        }
-        self.blocks.push(block);
-        if self.blocks.len() > 2 * self.compacted + 8 {
+    fn add(&mut self, block: Weak<dyn Member>, id: u64) {
+        self.bindings.push((block, id));
+        if self.bindings.len() > 2 * self.compacted + 8 {
             self.compact();
         }
     }
 
-    /// Drops dead and repeated members (amortised: each compaction at least halves the list
-    /// since the last).
+    /// Drops the bindings unbound since and those of dead blocks (amortised: each compaction
+    /// runs once the list has doubled since the last).
     fn compact(&mut self) {
-        self.blocks.retain(|weak| weak.strong_count() > 0);
-        self.blocks
-            .sort_by_key(|weak| weak.as_ptr().cast::<()>().addr());
-        self.blocks.dedup_by(|a, b| Weak::ptr_eq(a, b));
-        self.compacted = self.blocks.len();
+        crate::steps::add(self.bindings.len());
+        self.bindings
+            .retain(|(block, id)| block.upgrade().is_some_and(|block| block.holds(*id)));
+        let live = self.bindings.len();
+        self.bindings.shrink_to(2 * live);
+        self.compacted = live;
     }
 }
 
@@ -94,7 +93,7 @@ thread_local! {
 }
 
 /// Starts a new generation on the calling thread and returns its id (never 0): managed bindings
-/// made on this thread from now on belong to it.
+/// made on this thread from now on belong to it. Cost: O(log g) in the generations open.
 pub fn begin() -> u64 {
     let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
     CURRENT.set(generation);
@@ -104,7 +103,7 @@ pub fn begin() -> u64 {
     generation
 }
 
-/// The generation bindings made on this thread belong to now; 0 when none was begun.
+/// The generation bindings made on this thread belong to now; 0 when none was begun. O(1).
 pub fn current() -> u64 {
     CURRENT.get()
 }
@@ -117,33 +116,41 @@ pub fn current() -> u64 {
 /// that broadcast ends). Returns how many, or `None` when `generation` was not begun on this thread or was
 /// unloaded already (or when the thread is exiting and its registry of generations is gone:
 /// then the bindings are released with their delegates). The host calls this before it unloads the generation's code.
+///
+/// Cost: O(k log k) in the generation's own bindings (O(log n) each in its delegate's
+/// bindings), whatever the number of other generations and bindings (rule N4).
 pub fn unload(generation: u64) -> Option<usize> {
-    let mut members = OPEN
+    let members = OPEN
         .try_with(|open| open.borrow_mut().remove(&generation))
         .ok()
         .flatten()?;
     if CURRENT.get() == generation {
         CURRENT.set(0);
     }
-    members.compact();
+    // By delegate, each delegate's bindings in the order made: O(k log k) in the generation's
+    // own bindings, never a walk of every binding (rule N4).
+    let mut bindings = members.bindings;
+    bindings.sort_by_key(|(block, id)| (block.as_ptr().cast::<()>().addr(), *id));
     // One delegate at a time: the release hook (host code) may drop the others (then they
     // released their bindings as they went, and their blocks are gone), bind, or unload.
     let mut released = 0;
-    for block in members.blocks {
-        if let Some(block) = block.upgrade() {
-            released += block.release_generation(generation);
+    for group in bindings.chunk_by(|(a, _), (b, _)| Weak::ptr_eq(a, b)) {
+        let ids: Vec<u64> = group.iter().map(|(_, id)| *id).collect();
+        if let Some(block) = group[0].0.upgrade() {
+            released += block.release_bindings(generation, &ids);
         }
     }
     Some(released)
 }
 
-/// Records that the delegate whose heap block is `block` has a binding made in `generation`
-/// (hook in `ScriptDelegateBase::try_bind_managed`).
-pub(crate) fn note_member<B: Member + 'static>(generation: u64, block: Weak<B>) {
+/// Records that the delegate whose heap block is `block` has the binding `id` made in
+/// `generation` (hook in `ScriptDelegateBase::try_bind_managed` and
+/// `MessageBus::listen_managed`). O(1) amortized.
+pub(crate) fn note_binding<B: Member + 'static>(generation: u64, block: Weak<B>, id: u64) {
     let block: Weak<dyn Member> = block;
     let _ = OPEN.try_with(|open| {
         if let Some(members) = open.borrow_mut().get_mut(&generation) {
-            members.add(block);
+            members.add(block, id);
         }
     });
 }

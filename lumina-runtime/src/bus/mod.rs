@@ -85,7 +85,7 @@ pub use tag::{DeclaredTag, Tag, TagConflict, TagKey, UnknownTag, WrongPayload, r
 
 use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasher, Hash, RandomState};
 use std::marker::PhantomData;
@@ -383,6 +383,9 @@ type Retained<E> = (Option<E>, Rc<dyn Any>);
 /// [`RandomState`], outside any borrow), each with its entity: the map itself runs no user code
 /// (M13). Almost always one channel per key: more only when two entities' hashes collide.
 type EntityChannels<E> = HashMap<(u32, u64), SmallVec<[(E, Rc<Channel<E>>); 1]>>;
+/// The tag ids that have a channel in [`EntityChannels`] for an entity hash: what
+/// [`MessageBus::forget_entity`] looks up, O(k) in the entity's own channels (rule N4).
+type EntityTags = HashMap<u64, SmallVec<[u32; 2]>>;
 /// The message a retained tag kept before a new one: its payload, when replaced in place, or
 /// the kept pair, when replaced whole.
 type Replaced<P, E> = (Option<P>, Option<Retained<E>>);
@@ -417,7 +420,23 @@ const RETAINED: usize = 0;
 /// ... or the posted queue.
 const QUEUE: usize = 1;
 
+/// Shrinks `map` when it holds less than a quarter of its capacity (tables do not keep the
+/// storage of a burst).
+fn shrink<K: Eq + Hash, V>(map: &mut HashMap<K, V>) {
+    if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+        map.shrink_to(map.len() * 2);
+    }
+}
+
 impl<E: EntityId> Channel<E> {
+    /// Whether the channel holds nothing: no listener, retained message or posted queue (an
+    /// entity's channel then goes).
+    fn is_unused(&self) -> bool {
+        self.list.is_empty()
+            && self.retained.try_borrow().is_ok_and(|slot| slot.is_none())
+            && self.queue.try_borrow().is_ok_and(|slot| slot.is_none())
+    }
+
     fn new(tag: Tag) -> Self {
         Channel {
             tag,
@@ -731,6 +750,24 @@ pub struct ListenerInfo<E> {
 /// `E` is the engine's entity id type. Each tag's listeners are one invocation list, the one
 /// behind every delegate, so listening and removing during a send follow the delegates' rules
 /// (M1-M13).
+///
+/// # Cost (rule N4)
+///
+/// With t tags registered in the process, e entities with listeners, n listeners and m managed
+/// listeners, amortized:
+///
+/// | operation | cost |
+/// |---|---|
+/// | `listen*` (exact, partial, entity, one-shot), `next*` | O(1), plus O(log t + k) to find the k retained messages it hears at once (retained tag or partial) |
+/// | [`remove`](Self::remove), [`scoped`](Self::scoped), [`is_listening`](Self::is_listening) | O(log n) (O(log m) more for a managed listener); an entity's channel goes with its last listener |
+/// | [`forget_entity`](Self::forget_entity) | O(k) in the entity's own channels and listeners |
+/// | [`send`](Self::send), [`send_to`](Self::send_to), [`send_tag`](Self::send_tag) | O(1) per listener that hears it and per level of the tag and entity hierarchies |
+/// | [`post`](Self::post), [`post_to`](Self::post_to) | O(1); [`deliver_posted`](Self::deliver_posted): O(1) per message |
+/// | [`retained`](Self::retained) | O(1); [`clear_retained`](Self::clear_retained): O(log t) |
+/// | `listen_managed`, `remove_managed` | O(log m) |
+/// | [`listeners`](Self::listeners), [`clear`](Self::clear), [`posted`](Self::posted), `managed_bindings`, `managed_len` | O(n) (or O(t)) in what they walk |
+///
+/// Tables that lost most of their entries (records of listeners, entity channels) shrink.
 pub struct MessageBus<E: EntityId = u64> {
     /// Listeners of no particular entity, by tag id. Never shrinks; a tag's channel is made by
     /// its first listener, post or retained message.
@@ -742,13 +779,30 @@ pub struct MessageBus<E: EntityId = u64> {
     /// Counts the channels added to and removed from `entity_channels`: a lookup that found no
     /// channel adds one only if no user code (an id's `PartialEq`) added one meanwhile.
     entity_changes: Cell<u64>,
+    /// The tag ids of each entity hash's channels (rule N4: `forget_entity` walks an entity's
+    /// own channels, not every entity's).
+    entity_tags: RefCell<EntityTags>,
+    /// How many keys `entity_channels` had after its last sweep of channels left with no
+    /// listener (one-shots that fired, guards, unloads): the next runs once it has doubled.
+    entity_swept: Cell<usize>,
+    /// The tags whose channel has a retained message, by name: a tag's descendants are a range
+    /// of names (`A.B`, then `A.B.`..), so a partial listener finds the retained messages it
+    /// hears in O(log n + k) (rule N4).
+    retaining: RefCell<BTreeMap<&'static str, Tag>>,
     /// Whether any partial listener was ever added: if not, a send looks up its own tag only.
     any_partial: Cell<bool>,
+    /// Whether any entity's listener was ever added: if not, an addressed message does not
+    /// climb the entity hierarchy (its channels go with their last listener, so their map
+    /// being empty does not tell).
+    any_entity: Cell<bool>,
     /// The engine's entity parent relation (GB4).
     parents: Rc<Parents<E>>,
     /// Every listener added, by handle id; an entry whose listener was removed another way (a
-    /// guard, an unload) is swept out as the table grows.
+    /// guard, an unload, a one-shot that fired) is swept out once the table has doubled since
+    /// its last sweep.
     records: RefCell<HashMap<u64, Record<E>>>,
+    /// How many records were left after the last sweep.
+    records_swept: Cell<usize>,
     /// The posted messages' tags in post order, with their sequence numbers (GB5).
     order: RefCell<VecDeque<(u64, Tag)>>,
     next_seq: Cell<u64>,
@@ -787,12 +841,17 @@ impl<E: EntityId> MessageBus<E> {
             entity_channels: RefCell::new(HashMap::new()),
             entity_hasher: RandomState::new(),
             entity_changes: Cell::new(0),
+            entity_tags: RefCell::new(HashMap::new()),
+            entity_swept: Cell::new(0),
+            retaining: RefCell::new(BTreeMap::new()),
             any_partial: Cell::new(false),
+            any_entity: Cell::new(false),
             parents: Rc::new(Parents {
                 relation: RefCell::new(None),
                 tracked: Cell::new(0),
             }),
             records: RefCell::new(HashMap::new()),
+            records_swept: Cell::new(0),
             order: RefCell::new(VecDeque::new()),
             next_seq: Cell::new(0),
             inbox: Arc::new(poster::Inbox::new()),
@@ -850,6 +909,9 @@ impl<E: EntityId> MessageBus<E> {
     /// Listens to `tag` and every descendant (GB3): `listener(message)`, told the actual tag
     /// ([`Message::tag`]) and reading the payload with [`Message::get`] or
     /// [`Message::payload`]. Takes a [`Tag`], so a tag found by name works too.
+    ///
+    /// Cost: O(1), plus O(log t + k) to find the k retained messages of descendants it hears at
+    /// once (t the tags retaining), whatever the number of tags registered.
     #[track_caller]
     pub fn listen_partial(
         &self,
@@ -1126,7 +1188,10 @@ impl<E: EntityId> MessageBus<E> {
     ) -> (DelegateHandle, Option<Callable<E>>) {
         let channel = match entity {
             None => self.channel_or_new(tag),
-            Some(entity) => self.entity_channel_or_new(tag, entity),
+            Some(entity) => {
+                self.any_entity.set(true);
+                self.entity_channel_or_new(tag, entity)
+            }
         };
         if is_partial {
             channel
@@ -1176,10 +1241,12 @@ impl<E: EntityId> MessageBus<E> {
         let swept: Vec<(u64, Record<E>)> = {
             let mut records = self.records.borrow_mut();
             records.insert(handle.id(), record);
-            // Sweep listeners removed by guards or unloads once they could be half the table.
-            if records.len() < 64 || !records.len().is_power_of_two() {
+            // Sweep listeners removed by guards, unloads or their own one-shot call once the
+            // table has doubled since the last sweep: O(1) amortized (rule N4).
+            if records.len() < 2 * self.records_swept.get() + 64 {
                 return;
             }
+            crate::steps::add(records.len());
             records.iter().map(|(id, record)| (*id, *record)).collect()
         };
         // Asked with the records copied out: finding an entity's channel runs its id's `Hash`
@@ -1193,6 +1260,8 @@ impl<E: EntityId> MessageBus<E> {
         for id in gone {
             records.remove(&id);
         }
+        shrink(&mut records);
+        self.records_swept.set(records.len());
     }
 
     fn is_listening_with(&self, id: u64, record: &Record<E>) -> bool {
@@ -1218,18 +1287,31 @@ impl<E: EntityId> MessageBus<E> {
         // Each clone guarded: a listener may clear the retained messages it hears, leaving the
         // clones waiting here their last references, dropped while a panic unwinds (R2).
         type Kept = Guarded<Rc<dyn Any>>;
-        let retained: Vec<(Tag, Option<E>, Kept)> = self
-            .channels
-            .borrow()
+        // The channels that may retain a message it hears: its tag's, and for a partial
+        // listener its descendants' (a range of names in `retaining`), in tag order. O(log n + k)
+        // in the tags registered, k the retained messages it hears (rule N4).
+        let mut found: Vec<Rc<Channel<E>>> = if is_partial {
+            let retaining = self.retaining.borrow();
+            let below = retaining
+                .range(tag.name()..)
+                .take_while(|(name, _)| {
+                    name.strip_prefix(tag.name())
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+                })
+                .map(|(_, tag)| *tag);
+            let tags: Vec<Tag> = below.collect();
+            crate::steps::search(retaining.len());
+            crate::steps::add(tags.len());
+            drop(retaining);
+            tags.into_iter()
+                .filter_map(|tag| self.channel(tag))
+                .collect()
+        } else {
+            self.channel(tag).into_iter().collect()
+        };
+        found.sort_by_key(|channel| channel.tag);
+        let retained: Vec<(Tag, Option<E>, Kept)> = found
             .iter()
-            .flatten()
-            .filter(|found| {
-                if is_partial {
-                    found.tag.matches(tag)
-                } else {
-                    found.tag == tag
-                }
-            })
             .filter_map(|found| {
                 let retained = found.retained.borrow();
                 retained.as_ref().map(|(sent_to, payload)| {
@@ -1266,19 +1348,42 @@ impl<E: EntityId> MessageBus<E> {
         }
     }
 
-    /// Removes a listener; `false` if it was already gone (H2).
+    /// Removes a listener; `false` if it was already gone (H2). An entity's channel goes with
+    /// its last listener. Cost: O(log n) in the channel's listeners (O(log m) more, m managed
+    /// listeners, for a managed one).
     pub fn remove(&self, handle: DelegateHandle) -> bool {
         // A managed listener (GB8) removed from Rust reaches the host's hook when this returns.
         let _operation = self.script_operation();
         self.mark_removed(handle.id());
         let record = self.records.borrow_mut().remove(&handle.id());
-        record
-            .and_then(|record| self.channel_of(record.tag, record.entity))
-            .is_some_and(|channel| channel.list.remove(handle))
+        let Some(record) = record else {
+            return false;
+        };
+        // The entity's id hashed once (M13: user code, run with nothing borrowed).
+        let hash = record
+            .entity
+            .map(|entity| (entity, self.entity_hasher.hash_one(entity)));
+        let channel = match hash {
+            None => self.channel(record.tag),
+            Some((entity, hash)) => self.entity_channel(record.tag, entity, hash),
+        };
+        let Some(channel) = channel else {
+            return false;
+        };
+        let removed = channel.list.remove(handle);
+        // An entity's channel goes with its last listener (its `Drop`, if it is the last
+        // reference, runs when `channel` does, guarded: R2).
+        if let Some((_, hash)) = hash
+            && channel.is_unused()
+        {
+            self.unlink_entity_channel(record.tag.id(), hash, &channel);
+        }
+        drop_user(channel);
+        removed
     }
 
     /// A guard that removes the listener of `handle` when dropped (B1). A handle this bus did
-    /// not make gives a guard that removes nothing.
+    /// not make gives a guard that removes nothing. Cost: O(1), O(log m) for a managed one.
     pub fn scoped(&self, handle: DelegateHandle) -> ScopedSubscription {
         let record = self.records.borrow().get(&handle.id()).copied();
         // A managed listener's guard marks its removal (GB8's `Removed`, R4) on the way.
@@ -1341,22 +1446,26 @@ impl<E: EntityId> MessageBus<E> {
     }
 
     /// Removes every listener of one entity (when the engine despawns it), and forgets its
-    /// channels; returns how many listeners were removed.
+    /// channels; returns how many listeners were removed. Cost: O(k) in the entity's own
+    /// channels and listeners, whatever the number of entities.
     pub fn forget_entity(&self, entity: E) -> usize {
         // The id's `Hash` and `PartialEq` run with no map borrowed (M13): the channels with its
         // hash are copied out first, compared, and only then taken out of the map.
         let hash = self.entity_hasher.hash_one(entity);
-        let candidates: Vec<(u32, E, Rc<Channel<E>>)> = self
-            .entity_channels
-            .borrow()
-            .iter()
-            .filter(|((_, found), _)| *found == hash)
-            .flat_map(|(&(tag, _), bucket)| {
-                bucket
-                    .iter()
-                    .map(move |(owner, channel)| (tag, *owner, Rc::clone(channel)))
-            })
-            .collect();
+        let candidates: Vec<(u32, E, Rc<Channel<E>>)> = {
+            let tags = self.entity_tags.borrow();
+            let channels = self.entity_channels.borrow();
+            let tags = tags.get(&hash).map_or(&[][..], |tags| &tags[..]);
+            crate::steps::add(1 + tags.len());
+            tags.iter()
+                .filter_map(|&tag| Some((tag, channels.get(&(tag, hash))?)))
+                .flat_map(|(tag, bucket)| {
+                    bucket
+                        .iter()
+                        .map(move |(owner, channel)| (tag, *owner, Rc::clone(channel)))
+                })
+                .collect()
+        };
         let mut removed = Vec::new();
         let mut others = Vec::new();
         for (tag, owner, channel) in candidates {
@@ -1366,16 +1475,8 @@ impl<E: EntityId> MessageBus<E> {
                 others.push(channel);
             }
         }
-        {
-            let mut channels = self.entity_channels.borrow_mut();
-            for (tag, channel) in &removed {
-                if let Some(bucket) = channels.get_mut(&(*tag, hash)) {
-                    bucket.retain(|(_, kept)| !Rc::ptr_eq(kept, channel));
-                    if bucket.is_empty() {
-                        channels.remove(&(*tag, hash));
-                    }
-                }
-            }
+        for (tag, channel) in &removed {
+            self.unlink_entity_channel(*tag, hash, channel);
         }
         self.entity_changes.set(self.entity_changes.get() + 1);
         // A channel compared meanwhile may have been forgotten by the comparison's own code:
@@ -1385,12 +1486,15 @@ impl<E: EntityId> MessageBus<E> {
             removed.into_iter().map(|(_, channel)| channel).collect();
         let operation = self.script_operation();
         let mut count = 0;
-        // Every managed listener marked before the first clear runs user code (M13).
+        // Every managed listener marked before the first clear runs user code (M13); the
+        // records of the listeners go now (not at the next sweep).
         for channel in &removed {
-            if operation.is_some() {
-                for subscription in channel.list.subscriptions() {
-                    self.mark_removed(subscription.handle.id());
+            for subscription in channel.list.subscriptions() {
+                let id = subscription.handle.id();
+                if operation.is_some() {
+                    self.mark_removed(id);
                 }
+                self.records.borrow_mut().remove(&id);
             }
             count += channel.list.len();
         }
@@ -1489,7 +1593,7 @@ impl<E: EntityId> MessageBus<E> {
     #[inline]
     fn dispatch(&self, message: &Message<'_, E>) {
         if let Some(entity) = message.entity
-            && !self.entity_channels.borrow().is_empty()
+            && self.any_entity.get()
             && self.bubble(message, entity)
         {
             return;
@@ -1622,6 +1726,9 @@ impl<E: EntityId> MessageBus<E> {
         let kept = Rc::new(payload) as Rc<dyn Any>;
         let old = slot.replace((entity, Rc::clone(&kept)));
         drop(slot);
+        if old.is_none() {
+            self.note_retained(tag);
+        }
         channel.track(RETAINED, code);
         (kept, (None, old))
     }
@@ -1657,6 +1764,7 @@ impl<E: EntityId> MessageBus<E> {
             channel.track(RETAINED, None);
             channel.retained.borrow_mut().take()
         });
+        self.retaining.borrow_mut().remove(key.tag().name());
         let had = old.is_some();
         Drops::drop_one(old);
         had
@@ -1768,6 +1876,12 @@ impl<E: EntityId> MessageBus<E> {
 
     // ---- channels --------------------------------------------------------------------------
 
+    /// Indexes `tag` as one whose channel retains a message (its first, or its first since
+    /// [`clear_retained`](Self::clear_retained)). O(log n) in the tags retaining.
+    fn note_retained(&self, tag: Tag) {
+        self.retaining.borrow_mut().insert(tag.name(), tag);
+    }
+
     #[inline(always)]
     fn channel(&self, tag: Tag) -> Option<Rc<Channel<E>>> {
         self.channels
@@ -1815,16 +1929,76 @@ impl<E: EntityId> MessageBus<E> {
                 return channel;
             }
             if changes == self.entity_changes.get() {
+                self.sweep_entity_channels();
                 let channel = Rc::new(Channel::new(tag));
-                self.entity_channels
-                    .borrow_mut()
-                    .entry((tag.id(), hash))
-                    .or_default()
-                    .push((entity, Rc::clone(&channel)));
-                self.entity_changes.set(changes + 1);
+                let mut bucket = self.entity_channels.borrow_mut();
+                let bucket = bucket.entry((tag.id(), hash)).or_default();
+                if bucket.is_empty() {
+                    let mut tags = self.entity_tags.borrow_mut();
+                    tags.entry(hash).or_default().push(tag.id());
+                }
+                bucket.push((entity, Rc::clone(&channel)));
+                self.entity_changes.set(self.entity_changes.get() + 1);
                 return channel;
             }
         }
+    }
+
+    /// Takes `channel` (of tag id `tag`, entity hash `hash`) out of the entity channels and
+    /// their index. O(1): no user code runs (the key is hashed already, the channel compared by
+    /// address).
+    fn unlink_entity_channel(&self, tag: u32, hash: u64, channel: &Rc<Channel<E>>) {
+        let mut channels = self.entity_channels.borrow_mut();
+        let Some(bucket) = channels.get_mut(&(tag, hash)) else {
+            return;
+        };
+        let before = bucket.len();
+        bucket.retain(|(_, kept)| !Rc::ptr_eq(kept, channel));
+        if bucket.len() == before {
+            return;
+        }
+        self.entity_changes.set(self.entity_changes.get() + 1);
+        if !bucket.is_empty() {
+            return;
+        }
+        channels.remove(&(tag, hash));
+        shrink(&mut channels);
+        let mut tags = self.entity_tags.borrow_mut();
+        if let Some(of_entity) = tags.get_mut(&hash) {
+            of_entity.retain(|kept| *kept != tag);
+            if of_entity.is_empty() {
+                tags.remove(&hash);
+                shrink(&mut tags);
+            }
+        }
+    }
+
+    /// Drops the entity channels left with no listener by a removal the bus did not see (a
+    /// one-shot that fired, a guard, a game module's unload), once the channels have doubled
+    /// since the last sweep: O(1) amortized (rule N4), and an entity's channels do not outlive
+    /// its listeners by more than that.
+    fn sweep_entity_channels(&self) {
+        let count = self.entity_channels.borrow().len();
+        if count < 2 * self.entity_swept.get() + 64 {
+            return;
+        }
+        crate::steps::add(count);
+        let empty: Vec<(u32, u64, Rc<Channel<E>>)> = self
+            .entity_channels
+            .borrow()
+            .iter()
+            .flat_map(|(&(tag, hash), bucket)| {
+                bucket
+                    .iter()
+                    .filter(|(_, channel)| channel.is_unused())
+                    .map(move |(_, channel)| (tag, hash, Rc::clone(channel)))
+            })
+            .collect();
+        for (tag, hash, channel) in &empty {
+            self.unlink_entity_channel(*tag, *hash, channel);
+        }
+        self.entity_swept.set(self.entity_channels.borrow().len());
+        Drops::drop_each(empty);
     }
 
     fn channel_or_new(&self, tag: Tag) -> Rc<Channel<E>> {

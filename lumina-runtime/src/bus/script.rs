@@ -22,6 +22,7 @@
 
 use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::fmt;
 use std::mem::MaybeUninit;
@@ -155,7 +156,6 @@ impl std::error::Error for ScriptBusError {}
 /// One managed listener, as the bus remembers it (weakly: its callable owns it).
 struct Entry {
     id: u64,
-    generation: u64,
     managed: Weak<Managed>,
     /// The list it is in, to remove it by handle on a generation unload.
     list: Weak<dyn RemoveByHandle>,
@@ -166,18 +166,33 @@ struct Entry {
 
 /// The managed listeners of one bus: a heap block of its own, so a script generation refers to
 /// it weakly (R1: never to the bus's place, which moves).
+///
+/// Costs (rule N4): the entries are in id order (ids grow), so finding one is a binary search,
+/// O(log n) in the managed listeners (a generation's unload, which has their ids, costs that
+/// per binding); dead entries go when the table has doubled since the last
+/// compaction, O(1) amortized per add.
 #[derive(Default)]
 pub(super) struct ScriptListeners {
     entries: RefCell<Vec<Entry>>,
     /// The length after the last compaction: the next runs once it has doubled.
     compacted: Cell<usize>,
+    /// The id of the entry each module record names (rebuilt by each compaction).
+    records: RefCell<HashMap<u64, u64>>,
+}
+
+/// The index of the entry `id` in `entries`, which are in id order. O(log n).
+fn find(entries: &[Entry], id: u64) -> Option<usize> {
+    crate::steps::search(entries.len());
+    entries.binary_search_by_key(&id, |entry| entry.id).ok()
 }
 
 impl ScriptListeners {
     fn add(&self, entry: Entry) {
         let mut entries = self.entries.borrow_mut();
+        debug_assert!(entries.last().is_none_or(|last| last.id < entry.id));
         entries.push(entry);
         if entries.len() > 2 * self.compacted.get() + 8 {
+            crate::steps::add(entries.len());
             let mut gone = Vec::new();
             entries.retain(|entry| {
                 let live = entry.managed.strong_count() > 0;
@@ -186,12 +201,27 @@ impl ScriptListeners {
                 }
                 live
             });
+            let live = entries.len();
+            entries.shrink_to(live * 2);
             self.compacted.set(entries.len());
-            drop(entries);
+            let mut records = self.records.borrow_mut();
+            records.clear();
+            for entry in entries.iter().filter(|entry| entry.record != 0) {
+                records.insert(entry.record, entry.id);
+            }
+            records.shrink_to_fit();
+            drop((entries, records));
             if !gone.is_empty() {
                 track::forget(gone.into_iter());
             }
         }
+    }
+
+    /// The entry `id`'s weak references, if it is one of these. O(log n).
+    fn entry(&self, id: u64) -> Option<(Weak<Managed>, Weak<dyn RemoveByHandle>)> {
+        let entries = self.entries.borrow();
+        let entry = &entries[find(&entries, id)?];
+        Some((entry.managed.clone(), entry.list.clone()))
     }
 
     /// Records the managed listener `handle` (listed already) with the module loader when its
@@ -210,32 +240,25 @@ impl ScriptListeners {
         let record = DelegateHandle::new_unique();
         {
             let mut entries = self.entries.borrow_mut();
-            let Some(entry) = entries.iter_mut().find(|entry| entry.id == handle.id()) else {
+            let Some(index) = find(&entries, handle.id()) else {
                 return;
             };
-            entry.record = record.id();
+            entries[index].record = record.id();
+            self.records.borrow_mut().insert(record.id(), handle.id());
         }
         track::track(track::ListAccess::of(self), record, code);
     }
 
     /// The list and handle of the managed listener the module loader knows as `record`.
     fn recorded(&self, record: u64) -> Option<(u64, Weak<dyn RemoveByHandle>)> {
-        self.entries
-            .borrow()
-            .iter()
-            .find(|entry| entry.record == record)
-            .map(|entry| (entry.id, entry.list.clone()))
+        let id = *self.records.borrow().get(&record)?;
+        self.entry(id).map(|(_, list)| (id, list))
     }
 
     /// Marks the live managed listener `id` with `removal` (the first mark wins); whether there
     /// was one. No user code runs.
     pub(super) fn mark(&self, id: u64, removal: Removal) -> bool {
-        let entries = self.entries.borrow();
-        let Some(managed) = entries
-            .iter()
-            .find(|entry| entry.id == id)
-            .and_then(|entry| entry.managed.upgrade())
-        else {
+        let Some(managed) = self.entry(id).and_then(|(managed, _)| managed.upgrade()) else {
             return false;
         };
         managed.mark(removal);
@@ -253,11 +276,7 @@ impl ScriptListeners {
 
     /// The list the managed listener `id` is in, if it is one of these.
     fn list_of(&self, id: u64) -> Option<Rc<dyn RemoveByHandle>> {
-        self.entries
-            .borrow()
-            .iter()
-            .find(|entry| entry.id == id)
-            .and_then(|entry| entry.list.upgrade())
+        self.entry(id).and_then(|(_, list)| list.upgrade())
     }
 
     fn ids(&self) -> Vec<u64> {
@@ -371,20 +390,22 @@ impl<E: EntityId> MessageBus<E> {
 
 // ---- script generation hook (SD8), see `crate::script_generation`.
 impl crate::script_generation::Member for ScriptListeners {
-    /// Removes the managed listeners of `generation` that are still listening and releases each
+    /// Removes the managed listeners `ids` of `generation` that are still listening and releases each
     /// once through the host's hook, with [`ReleaseReason::GenerationUnloaded`] (one removed
     /// while its tag is being walked, when that walk ends). Returns how many.
-    fn release_generation(&self, generation: u64) -> usize {
+    fn release_bindings(&self, generation: u64, ids: &[u64]) -> usize {
         let _operation = Operation::begin();
-        let chosen: Vec<(u64, Weak<dyn RemoveByHandle>)> = self
-            .entries
-            .borrow()
+        // Found by id: O(log n) per binding (rule N4).
+        let chosen: Vec<(u64, Weak<dyn RemoveByHandle>)> = ids
             .iter()
-            .filter(|entry| entry.generation == generation)
-            .filter_map(|entry| {
-                let managed = entry.managed.upgrade()?;
+            .filter_map(|&id| {
+                let (managed, list) = self.entry(id)?;
+                let managed = managed.upgrade()?;
+                if managed.generation != generation {
+                    return None;
+                }
                 managed.mark(released(ReleaseReason::GenerationUnloaded));
-                Some((entry.id, entry.list.clone()))
+                Some((id, list))
             })
             .collect();
         // Every one is marked before the first removal: a removal drops a callable, and the
@@ -396,6 +417,11 @@ impl crate::script_generation::Member for ScriptListeners {
                     .is_some_and(|list| list.remove_handle(DelegateHandle::from_id(*id)))
             })
             .count()
+    }
+
+    fn holds(&self, id: u64) -> bool {
+        self.entry(id)
+            .is_some_and(|(managed, _)| managed.strong_count() > 0)
     }
 }
 // ---- end of script generation hook
@@ -508,6 +534,9 @@ impl<E: EntityId> MessageBus<E> {
         });
         let old = slot.replace((entity, kept));
         drop(slot);
+        if old.is_none() {
+            self.note_retained(tag);
+        }
         // The bytes hold no module's code: a record of the value replaced is forgotten.
         channel.track(super::RETAINED, None);
         // The previous message is user data: dropped outside the borrow, guarded.
@@ -636,7 +665,6 @@ impl MessageBus<u64> {
         if let Some(list) = list {
             scripts.add(Entry {
                 id: handle.id(),
-                generation,
                 managed: Rc::downgrade(&managed),
                 list,
                 record: 0,
@@ -644,7 +672,11 @@ impl MessageBus<u64> {
             scripts.track(handle, &thunk);
         }
         if generation != 0 {
-            crate::script_generation::note_member(generation, Rc::downgrade(&scripts));
+            crate::script_generation::note_binding(
+                generation,
+                Rc::downgrade(&scripts),
+                handle.id(),
+            );
         }
         // Its thunk may remove it, clear or unload meanwhile: it is recorded, so that is released.
         let _operation = Operation::begin();
@@ -660,6 +692,7 @@ impl MessageBus<u64> {
     /// The host removes its managed listener `id` (GB8): `false` (no change) for 0, a stale id,
     /// or a Rust listener's handle. The release hook is not called for it: the host that
     /// removes releases its own handle. Safe during a send, also from the listener's own thunk.
+    /// Cost: O(log m) in the managed listeners.
     pub fn remove_managed(&self, id: u64) -> bool {
         let handle = DelegateHandle::from_id(id);
         if !self.is_listening(handle) {

@@ -489,32 +489,28 @@ impl<C> InvocationList<C> {
 }
 
 impl<C: Subscriber> Block<C> {
-    /// Removes every live subscriber (main or pending) that `select` picks, as a clear does
-    /// (M13: all are marked removed, and `removed` is called on each, before the first is
-    /// dropped; during a broadcast they are dropped when the outermost one ends, M4). Returns
-    /// how many. `select` and
-    /// `removed` must not run user code.
-    pub(crate) fn remove_selected(
+    /// Removes the subscriber `id` if it is present and `select` picks it, calling `removed` on
+    /// it first (during a broadcast it is dropped when the outermost one ends, M4). O(log n)
+    /// (rule N4: a script generation's unload, per binding). `select` and `removed` must not
+    /// run user code.
+    pub(crate) fn remove_one_selected(
         &self,
-        select: impl Fn(&C) -> bool,
-        removed: impl FnMut(u64, u32, &C),
-    ) -> usize {
-        self.remove_each(
-            |block, entry| {
-                block.is_live(entry)
-                    && entry
-                        .clone_callable()
-                        .is_some_and(|callable| select(&callable))
-            },
-            |pending| {
-                pending.is_live()
-                    && pending
-                        .entry
-                        .clone_callable()
-                        .is_some_and(|callable| select(&callable))
-            },
-            removed,
-        )
+        id: u64,
+        select: impl FnOnce(&C) -> bool,
+        removed: impl FnOnce(u64, u32, &C),
+    ) -> bool {
+        let Some((site, Some(callable))) =
+            self.with_entry(id, |entry| (entry.site(), entry.clone_callable()))
+        else {
+            return false;
+        };
+        if !select(&callable) {
+            return false;
+        }
+        removed(id, site, &callable);
+        // A clone: the list holds the subscriber, so this is not its last reference.
+        drop(callable);
+        self.remove(id)
     }
 }
 

@@ -121,6 +121,9 @@ impl<Args: Send + ArgTuple + 'static> QueuedSender<Args> {
     /// Made by a `Drop` while the game thread exits, after its registry of senders is
     /// destroyed, the sender reaches nothing: its sends drop their arguments.
     ///
+    /// Cost: O(1) amortized in the senders alive (rule N4): the entries of objects gone are
+    /// swept once the registry has doubled since its last sweep.
+    ///
     /// # Panics
     ///
     /// Off the game thread (T1): deliveries run there, so the sender is registered there.
@@ -157,7 +160,15 @@ impl<Args: Send + ArgTuple + 'static> QueuedSender<Args> {
         let dead = TARGETS
             .try_with(|targets| {
                 let mut targets = targets.borrow_mut();
-                let dead = take_dead(&mut targets);
+                // Swept once the registry has doubled since the last sweep: O(1) amortized
+                // (rule N4), where a sweep per sender cost O(n) with n senders alive.
+                let dead = if targets.len() >= 2 * SWEPT.get() + 16 {
+                    let dead = take_dead(&mut targets);
+                    SWEPT.set(targets.len());
+                    dead
+                } else {
+                    Vec::new()
+                };
                 targets.extend(target.take().map(|target| (id, target)));
                 dead
             })
@@ -241,13 +252,15 @@ impl_queued_broadcast!(a: A, b: B, c: C, d: D, e: E, g: G);
 
 /// How many delegates have queued senders registered on the calling thread (the game thread),
 /// after dropping the entries whose object is gone. For diagnostics and tests: it is 0 once every
-/// sender is dropped or every object they reach is.
+/// sender is dropped or every object they reach is. Cost: O(n) in the senders registered (it
+/// sweeps the entries of objects gone).
 pub fn queued_targets() -> usize {
     TARGETS
         .try_with(|targets| {
             let mut targets = targets.borrow_mut();
             let dead = take_dead(&mut targets);
             let live = targets.len();
+            SWEPT.set(live);
             drop(targets);
             Drops::drop_each(dead);
             live
@@ -297,6 +310,9 @@ thread_local! {
     /// readable while the thread's other thread-locals are destroyed (a sender kept in one may
     /// be dropped then), unlike `thread::current()`.
     static THREAD_TOKEN: Cell<u64> = const { Cell::new(0) };
+    /// How many entries the registry kept after its last sweep of dead objects: the next sweep
+    /// runs once it has doubled (rule N4).
+    static SWEPT: Cell<usize> = const { Cell::new(0) };
 }
 
 /// A number unique to the calling thread.
@@ -314,6 +330,7 @@ fn thread_token() -> u64 {
 /// Removes the entries whose object is gone and returns them, to be dropped once the registry is
 /// released (dropping them runs the user's accessor's destructor).
 fn take_dead(targets: &mut HashMap<u64, Target>) -> Vec<Target> {
+    crate::steps::add(targets.len());
     let dead: Vec<u64> = targets
         .iter()
         .filter(|(_, target)| target.owner.strong_count() == 0)
@@ -349,7 +366,16 @@ pub(crate) fn drop_targets(mut doomed: impl FnMut(&dyn Any) -> bool) -> usize {
 /// Removes the entry `id`, if this thread's registry has it.
 fn unregister(id: u64) {
     let removed = TARGETS
-        .try_with(|targets| targets.borrow_mut().remove(&id))
+        .try_with(|targets| {
+            let mut targets = targets.borrow_mut();
+            let removed = targets.remove(&id);
+            // The registry does not keep the storage of a burst of senders.
+            if targets.capacity() > 64 && targets.len() < targets.capacity() / 4 {
+                let live = targets.len();
+                targets.shrink_to(2 * live);
+            }
+            removed
+        })
         .ok()
         .flatten();
     // The entry holds the user's accessor: a sender dropped while the thread unwinds drops it

@@ -8,6 +8,8 @@ use std::rc::Rc;
 use super::count;
 use crate::{DelegateHandle, MulticastDelegate};
 
+mod bus;
+
 const SMALL: usize = 1_000;
 const LARGE: usize = 16_000;
 /// Operations measured per size (after the state is built, which is not counted).
