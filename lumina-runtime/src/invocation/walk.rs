@@ -157,6 +157,11 @@ impl<C: Subscriber> InvocationList<C> {
             return false;
         };
         let Some(locked) = Locked::new(block) else {
+            if !block.is_broadcasting() && block.state.get() & HAS_PENDING != 0 {
+                // Changes of priority wait (outside broadcasts): applied first.
+                block.compact();
+                return self.dispatch_until(upgrade, call);
+            }
             return block.walk_merging((), |subscriber, ()| {
                 upgrade(subscriber).is_some_and(&mut call)
             });
@@ -203,7 +208,10 @@ impl<C: Subscriber> InvocationList<C> {
     /// the live subscribers that were present at this moment, in order (M1, M2). `None` for a
     /// list that never had a subscriber.
     pub fn begin(&self) -> Option<Broadcast<'_, C>> {
-        self.block().map(Block::begin)
+        self.block().map(|block| {
+            block.apply_deferred();
+            block.begin()
+        })
     }
 }
 
@@ -312,6 +320,12 @@ impl<C: Subscriber> Block<C> {
         visit: impl FnMut(&C, A) -> bool,
     ) -> bool {
         if self.state.get() & HAS_PENDING != 0 {
+            if !self.is_broadcasting() {
+                // Changes of priority asked for outside broadcasts wait: applied first, then
+                // the common loop.
+                self.compact();
+                return self.walk::<A, STOPS>(args, visit);
+            }
             return self.walk_merging(args, visit);
         }
         let _aside = StopAside::new(self);
@@ -810,7 +824,10 @@ impl<C: Subscriber> Broadcast<'_, C> {
             Some(_) => true,
             None => {
                 let pending = block.pending.borrow();
-                match pending.iter().find(|p| p.entry.id() == id) {
+                match block
+                    .pending_index(&pending, id)
+                    .map(|index| &pending[index])
+                {
                     Some(p) if p.entry.is_removed() => false,
                     Some(p) => {
                         if p.entry.is_once() {

@@ -131,3 +131,144 @@ fn n4_remove_static_and_is_bound_look_nothing_up_in_the_list() {
         move |_| assert!(delegate.is_bound())
     });
 }
+
+/// Fails when `small` (steps per operation at 1 000) grows more than 2x at 16 000 (`large`).
+#[track_caller]
+fn assert_within(name: &str, small: f64, large: f64) {
+    println!("N4 {name}: {small:.1} steps per operation at {SMALL}, {large:.1} at {LARGE}");
+    assert!(
+        large <= 2.0 * small + 8.0,
+        "N4: {name} grows from {small:.1} steps per operation at {SMALL} to {large:.1} at {LARGE}"
+    );
+}
+
+type List = crate::invocation::InvocationList<Rc<dyn Fn(u32)>>;
+
+fn callable() -> Rc<dyn Fn(u32)> {
+    Rc::new(|_| {})
+}
+
+/// A list locked by a running broadcast (leaked: the state of one measure), with `n`
+/// subscribers added during it, waiting in the pending list.
+fn broadcasting_with_pending(n: usize) -> (&'static List, Vec<DelegateHandle>) {
+    let list: &'static List = Box::leak(Box::new(List::new()));
+    let _ = list.add(callable());
+    std::mem::forget(list.begin());
+    let added = (0..n).map(|_| list.add(callable())).collect();
+    (list, added)
+}
+
+/// A nested broadcast over P subscribers added during the outer one: O(1) per call (the pending
+/// entry it calls is found by key, not by a scan), so O(P) per broadcast.
+#[test]
+fn n4_a_nested_broadcast_over_pending_subscribers_costs_per_call() {
+    let per_call = |n: usize| {
+        let (list, _) = broadcasting_with_pending(n);
+        let steps = count(|| {
+            for _ in 0..4 {
+                list.broadcast_with(0, |subscriber, argument| subscriber(argument));
+            }
+        });
+        steps as f64 / (4 * n) as f64
+    };
+    assert_within(
+        "nested broadcast over pending (per call)",
+        per_call(SMALL),
+        per_call(LARGE),
+    );
+}
+
+/// Adding then removing a subscriber during a broadcast, with P added before it waiting:
+/// O(log P) (a binary search in the pending list).
+#[test]
+fn n4_add_and_remove_during_a_broadcast() {
+    assert_flat("add + remove during a broadcast", |n| {
+        let (list, _) = broadcasting_with_pending(n);
+        move |_| {
+            let handle = list.add(callable());
+            assert!(list.remove(handle));
+        }
+    });
+    assert_flat("remove of a pending subscriber", |n| {
+        let (list, added) = broadcasting_with_pending(n);
+        move |i| assert!(list.remove(added[i * 7]))
+    });
+}
+
+/// `n` subscribers at `n` distinct priorities (added from the highest down, then broadcast
+/// once: `n` priority runs).
+fn prioritized(n: usize) -> (Delegate, Vec<DelegateHandle>) {
+    let delegate = Delegate::new();
+    let handles = (0..n)
+        .map(|i| delegate.add_lambda_with_priority(i32::try_from(n - i).unwrap(), |_| {}))
+        .collect();
+    delegate.broadcast(0);
+    (delegate, handles)
+}
+
+/// With n distinct priorities, a lookup by handle finds the priority run by the index by id:
+/// O(log n), not a search in each run.
+#[test]
+fn n4_by_handle_among_distinct_priorities() {
+    // The lowest priorities: a search run by run would reach them last.
+    assert_flat("remove by handle, distinct priorities", |n| {
+        let (delegate, handles) = prioritized(n);
+        move |i| assert!(delegate.remove(handles[n - 1 - i * 7]))
+    });
+    assert_flat("block + unblock, distinct priorities", |n| {
+        let (delegate, handles) = prioritized(n);
+        move |i| {
+            let handle = handles[n - 1 - i * 7];
+            assert!(delegate.block(handle) && delegate.unblock(handle));
+        }
+    });
+    assert_flat("set_priority, distinct priorities", |n| {
+        let (delegate, handles) = prioritized(n);
+        let top = i32::try_from(n).unwrap() + 1;
+        move |i| {
+            let priority = top + i32::try_from(i).unwrap();
+            assert!(delegate.set_priority(handles[n - 1 - i * 7], priority));
+        }
+    });
+}
+
+/// Adding at a priority higher than every other waits at the end of the list for the next
+/// walk's merge: O(1) amortized, not an insertion at the front.
+#[test]
+fn n4_adding_above_every_priority() {
+    assert_flat("add at a priority above every other", |n| {
+        let (delegate, _) = prioritized(n);
+        let top = i32::try_from(n).unwrap() + 1;
+        move |i| {
+            let _ = delegate.add_lambda_with_priority(top + i32::try_from(i).unwrap(), |_| {});
+        }
+    });
+}
+
+/// Changes of priority during a broadcast wait for its end, which applies them all in one
+/// merge: with n / 8 of them, O(log n) each, settle included (the settle is O(n), shared by
+/// the n / 8 moves).
+#[test]
+fn n4_set_priority_during_a_broadcast_settle_included() {
+    let per_move = |n: usize| {
+        let (delegate, handles) = prioritized(n);
+        let delegate: &'static Delegate = Box::leak(Box::new(delegate));
+        let moves = n / 8;
+        let done = std::cell::Cell::new(false);
+        let _ = delegate.add_lambda_with_priority(i32::MAX, move |_| {
+            if !done.replace(true) {
+                for (i, handle) in handles.iter().step_by(7).take(moves).enumerate() {
+                    assert!(delegate.set_priority(*handle, -1 - i32::try_from(i).unwrap()));
+                }
+            }
+        });
+        // The walk itself counts nothing; its settle and the merges are the moves' cost.
+        let steps = count(|| delegate.broadcast(0));
+        steps as f64 / moves as f64
+    };
+    assert_within(
+        "set_priority during a broadcast, settle included",
+        per_move(SMALL),
+        per_move(LARGE),
+    );
+}
