@@ -140,11 +140,6 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// `priority`: higher priorities run first, equal ones in the order added (M1). `add_shared`
     /// is priority 0. Added during a broadcast, it does not run in that broadcast, wherever it
     /// lands (M2).
-    ///
-    /// Cost: O(1) amortized at a priority no higher than the lowest in use; above it, the new
-    /// subscriber waits at the end of the list and the next broadcast's single merge puts it in
-    /// place (O(1) here, the merge O(n + m log m) for the m waiting, once). During a broadcast,
-    /// O(log n) plus the subscribers of lower priority added during it (N4).
     #[track_caller]
     pub fn add_shared_with_priority(&self, priority: i32, callable: Rc<F>) -> DelegateHandle {
         self.list.insert(priority, None, Shared::new(callable))
@@ -301,7 +296,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         self.list.set_blocked(handle, false)
     }
 
-    /// Whether the subscription of `handle` is present and blocked (X4). O(log n).
+    /// Whether the subscription of `handle` is present and blocked (X4).
     pub fn is_blocked(&self, handle: DelegateHandle) -> bool {
         self.list.is_blocked(handle)
     }
@@ -314,13 +309,9 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
 
     /// Moves the subscription of `handle` to `priority`, placed among that priority's
     /// subscribers in the order they were added (as if it had been added with it). Outside a
-    /// broadcast, every broadcast, listing and iteration from now on sees it moved; during one,
-    /// the running broadcasts keep their order and the move happens when the outermost ends
-    /// (M2). `false` for an invalid, foreign or removed handle.
-    ///
-    /// Cost: O(log n), also during a broadcast: the move waits for the next broadcast (or the
-    /// end of the running one), which applies every waiting move in one merge, O(n + m log m)
-    /// for m moves, once (N4).
+    /// broadcast it moves at once; during one, the running broadcasts keep their order and the
+    /// move happens when the outermost ends (M2). `false` for an invalid, foreign or removed
+    /// handle.
     pub fn set_priority(&self, handle: DelegateHandle, priority: i32) -> bool {
         self.list.set_priority(handle, priority)
     }

@@ -18,9 +18,8 @@ use crate::steps;
 /// Lock-state bit: tombstones or pending subscribers wait for the end of the outermost
 /// broadcast (then it settles the list).
 pub(super) const NEEDS_SETTLE: u32 = 1;
-/// Lock-state bit: subscribers added during a broadcast wait in `pending`, or, outside
-/// broadcasts, changes of priority wait in `moves` (the walks compact first). Always set
-/// together with [`NEEDS_SETTLE`].
+/// Lock-state bit: subscribers added during a broadcast wait in `pending`. Always set together
+/// with [`NEEDS_SETTLE`].
 pub(super) const HAS_PENDING: u32 = 2;
 /// Lock-state bit: a subscriber asked the broadcast loop calling it to stop once its call
 /// returns ([`Block::stop_after_call`]). Tested after each call by the loops that can stop
@@ -94,17 +93,13 @@ pub(crate) struct Block<C> {
     /// address of the function a `remove_static` names, never called nor dereferenced; the
     /// entry's own callable holds the function it came from.
     pub(super) keys: RefCell<HashMap<usize, SmallVec<[u64; 1]>>>,
-    /// Changes of priority that wait (X6), by id: the last one asked for wins, as where an entry
-    /// lands depends only on its priority and id. Asked for while a broadcast runs, applied when
-    /// the outermost broadcast ends, with the pending subscribers: the running broadcasts keep
-    /// the order they started with (M2). Asked for outside broadcasts, applied by the next
-    /// compaction, which the next walk, listing or iterator runs first ([`HAS_PENDING`] is set
-    /// meanwhile): so a change of priority is O(log n), its move amortized in one merge (N4).
-    pub(super) moves: RefCell<HashMap<u64, i32>>,
-    /// The priority of every subscription (main or pending) whose priority is not 0, by id,
-    /// as it sits now (a change asked for during a broadcast updates it when the settle applies
-    /// it): what makes a lookup by id O(log n) whatever the number of priorities (N4), a
-    /// binary search for its run, then one in the run (main), or one by key (pending). Empty,
+    /// Changes of priority asked for while a broadcast runs (X6), applied in order when the
+    /// outermost broadcast ends, after the pending subscribers are merged: the running
+    /// broadcasts keep the order they started with (M2).
+    pub(super) moves: RefCell<Vec<(u64, i32)>>,
+    /// The priority of every subscription (main or pending) whose priority is not 0, by id, as
+    /// it sits now: what makes a lookup by id O(log n) whatever the number of priorities (N4),
+    /// a binary search for its run, then one in the run (main), or one by key (pending). Empty,
     /// and never hashed, for a list without priorities.
     pub(super) priorities: RefCell<HashMap<u64, i32>>,
     /// Subscribers added while a broadcast runs, in dispatch order; merged into `entries` when
@@ -244,7 +239,7 @@ impl<C: Subscriber> InvocationList<C> {
             .filter(|&index| {
                 block.is_live(&entries[index]) && block.owner_is(&entries[index], owner)
             })
-            .min_by_key(|&index| block.effective_key_at(&entries, index))
+            .min_by_key(|&index| block.key_at(&entries, index))
             .map(|index| entries[index].id());
         main.or_else(|| {
             let pending = block.pending.borrow();
@@ -312,7 +307,6 @@ impl<C: Subscriber> InvocationList<C> {
         let Some(block) = self.block() else {
             return Vec::new();
         };
-        block.apply_deferred();
         let owner_state = |owned: bool, alive: bool| match (owned, alive) {
             (false, _) => OwnerState::NoOwner,
             (true, true) => OwnerState::Alive,
@@ -394,7 +388,6 @@ impl<C: Subscriber> InvocationList<C> {
     /// How many live subscribers `predicate` accepts.
     pub fn count_matching(&self, mut predicate: impl FnMut(&C) -> bool) -> usize {
         let Some(block) = self.block() else { return 0 };
-        block.apply_deferred();
         let mut count = 0;
         let mut broadcast = block.begin();
         while let Some((_, callable)) = broadcast.next_entry() {
@@ -409,7 +402,6 @@ impl<C: Subscriber> InvocationList<C> {
         let Some(block) = self.block() else {
             return Vec::new();
         };
-        block.apply_deferred();
         // The clones gathered are guarded while a prune's `Drop` may run (R2).
         let mut live = Vec::new();
         let mut broadcast = block.begin();
@@ -649,7 +641,7 @@ impl<C> Block<C> {
             owners: RefCell::new(Vec::new()),
             by_owner: RefCell::new(HashMap::new()),
             keys: RefCell::new(HashMap::new()),
-            moves: RefCell::new(HashMap::new()),
+            moves: RefCell::new(Vec::new()),
             priorities: RefCell::new(HashMap::new()),
             pending: RefCell::new(Vec::new()),
             state: Cell::new(0),
@@ -746,31 +738,59 @@ impl<C: Subscriber> Block<C> {
             .map(|p| visit(&p.entry))
     }
 
-    /// Moves the subscription `id` to `priority` (see [`InvocationList::set_priority`]): the
-    /// move waits in `moves` for the next compaction. O(log n).
+    /// Moves the subscription `id` to `priority` (see [`InvocationList::set_priority`]).
     fn set_priority(&self, id: u64, priority: i32) -> bool {
         if self.with_entry(id, |_| ()).is_none() {
             return false;
         }
-        self.moves.borrow_mut().insert(id, priority);
-        // Outside broadcasts the walks see `HAS_PENDING` and compact first.
-        let flags = if self.is_broadcasting() {
-            NEEDS_SETTLE
+        if self.is_broadcasting() {
+            self.moves.borrow_mut().push((id, priority));
+            self.state.set(self.state.get() | NEEDS_SETTLE);
         } else {
-            NEEDS_SETTLE | HAS_PENDING
-        };
-        self.state.set(self.state.get() | flags);
+            self.move_entry(&mut self.entries.borrow_mut(), id, priority);
+        }
         true
     }
 
-    /// Outside broadcasts, applies the changes of priority that wait, so that a walk, a listing
-    /// or an iterator sees the list in its order: one compaction (amortized over the changes,
-    /// or over the walk, which is O(n) anyway). O(1) when none waits.
-    #[inline]
-    pub(super) fn apply_deferred(&self) {
-        if self.state.get() & HAS_PENDING != 0 && !self.is_broadcasting() {
-            self.compact();
+    /// Moves the main-list entry `id` to its place among the entries of `priority` (by id, so
+    /// in the order added). Only while no broadcast runs; runs no user code.
+    fn move_entry(&self, entries: &mut Vec<Entry<C>>, id: u64, priority: i32) {
+        let Some(index) = self.find(entries, id) else {
+            return;
+        };
+        steps::add(entries.len() - index);
+        let entry = entries.remove(index);
+        let mut runs = self.runs.borrow_mut();
+        steps::add(runs.len());
+        let from = runs.partition_point(|run| run.end <= index);
+        for run in &mut runs[from..] {
+            run.end -= 1;
         }
+        let start = from.checked_sub(1).map_or(0, |before| runs[before].end);
+        if runs[from].end == start {
+            runs.remove(from);
+        }
+        let run = runs.partition_point(|run| run.priority > priority);
+        let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
+        if runs.get(run).is_none_or(|found| found.priority != priority) {
+            runs.insert(
+                run,
+                Run {
+                    priority,
+                    end: start,
+                },
+            );
+        }
+        let end = runs[run].end;
+        steps::search(end - start);
+        let at = start + entries[start..end].partition_point(|other| other.id() < id);
+        steps::add(entries.len() - at);
+        entries.insert(at, entry);
+        for run in &mut runs[run..] {
+            run.end += 1;
+        }
+        drop(runs);
+        self.set_priority_of(id, priority);
     }
 
     /// Counts a new tombstone in the main list; the outermost broadcast's end will settle.
@@ -837,6 +857,9 @@ impl<C: Subscriber> Block<C> {
             key,
         } = spec;
         let handle = DelegateHandle::new_unique();
+        if priority != 0 {
+            self.set_priority_of(handle.id(), priority);
+        }
         let callable = make(handle);
         // Module hook (MB4): a subscription whose code lies in a loaded game module's library is
         // recorded, so unloading the module removes it. One atomic load while none is loaded.
@@ -859,7 +882,6 @@ impl<C: Subscriber> Block<C> {
         }
         if self.is_broadcasting() {
             // The main list keeps its shape while broadcasts walk it (M2).
-            self.set_priority_of(handle.id(), priority);
             let mut pending = self.pending.borrow_mut();
             let position = pending.partition_point(|other| other.priority >= priority);
             steps::search(pending.len());
@@ -897,45 +919,85 @@ impl<C: Subscriber> Block<C> {
         crate::module::track::ListAccess::of(self)
     }
 
-    /// Appends an entry to the main list, outside broadcasts. Its id is the largest so far
-    /// (nothing is pending outside broadcasts), so ids ascend within each run. An entry of a
-    /// priority no higher than the last run's lands in its place, at the end; one of a higher
-    /// priority waits at the end of the last run, its move to its place recorded in `moves`
-    /// (applied by the next compaction, which every walk runs first): O(1) amortized either
-    /// way, where an insertion in the middle would shift what follows (N4).
+    /// Inserts an entry into the main list after every entry of at least its priority. Its id
+    /// is the largest so far (pending entries are merged in order, and none is added to the
+    /// main list while any waits), so ids ascend within each run.
     fn insert_main(&self, entries: &mut Vec<Entry<C>>, new: Pending<C>) {
         let Pending {
             entry,
             priority,
             owner,
         } = new;
-        let id = entry.id();
         let mut runs = self.runs.borrow_mut();
-        match runs.last_mut() {
-            Some(last) if last.priority == priority => {
-                last.end += 1;
-                self.set_priority_of(id, priority);
-            }
-            Some(last) if last.priority < priority => {
-                last.end += 1;
-                let placed = last.priority;
-                self.set_priority_of(id, placed);
-                self.moves.borrow_mut().insert(id, priority);
-                self.state
-                    .set(self.state.get() | NEEDS_SETTLE | HAS_PENDING);
-            }
-            _ => {
-                runs.push(Run {
+        steps::search(runs.len());
+        let run = runs.partition_point(|run| run.priority > priority);
+        if runs.get(run).is_none_or(|found| found.priority != priority) {
+            steps::add(runs.len() - run);
+            let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
+            runs.insert(
+                run,
+                Run {
                     priority,
-                    end: entries.len() + 1,
-                });
-                self.set_priority_of(id, priority);
-            }
+                    end: start,
+                },
+            );
         }
+        let at = runs[run].end;
         if let Some(owner) = owner {
-            self.owners.borrow_mut().push((id, owner));
+            let mut owners = self.owners.borrow_mut();
+            steps::search(owners.len());
+            let position = owners.partition_point(|(id, _)| *id < entry.id());
+            steps::add(owners.len() - position);
+            owners.insert(position, (entry.id(), owner));
         }
-        entries.push(entry);
+        steps::add(entries.len() - at + runs.len() - run);
+        entries.insert(at, entry);
+        for run in &mut runs[run..] {
+            run.end += 1;
+        }
+    }
+
+    /// The index of the main-list entry with `id`: its priority from the index by id, a binary
+    /// search for that priority's run, then one for the id in the run (ids ascend within one):
+    /// O(log n) whatever the number of priorities (M12, N4).
+    pub(super) fn find(&self, entries: &[Entry<C>], id: u64) -> Option<usize> {
+        let priority = self.priority_of(id);
+        let runs = self.runs.borrow();
+        steps::search(runs.len());
+        let run = runs.partition_point(|run| run.priority > priority);
+        let end = runs
+            .get(run)
+            .filter(|found| found.priority == priority)?
+            .end;
+        let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
+        let stretch = &entries[start..end];
+        steps::search(stretch.len());
+        stretch
+            .binary_search_by_key(&id, Entry::id)
+            .ok()
+            .map(|index| start + index)
+    }
+
+    /// The priority the subscription `id` (main or pending) sits at now; 0 for an id this list
+    /// does not know. O(1): no hashing for a list without priorities.
+    pub(super) fn priority_of(&self, id: u64) -> i32 {
+        let priorities = self.priorities.borrow();
+        if priorities.is_empty() {
+            return 0;
+        }
+        priorities.get(&id).copied().unwrap_or(0)
+    }
+
+    /// Records where the subscription `id` sits now (see [`Block::priorities`]).
+    fn set_priority_of(&self, id: u64, priority: i32) {
+        let mut priorities = self.priorities.borrow_mut();
+        if priority == 0 {
+            if !priorities.is_empty() {
+                priorities.remove(&id);
+            }
+        } else {
+            priorities.insert(id, priority);
+        }
     }
 
     /// The priority of the main-list entry at `index`.
@@ -947,19 +1009,6 @@ impl<C: Subscriber> Block<C> {
     /// The dispatch-order key of the main-list entry at `index` (as `Pending::key`).
     pub(super) fn key_at(&self, entries: &[Entry<C>], index: usize) -> (i64, u64) {
         (-i64::from(self.priority_at(index)), entries[index].id())
-    }
-
-    /// [`key_at`](Self::key_at) with the change of priority that waits for the entry outside
-    /// broadcasts, if any (during one, running broadcasts keep their order: the key where it
-    /// is). O(log p).
-    fn effective_key_at(&self, entries: &[Entry<C>], index: usize) -> (i64, u64) {
-        let id = entries[index].id();
-        let moved = if self.is_broadcasting() {
-            None
-        } else {
-            self.moves.borrow().get(&id).copied()
-        };
-        moved.map_or_else(|| self.key_at(entries, index), |p| (-i64::from(p), id))
     }
 
     fn remove(&self, id: u64) -> bool {
@@ -1038,11 +1087,7 @@ impl<C: Subscriber> Block<C> {
         // when the unlock settles, in list order, after the owner's own. Otherwise the lock goes
         // without a settle and the compaction is the amortized one.
         steps::add(marked.len());
-        {
-            // In dispatch order, with the changes of priority that wait.
-            let entries = self.entries.borrow();
-            marked.sort_unstable_by_key(|&index| self.effective_key_at(&entries, index));
-        }
+        marked.sort_unstable();
         let settle = self.state.get() & NEEDS_SETTLE;
         self.state.set(self.state.get() & !NEEDS_SETTLE);
         let lock = self.begin();
@@ -1105,8 +1150,6 @@ impl<C: Subscriber> Block<C> {
     /// entries taken out of the list, empty now; during one, nothing (every entry is marked
     /// removed, and the outermost broadcast's end drops the callables, M4).
     fn take_all(&self, mut removed: impl FnMut(u64, u32, &C)) -> Vec<Entry<C>> {
-        // The callables go in dispatch order: changes of priority that wait are applied first.
-        self.apply_deferred();
         if self.is_broadcasting() {
             self.remove_each(
                 |_, entry| !entry.is_removed(),
@@ -1158,9 +1201,7 @@ impl<C: Subscriber> Block<C> {
         mut removed: impl FnMut(u64, u32, &C),
     ) -> usize {
         let limit = DelegateHandle::next_id();
-        // Outside broadcasts, the callables are dropped here, before this returns (M4), in
-        // dispatch order: changes of priority that wait are applied first.
-        self.apply_deferred();
+        // Outside broadcasts, the callables are dropped here, before this returns (M4).
         let outside = !self.is_broadcasting();
         let lock = self.begin();
         let entries: &[Entry<C>] = lock.entries.as_deref().map_or(&[], Vec::as_slice);
@@ -1245,77 +1286,74 @@ impl<C: Subscriber> Block<C> {
             self.compact();
         }
     }
-}
 
-/// Compaction and the lookups it keeps consistent: no user code runs in any of them, so the
-/// block's own `Drop` may compact.
-impl<C> Block<C> {
-    /// The index of the main-list entry with `id`: its priority from the index by id, a binary
-    /// search for that priority's run, then one for the id in the run (ids ascend within one):
-    /// O(log n) whatever the number of priorities (M12, N4).
-    pub(super) fn find(&self, entries: &[Entry<C>], id: u64) -> Option<usize> {
-        let priority = self.priority_of(id);
-        let runs = self.runs.borrow();
-        steps::search(runs.len());
-        let run = runs.partition_point(|run| run.priority > priority);
-        let end = runs
-            .get(run)
-            .filter(|found| found.priority == priority)?
-            .end;
-        let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
-        let stretch = &entries[start..end];
-        steps::search(stretch.len());
-        stretch
-            .binary_search_by_key(&id, Entry::id)
-            .ok()
-            .map(|index| start + index)
-    }
-
-    /// The priority the subscription `id` (main or pending) sits at now; 0 for an id this list
-    /// does not know. O(1): no hashing for a list without priorities.
-    pub(super) fn priority_of(&self, id: u64) -> i32 {
-        let priorities = self.priorities.borrow();
-        if priorities.is_empty() {
-            return 0;
-        }
-        priorities.get(&id).copied().unwrap_or(0)
-    }
-
-    /// Records where the subscription `id` sits now (see [`Block::priorities`]).
-    fn set_priority_of(&self, id: u64, priority: i32) {
-        let mut priorities = self.priorities.borrow_mut();
-        if priority == 0 {
-            if !priorities.is_empty() {
-                priorities.remove(&id);
-            }
-        } else {
-            priorities.insert(id, priority);
-        }
-    }
-
-    /// Merges the pending subscribers in, applies the changes of priority that wait, and drops
-    /// every tombstone whose callable is already gone. Only runs when no broadcast is running.
-    /// Dropping an entry here only drops its id and weak owner: no user code runs. If the main
-    /// list is borrowed (it cannot be, while no broadcast runs), nothing happens and the next
-    /// settle compacts. O(n + m log m) for m entries added or moved since the last compaction
-    /// (one merge), plus O(g log g) for the g entries it drops (N4: amortized over the
-    /// operations that left them, or over the broadcast whose settle this is).
+    /// Merges the pending subscribers in and drops every tombstone whose callable is already
+    /// gone. Only runs when no broadcast is running. Dropping an entry here only drops its id and
+    /// weak owner: no user code runs. If the main list is borrowed (it cannot be, while no
+    /// broadcast runs), nothing happens and the next settle compacts.
     pub(super) fn compact(&self) {
         let Ok(mut entries) = self.entries.try_borrow_mut() else {
             return;
         };
-        let pending = std::mem::take(&mut *self.pending.borrow_mut());
-        let moves = std::mem::take(&mut *self.moves.borrow_mut());
-        steps::add(entries.len() + pending.len() + moves.len());
-        // The ids of the entries dropped here: the indexes forget them.
-        let mut gone: Vec<u64> = Vec::new();
-        if !pending.is_empty() || !moves.is_empty() {
-            self.merge(&mut entries, pending, &moves, &mut gone);
-        } else if self.tombstones.get() > 0 {
-            self.drop_tombstones(&mut entries, &mut gone);
+        steps::add(entries.len() + self.pending.borrow().len());
+        // Whether pending entries were dropped without a tombstone: the indexes forget them.
+        let mut discarded = false;
+        for pending in self.pending.borrow_mut().drain(..) {
+            if pending.entry.is_removed() && !pending.entry.has_callable() {
+                discarded = true;
+                self.set_priority_of(pending.entry.id(), 0);
+                continue;
+            }
+            if pending.entry.is_removed() {
+                self.tombstones.set(self.tombstones.get() + 1);
+            }
+            self.insert_main(&mut entries, pending);
         }
-        if !gone.is_empty() {
-            self.forget(&gone);
+        let compacting = self.tombstones.get() > 0;
+        if compacting {
+            // New run ends: what each run keeps.
+            let mut runs = self.runs.borrow_mut();
+            let (mut start, mut kept) = (0, 0);
+            for run in runs.iter_mut() {
+                kept += entries[start..run.end]
+                    .iter()
+                    .filter(|entry| entry.has_callable())
+                    .count();
+                start = run.end;
+                run.end = kept;
+            }
+            let mut previous_end = 0;
+            runs.retain(|run| {
+                let keep = run.end > previous_end;
+                previous_end = run.end;
+                keep
+            });
+            drop(runs);
+            entries.retain(|entry| {
+                let keep = entry.has_callable();
+                if !keep {
+                    // Allocates nothing: a removal from the index.
+                    self.set_priority_of(entry.id(), 0);
+                }
+                keep
+            });
+            let mut owners = self.owners.borrow_mut();
+            owners.retain(|(id, _)| self.find(&entries, *id).is_some());
+            steps::add(owners.len());
+        }
+        if compacting || discarded {
+            let present = |ids: &mut SmallVec<[u64; 1]>| {
+                steps::add(ids.len());
+                ids.retain(|id| self.find(&entries, *id).is_some());
+                !ids.is_empty()
+            };
+            self.by_owner.borrow_mut().retain(|_, ids| present(ids));
+            self.keys.borrow_mut().retain(|_, ids| present(ids));
+        }
+        // Changes of priority asked for during the broadcasts, in the order asked.
+        let moves = std::mem::take(&mut *self.moves.borrow_mut());
+        for (id, priority) in moves {
+            self.move_entry(&mut entries, id, priority);
         }
         // Normally 0: every removed entry's callable was dropped already (by its removal outside
         // a broadcast, or by the settle); one still held would be dropped by the next settle.
@@ -1327,138 +1365,6 @@ impl<C> Block<C> {
         } else {
             settled
         });
-    }
-
-    /// Drops the tombstones of the main list whose callable is gone, in place, with the runs'
-    /// ends; their ids go to `gone`.
-    fn drop_tombstones(&self, entries: &mut Vec<Entry<C>>, gone: &mut Vec<u64>) {
-        let mut runs = self.runs.borrow_mut();
-        let (mut start, mut kept) = (0, 0);
-        for run in runs.iter_mut() {
-            kept += entries[start..run.end]
-                .iter()
-                .filter(|entry| entry.has_callable())
-                .count();
-            start = run.end;
-            run.end = kept;
-        }
-        let mut previous_end = 0;
-        runs.retain(|run| {
-            let keep = run.end > previous_end;
-            previous_end = run.end;
-            keep
-        });
-        entries.retain(|entry| {
-            let keep = entry.has_callable();
-            if !keep {
-                gone.push(entry.id());
-            }
-            keep
-        });
-    }
-
-    /// The compaction's merge: the main list without its dropped tombstones, the pending
-    /// entries, and the entries whose priority changed (`moves`: the last change asked for
-    /// wins, as where an entry lands depends only on its priority and id), as one list in
-    /// dispatch order, with its runs. Three sorted stretches merged by one stable sort:
-    /// O(n + m log m) for the m moved entries.
-    fn merge(
-        &self,
-        entries: &mut Vec<Entry<C>>,
-        pending: Vec<Pending<C>>,
-        moves: &HashMap<u64, i32>,
-        gone: &mut Vec<u64>,
-    ) {
-        let mut runs = self.runs.borrow_mut();
-        let mut all: Vec<(i32, Entry<C>)> = Vec::with_capacity(entries.len() + pending.len());
-        let mut moved: Vec<(i32, Entry<C>)> = Vec::with_capacity(moves.len());
-        let mut added_owners: Vec<(u64, Weak<dyn Any>)> = Vec::new();
-        let mut run = 0;
-        for (index, entry) in std::mem::take(entries).into_iter().enumerate() {
-            while runs[run].end <= index {
-                run += 1;
-            }
-            if entry.is_removed() && !entry.has_callable() {
-                gone.push(entry.id());
-            } else if let Some(&priority) = moves.get(&entry.id()) {
-                moved.push((priority, entry));
-            } else {
-                all.push((runs[run].priority, entry));
-            }
-        }
-        for Pending {
-            entry,
-            priority,
-            owner,
-        } in pending
-        {
-            if entry.is_removed() && !entry.has_callable() {
-                gone.push(entry.id());
-                continue;
-            }
-            if let Some(owner) = owner {
-                added_owners.push((entry.id(), owner));
-            }
-            match moves.get(&entry.id()) {
-                Some(&priority) => moved.push((priority, entry)),
-                None => all.push((priority, entry)),
-            }
-        }
-        let key = |(priority, entry): &(i32, Entry<C>)| (-i64::from(*priority), entry.id());
-        steps::add(moved.len() * (1 + moved.len().checked_ilog2().unwrap_or(0) as usize));
-        moved.sort_unstable_by_key(key);
-        for (priority, entry) in &moved {
-            self.set_priority_of(entry.id(), *priority);
-        }
-        all.append(&mut moved);
-        // Main, pending and moved: each sorted by key, so the stable sort merges three runs.
-        all.sort_by_key(key);
-        runs.clear();
-        entries.reserve_exact(all.len());
-        for (priority, entry) in all {
-            match runs.last_mut() {
-                Some(last) if last.priority == priority => last.end += 1,
-                _ => runs.push(Run {
-                    priority,
-                    end: entries.len() + 1,
-                }),
-            }
-            entries.push(entry);
-        }
-        if !added_owners.is_empty() {
-            let mut owners = self.owners.borrow_mut();
-            steps::add(owners.len() + added_owners.len());
-            owners.append(&mut added_owners);
-            // Two sorted stretches (ids in the table, then the merged ones').
-            owners.sort_by_key(|(id, _)| *id);
-        }
-    }
-
-    /// The indexes forget the entries the compaction dropped (`gone`): their owner rows, their
-    /// ids by owner and by key, their priorities. O(g log g + the rows looked at).
-    fn forget(&self, gone: &[u64]) {
-        let mut gone = gone.to_vec();
-        steps::add(gone.len() * (1 + gone.len().checked_ilog2().unwrap_or(0) as usize));
-        gone.sort_unstable();
-        let is_gone = |id: &u64| gone.binary_search(id).is_ok();
-        {
-            let mut priorities = self.priorities.borrow_mut();
-            if !priorities.is_empty() {
-                for id in &gone {
-                    priorities.remove(id);
-                }
-            }
-        }
-        let mut owners = self.owners.borrow_mut();
-        steps::add(owners.len());
-        owners.retain(|(id, _)| !is_gone(id));
-        let present = |ids: &mut SmallVec<[u64; 1]>| {
-            steps::add(ids.len());
-            ids.retain(|id| !is_gone(id));
-            !ids.is_empty()
-        };
-        self.by_owner.borrow_mut().retain(|_, ids| present(ids));
-        self.keys.borrow_mut().retain(|_, ids| present(ids));
     }
 }
 

@@ -29,17 +29,13 @@
 //!   covers, so lists with nothing blocked pay nothing. Blocked entries count as live (`len`) and as
 //!   candidates for the last call (M11), but never run.
 //! - X6: a subscriber may be built from its own handle and a weak reference to the list
-//!   (`insert_with`); a change of priority waits in `moves` (N4, below).
+//!   (`insert_with`); a change of priority during a broadcast waits in `moves` until the settle.
 //! - X7: `broadcast_until_with` stops the walk when its callback says so; subscriptions made from
 //!   a plain function carry its address in `keys`, compared only, for removal by function.
 //! - M12: an empty list is one pointer and allocates nothing (its state lives in a block
 //!   allocated by the first add); beginning and walking a broadcast never allocates; removal by
-//!   handle is a binary search (the index by id gives its priority run, or its key among the
+//!   handle is a binary search (an index by id gives its priority run, or its key among the
 //!   pending subscribers).
-//! - N4: no operation shifts the list. An add above the lowest priority in use, and a change of
-//!   priority, wait in `moves` (the subscriber stays where it is) and the next compaction
-//!   merges them all at once: the settle of the outermost broadcast, or, outside broadcasts, the
-//!   compaction every walk, listing and iterator runs first when `HAS_PENDING` says one waits.
 //!
 //! Files by concern: `entry.rs` (one subscriber: an id-and-state word and its callable),
 //! `list.rs` (the list and its block: adding, removing, clearing, queries), `walk.rs` (the

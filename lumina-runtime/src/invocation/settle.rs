@@ -101,10 +101,6 @@ impl<C> Drop for Block<C> {
     /// Drops every callable one at a time (M13: a panicking `Drop` does not keep the others from
     /// running, nor abort the process while it unwinds).
     fn drop(&mut self) {
-        // Changes of priority that wait: applied first, so the callables go in dispatch order.
-        if !self.moves.get_mut().is_empty() {
-            self.compact();
-        }
         // Module hook (MB4): records of subscriptions game modules made here are forgotten, so an
         // unload never reaches this block again.
         if crate::module::track::recording() {

@@ -157,11 +157,6 @@ impl<C: Subscriber> InvocationList<C> {
             return false;
         };
         let Some(locked) = Locked::new(block) else {
-            if !block.is_broadcasting() && block.state.get() & HAS_PENDING != 0 {
-                // Changes of priority wait (outside broadcasts): applied first.
-                block.compact();
-                return self.dispatch_until(upgrade, call);
-            }
             return block.walk_merging((), |subscriber, ()| {
                 upgrade(subscriber).is_some_and(&mut call)
             });
@@ -208,10 +203,7 @@ impl<C: Subscriber> InvocationList<C> {
     /// the live subscribers that were present at this moment, in order (M1, M2). `None` for a
     /// list that never had a subscriber.
     pub fn begin(&self) -> Option<Broadcast<'_, C>> {
-        self.block().map(|block| {
-            block.apply_deferred();
-            block.begin()
-        })
+        self.block().map(Block::begin)
     }
 }
 
@@ -320,12 +312,6 @@ impl<C: Subscriber> Block<C> {
         visit: impl FnMut(&C, A) -> bool,
     ) -> bool {
         if self.state.get() & HAS_PENDING != 0 {
-            if !self.is_broadcasting() {
-                // Changes of priority asked for outside broadcasts wait: applied first, then
-                // the common loop.
-                self.compact();
-                return self.walk::<A, STOPS>(args, visit);
-            }
             return self.walk_merging(args, visit);
         }
         let _aside = StopAside::new(self);

@@ -222,53 +222,105 @@ fn n4_by_handle_among_distinct_priorities() {
             assert!(delegate.block(handle) && delegate.unblock(handle));
         }
     });
-    assert_flat("set_priority, distinct priorities", |n| {
-        let (delegate, handles) = prioritized(n);
-        let top = i32::try_from(n).unwrap() + 1;
-        move |i| {
-            let priority = top + i32::try_from(i).unwrap();
-            assert!(delegate.set_priority(handles[n - 1 - i * 7], priority));
-        }
-    });
 }
 
-/// Adding at a priority higher than every other waits at the end of the list for the next
-/// walk's merge: O(1) amortized, not an insertion at the front.
-#[test]
-fn n4_adding_above_every_priority() {
-    assert_flat("add at a priority above every other", |n| {
-        let (delegate, _) = prioritized(n);
-        let top = i32::try_from(n).unwrap() + 1;
-        move |i| {
-            let _ = delegate.add_lambda_with_priority(top + i32::try_from(i).unwrap(), |_| {});
-        }
-    });
-}
+mod events {
+    //! The event processor's registrations (N4).
 
-/// Changes of priority during a broadcast wait for its end, which applies them all in one
-/// merge: with n / 8 of them, O(log n) each, settle included (the settle is O(n), shared by
-/// the n / 8 moves).
-#[test]
-fn n4_set_priority_during_a_broadcast_settle_included() {
-    let per_move = |n: usize| {
-        let (delegate, handles) = prioritized(n);
-        let delegate: &'static Delegate = Box::leak(Box::new(delegate));
-        let moves = n / 8;
-        let done = std::cell::Cell::new(false);
-        let _ = delegate.add_lambda_with_priority(i32::MAX, move |_| {
-            if !done.replace(true) {
-                for (i, handle) in handles.iter().step_by(7).take(moves).enumerate() {
-                    assert!(delegate.set_priority(*handle, -1 - i32::try_from(i).unwrap()));
-                }
+    use std::rc::Rc;
+
+    use super::{LARGE, SMALL, assert_flat, assert_within, count};
+    use crate::event::{Event, EventHandler, EventProcessor, Key, KeyPressedEvent, Modifiers};
+
+    /// A handler that takes the key presses.
+    struct Keys;
+
+    impl EventHandler for Keys {
+        fn on_event(&self, event: &mut dyn Event) -> bool {
+            event.is::<KeyPressedEvent>()
+        }
+    }
+
+    fn consumer() -> Rc<Keys> {
+        Rc::new(Keys)
+    }
+
+    type Handlers = Vec<Rc<Keys>>;
+
+    /// A processor with `n` handlers at `n` distinct priorities (kept alive by the caller).
+    fn processor(n: usize) -> (EventProcessor, Handlers) {
+        let processor = EventProcessor::new();
+        let handlers: Handlers = (0..n)
+            .map(|i| {
+                let handler = consumer();
+                assert!(processor.register_event_handler(&handler, i32::try_from(i).unwrap()));
+                handler
+            })
+            .collect();
+        processor.dispatch(KeyPressedEvent::new(Key::Q, Modifiers::NONE));
+        (processor, handlers)
+    }
+
+    /// Register + unregister: O(log n) through the index by owner, also for typed handlers.
+    #[test]
+    fn n4_processor_register_and_unregister() {
+        assert_flat("register + unregister", |n| {
+            let (processor, _handlers) = processor(n);
+            move |i| {
+                let handler = consumer();
+                assert!(processor.register_event_handler(&handler, -1 - i32::try_from(i).unwrap()));
+                assert!(processor.unregister_event_handler(&handler));
             }
         });
-        // The walk itself counts nothing; its settle and the merges are the moves' cost.
-        let steps = count(|| delegate.broadcast(0));
-        steps as f64 / moves as f64
-    };
-    assert_within(
-        "set_priority during a broadcast, settle included",
-        per_move(SMALL),
-        per_move(LARGE),
-    );
+        assert_flat("unregister of an old handler", |n| {
+            let (processor, handlers) = processor(n);
+            move |i| assert!(processor.unregister_event_handler(&handlers[i * 7]))
+        });
+        assert_flat("typed handler add + drop", |n| {
+            let (processor, _handlers) = processor(n);
+            move |_| drop(processor.add_handler::<KeyPressedEvent>(5, |_| false))
+        });
+    }
+
+    /// Register + unregister from inside a dispatch: the added handler waits in the pending
+    /// list, found there by a binary search.
+    #[test]
+    fn n4_processor_register_and_unregister_during_a_dispatch() {
+        let per_op = |n: usize| {
+            let (processor, handlers) = processor(n);
+            let processor = Rc::new(processor);
+            let inner = Rc::clone(&processor);
+            let steps = Rc::new(std::cell::Cell::new(0));
+            let counted = Rc::clone(&steps);
+            let once = Rc::new(std::cell::Cell::new(false));
+            let trigger = Rc::new(move |_: &mut dyn Event| {
+                if !once.replace(true) {
+                    // `n` added first, then the measured operations among them.
+                    let added: Handlers = (0..n).map(|_| consumer()).collect();
+                    for handler in &added {
+                        assert!(inner.register_event_handler(handler, 3));
+                    }
+                    counted.set(count(|| {
+                        for handler in added.iter().step_by(7).take(64) {
+                            assert!(inner.unregister_event_handler(handler));
+                            let fresh = consumer();
+                            assert!(inner.register_event_handler(&fresh, 2));
+                            assert!(inner.unregister_event_handler(&fresh));
+                        }
+                    }));
+                }
+                false
+            });
+            assert!(processor.register_event_handler(&trigger, i32::MAX));
+            // A key no handler of `processor(n)` takes before the trigger runs.
+            processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE));
+            drop(handlers);
+            steps.get() as f64 / 64.0
+        };
+        assert_within(
+            "register + unregister during a dispatch",
+            per_op(SMALL),
+            per_op(LARGE),
+        );
+    }
 }
