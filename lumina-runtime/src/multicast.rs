@@ -90,23 +90,25 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// Removes the subscription of `handle`; `false` (and no change) for an invalid, foreign or
     /// already removed handle (H2). During a broadcast, a removed subscriber not yet reached does
     /// not run (M3).
+    ///
+    /// Cost: O(log n) amortized, whatever the number of priorities or of subscribers added
+    /// during the running broadcast: a binary search by handle, and a compaction once removed
+    /// subscribers are half the list (N4).
     pub fn remove(&self, handle: DelegateHandle) -> bool {
         self.list.remove(handle)
     }
 
     /// Removes every member binding of `owner`; returns how many were removed (M9).
     ///
-    /// Cost: O(k p log n) for the owner's own k bindings and p distinct priorities in use (1
-    /// for most delegates), through the list's index by owner; the other subscribers are not
-    /// looked at (N4).
+    /// Cost: O(k log n) for the owner's own k bindings, through the list's index by owner; the
+    /// other subscribers are not looked at (N4).
     pub fn remove_all<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
         self.list.remove_owner(owner)
     }
 
     /// Whether a live member binding of `owner` exists (M9).
     ///
-    /// Cost: O(k p log n) for the owner's own k bindings and p distinct priorities in use; O(1)
-    /// for an object with none (N4).
+    /// Cost: O(k log n) for the owner's own k bindings; O(1) for an object with none (N4).
     pub fn is_bound_to<T: ?Sized>(&self, owner: &Rc<T>) -> bool {
         self.list.is_bound_to(owner)
     }
@@ -280,6 +282,8 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// reached (as M3). `false` (and no change) for an invalid, foreign or removed handle.
     /// Blocking is a flag, not a count: one `unblock` undoes any number of `block`s (see
     /// [`block_scoped`](Self::block_scoped) for nesting).
+    ///
+    /// Cost: O(log n), whatever the number of priorities (a binary search by handle, N4).
     pub fn block(&self, handle: DelegateHandle) -> bool {
         self.list.set_blocked(handle, true)
     }
@@ -287,6 +291,8 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// Unblocks the subscription of `handle` (X4): broadcasts that reach it run it again,
     /// including the running one if it was present when that one started and is not reached
     /// yet. `false` for an invalid, foreign or removed handle.
+    ///
+    /// Cost: O(log n), as [`block`](Self::block).
     pub fn unblock(&self, handle: DelegateHandle) -> bool {
         self.list.set_blocked(handle, false)
     }
@@ -388,8 +394,8 @@ macro_rules! impl_multicast_arity {
             /// Removes every subscription made by `add_static` (any of its forms) with this
             /// function; returns how many (X7).
             ///
-            /// Cost: one lookup of the function, then O(k p log n) for its k subscriptions and p
-            /// distinct priorities in use; O(1) for a function with none (N4).
+            /// Cost: one lookup of the function, then O(k log n) for its k subscriptions; O(1) for
+            /// a function with none (N4).
             ///
             /// Identity is the function pointer's value, and only subscriptions made from a
             /// plain function take part: a closure or member binding never matches, whatever
@@ -465,8 +471,8 @@ macro_rules! impl_multicast_arity {
             /// reference each binding holds keeps its owner's address from being reused while
             /// the binding exists.
             ///
-            /// Cost: O(k p log n) for the owner's own k subscriptions and p distinct priorities in
-            /// use, whatever else is bound to the same method (N4).
+            /// Cost: O(k log n) for the owner's own k subscriptions, whatever else is bound to the
+            /// same method (N4).
             pub fn remove_method<T: Any>(&self, owner: &Rc<T>, method: fn(&T, $($Arg),*) -> R) -> usize {
                 self.remove_method_keyed(owner, (method as *const ()).addr())
             }

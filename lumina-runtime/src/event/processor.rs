@@ -412,8 +412,7 @@ impl EventProcessor {
     /// The handle of `handler`'s registration, for [`block`](Self::block),
     /// [`set_priority`](Self::set_priority) and [`block_scoped`](Self::block_scoped); `None` if
     /// it is not registered (or dropped). A typed handler's is
-    /// [`EventSubscription::handle`]. O(p log n) for p distinct priorities in use: a lookup
-    /// by the handler (N4).
+    /// [`EventSubscription::handle`]. O(log n): a lookup by the handler (N4).
     pub fn handle_of<H: ?Sized>(&self, handler: &Rc<H>) -> Option<DelegateHandle> {
         self.handlers.handle_of_owner(handler)
     }
@@ -480,14 +479,14 @@ impl EventProcessor {
     }
 
     /// Unregisters `handler`; `false` if it was not registered. During a dispatch, a handler
-    /// unregistered before it is reached does not run (P4). O(p log n) for p distinct
-    /// priorities in use: a lookup by the handler (N4).
+    /// unregistered before it is reached does not run (P4). O(log n), also during a
+    /// dispatch: a lookup by the handler (N4).
     pub fn unregister_event_handler<H: ?Sized>(&self, handler: &Rc<H>) -> bool {
         self.handlers.remove_owner(handler) > 0
     }
 
-    /// Whether `handler` is registered (and alive). O(p log n) for p distinct priorities in
-    /// use: a lookup by the handler (N4).
+    /// Whether `handler` is registered (and alive). O(log n): a lookup by the handler
+    /// (N4).
     pub fn is_registered<H: ?Sized>(&self, handler: &Rc<H>) -> bool {
         self.handlers.is_bound_to(handler)
     }

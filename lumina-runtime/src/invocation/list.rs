@@ -97,6 +97,11 @@ pub(crate) struct Block<C> {
     /// outermost broadcast ends, after the pending subscribers are merged: the running
     /// broadcasts keep the order they started with (M2).
     pub(super) moves: RefCell<Vec<(u64, i32)>>,
+    /// The priority of every subscription (main or pending) whose priority is not 0, by id, as
+    /// it sits now: what makes a lookup by id O(log n) whatever the number of priorities (N4),
+    /// a binary search for its run, then one in the run (main), or one by key (pending). Empty,
+    /// and never hashed, for a list without priorities.
+    pub(super) priorities: RefCell<HashMap<u64, i32>>,
     /// Subscribers added while a broadcast runs, in dispatch order; merged into `entries` when
     /// the outermost broadcast ends. Never borrowed across user code. An entry removed meanwhile
     /// stays as a tombstone until then, so positions never move under a drop's code.
@@ -206,7 +211,7 @@ impl<C: Subscriber> InvocationList<C> {
 
     /// Removes every live subscriber bound to `owner` (M9); returns how many. Allocates nothing
     /// during a broadcast (M12), nor outside one for an owner with up to 8 subscriptions.
-    /// O(k p log n) in the owner's own k subscriptions and p priorities in use, through the
+    /// O(k log n) in the owner's own k subscriptions, through the
     /// index by owner (N4).
     pub fn remove_owner<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
         let owner = Rc::as_ptr(owner).cast::<()>();
@@ -219,8 +224,7 @@ impl<C: Subscriber> InvocationList<C> {
     }
 
     /// The handle of the first live subscriber (in dispatch order, then pending ones) bound to
-    /// `owner`. Allocates nothing. O(k p log n) in the owner's own k subscriptions and p
-    /// priorities in use (N4).
+    /// `owner`. Allocates nothing. O(k log n) in the owner's own k subscriptions (N4).
     pub fn handle_of_owner<T: ?Sized>(&self, owner: &Rc<T>) -> Option<DelegateHandle> {
         let owner = Rc::as_ptr(owner).cast::<()>();
         let block = self.block()?;
@@ -377,9 +381,10 @@ impl<C: Subscriber> InvocationList<C> {
             };
             main.or_else(|| {
                 let pending = block.pending.borrow();
-                pending
-                    .iter()
-                    .find(|p| p.entry.id() == id && p.is_live())
+                block
+                    .pending_index(&pending, id)
+                    .map(|index| &pending[index])
+                    .filter(|p| p.is_live())
                     .and_then(|p| p.entry.clone_callable())
             })
         });
@@ -581,7 +586,7 @@ impl<C: Subscriber> InvocationList<C> {
     /// Removes every subscription made from the plain function at address `key` (X7), and, if
     /// `owner` is given, bound to that owner; returns how many. Only subscriptions added with
     /// that key match: no other subscription can, whatever addresses its callable or captures
-    /// have. O(k p log n) (p: the priorities in use) in the k subscriptions made from that
+    /// have. O(k log n) in the k subscriptions made from that
     /// function (without `owner`) or bound to that owner (with one): a lookup of the key, then
     /// of the owner (N4).
     pub(crate) fn remove_keyed(&self, key: usize, owner: Option<*const ()>) -> usize {
@@ -639,6 +644,7 @@ impl<C> Block<C> {
             by_owner: RefCell::new(HashMap::new()),
             keys: RefCell::new(HashMap::new()),
             moves: RefCell::new(Vec::new()),
+            priorities: RefCell::new(HashMap::new()),
             pending: RefCell::new(Vec::new()),
             state: Cell::new(0),
             tombstones: Cell::new(0),
@@ -728,10 +734,9 @@ impl<C: Subscriber> Block<C> {
         }
         drop(entries);
         let pending = self.pending.borrow();
-        pending
-            .iter()
-            .inspect(|_| steps::add(1))
-            .find(|p| p.entry.id() == id && !p.entry.is_removed())
+        self.pending_index(&pending, id)
+            .map(|index| &pending[index])
+            .filter(|p| !p.entry.is_removed())
             .map(|p| visit(&p.entry))
     }
 
@@ -786,6 +791,8 @@ impl<C: Subscriber> Block<C> {
         for run in &mut runs[run..] {
             run.end += 1;
         }
+        drop(runs);
+        self.set_priority_of(id, priority);
     }
 
     /// Counts a new tombstone in the main list; the outermost broadcast's end will settle.
@@ -852,6 +859,9 @@ impl<C: Subscriber> Block<C> {
             key,
         } = spec;
         let handle = DelegateHandle::new_unique();
+        if priority != 0 {
+            self.set_priority_of(handle.id(), priority);
+        }
         let callable = make(handle);
         // Module hook (MB4): a subscription whose code lies in a loaded game module's library is
         // recorded, so unloading the module removes it. One atomic load while none is loaded.
@@ -949,20 +959,47 @@ impl<C: Subscriber> Block<C> {
         }
     }
 
-    /// The index of the entry with `id`: a binary search in each priority run (ids ascend
-    /// within one), so O(log n) for a list without priorities and O(k log n) for k distinct
-    /// priorities (M12).
+    /// The index of the main-list entry with `id`: its priority from the index by id, a binary
+    /// search for that priority's run, then one for the id in the run (ids ascend within one):
+    /// O(log n) whatever the number of priorities (M12, N4).
     pub(super) fn find(&self, entries: &[Entry<C>], id: u64) -> Option<usize> {
-        let mut start = 0;
-        for run in self.runs.borrow().iter() {
-            let stretch = &entries[start..run.end];
-            steps::search(stretch.len());
-            if let Ok(index) = stretch.binary_search_by_key(&id, Entry::id) {
-                return Some(start + index);
-            }
-            start = run.end;
+        let priority = self.priority_of(id);
+        let runs = self.runs.borrow();
+        steps::search(runs.len());
+        let run = runs.partition_point(|run| run.priority > priority);
+        let end = runs
+            .get(run)
+            .filter(|found| found.priority == priority)?
+            .end;
+        let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
+        let stretch = &entries[start..end];
+        steps::search(stretch.len());
+        stretch
+            .binary_search_by_key(&id, Entry::id)
+            .ok()
+            .map(|index| start + index)
+    }
+
+    /// The priority the subscription `id` (main or pending) sits at now; 0 for an id this list
+    /// does not know. O(1): no hashing for a list without priorities.
+    pub(super) fn priority_of(&self, id: u64) -> i32 {
+        let priorities = self.priorities.borrow();
+        if priorities.is_empty() {
+            return 0;
         }
-        None
+        priorities.get(&id).copied().unwrap_or(0)
+    }
+
+    /// Records where the subscription `id` sits now (see [`Block::priorities`]).
+    fn set_priority_of(&self, id: u64, priority: i32) {
+        let mut priorities = self.priorities.borrow_mut();
+        if priority == 0 {
+            if !priorities.is_empty() {
+                priorities.remove(&id);
+            }
+        } else {
+            priorities.insert(id, priority);
+        }
     }
 
     /// The priority of the main-list entry at `index`.
@@ -1004,7 +1041,7 @@ impl<C: Subscriber> Block<C> {
     /// Removes every live subscription bound to the object at `owner` (main or pending), as
     /// [`remove_each`](Self::remove_each) does (M13: all are marked removed before the first
     /// callable is dropped; during a broadcast they are only marked, M4), but through the index
-    /// by owner: O(k p log n) in the owner's own k subscriptions and p priorities in use, not a
+    /// by owner: O(k log n) in the owner's own k subscriptions, not a
     /// walk of the list (N4), and no compaction but the amortized one. Allocates nothing during
     /// a broadcast (M12); outside one, only for an owner with more than 8 subscriptions (the
     /// places of those it drops, in list order).
@@ -1075,12 +1112,12 @@ impl<C: Subscriber> Block<C> {
         count
     }
 
-    /// The index in `pending` of the pending entry `id`.
+    /// The index in `pending` of the pending entry `id`: a binary search by its key (pending
+    /// entries are in dispatch order), O(log n) (N4).
     pub(super) fn pending_index(&self, pending: &[Pending<C>], id: u64) -> Option<usize> {
-        pending
-            .iter()
-            .inspect(|_| steps::add(1))
-            .position(|p| p.entry.id() == id)
+        let key = (-i64::from(self.priority_of(id)), id);
+        steps::search(pending.len());
+        pending.binary_search_by_key(&key, Pending::key).ok()
     }
 
     /// Marks the subscriber `id` removed; its callable is dropped when the outermost broadcast
@@ -1097,10 +1134,9 @@ impl<C: Subscriber> Block<C> {
             return !entry.is_owned() || self.owner_alive(entry);
         }
         let pending = self.pending.borrow();
-        let Some(found) = pending
-            .iter()
-            .inspect(|_| steps::add(1))
-            .find(|p| p.entry.id() == id)
+        let Some(found) = self
+            .pending_index(&pending, id)
+            .map(|index| &pending[index])
         else {
             return false;
         };
@@ -1130,6 +1166,7 @@ impl<C: Subscriber> Block<C> {
         self.by_owner.borrow_mut().clear();
         self.keys.borrow_mut().clear();
         self.moves.borrow_mut().clear();
+        self.priorities.borrow_mut().clear();
         self.tombstones.set(0);
         // Outside broadcasts nothing is pending: nothing is left to settle.
         self.state
@@ -1266,6 +1303,7 @@ impl<C: Subscriber> Block<C> {
         for pending in self.pending.borrow_mut().drain(..) {
             if pending.entry.is_removed() && !pending.entry.has_callable() {
                 discarded = true;
+                self.set_priority_of(pending.entry.id(), 0);
                 continue;
             }
             if pending.entry.is_removed() {
@@ -1293,7 +1331,14 @@ impl<C: Subscriber> Block<C> {
                 keep
             });
             drop(runs);
-            entries.retain(Entry::has_callable);
+            entries.retain(|entry| {
+                let keep = entry.has_callable();
+                if !keep {
+                    // Allocates nothing: a removal from the index.
+                    self.set_priority_of(entry.id(), 0);
+                }
+                keep
+            });
             let mut owners = self.owners.borrow_mut();
             owners.retain(|(id, _)| self.find(&entries, *id).is_some());
             steps::add(owners.len());

@@ -34,7 +34,8 @@
 //!   a plain function carry its address in `keys`, compared only, for removal by function.
 //! - M12: an empty list is one pointer and allocates nothing (its state lives in a block
 //!   allocated by the first add); beginning and walking a broadcast never allocates; removal by
-//!   handle is a binary search in each priority run.
+//!   handle is a binary search (an index by id gives its priority run, or its key among the
+//!   pending subscribers).
 //!
 //! Files by concern: `entry.rs` (one subscriber: an id-and-state word and its callable),
 //! `list.rs` (the list and its block: adding, removing, clearing, queries), `walk.rs` (the

@@ -810,7 +810,10 @@ impl<C: Subscriber> Broadcast<'_, C> {
             Some(_) => true,
             None => {
                 let pending = block.pending.borrow();
-                match pending.iter().find(|p| p.entry.id() == id) {
+                match block
+                    .pending_index(&pending, id)
+                    .map(|index| &pending[index])
+                {
                     Some(p) if p.entry.is_removed() => false,
                     Some(p) => {
                         if p.entry.is_once() {

@@ -133,3 +133,196 @@ fn n4_remove_static_and_is_bound_look_nothing_up_in_the_list() {
         move |_| assert!(delegate.is_bound())
     });
 }
+
+/// Fails when `small` (steps per operation at 1 000) grows more than 2x at 16 000 (`large`).
+#[track_caller]
+fn assert_within(name: &str, small: f64, large: f64) {
+    println!("N4 {name}: {small:.1} steps per operation at {SMALL}, {large:.1} at {LARGE}");
+    assert!(
+        large <= 2.0 * small + 8.0,
+        "N4: {name} grows from {small:.1} steps per operation at {SMALL} to {large:.1} at {LARGE}"
+    );
+}
+
+type List = crate::invocation::InvocationList<Rc<dyn Fn(u32)>>;
+
+fn callable() -> Rc<dyn Fn(u32)> {
+    Rc::new(|_| {})
+}
+
+/// A list locked by a running broadcast (leaked: the state of one measure), with `n`
+/// subscribers added during it, waiting in the pending list.
+fn broadcasting_with_pending(n: usize) -> (&'static List, Vec<DelegateHandle>) {
+    let list: &'static List = Box::leak(Box::new(List::new()));
+    let _ = list.add(callable());
+    std::mem::forget(list.begin());
+    let added = (0..n).map(|_| list.add(callable())).collect();
+    (list, added)
+}
+
+/// A nested broadcast over P subscribers added during the outer one: O(1) per call (the pending
+/// entry it calls is found by key, not by a scan), so O(P) per broadcast.
+#[test]
+fn n4_a_nested_broadcast_over_pending_subscribers_costs_per_call() {
+    let per_call = |n: usize| {
+        let (list, _) = broadcasting_with_pending(n);
+        let steps = count(|| {
+            for _ in 0..4 {
+                list.broadcast_with(0, |subscriber, argument| subscriber(argument));
+            }
+        });
+        steps as f64 / (4 * n) as f64
+    };
+    assert_within(
+        "nested broadcast over pending (per call)",
+        per_call(SMALL),
+        per_call(LARGE),
+    );
+}
+
+/// Adding then removing a subscriber during a broadcast, with P added before it waiting:
+/// O(log P) (a binary search in the pending list).
+#[test]
+fn n4_add_and_remove_during_a_broadcast() {
+    assert_flat("add + remove during a broadcast", |n| {
+        let (list, _) = broadcasting_with_pending(n);
+        move |_| {
+            let handle = list.add(callable());
+            assert!(list.remove(handle));
+        }
+    });
+    assert_flat("remove of a pending subscriber", |n| {
+        let (list, added) = broadcasting_with_pending(n);
+        move |i| assert!(list.remove(added[i * 7]))
+    });
+}
+
+/// `n` subscribers at `n` distinct priorities (added from the highest down, then broadcast
+/// once: `n` priority runs).
+fn prioritized(n: usize) -> (Delegate, Vec<DelegateHandle>) {
+    let delegate = Delegate::new();
+    let handles = (0..n)
+        .map(|i| delegate.add_lambda_with_priority(i32::try_from(n - i).unwrap(), |_| {}))
+        .collect();
+    delegate.broadcast(0);
+    (delegate, handles)
+}
+
+/// With n distinct priorities, a lookup by handle finds the priority run by the index by id:
+/// O(log n), not a search in each run.
+#[test]
+fn n4_by_handle_among_distinct_priorities() {
+    // The lowest priorities: a search run by run would reach them last.
+    assert_flat("remove by handle, distinct priorities", |n| {
+        let (delegate, handles) = prioritized(n);
+        move |i| assert!(delegate.remove(handles[n - 1 - i * 7]))
+    });
+    assert_flat("block + unblock, distinct priorities", |n| {
+        let (delegate, handles) = prioritized(n);
+        move |i| {
+            let handle = handles[n - 1 - i * 7];
+            assert!(delegate.block(handle) && delegate.unblock(handle));
+        }
+    });
+}
+
+mod events {
+    //! The event processor's registrations (N4).
+
+    use std::rc::Rc;
+
+    use super::{LARGE, SMALL, assert_flat, assert_within, count};
+    use crate::event::{Event, EventHandler, EventProcessor, Key, KeyPressedEvent, Modifiers};
+
+    /// A handler that takes the key presses.
+    struct Keys;
+
+    impl EventHandler for Keys {
+        fn on_event(&self, event: &mut dyn Event) -> bool {
+            event.is::<KeyPressedEvent>()
+        }
+    }
+
+    fn consumer() -> Rc<Keys> {
+        Rc::new(Keys)
+    }
+
+    type Handlers = Vec<Rc<Keys>>;
+
+    /// A processor with `n` handlers at `n` distinct priorities (kept alive by the caller).
+    fn processor(n: usize) -> (EventProcessor, Handlers) {
+        let processor = EventProcessor::new();
+        let handlers: Handlers = (0..n)
+            .map(|i| {
+                let handler = consumer();
+                assert!(processor.register_event_handler(&handler, i32::try_from(i).unwrap()));
+                handler
+            })
+            .collect();
+        processor.dispatch(KeyPressedEvent::new(Key::Q, Modifiers::NONE));
+        (processor, handlers)
+    }
+
+    /// Register + unregister: O(log n) through the index by owner, also for typed handlers.
+    #[test]
+    fn n4_processor_register_and_unregister() {
+        assert_flat("register + unregister", |n| {
+            let (processor, _handlers) = processor(n);
+            move |i| {
+                let handler = consumer();
+                assert!(processor.register_event_handler(&handler, -1 - i32::try_from(i).unwrap()));
+                assert!(processor.unregister_event_handler(&handler));
+            }
+        });
+        assert_flat("unregister of an old handler", |n| {
+            let (processor, handlers) = processor(n);
+            move |i| assert!(processor.unregister_event_handler(&handlers[i * 7]))
+        });
+        assert_flat("typed handler add + drop", |n| {
+            let (processor, _handlers) = processor(n);
+            move |_| drop(processor.add_handler::<KeyPressedEvent>(5, |_| false))
+        });
+    }
+
+    /// Register + unregister from inside a dispatch: the added handler waits in the pending
+    /// list, found there by a binary search.
+    #[test]
+    fn n4_processor_register_and_unregister_during_a_dispatch() {
+        let per_op = |n: usize| {
+            let (processor, handlers) = processor(n);
+            let processor = Rc::new(processor);
+            let inner = Rc::clone(&processor);
+            let steps = Rc::new(std::cell::Cell::new(0));
+            let counted = Rc::clone(&steps);
+            let once = Rc::new(std::cell::Cell::new(false));
+            let trigger = Rc::new(move |_: &mut dyn Event| {
+                if !once.replace(true) {
+                    // `n` added first, then the measured operations among them.
+                    let added: Handlers = (0..n).map(|_| consumer()).collect();
+                    for handler in &added {
+                        assert!(inner.register_event_handler(handler, 3));
+                    }
+                    counted.set(count(|| {
+                        for handler in added.iter().step_by(7).take(64) {
+                            assert!(inner.unregister_event_handler(handler));
+                            let fresh = consumer();
+                            assert!(inner.register_event_handler(&fresh, 2));
+                            assert!(inner.unregister_event_handler(&fresh));
+                        }
+                    }));
+                }
+                false
+            });
+            assert!(processor.register_event_handler(&trigger, i32::MAX));
+            // A key no handler of `processor(n)` takes before the trigger runs.
+            processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE));
+            drop(handlers);
+            steps.get() as f64 / 64.0
+        };
+        assert_within(
+            "register + unregister during a dispatch",
+            per_op(SMALL),
+            per_op(LARGE),
+        );
+    }
+}
