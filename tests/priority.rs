@@ -140,11 +140,20 @@ fn b3_generic_delegate_orders_lambda_static_and_member_subscriptions() {
     let on_score: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
     let hud = Rc::new(Hud);
     let _plain = on_score.add_lambda(|score| record(format!("plain {score}")));
-    let _static = on_score.add_static_with_priority(-3, |score| record(format!("static {score}")));
-    let _member = on_score.add_member_with_priority(7, &hud, |_, score| {
-        record(format!("hud {score}"));
-    });
-    let _lambda = on_score.add_lambda_with_priority(7, |score| record(format!("tie {score}")));
+    let _static = on_score
+        .subscribe()
+        .priority(-3)
+        .add_static(|score| record(format!("static {score}")));
+    let _member = on_score
+        .subscribe()
+        .priority(7)
+        .add_member(&hud, |_, score| {
+            record(format!("hud {score}"));
+        });
+    let _lambda = on_score
+        .subscribe()
+        .priority(7)
+        .add_lambda(|score| record(format!("tie {score}")));
     on_score.broadcast(9);
     assert_eq!(
         LOG.with(|log| log.take()),

@@ -134,7 +134,9 @@ fn b2_generic_registration_subscribes_and_unsubscribes() {
     let alarm = Rc::new(Alarm(Cell::new(0)));
     let _alarm = door
         .on_locked()
-        .add_member_with_priority(1, &alarm, |alarm, _| alarm.0.set(alarm.0.get() + 1));
+        .subscribe()
+        .priority(1)
+        .add_member(&alarm, |alarm, _| alarm.0.set(alarm.0.get() + 1));
     let _static = door.on_locked().add_static(|_| {});
     assert_eq!(door.on_locked().len(), 3);
     door.lock(true);
@@ -157,11 +159,14 @@ fn b2_generic_registration_adds_shared_callables_with_priorities() {
     let events = delegate.registration();
     let shared: Rc<dyn Fn() -> u8> = Rc::new(|| 1);
     let _one = events.add_shared(Rc::clone(&shared));
-    let _two = events.add_shared_with_priority(2, Rc::new(|| 2));
+    let _two = events.subscribe().priority(2).add_shared(Rc::new(|| 2));
     let owner = Rc::new(());
-    let _three = events.add_shared_member_with_priority(3, &owner, Rc::new(|| 3));
+    let _three = events
+        .subscribe()
+        .priority(3)
+        .add_shared_member(&owner, Rc::new(|| 3));
     let _four = events.add_shared_member(&owner, Rc::new(|| 4));
-    let _five = events.add_lambda_with_priority(-1, || 5);
+    let _five = events.subscribe().priority(-1).add_lambda(|| 5);
     assert_eq!(delegate.broadcast_collect(), [3, 2, 1, 4, 5]);
     drop(owner);
     assert_eq!(delegate.broadcast_collect(), [2, 1, 5]);

@@ -71,6 +71,7 @@ impl ProjectLoaded {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
+            .subscribe()
             .add_shared_method_keyed(
                 owner,
                 ::lumina::__private::fn_address(method as *const ()),
@@ -105,15 +106,15 @@ impl ProjectLoaded {
         &self,
         f: impl ::core::ops::Fn() + 'static,
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_once(::lumina::__private::Rc::new(f))
+        self.0.subscribe().once().add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function that runs at most once, like `add_lambda_once`.
     #[track_caller]
     pub fn add_static_once(&self, f: fn()) -> ::lumina::__private::DelegateHandle {
         self.0
+            .subscribe()
+            .once()
             .add_shared_keyed(
-                0,
-                true,
                 ::lumina::__private::fn_address(f as *const ()),
                 ::lumina::__private::Rc::new(f),
             )
@@ -127,7 +128,9 @@ impl ProjectLoaded {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_member_once(
+            .subscribe()
+            .once()
+            .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move || {
                     ::lumina::__private::call_member(
@@ -146,7 +149,9 @@ impl ProjectLoaded {
         f: impl ::core::ops::Fn(&::lumina::__private::ThisSubscription) + 'static,
     ) -> ::lumina::__private::DelegateHandle {
         self.0
-            .add_shared_self_aware(move |this: ::lumina::__private::ThisSubscription| {
+            .subscribe()
+            .self_aware()
+            .add_shared(move |this: ::lumina::__private::ThisSubscription| {
                 ::lumina::__private::Rc::new(move || f(&this))
             })
     }
@@ -163,7 +168,9 @@ impl ProjectLoaded {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_member_self_aware(
+            .subscribe()
+            .self_aware()
+            .add_shared_member(
                 owner,
                 move |this: ::lumina::__private::ThisSubscription| {
                     ::lumina::__private::Rc::new(move || {
@@ -237,7 +244,7 @@ impl ProjectLoaded {
         priority: i32,
         f: impl ::core::ops::Fn() + 'static,
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+        self.0.subscribe().priority(priority).add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
     #[track_caller]
@@ -247,9 +254,9 @@ impl ProjectLoaded {
         f: fn(),
     ) -> ::lumina::__private::DelegateHandle {
         self.0
+            .subscribe()
+            .priority(priority)
             .add_shared_keyed(
-                priority,
-                false,
                 ::lumina::__private::fn_address(f as *const ()),
                 ::lumina::__private::Rc::new(f),
             )
@@ -265,8 +272,9 @@ impl ProjectLoaded {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_member_with_priority(
-                priority,
+            .subscribe()
+            .priority(priority)
+            .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move || {
                     ::lumina::__private::call_member(
@@ -660,6 +668,7 @@ impl WindowResize {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
+            .subscribe()
             .add_shared_method_keyed(
                 owner,
                 ::lumina::__private::fn_address(method as *const ()),
@@ -694,7 +703,7 @@ impl WindowResize {
         &self,
         f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_once(::lumina::__private::Rc::new(f))
+        self.0.subscribe().once().add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function that runs at most once, like `add_lambda_once`.
     #[track_caller]
@@ -703,9 +712,9 @@ impl WindowResize {
         f: fn(&Window, UVec2),
     ) -> ::lumina::__private::DelegateHandle {
         self.0
+            .subscribe()
+            .once()
             .add_shared_keyed(
-                0,
-                true,
                 ::lumina::__private::fn_address(f as *const ()),
                 ::lumina::__private::Rc::new(f),
             )
@@ -719,7 +728,9 @@ impl WindowResize {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_member_once(
+            .subscribe()
+            .once()
+            .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
                     ::lumina::__private::call_member(
@@ -742,7 +753,9 @@ impl WindowResize {
         ) + 'static,
     ) -> ::lumina::__private::DelegateHandle {
         self.0
-            .add_shared_self_aware(move |this: ::lumina::__private::ThisSubscription| {
+            .subscribe()
+            .self_aware()
+            .add_shared(move |this: ::lumina::__private::ThisSubscription| {
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| f(
                     &this,
                     window,
@@ -765,7 +778,9 @@ impl WindowResize {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_member_self_aware(
+            .subscribe()
+            .self_aware()
+            .add_shared_member(
                 owner,
                 move |this: ::lumina::__private::ThisSubscription| {
                     ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
@@ -839,7 +854,7 @@ impl WindowResize {
         priority: i32,
         f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+        self.0.subscribe().priority(priority).add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
     #[track_caller]
@@ -849,9 +864,9 @@ impl WindowResize {
         f: fn(&Window, UVec2),
     ) -> ::lumina::__private::DelegateHandle {
         self.0
+            .subscribe()
+            .priority(priority)
             .add_shared_keyed(
-                priority,
-                false,
                 ::lumina::__private::fn_address(f as *const ()),
                 ::lumina::__private::Rc::new(f),
             )
@@ -867,8 +882,9 @@ impl WindowResize {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_member_with_priority(
-                priority,
+            .subscribe()
+            .priority(priority)
+            .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
                     ::lumina::__private::call_member(
@@ -1298,6 +1314,7 @@ impl SaveQuery {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
+            .subscribe()
             .add_shared_method_keyed(
                 owner,
                 ::lumina::__private::fn_address(method as *const ()),
@@ -1332,7 +1349,7 @@ impl SaveQuery {
         &self,
         f: impl ::core::ops::Fn(&str) -> bool + 'static,
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_once(::lumina::__private::Rc::new(f))
+        self.0.subscribe().once().add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function that runs at most once, like `add_lambda_once`.
     #[track_caller]
@@ -1341,9 +1358,9 @@ impl SaveQuery {
         f: fn(&str) -> bool,
     ) -> ::lumina::__private::DelegateHandle {
         self.0
+            .subscribe()
+            .once()
             .add_shared_keyed(
-                0,
-                true,
                 ::lumina::__private::fn_address(f as *const ()),
                 ::lumina::__private::Rc::new(f),
             )
@@ -1357,7 +1374,9 @@ impl SaveQuery {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_member_once(
+            .subscribe()
+            .once()
+            .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |path: &str| {
                     ::lumina::__private::call_member(
@@ -1379,7 +1398,9 @@ impl SaveQuery {
         ) -> bool + 'static,
     ) -> ::lumina::__private::DelegateHandle {
         self.0
-            .add_shared_self_aware(move |this: ::lumina::__private::ThisSubscription| {
+            .subscribe()
+            .self_aware()
+            .add_shared(move |this: ::lumina::__private::ThisSubscription| {
                 ::lumina::__private::Rc::new(move |path: &str| f(&this, path))
             })
     }
@@ -1397,7 +1418,9 @@ impl SaveQuery {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_member_self_aware(
+            .subscribe()
+            .self_aware()
+            .add_shared_member(
                 owner,
                 move |this: ::lumina::__private::ThisSubscription| {
                     ::lumina::__private::Rc::new(move |path: &str| {
@@ -1471,7 +1494,7 @@ impl SaveQuery {
         priority: i32,
         f: impl ::core::ops::Fn(&str) -> bool + 'static,
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+        self.0.subscribe().priority(priority).add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
     #[track_caller]
@@ -1481,9 +1504,9 @@ impl SaveQuery {
         f: fn(&str) -> bool,
     ) -> ::lumina::__private::DelegateHandle {
         self.0
+            .subscribe()
+            .priority(priority)
             .add_shared_keyed(
-                priority,
-                false,
                 ::lumina::__private::fn_address(f as *const ()),
                 ::lumina::__private::Rc::new(f),
             )
@@ -1499,8 +1522,9 @@ impl SaveQuery {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_member_with_priority(
-                priority,
+            .subscribe()
+            .priority(priority)
+            .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |path: &str| {
                     ::lumina::__private::call_member(
@@ -1962,6 +1986,7 @@ impl AssetImported {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
+            .subscribe()
             .add_shared_method_keyed(
                 owner,
                 ::lumina::__private::fn_address(method as *const ()),
@@ -1996,7 +2021,7 @@ impl AssetImported {
         &self,
         f: impl ::core::ops::Fn(String, usize) + 'static,
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_once(::lumina::__private::Rc::new(f))
+        self.0.subscribe().once().add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function that runs at most once, like `add_lambda_once`.
     #[track_caller]
@@ -2005,9 +2030,9 @@ impl AssetImported {
         f: fn(String, usize),
     ) -> ::lumina::__private::DelegateHandle {
         self.0
+            .subscribe()
+            .once()
             .add_shared_keyed(
-                0,
-                true,
                 ::lumina::__private::fn_address(f as *const ()),
                 ::lumina::__private::Rc::new(f),
             )
@@ -2021,7 +2046,9 @@ impl AssetImported {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_member_once(
+            .subscribe()
+            .once()
+            .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
                     ::lumina::__private::call_member(
@@ -2044,7 +2071,9 @@ impl AssetImported {
         ) + 'static,
     ) -> ::lumina::__private::DelegateHandle {
         self.0
-            .add_shared_self_aware(move |this: ::lumina::__private::ThisSubscription| {
+            .subscribe()
+            .self_aware()
+            .add_shared(move |this: ::lumina::__private::ThisSubscription| {
                 ::lumina::__private::Rc::new(move |path: String, bytes: usize| f(
                     &this,
                     path,
@@ -2067,7 +2096,9 @@ impl AssetImported {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_member_self_aware(
+            .subscribe()
+            .self_aware()
+            .add_shared_member(
                 owner,
                 move |this: ::lumina::__private::ThisSubscription| {
                     ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
@@ -2141,7 +2172,7 @@ impl AssetImported {
         priority: i32,
         f: impl ::core::ops::Fn(String, usize) + 'static,
     ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
+        self.0.subscribe().priority(priority).add_shared(::lumina::__private::Rc::new(f))
     }
     /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
     #[track_caller]
@@ -2151,9 +2182,9 @@ impl AssetImported {
         f: fn(String, usize),
     ) -> ::lumina::__private::DelegateHandle {
         self.0
+            .subscribe()
+            .priority(priority)
             .add_shared_keyed(
-                priority,
-                false,
                 ::lumina::__private::fn_address(f as *const ()),
                 ::lumina::__private::Rc::new(f),
             )
@@ -2169,8 +2200,9 @@ impl AssetImported {
     ) -> ::lumina::__private::DelegateHandle {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_member_with_priority(
-                priority,
+            .subscribe()
+            .priority(priority)
+            .add_shared_member(
                 owner,
                 ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
                     ::lumina::__private::call_member(

@@ -493,7 +493,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #method: fn(&T, #(#types),*) #output_arrow,
             ) -> #handle {
                 #downgrade
-                self.0.add_shared_method_keyed(
+                self.0.subscribe().add_shared_method_keyed(
                     #owner,
                     ::lumina::__private::fn_address(#method as *const ()),
                     #member_callable,
@@ -519,15 +519,13 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// starts, so no broadcast (nested or later) runs it twice.
             #[track_caller]
             pub fn add_lambda_once(&self, #f: impl #signature + 'static) -> #handle {
-                self.0.add_shared_once(#rc::new(#f))
+                self.0.subscribe().once().add_shared(#rc::new(#f))
             }
 
             /// Adds a plain function that runs at most once, like `add_lambda_once`.
             #[track_caller]
             pub fn add_static_once(&self, #f: fn(#(#types),*) #output_arrow) -> #handle {
-                self.0.add_shared_keyed(
-                    0,
-                    true,
+                self.0.subscribe().once().add_shared_keyed(
                     ::lumina::__private::fn_address(#f as *const ()),
                     #rc::new(#f),
                 )
@@ -541,14 +539,14 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #method: impl #member_signature + 'static,
             ) -> #handle {
                 #downgrade
-                self.0.add_shared_member_once(#owner, #member_callable)
+                self.0.subscribe().once().add_shared_member(#owner, #member_callable)
             }
 
             /// Adds a closure that receives its own subscription first, so it can remove,
             /// block or re-prioritize itself.
             #[track_caller]
             pub fn add_lambda_self_aware(&self, #f: impl #aware_signature + 'static) -> #handle {
-                self.0.add_shared_self_aware(#aware_lambda)
+                self.0.subscribe().self_aware().add_shared(#aware_lambda)
             }
 
             /// Adds a method of `owner` that receives its own subscription after the owner,
@@ -560,7 +558,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #method: impl #aware_member_signature + 'static,
             ) -> #handle {
                 #downgrade
-                self.0.add_shared_member_self_aware(#owner, #aware_member)
+                self.0.subscribe().self_aware().add_shared_member(#owner, #aware_member)
             }
 
             /// Blocks the subscription of `handle`: it keeps its place and priority and still
@@ -613,7 +611,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #priority: i32,
                 #f: impl #signature + 'static,
             ) -> #handle {
-                self.0.add_shared_with_priority(#priority, #rc::new(#f))
+                self.0.subscribe().priority(#priority).add_shared(#rc::new(#f))
             }
 
             /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
@@ -623,9 +621,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #priority: i32,
                 #f: fn(#(#types),*) #output_arrow,
             ) -> #handle {
-                self.0.add_shared_keyed(
-                    #priority,
-                    false,
+                self.0.subscribe().priority(#priority).add_shared_keyed(
                     ::lumina::__private::fn_address(#f as *const ()),
                     #rc::new(#f),
                 )
@@ -641,7 +637,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #method: impl #member_signature + 'static,
             ) -> #handle {
                 #downgrade
-                self.0.add_shared_member_with_priority(#priority, #owner, #member_callable)
+                self.0.subscribe().priority(#priority).add_shared_member(#owner, #member_callable)
             }
 
             /// A bind-only view of this delegate: it subscribes and unsubscribes, but cannot
