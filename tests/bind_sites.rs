@@ -67,7 +67,7 @@ fn b5_every_add_records_where_it_was_made_generic_and_declared() {
     let line = line!() + 1;
     let _ = declared.add_lambda(|_| {});
     let view = declared.registration();
-    let _ = view.add_lambda_with_priority(5, |_| {});
+    let _ = view.subscribe().priority(5).add_lambda(|_| {});
     // In dispatch order: the priority-5 subscription (made through the view) runs first.
     assert_eq!(
         sites(&declared.subscriptions()),

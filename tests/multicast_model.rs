@@ -57,7 +57,7 @@ struct Sub {
     owner: Option<usize>,
     /// Added with this priority (the builder's `priority`), with any other option.
     priority: i32,
-    /// One-shot (`add_lambda_once`, `add_member_once`; X3): removed right before its call.
+    /// One-shot (the builder's `once`; X3): removed right before its call.
     once: bool,
     /// Run on every call.
     actions: Vec<Op>,

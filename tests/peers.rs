@@ -717,11 +717,17 @@ fn x2_views_offer_every_new_form() {
     let (a, b, c) = (Rc::clone(&log), Rc::clone(&log), Rc::clone(&log));
     let _ = player
         .on_died()
-        .add_lambda_once(move |_| a.borrow_mut().push("once"));
-    let aware = player.on_died().add_lambda_self_aware(move |this, _| {
-        b.borrow_mut().push("aware");
-        this.remove();
-    });
+        .subscribe()
+        .once()
+        .add_lambda(move |_| a.borrow_mut().push("once"));
+    let aware = player
+        .on_died()
+        .subscribe()
+        .self_aware()
+        .add_lambda(move |this, _| {
+            b.borrow_mut().push("aware");
+            this.remove();
+        });
     let muted = player
         .on_died()
         .add_lambda(move |_| c.borrow_mut().push("muted"));
@@ -930,11 +936,11 @@ fn x4_x6_x7_a_lifecycle_signal_blocks_self_aware_and_removes_by_function() {
     assert!(!on_ready.block(muted) && on_ready.is_empty());
 }
 
-/// X6: a lifecycle signal has `add_member_self_aware`: the method receives its owner and its own
+/// X6: a lifecycle signal's builder takes a self-aware member: the method receives its owner and its own
 /// subscription, and may remove itself from inside the broadcast (later subscribers see it
 /// gone); the owner is held weakly (M9).
 #[test]
-fn x6_a_lifecycle_signal_has_add_member_self_aware_that_removes_itself() {
+fn x6_a_lifecycle_signal_takes_a_self_aware_member_that_removes_itself() {
     use lumina::core_delegates::LifecycleSignal;
     struct Panel {
         log: Log,

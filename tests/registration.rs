@@ -86,12 +86,21 @@ fn b2_declared_registration_binds_members_statics_and_priorities() {
     let _member = events.add_member(&guard, |guard, _, by| {
         record(format!("{} sees {by}", guard.0))
     });
-    let _early = events.add_member_with_priority(9, &guard, |guard, _, _| {
-        record(format!("{} first", guard.0));
-    });
+    let _early = events
+        .subscribe()
+        .priority(9)
+        .add_member(&guard, |guard, _, _| {
+            record(format!("{} first", guard.0));
+        });
     let _static = events.add_static(|_, by| record(format!("static {by}")));
-    let _late = events.add_static_with_priority(-1, |_, _| record("static last".into()));
-    let _lambda = events.add_lambda_with_priority(5, |_, by| record(format!("lambda {by}")));
+    let _late = events
+        .subscribe()
+        .priority(-1)
+        .add_static(|_, _| record("static last".into()));
+    let _lambda = events
+        .subscribe()
+        .priority(5)
+        .add_lambda(|_, by| record(format!("lambda {by}")));
     door.open("thief");
     assert_eq!(
         LOG.with(|log| log.take()),

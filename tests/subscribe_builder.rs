@@ -1,7 +1,8 @@
 //! Rule A1: one builder shape for a subscription with options. Every meaningful combination of
 //! the options (priority, one-shot, self-aware, muted) with every finish (lambda, static,
 //! member, shared, shared member, method) is made on every mechanism the builder covers (the
-//! generic delegate, its registration view, a lifecycle signal), and its behaviour is checked
+//! generic delegate, its registration view, a declared delegate and its view, a lifecycle
+//! signal), and its behaviour is checked
 //! against what the options say: where it runs among the others, how often, whether it receives
 //! its own subscription, whether it runs at all while muted, and that `remove_static` /
 //! `remove_method` / `remove_all` find it. The combinations that mean nothing (self-aware with a
@@ -206,13 +207,61 @@ fn expected_first(case: &Case) -> Vec<&'static str> {
     }
 }
 
+/// What the checks need of a delegate that broadcasts `u32`: the generic one and a declared
+/// one have the same methods, not a common type.
+trait Target {
+    fn len(&self) -> usize;
+    fn is_blocked(&self, handle: DelegateHandle) -> bool;
+    fn unblock(&self, handle: DelegateHandle) -> bool;
+    fn remove(&self, handle: DelegateHandle) -> bool;
+    fn broadcast(&self, value: u32);
+    /// Subscribes `case` again through the builder.
+    fn resubscribe(&self, case: Case, owner: &Rc<Owner>) -> DelegateHandle;
+    /// Removes by what the subscription was made from: `remove_static`, `remove_method`,
+    /// `remove_all` or the handle.
+    fn remove_by_key(&self, case: Case, owner: &Rc<Owner>, handle: DelegateHandle) -> usize;
+}
+
+macro_rules! impl_target {
+    ($Type:ty, $shared:ident) => {
+        impl Target for $Type {
+            fn len(&self) -> usize {
+                self.len()
+            }
+            fn is_blocked(&self, handle: DelegateHandle) -> bool {
+                self.is_blocked(handle)
+            }
+            fn unblock(&self, handle: DelegateHandle) -> bool {
+                self.unblock(handle)
+            }
+            fn remove(&self, handle: DelegateHandle) -> bool {
+                self.remove(handle)
+            }
+            fn broadcast(&self, value: u32) {
+                self.broadcast(value)
+            }
+            fn resubscribe(&self, case: Case, owner: &Rc<Owner>) -> DelegateHandle {
+                subscribe!(self.subscribe(), case, owner, $shared dyn Fn(u32), value)
+            }
+            fn remove_by_key(&self, case: Case, owner: &Rc<Owner>, handle: DelegateHandle) -> usize {
+                match case.kind {
+                    Kind::Static => self.remove_static(subject_static),
+                    Kind::Method => self.remove_method(owner, Owner::method),
+                    Kind::Member | Kind::SharedMember => self.remove_all(owner),
+                    Kind::Lambda | Kind::Shared => usize::from(self.remove(handle)),
+                }
+            }
+        }
+    };
+}
+
+lumina::declare_multicast_delegate!(OnValue(value: u32));
+
+impl_target!(MulticastDelegate<dyn Fn(u32)>, shared);
+impl_target!(OnValue, no_shared);
+
 /// The checks after the subscription, on a delegate that broadcasts `u32`.
-fn check_delegate(
-    case: Case,
-    delegate: &MulticastDelegate<dyn Fn(u32)>,
-    handle: DelegateHandle,
-    owner: &Rc<Owner>,
-) {
+fn check_delegate(case: Case, delegate: &impl Target, handle: DelegateHandle, owner: &Rc<Owner>) {
     assert!(handle.is_valid(), "{case:?}");
     assert_eq!(
         delegate.len(),
@@ -259,14 +308,12 @@ fn check_delegate(
     );
     if !case.once {
         // Put it back the same way, then find it by what it was made from.
-        let handle = subscribe!(delegate.subscribe(), case, owner, shared dyn Fn(u32), value);
-        let found = match case.kind {
-            Kind::Static => delegate.remove_static(subject_static),
-            Kind::Method => delegate.remove_method(owner, Owner::method),
-            Kind::Member | Kind::SharedMember => delegate.remove_all(owner),
-            Kind::Lambda | Kind::Shared => usize::from(delegate.remove(handle)),
-        };
-        assert_eq!(found, 1, "{case:?}: found by its key");
+        let handle = delegate.resubscribe(case, owner);
+        assert_eq!(
+            delegate.remove_by_key(case, owner, handle),
+            1,
+            "{case:?}: found by its key"
+        );
     }
 }
 
@@ -291,6 +338,26 @@ fn a1_every_combination_through_a_registration_view() {
         let view = delegate.registration();
         let _reference = view.add_lambda(|_| log("reference"));
         let handle = subscribe!(view.subscribe(), case, &owner, shared dyn Fn(u32), value);
+        check_delegate(case, &delegate, handle, &owner);
+    }
+}
+
+/// A declared delegate's builder (`OnValueSubscribe`) and its view's: the same shape. The
+/// declared builder takes no shared callable after `self_aware` (it has no shared member form).
+#[test]
+fn a1_every_combination_on_a_declared_delegate_and_its_view() {
+    let declared = |case: &Case| !matches!(case.kind, Kind::Shared | Kind::SharedMember);
+    for case in cases().into_iter().filter(declared) {
+        let delegate = OnValue::new();
+        let owner = Rc::new(Owner);
+        let _reference = delegate.add_lambda(|_| log("reference"));
+        let handle = subscribe!(delegate.subscribe(), case, &owner, no_shared dyn Fn(u32), value);
+        check_delegate(case, &delegate, handle, &owner);
+
+        let delegate = OnValue::new();
+        let view = delegate.registration();
+        let _reference = view.add_lambda(|_| log("reference"));
+        let handle = subscribe!(view.subscribe(), case, &owner, no_shared dyn Fn(u32), value);
         check_delegate(case, &delegate, handle, &owner);
     }
 }

@@ -114,6 +114,8 @@ pub mod __private {
     #[doc(hidden)]
     pub use crate::scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
     #[doc(hidden)]
+    pub use crate::subscribe::{NotSelfAware, Plain, SelfAware, Subscribe, TakesPlainFunction};
+    #[doc(hidden)]
     pub use inventory;
     #[doc(hidden)]
     pub use std::rc::Rc;
