@@ -823,18 +823,21 @@ fn x3_x4_x6_script_delegate_native_listeners_once_blocked_and_self_aware() {
     let on_hit: Rc<lumina::ScriptDelegate<Hit>> = Rc::new(lumina::ScriptDelegate::new());
     let log = log();
     let (weak, inner) = (Rc::downgrade(&on_hit), Rc::clone(&log));
-    let _ = on_hit.add_lambda_once(move |hit| {
+    let _ = on_hit.subscribe().once().add_lambda(move |hit| {
         inner.borrow_mut().push("once");
         // Broadcasting again from inside never runs it twice.
         weak.upgrade().expect("alive").broadcast(hit);
     });
     let inner = Rc::clone(&log);
-    let aware = on_hit.add_lambda_self_aware(move |this, hit| {
-        inner.borrow_mut().push("aware");
-        if hit.damage > 1 {
-            assert!(this.remove());
-        }
-    });
+    let aware = on_hit
+        .subscribe()
+        .self_aware()
+        .add_lambda(move |this, hit| {
+            inner.borrow_mut().push("aware");
+            if hit.damage > 1 {
+                assert!(this.remove());
+            }
+        });
     let muted = on_hit.add_lambda(say_ref(&log, "muted"));
     assert!(on_hit.block(muted) && on_hit.is_blocked(muted));
     on_hit.broadcast(&Hit { damage: 1 });
@@ -865,18 +868,21 @@ fn x3_x6_x7_script_delegate_native_members_once_and_self_aware_and_remove_static
     let target = Rc::new(Target {
         log: Rc::clone(&log),
     });
-    let once = on_hit.add_member_once(&target, |target, _| {
+    let once = on_hit.subscribe().once().add_member(&target, |target, _| {
         target.log.borrow_mut().push("member once");
     });
-    let aware = on_hit.add_member_self_aware(&target, |target, this, hit| {
-        target.log.borrow_mut().push("member aware");
-        if hit.damage > 1 {
-            assert!(this.block());
-        }
-    });
+    let aware = on_hit
+        .subscribe()
+        .self_aware()
+        .add_member(&target, |target, this, hit| {
+            target.log.borrow_mut().push("member aware");
+            if hit.damage > 1 {
+                assert!(this.block());
+            }
+        });
     let _ = on_hit.add_static(plain);
     let _ = on_hit.add_lambda(plain); // a closure: never removed by function
-    let static_once = on_hit.add_static_once(plain);
+    let static_once = on_hit.subscribe().once().add_static(plain);
     on_hit.broadcast(&Hit { damage: 1 });
     assert!(!on_hit.remove(static_once), "ran once, gone");
     on_hit.broadcast(&Hit { damage: 2 });
@@ -1046,7 +1052,7 @@ fn x3_a_one_shot_native_listener_is_not_used_up_by_the_managed_pass() {
         std::ptr::from_ref(&context).cast_mut().cast(),
     );
     assert_ne!(id, 0);
-    let once = on_hit.add_lambda_once(say_ref(&log, "once"));
+    let once = on_hit.subscribe().once().add_lambda(say_ref(&log, "once"));
     context.handle.set(once);
     assert!(on_hit.block(once));
     on_hit.broadcast(&Hit { damage: 1 });

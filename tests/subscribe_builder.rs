@@ -9,7 +9,9 @@
 //! plain function pointer, `self_aware` twice) are compile errors: `ui-tests/subscribe/`.
 
 use lumina::core_delegates::LifecycleSignal;
-use lumina::{DelegateHandle, MulticastDelegate, ThisSubscription};
+use lumina::{
+    DelegateHandle, MulticastDelegate, ScriptDelegate, ThisSubscription, script_delegate,
+};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -37,6 +39,10 @@ fn subject_static(_: u32) {
 }
 
 fn subject_static0() {
+    log("subject");
+}
+
+fn subject_static_ref<T>(_: &T) {
     log("subject");
 }
 
@@ -108,7 +114,7 @@ fn cases() -> Vec<Case> {
 /// Applies the case's options to any builder, then its finish: the one shape, written once
 /// per mechanism by this macro only because the finishes' callables differ in arity.
 macro_rules! subscribe {
-    ($builder:expr, $case:expr, $owner:expr, $shared:ident $Sig:ty, $($arg:ident)?) => {{
+    ($builder:expr, $case:expr, $owner:expr, $shared:ident $methods:ident $static:ident $Sig:ty, $($arg:ident)?) => {{
         let case: Case = $case;
         let mut builder = $builder;
         if let Some(priority) = case.priority {
@@ -147,8 +153,8 @@ macro_rules! subscribe {
                     log("subject");
                 }),
                 Kind::Shared | Kind::SharedMember => subscribe!(@plain_shared $shared builder, case, $owner, $($arg)?),
-                Kind::Static => subscribe!(@static builder, $($arg)?),
-                Kind::Method => subscribe!(@method builder, $owner, $($arg)?),
+                Kind::Static => builder.add_static($static),
+                Kind::Method => subscribe!(@method $methods builder, $owner),
             }
         }
     }};
@@ -188,10 +194,8 @@ macro_rules! subscribe {
     };
     (@aware_shared no_shared $($rest:tt)*) => { unreachable!("a signal has no shared form") };
     (@plain_shared no_shared $($rest:tt)*) => { unreachable!("a signal has no shared form") };
-    (@static $builder:ident, $arg:ident) => { $builder.add_static(subject_static) };
-    (@static $builder:ident,) => { $builder.add_static(subject_static0) };
-    (@method $builder:ident, $owner:expr, $arg:ident) => { $builder.add_method($owner, Owner::method) };
-    (@method $builder:ident, $owner:expr,) => { unreachable!("a signal has no method form") };
+    (@method methods $builder:ident, $owner:expr) => { $builder.add_method($owner, Owner::method) };
+    (@method no_methods $builder:ident, $owner:expr) => { unreachable!("no method form here") };
 }
 
 /// What the first broadcast must log, given that a plain "reference" subscriber at priority 0
@@ -241,7 +245,7 @@ macro_rules! impl_target {
                 self.broadcast(value)
             }
             fn resubscribe(&self, case: Case, owner: &Rc<Owner>) -> DelegateHandle {
-                subscribe!(self.subscribe(), case, owner, $shared dyn Fn(u32), value)
+                subscribe!(self.subscribe(), case, owner, $shared methods subject_static dyn Fn(u32), value)
             }
             fn remove_by_key(&self, case: Case, owner: &Rc<Owner>, handle: DelegateHandle) -> usize {
                 match case.kind {
@@ -325,7 +329,7 @@ fn a1_every_combination_on_the_generic_delegate() {
         let delegate: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
         let owner = Rc::new(Owner);
         let _reference = delegate.add_lambda(|_| log("reference"));
-        let handle = subscribe!(delegate.subscribe(), case, &owner, shared dyn Fn(u32), value);
+        let handle = subscribe!(delegate.subscribe(), case, &owner, shared methods subject_static dyn Fn(u32), value);
         check_delegate(case, &delegate, handle, &owner);
     }
 }
@@ -337,7 +341,7 @@ fn a1_every_combination_through_a_registration_view() {
         let owner = Rc::new(Owner);
         let view = delegate.registration();
         let _reference = view.add_lambda(|_| log("reference"));
-        let handle = subscribe!(view.subscribe(), case, &owner, shared dyn Fn(u32), value);
+        let handle = subscribe!(view.subscribe(), case, &owner, shared methods subject_static dyn Fn(u32), value);
         check_delegate(case, &delegate, handle, &owner);
     }
 }
@@ -351,13 +355,13 @@ fn a1_every_combination_on_a_declared_delegate_and_its_view() {
         let delegate = OnValue::new();
         let owner = Rc::new(Owner);
         let _reference = delegate.add_lambda(|_| log("reference"));
-        let handle = subscribe!(delegate.subscribe(), case, &owner, no_shared dyn Fn(u32), value);
+        let handle = subscribe!(delegate.subscribe(), case, &owner, no_shared methods subject_static dyn Fn(u32), value);
         check_delegate(case, &delegate, handle, &owner);
 
         let delegate = OnValue::new();
         let view = delegate.registration();
         let _reference = view.add_lambda(|_| log("reference"));
-        let handle = subscribe!(view.subscribe(), case, &owner, no_shared dyn Fn(u32), value);
+        let handle = subscribe!(view.subscribe(), case, &owner, no_shared methods subject_static dyn Fn(u32), value);
         check_delegate(case, &delegate, handle, &owner);
     }
 }
@@ -372,7 +376,7 @@ fn a1_every_combination_on_a_lifecycle_signal() {
         if matches!(case.kind, Kind::Shared | Kind::SharedMember) {
             continue; // a signal takes no shared callable, plain or built
         }
-        let handle = subscribe!(signal.subscribe(), case, &owner, no_shared dyn Fn(),);
+        let handle = subscribe!(signal.subscribe(), case, &owner, no_shared no_methods subject_static0 dyn Fn(),);
         assert!(handle.is_valid(), "{case:?}");
         assert_eq!(signal.is_blocked(handle), case.muted, "{case:?}");
         signal.broadcast_and_clear();
@@ -383,8 +387,57 @@ fn a1_every_combination_on_a_lifecycle_signal() {
             "{case:?}"
         );
         // Fired: a late subscription through the builder is refused like a plain one (C2).
-        let late = subscribe!(signal.subscribe(), case, &owner, no_shared dyn Fn(),);
+        let late = subscribe!(signal.subscribe(), case, &owner, no_shared no_methods subject_static0 dyn Fn(),);
         assert!(!late.is_valid(), "{case:?}: too late");
+    }
+}
+
+/// The payload of the script delegate below.
+#[script_delegate]
+#[derive(Clone)]
+struct Hit {
+    damage: u32,
+}
+
+/// A script delegate's native side: the same builder (lambda, static, member).
+#[test]
+fn a1_every_combination_on_a_script_delegate() {
+    let native = |case: &Case| matches!(case.kind, Kind::Lambda | Kind::Static | Kind::Member);
+    for case in cases().into_iter().filter(native) {
+        let on_hit: ScriptDelegate<Hit> = ScriptDelegate::new();
+        let owner = Rc::new(Owner);
+        let _reference = on_hit.add_lambda(|_| log("reference"));
+        let subscribe = || subscribe!(on_hit.subscribe(), case, &owner, no_shared no_methods subject_static_ref dyn Fn(&Hit), hit);
+        let handle = subscribe();
+        assert_eq!(
+            (on_hit.len(), on_hit.is_blocked(handle)),
+            (2, case.muted),
+            "{case:?}"
+        );
+        SEEN.with(|seen| seen.set(None));
+        on_hit.broadcast(&Hit { damage: 1 });
+        assert_eq!(taken(), expected_first(&case), "{case:?}");
+        let seen = SEEN.with(Cell::get);
+        assert_eq!(
+            seen,
+            (case.self_aware && !case.muted).then_some(handle),
+            "{case:?}"
+        );
+        on_hit.unblock(handle);
+        on_hit.broadcast(&Hit { damage: 2 });
+        let spent = case.once && !case.muted;
+        let again = if spent {
+            vec!["reference"]
+        } else {
+            expected_first(&Case {
+                muted: false,
+                ..case
+            })
+        };
+        assert_eq!(taken(), again, "{case:?}: once");
+        if case.kind == Kind::Static && !case.once {
+            assert_eq!(on_hit.remove_static(subject_static_ref), 1, "{case:?}");
+        }
     }
 }
 

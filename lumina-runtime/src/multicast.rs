@@ -9,7 +9,7 @@ use std::fmt;
 use std::rc::{Rc, Weak};
 
 use crate::handle::DelegateHandle;
-use crate::invocation::{Guarded, InvocationList, Shared, Spec};
+use crate::invocation::{Guarded, InvocationList, Shared};
 use crate::scoped::{ScopedBlock, ThisSubscription};
 use crate::subscribe::{Options, Plain, SelfAware, Subscribe, TakesPlainFunction};
 
@@ -222,13 +222,9 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         key: Option<usize>,
         callable: Rc<F>,
     ) -> DelegateHandle {
-        let spec = Spec {
-            priority: options.priority,
-            once: options.once,
-            key,
-            owner,
-        };
-        let handle = self.list.insert_spec(spec, Shared::new(callable));
+        let handle = self
+            .list
+            .insert_spec(options.spec(owner, key), Shared::new(callable));
         if options.muted {
             self.list.set_blocked(handle, true);
         }
@@ -245,15 +241,11 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         owner: Option<Weak<dyn Any>>,
         make: impl FnOnce(ThisSubscription) -> Rc<F>,
     ) -> DelegateHandle {
-        let spec = Spec {
-            priority: options.priority,
-            once: options.once,
-            key: None,
-            owner,
-        };
-        let handle = self.list.insert_with(spec, |handle, list| {
-            Shared::new(make(ThisSubscription::new(handle, list)))
-        });
+        let handle = self
+            .list
+            .insert_with(options.spec(owner, None), |handle, list| {
+                Shared::new(make(ThisSubscription::new(handle, list)))
+            });
         if options.muted {
             self.list.set_blocked(handle, true);
         }

@@ -85,6 +85,24 @@ pub(crate) struct Options {
     pub(crate) muted: bool,
 }
 
+impl Options {
+    /// The insertion these options describe, for `owner` (member bindings) and `key` (made from
+    /// a plain function, X7).
+    #[inline]
+    pub(crate) fn spec(
+        self,
+        owner: Option<std::rc::Weak<dyn std::any::Any>>,
+        key: Option<usize>,
+    ) -> crate::invocation::Spec {
+        crate::invocation::Spec {
+            priority: self.priority,
+            once: self.once,
+            key,
+            owner,
+        }
+    }
+}
+
 /// A subscription being made: the target (a delegate) and the options so far, in mode `M`
 /// ([`Plain`] or [`SelfAware`]). Made by the target's `subscribe()`; finished by the target's
 /// verb for the callable's kind (`add_lambda`, `add_static`, `add_member`, `add_shared`,
