@@ -181,10 +181,14 @@ fn main() {
         .add_lambda(|path, bytes| println!("  [thumbnails] render {path} ({bytes} bytes)"));
     let _index = editor
         .on_asset_imported()
-        .add_lambda_with_priority(10, |path, _| println!("  [index] register {path} first"));
+        .subscribe()
+        .priority(10)
+        .add_lambda(|path, _| println!("  [index] register {path} first"));
     let _stats = editor
         .on_asset_imported()
-        .add_static_with_priority(-1, |_, bytes| println!("  [stats] +{bytes} bytes, last"));
+        .subscribe()
+        .priority(-1)
+        .add_static(|_, bytes| println!("  [stats] +{bytes} bytes, last"));
     // `editor.on_asset_imported().broadcast(..)` does not compile: only the editor fires it.
 
     println!("7. An importer thread reports through a queued sender; it runs on the game thread.");

@@ -225,7 +225,9 @@ pub use lumina_runtime::__private;
 /// // Saving must happen before anything else reacts.
 /// let _save = player
 ///     .on_died()
-///     .add_lambda_with_priority(10, move |_| save.borrow_mut().push("save".to_owned()));
+///     .subscribe()
+///     .priority(10)
+///     .add_lambda(move |_| save.borrow_mut().push("save".to_owned()));
 /// player.die("lava");
 /// assert_eq!(*log.borrow(), ["save", "hud: lava"]);
 /// // player.on_died().broadcast("cheat"); // error: no method named `broadcast` found

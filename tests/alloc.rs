@@ -222,23 +222,25 @@ fn m12_prioritized_broadcast_and_a_nested_one_merging_pending_subscribers_alloca
     for i in 0..64 {
         let sink = Rc::clone(&hits);
         let _ = delegate
-            .add_shared_with_priority(i % 4, Rc::new(move |x: u64| sink.set(sink.get() + x)));
+            .subscribe()
+            .priority(i % 4)
+            .add_shared(Rc::new(move |x: u64| sink.set(sink.get() + x)));
     }
     let nested_allocations = Rc::new(Cell::new(None));
     let result = Rc::clone(&nested_allocations);
     let inner = Rc::downgrade(&delegate);
     let sink = Rc::clone(&hits);
-    let _trigger = delegate.add_shared_with_priority(
-        10,
-        Rc::new(move |x: u64| {
+    let _trigger = delegate
+        .subscribe()
+        .priority(10)
+        .add_shared(Rc::new(move |x: u64| {
             if x == 1 {
                 let delegate = inner.upgrade().expect("alive");
                 let late = Rc::clone(&sink);
                 let _ = delegate.add_lambda(move |x| late.set(late.get() + x));
                 result.set(Some(allocations(|| delegate.broadcast(2))));
             }
-        }),
-    );
+        }));
     let counted = allocations(|| delegate.broadcast(0));
     println!("M12 prioritized broadcast, N = 65: {counted} allocations");
     assert_eq!(counted, 0);

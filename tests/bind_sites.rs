@@ -37,7 +37,7 @@ fn b5_every_add_records_where_it_was_made_generic_and_declared() {
     let a = generic.add_lambda(|_| {});
     let b = generic.add_static(|_| {});
     let c = generic.add_member(&player, |_: &Player, _| {});
-    let d = generic.add_shared_with_priority(-1, Rc::new(|_| {}));
+    let d = generic.subscribe().priority(-1).add_shared(Rc::new(|_| {}));
     let listed = generic.subscriptions();
     assert_eq!(
         listed.iter().map(|s| s.handle).collect::<Vec<_>>(),
@@ -67,7 +67,7 @@ fn b5_every_add_records_where_it_was_made_generic_and_declared() {
     let line = line!() + 1;
     let _ = declared.add_lambda(|_| {});
     let view = declared.registration();
-    let _ = view.add_lambda_with_priority(5, |_| {});
+    let _ = view.subscribe().priority(5).add_lambda(|_| {});
     // In dispatch order: the priority-5 subscription (made through the view) runs first.
     assert_eq!(
         sites(&declared.subscriptions()),

@@ -214,7 +214,10 @@ fn x5_a_future_dropped_inside_the_broadcast_that_would_wake_it() {
     let victim: Rc<RefCell<Option<NextBroadcast<(u32,)>>>> = Rc::new(RefCell::new(None));
     let slot = Rc::clone(&victim);
     // Runs first (priority), drops the future before the broadcast reaches it.
-    let _dropper = on_hit.add_lambda_with_priority(10, move |_| drop(slot.borrow_mut().take()));
+    let _dropper = on_hit
+        .subscribe()
+        .priority(10)
+        .add_lambda(move |_| drop(slot.borrow_mut().take()));
     let (inner, waker) = test_waker();
     let mut next = on_hit.next();
     assert_eq!(poll(&mut next, &waker), Poll::Pending);

@@ -8,7 +8,7 @@ use std::process::Command;
 
 /// The families of rule ids, longest first so `SD4` is not read as `S` + `D4`.
 const FAMILIES: &[&str] = &[
-    "SD", "MB", "PL", "GB", "TS", "H", "M", "S", "T", "Q", "C", "E", "P", "B", "R", "X", "V",
+    "SD", "MB", "PL", "GB", "TS", "A", "H", "M", "S", "T", "Q", "C", "E", "P", "B", "R", "X", "V",
 ];
 
 /// Words shaped like rule ids that are not citations, each with where it comes from.

@@ -42,7 +42,7 @@ fn expanded_delegates_types_work_without_the_macros() {
     let (late, early) = (Rc::clone(&order), Rc::clone(&order));
     let view = on_imported.registration();
     let _late = view.add_lambda(move |path, _| late.borrow_mut().push(path));
-    let _early = view.add_lambda_with_priority(1, move |_, bytes| {
+    let _early = view.subscribe().priority(1).add_lambda(move |_, bytes| {
         early.borrow_mut().push(bytes.to_string());
     });
     lumina::main_thread::QueuedBroadcast::broadcast_args(&on_imported, ("a.png".to_owned(), 3));

@@ -570,23 +570,35 @@ fn r2_every_member_form_holds_its_owner_under_the_guard() {
             let multicast = || -> MulticastDelegate<dyn Fn(u32)> { MulticastDelegate::new() };
 
             let once = multicast();
-            let _h = once.add_member_once(&Doomed::new(), move |owner, _| member(owner));
+            let _h = once
+                .subscribe()
+                .once()
+                .add_member(&Doomed::new(), move |owner, _| member(owner));
             assert_guarded("member", || once.broadcast(1));
             let method = multicast();
             let _h = method.add_method(&Doomed::new(), doomed_method);
             assert_guarded("member", || method.broadcast(1));
             let aware = multicast();
-            let _h = aware.add_member_self_aware(&Doomed::new(), move |owner, _, _| member(owner));
+            let _h = aware
+                .subscribe()
+                .self_aware()
+                .add_member(&Doomed::new(), move |owner, _, _| member(owner));
             assert_guarded("member", || aware.broadcast(1));
 
             let once = OnPing::new();
-            let _h = once.add_member_once(&Doomed::new(), move |owner, _| member(owner));
+            let _h = once
+                .subscribe()
+                .once()
+                .add_member(&Doomed::new(), move |owner, _| member(owner));
             assert_guarded("member", || once.broadcast(1));
             let method = OnPing::new();
             let _h = method.add_method(&Doomed::new(), doomed_method);
             assert_guarded("member", || method.broadcast(1));
             let aware = OnPing::new();
-            let _h = aware.add_member_self_aware(&Doomed::new(), move |owner, _, _| member(owner));
+            let _h = aware
+                .subscribe()
+                .self_aware()
+                .add_member(&Doomed::new(), move |owner, _, _| member(owner));
             assert_guarded("member", || aware.broadcast(1));
         },
     );

@@ -51,7 +51,7 @@ fn world() -> World {
     let muted = on_damage.add_lambda(|_| {});
     assert!(on_damage.block(muted));
     lines.insert("once", line!() + 1);
-    let _once = on_damage.add_lambda_once(|_| {});
+    let _once = on_damage.subscribe().once().add_lambda(|_| {});
     lines.insert("member", line!() + 1);
     let _member = on_damage.add_member(&owner, |_, _| {});
     keep.push(Box::new(owner));

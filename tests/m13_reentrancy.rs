@@ -257,14 +257,11 @@ fn m13_4_a_panicking_drop_inside_clear_still_clears() {
             });
         }
         let inner = Rc::clone(&d);
-        let _clearer = d.add_shared_with_priority(
-            1,
-            Rc::new(move |x| {
-                if x == 1 {
-                    inner.clear();
-                }
-            }),
-        );
+        let _clearer = d.subscribe().priority(1).add_shared(Rc::new(move |x| {
+            if x == 1 {
+                inner.clear();
+            }
+        }));
         let hook = panic::take_hook();
         panic::set_hook(Box::new(|_| {}));
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
@@ -321,14 +318,11 @@ fn m13_4_remove_all_during_a_broadcast_is_atomic_too() {
     }
     drop(guard); // the last member's closure holds the last reference
     let (inner, target) = (Rc::clone(&d), Rc::clone(&owner));
-    let _remover = d.add_shared_with_priority(
-        1,
-        Rc::new(move |x| {
-            if x == 1 {
-                assert_eq!(inner.remove_all(&target), 3);
-            }
-        }),
-    );
+    let _remover = d.subscribe().priority(1).add_shared(Rc::new(move |x| {
+        if x == 1 {
+            assert_eq!(inner.remove_all(&target), 3);
+        }
+    }));
     d.broadcast(1);
     assert!(
         runs.borrow().is_empty(),

@@ -1528,7 +1528,7 @@ fn m12_removing_prioritized_subscribers_costs_log_n_each_not_n() {
             .map(|_| {
                 let priority = [1000, 500, 0, -10][(rng.next() % 4) as usize];
                 let callable: Rc<dyn Fn()> = Rc::new(|| {});
-                signal.add_shared_with_priority(priority, callable)
+                signal.subscribe().priority(priority).add_shared(callable)
             })
             .collect();
         rng.shuffle(&mut handles);

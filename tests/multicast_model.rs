@@ -55,9 +55,9 @@ const PANIC_MARKER: &str = "scripted panic";
 struct Sub {
     /// A member binding of this owner, or a closure.
     owner: Option<usize>,
-    /// Added with this priority (`add_shared_with_priority`) when not 0.
+    /// Added with this priority (the builder's `priority`), with any other option.
     priority: i32,
-    /// One-shot (`add_lambda_once`, `add_member_once`; X3): removed right before its call.
+    /// One-shot (the builder's `once`; X3): removed right before its call.
     once: bool,
     /// Run on every call.
     actions: Vec<Op>,
@@ -910,16 +910,12 @@ impl Target for Real {
             }
         };
         let delegate = self.delegate();
+        // One builder for every combination (A1): priority, one-shot, member.
+        let builder = delegate.subscribe().priority(sub.priority);
+        let builder = if sub.once { builder.once() } else { builder };
         let handle = match owner {
-            Some(owner) if sub.once => {
-                delegate.add_member_once(&owner, move |_: &OwnerObject, probe| body(probe))
-            }
-            None if sub.once => delegate.add_lambda_once(body),
-            Some(owner) => delegate.add_member(&owner, move |_: &OwnerObject, probe| body(probe)),
-            None if sub.priority != 0 => {
-                delegate.add_shared_with_priority(sub.priority, Rc::new(body))
-            }
-            None => delegate.add_lambda(body),
+            Some(owner) => builder.add_member(&owner, move |_: &OwnerObject, probe| body(probe)),
+            None => builder.add_lambda(body),
         };
         assert!(handle.is_valid(), "H1");
         self.handles.borrow_mut().push(handle);
@@ -1055,8 +1051,6 @@ fn op() -> impl Strategy<Value = Op> {
                 rarely.clone(),
             )
                 .prop_map(|(owner, priority, once, actions, on_drop)| {
-                    // Member bindings and one-shots have no priority form here.
-                    let priority = if owner.is_some() || once { 0 } else { priority };
                     Op::Add(Sub { owner, priority, once, actions, on_drop })
                 }),
             1 => vec(inner.clone(), 1..3).prop_map(Op::Broadcast),

@@ -35,7 +35,7 @@ fn say(log: &Log, name: &'static str) -> impl Fn(u32) + 'static {
 fn x3_a_one_shot_subscriber_runs_once_and_its_handle_is_spent() {
     let signal = Signal::new();
     let log = log();
-    let once = signal.add_lambda_once(say(&log, "once"));
+    let once = signal.subscribe().once().add_lambda(say(&log, "once"));
     let _ = signal.add_lambda(say(&log, "always"));
     assert_eq!(signal.len(), 2);
     signal.broadcast(1);
@@ -55,7 +55,7 @@ fn x3_a_one_shot_subscriber_that_broadcasts_again_does_not_run_twice() {
     let log = log();
     let weak = Rc::downgrade(&signal);
     let inner = Rc::clone(&log);
-    let _ = signal.add_lambda_once(move |depth| {
+    let _ = signal.subscribe().once().add_lambda(move |depth| {
         inner.borrow_mut().push("once");
         if depth < 3 {
             weak.upgrade().expect("alive").broadcast(depth + 1);
@@ -81,7 +81,7 @@ fn x3_another_subscriber_broadcasting_before_a_one_shot_is_reached_runs_it_only_
             weak.upgrade().expect("alive").broadcast(1);
         }
     });
-    let _ = signal.add_lambda_once(say(&log, "once"));
+    let _ = signal.subscribe().once().add_lambda(say(&log, "once"));
     signal.broadcast(0);
     assert_eq!(taken(&log), ["first", "first", "once"]);
 }
@@ -90,13 +90,18 @@ fn x3_another_subscriber_broadcasting_before_a_one_shot_is_reached_runs_it_only_
 fn x3_a_guard_on_a_one_shot_that_ran_is_harmless() {
     let signal = Signal::new();
     let log = log();
-    let guard = signal.scoped(signal.add_lambda_once(say(&log, "once")));
+    let guard = signal.scoped(signal.subscribe().once().add_lambda(say(&log, "once")));
     let _ = signal.add_lambda(say(&log, "other"));
     signal.broadcast(0);
     assert!(!guard.unsubscribe(), "already gone");
     signal.broadcast(0);
     assert_eq!(taken(&log), ["once", "other", "other"]);
-    let blocked = signal.block_scoped(signal.add_lambda_once(say(&log, "muted once")));
+    let blocked = signal.block_scoped(
+        signal
+            .subscribe()
+            .once()
+            .add_lambda(say(&log, "muted once")),
+    );
     signal.broadcast(0);
     assert_eq!(taken(&log), ["other"], "a blocked one-shot is not used up");
     drop(blocked);
@@ -114,8 +119,11 @@ fn x3_a_one_shot_member_binding_and_static_run_once() {
     struct Owner(Cell<u32>);
     let signal = Signal::new();
     let owner = Rc::new(Owner(Cell::new(0)));
-    let _ = signal.add_member_once(&owner, |owner, value| owner.0.set(owner.0.get() + value));
-    let _ = signal.add_static_once(count);
+    let _ = signal
+        .subscribe()
+        .once()
+        .add_member(&owner, |owner, value| owner.0.set(owner.0.get() + value));
+    let _ = signal.subscribe().once().add_static(count);
     signal.broadcast(5);
     signal.broadcast(7);
     assert_eq!(owner.0.get(), 5);
@@ -126,7 +134,7 @@ fn x3_a_one_shot_member_binding_and_static_run_once() {
 #[test]
 fn x3_a_one_shot_that_panics_is_still_used_up() {
     let signal = Signal::new();
-    let _ = signal.add_lambda_once(|_| panic!("scripted"));
+    let _ = signal.subscribe().once().add_lambda(|_| panic!("scripted"));
     let result = panic::catch_unwind(AssertUnwindSafe(|| signal.broadcast(0)));
     assert!(result.is_err());
     assert!(signal.is_empty());
@@ -139,9 +147,9 @@ fn x3_a_one_shot_added_during_a_broadcast_runs_in_the_next_one_only() {
     let log = log();
     let weak = Rc::downgrade(&signal);
     let inner = Rc::clone(&log);
-    let _ = signal.add_lambda_once(move |_| {
+    let _ = signal.subscribe().once().add_lambda(move |_| {
         let signal = weak.upgrade().expect("alive");
-        let _ = signal.add_lambda_once(say(&inner, "late"));
+        let _ = signal.subscribe().once().add_lambda(say(&inner, "late"));
         // A nested broadcast after the add runs it (M2), and only there.
         signal.broadcast(1);
     });
@@ -158,7 +166,7 @@ fn x3_a_one_shot_added_during_a_broadcast_runs_in_the_next_one_only() {
 fn x4_a_blocked_subscriber_keeps_its_place_and_is_skipped() {
     let signal = Signal::new();
     let log = log();
-    let _ = signal.add_lambda_with_priority(1, say(&log, "high"));
+    let _ = signal.subscribe().priority(1).add_lambda(say(&log, "high"));
     let muted = signal.add_lambda(say(&log, "muted"));
     let _ = signal.add_lambda(say(&log, "last"));
     assert!(signal.block(muted));
@@ -268,7 +276,7 @@ fn x4_a_subscriber_added_and_blocked_during_a_broadcast_does_not_run_in_a_nested
     let signal = Rc::new(Signal::new());
     let log = log();
     let (weak, inner) = (Rc::downgrade(&signal), Rc::clone(&log));
-    let _ = signal.add_lambda_once(move |_| {
+    let _ = signal.subscribe().once().add_lambda(move |_| {
         let signal = weak.upgrade().expect("alive");
         let blocked = signal.add_lambda(say(&inner, "blocked"));
         let _ = signal.add_lambda(say(&inner, "open"));
@@ -324,17 +332,20 @@ fn x6_a_self_aware_subscriber_removes_itself_and_adds_again() {
     let log = log();
     fn subscribe(signal: &Rc<Signal>, log: &Log) -> DelegateHandle {
         let (weak, log) = (Rc::downgrade(signal), Rc::clone(log));
-        signal.add_lambda_self_aware(move |this: &ThisSubscription, tick| {
-            log.borrow_mut().push("tick");
-            assert!(this.is_subscribed());
-            assert!(this.remove());
-            assert!(!this.is_subscribed());
-            if tick < 2 {
-                // Adds a fresh copy of itself: not run in this broadcast (M2).
-                let signal = weak.upgrade().expect("alive");
-                let _ = subscribe(&signal, &log);
-            }
-        })
+        signal
+            .subscribe()
+            .self_aware()
+            .add_lambda(move |this: &ThisSubscription, tick| {
+                log.borrow_mut().push("tick");
+                assert!(this.is_subscribed());
+                assert!(this.remove());
+                assert!(!this.is_subscribed());
+                if tick < 2 {
+                    // Adds a fresh copy of itself: not run in this broadcast (M2).
+                    let signal = weak.upgrade().expect("alive");
+                    let _ = subscribe(&signal, &log);
+                }
+            })
     }
     let first = subscribe(&signal, &log);
     signal.broadcast(0);
@@ -354,16 +365,19 @@ fn x6_a_self_aware_subscriber_knows_its_handle_blocks_itself_and_changes_its_pri
     let seen = Rc::new(Cell::new(DelegateHandle::default()));
     let (inner, sink) = (Rc::clone(&log), Rc::clone(&seen));
     let _ = signal.add_lambda(say(&log, "first"));
-    let handle = signal.add_lambda_self_aware(move |this, tick| {
-        inner.borrow_mut().push("aware");
-        sink.set(this.handle());
-        match tick {
-            // Moves ahead of "first": from the next broadcast on (M2).
-            0 => assert!(this.set_priority(10)),
-            1 => assert!(this.block()),
-            _ => {}
-        }
-    });
+    let handle = signal
+        .subscribe()
+        .self_aware()
+        .add_lambda(move |this, tick| {
+            inner.borrow_mut().push("aware");
+            sink.set(this.handle());
+            match tick {
+                // Moves ahead of "first": from the next broadcast on (M2).
+                0 => assert!(this.set_priority(10)),
+                1 => assert!(this.block()),
+                _ => {}
+            }
+        });
     signal.broadcast(0);
     assert_eq!(seen.get(), handle);
     assert_eq!(taken(&log), ["first", "aware"]);
@@ -384,10 +398,13 @@ fn x6_a_self_aware_member_binding_and_a_subscription_outliving_its_delegate() {
     let owner = Rc::new(Counter(Cell::new(0)));
     let kept: Rc<RefCell<Option<ThisSubscription>>> = Rc::default();
     let sink = Rc::clone(&kept);
-    let _ = signal.add_member_self_aware(&owner, move |counter, this, value| {
-        counter.0.set(counter.0.get() + value);
-        *sink.borrow_mut() = Some(this.clone());
-    });
+    let _ = signal
+        .subscribe()
+        .self_aware()
+        .add_member(&owner, move |counter, this, value| {
+            counter.0.set(counter.0.get() + value);
+            *sink.borrow_mut() = Some(this.clone());
+        });
     signal.broadcast(4);
     assert_eq!(owner.0.get(), 4);
     drop(signal);
@@ -403,8 +420,8 @@ fn x6_set_priority_places_the_subscription_in_the_order_added_among_its_new_peer
     let signal = Signal::new();
     let log = log();
     let a = signal.add_lambda(say(&log, "a"));
-    let _ = signal.add_lambda_with_priority(5, say(&log, "b"));
-    let _ = signal.add_lambda_with_priority(5, say(&log, "c"));
+    let _ = signal.subscribe().priority(5).add_lambda(say(&log, "b"));
+    let _ = signal.subscribe().priority(5).add_lambda(say(&log, "c"));
     let _ = signal.add_lambda(say(&log, "d"));
     assert!(signal.set_priority(a, 5));
     signal.broadcast(0);
@@ -539,8 +556,8 @@ fn on_died_too(_: u32) {}
 fn x7_remove_static_removes_only_subscriptions_made_from_that_function() {
     let signal = Signal::new();
     let _ = signal.add_static(on_died);
-    let _ = signal.add_static_with_priority(3, on_died);
-    let _ = signal.add_static_once(on_died);
+    let _ = signal.subscribe().priority(3).add_static(on_died);
+    let _ = signal.subscribe().once().add_static(on_died);
     let other = signal.add_static(on_died_too);
     // A closure calling the function, and a closure that is a plain function pointer too.
     let _ = signal.add_lambda(on_died);
@@ -700,11 +717,17 @@ fn x2_views_offer_every_new_form() {
     let (a, b, c) = (Rc::clone(&log), Rc::clone(&log), Rc::clone(&log));
     let _ = player
         .on_died()
-        .add_lambda_once(move |_| a.borrow_mut().push("once"));
-    let aware = player.on_died().add_lambda_self_aware(move |this, _| {
-        b.borrow_mut().push("aware");
-        this.remove();
-    });
+        .subscribe()
+        .once()
+        .add_lambda(move |_| a.borrow_mut().push("once"));
+    let aware = player
+        .on_died()
+        .subscribe()
+        .self_aware()
+        .add_lambda(move |this, _| {
+            b.borrow_mut().push("aware");
+            this.remove();
+        });
     let muted = player
         .on_died()
         .add_lambda(move |_| c.borrow_mut().push("muted"));
@@ -723,8 +746,11 @@ fn x2_views_offer_every_new_form() {
 
     let scored = player.on_scored();
     let (d, e) = (Rc::clone(&log), Rc::clone(&log));
-    let _ = scored.add_lambda_once(move |_| d.borrow_mut().push("once"));
-    let handle = scored.add_lambda_self_aware(move |this, _| {
+    let _ = scored
+        .subscribe()
+        .once()
+        .add_lambda(move |_| d.borrow_mut().push("once"));
+    let handle = scored.subscribe().self_aware().add_lambda(move |this, _| {
         e.borrow_mut().push("aware");
         this.block();
     });
@@ -797,18 +823,21 @@ fn x3_x4_x6_script_delegate_native_listeners_once_blocked_and_self_aware() {
     let on_hit: Rc<lumina::ScriptDelegate<Hit>> = Rc::new(lumina::ScriptDelegate::new());
     let log = log();
     let (weak, inner) = (Rc::downgrade(&on_hit), Rc::clone(&log));
-    let _ = on_hit.add_lambda_once(move |hit| {
+    let _ = on_hit.subscribe().once().add_lambda(move |hit| {
         inner.borrow_mut().push("once");
         // Broadcasting again from inside never runs it twice.
         weak.upgrade().expect("alive").broadcast(hit);
     });
     let inner = Rc::clone(&log);
-    let aware = on_hit.add_lambda_self_aware(move |this, hit| {
-        inner.borrow_mut().push("aware");
-        if hit.damage > 1 {
-            assert!(this.remove());
-        }
-    });
+    let aware = on_hit
+        .subscribe()
+        .self_aware()
+        .add_lambda(move |this, hit| {
+            inner.borrow_mut().push("aware");
+            if hit.damage > 1 {
+                assert!(this.remove());
+            }
+        });
     let muted = on_hit.add_lambda(say_ref(&log, "muted"));
     assert!(on_hit.block(muted) && on_hit.is_blocked(muted));
     on_hit.broadcast(&Hit { damage: 1 });
@@ -839,18 +868,21 @@ fn x3_x6_x7_script_delegate_native_members_once_and_self_aware_and_remove_static
     let target = Rc::new(Target {
         log: Rc::clone(&log),
     });
-    let once = on_hit.add_member_once(&target, |target, _| {
+    let once = on_hit.subscribe().once().add_member(&target, |target, _| {
         target.log.borrow_mut().push("member once");
     });
-    let aware = on_hit.add_member_self_aware(&target, |target, this, hit| {
-        target.log.borrow_mut().push("member aware");
-        if hit.damage > 1 {
-            assert!(this.block());
-        }
-    });
+    let aware = on_hit
+        .subscribe()
+        .self_aware()
+        .add_member(&target, |target, this, hit| {
+            target.log.borrow_mut().push("member aware");
+            if hit.damage > 1 {
+                assert!(this.block());
+            }
+        });
     let _ = on_hit.add_static(plain);
     let _ = on_hit.add_lambda(plain); // a closure: never removed by function
-    let static_once = on_hit.add_static_once(plain);
+    let static_once = on_hit.subscribe().once().add_static(plain);
     on_hit.broadcast(&Hit { damage: 1 });
     assert!(!on_hit.remove(static_once), "ran once, gone");
     on_hit.broadcast(&Hit { damage: 2 });
@@ -879,7 +911,7 @@ fn x4_x6_x7_a_lifecycle_signal_blocks_self_aware_and_removes_by_function() {
     let inner = Rc::clone(&log);
     let handle_seen = Rc::new(Cell::new(DelegateHandle::default()));
     let seen = Rc::clone(&handle_seen);
-    let aware = on_ready.add_lambda_self_aware(move |this| {
+    let aware = on_ready.subscribe().self_aware().add_lambda(move |this| {
         seen.set(this.handle());
         inner.borrow_mut().push("aware");
     });
@@ -902,17 +934,19 @@ fn x4_x6_x7_a_lifecycle_signal_blocks_self_aware_and_removes_by_function() {
     // Too late: nothing subscribes, and nothing is muted.
     assert!(
         !on_ready
-            .add_lambda_self_aware(|_| unreachable!())
+            .subscribe()
+            .self_aware()
+            .add_lambda(|_| unreachable!())
             .is_valid()
     );
     assert!(!on_ready.block(muted) && on_ready.is_empty());
 }
 
-/// X6: a lifecycle signal has `add_member_self_aware`: the method receives its owner and its own
+/// X6: a lifecycle signal's builder takes a self-aware member: the method receives its owner and its own
 /// subscription, and may remove itself from inside the broadcast (later subscribers see it
 /// gone); the owner is held weakly (M9).
 #[test]
-fn x6_a_lifecycle_signal_has_add_member_self_aware_that_removes_itself() {
+fn x6_a_lifecycle_signal_takes_a_self_aware_member_that_removes_itself() {
     use lumina::core_delegates::LifecycleSignal;
     struct Panel {
         log: Log,
@@ -924,10 +958,13 @@ fn x6_a_lifecycle_signal_has_add_member_self_aware_that_removes_itself() {
         log: Rc::clone(&log),
         removed: Cell::new(false),
     });
-    let handle = on_ready.add_member_self_aware(&panel, |panel: &Panel, this| {
-        panel.log.borrow_mut().push("panel");
-        panel.removed.set(this.remove());
-    });
+    let handle = on_ready
+        .subscribe()
+        .self_aware()
+        .add_member(&panel, |panel: &Panel, this| {
+            panel.log.borrow_mut().push("panel");
+            panel.removed.set(this.remove());
+        });
     assert!(handle.is_valid() && on_ready.is_bound_to(&panel));
     let (signal, inner, seen) = (Rc::clone(&on_ready), Rc::clone(&log), Rc::clone(&panel));
     let _after = on_ready.add_lambda(move || {
@@ -942,7 +979,9 @@ fn x6_a_lifecycle_signal_has_add_member_self_aware_that_removes_itself() {
     // Too late: reported, nothing subscribes.
     assert!(
         !on_ready
-            .add_member_self_aware(&panel, |_: &Panel, _| unreachable!())
+            .subscribe()
+            .self_aware()
+            .add_member(&panel, |_: &Panel, _| unreachable!())
             .is_valid()
     );
 }
@@ -954,14 +993,20 @@ fn x6_m9_a_lifecycle_signals_self_aware_member_whose_owner_died_never_runs() {
     use lumina::core_delegates::LifecycleSignal;
     let on_ready = LifecycleSignal::new("on_ready");
     let owner = Rc::new(Cell::new(0));
-    let _ = on_ready.add_member_self_aware(&owner, |count: &Cell<u32>, _| {
-        count.set(count.get() + 1);
-    });
+    let _ = on_ready
+        .subscribe()
+        .self_aware()
+        .add_member(&owner, |count: &Cell<u32>, _| {
+            count.set(count.get() + 1);
+        });
     let kept = Rc::new(Cell::new(0));
-    let _ = on_ready.add_member_self_aware(&kept, |count: &Cell<u32>, this| {
-        assert!(this.is_subscribed());
-        count.set(count.get() + 1);
-    });
+    let _ = on_ready
+        .subscribe()
+        .self_aware()
+        .add_member(&kept, |count: &Cell<u32>, this| {
+            assert!(this.is_subscribed());
+            count.set(count.get() + 1);
+        });
     let weak = Rc::downgrade(&owner);
     assert_eq!(on_ready.len(), 2);
     drop(owner);
@@ -1007,7 +1052,7 @@ fn x3_a_one_shot_native_listener_is_not_used_up_by_the_managed_pass() {
         std::ptr::from_ref(&context).cast_mut().cast(),
     );
     assert_ne!(id, 0);
-    let once = on_hit.add_lambda_once(say_ref(&log, "once"));
+    let once = on_hit.subscribe().once().add_lambda(say_ref(&log, "once"));
     context.handle.set(once);
     assert!(on_hit.block(once));
     on_hit.broadcast(&Hit { damage: 1 });

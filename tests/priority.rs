@@ -34,11 +34,23 @@ fn damage_logger(log: &Log, name: &'static str) -> impl Fn(u32) + 'static {
 fn b3_higher_priority_runs_first_and_ties_run_in_the_order_added() {
     let on_damage = Damage::new();
     let log = Log::default();
-    let _low = on_damage.add_lambda_with_priority(-5, damage_logger(&log, "low"));
+    let _low = on_damage
+        .subscribe()
+        .priority(-5)
+        .add_lambda(damage_logger(&log, "low"));
     let _first_zero = on_damage.add_lambda(damage_logger(&log, "zero-a"));
-    let _high = on_damage.add_lambda_with_priority(10, damage_logger(&log, "high"));
-    let _second_zero = on_damage.add_lambda_with_priority(0, damage_logger(&log, "zero-b"));
-    let _high_tie = on_damage.add_lambda_with_priority(10, damage_logger(&log, "high-tie"));
+    let _high = on_damage
+        .subscribe()
+        .priority(10)
+        .add_lambda(damage_logger(&log, "high"));
+    let _second_zero = on_damage
+        .subscribe()
+        .priority(0)
+        .add_lambda(damage_logger(&log, "zero-b"));
+    let _high_tie = on_damage
+        .subscribe()
+        .priority(10)
+        .add_lambda(damage_logger(&log, "high-tie"));
     let _third_zero = on_damage.add_lambda(damage_logger(&log, "zero-c"));
     on_damage.broadcast(3);
     assert_eq!(
@@ -65,12 +77,15 @@ fn b3_static_and_member_subscriptions_take_a_priority_too() {
     struct Panel(&'static str);
     let on_resize = Resize::new();
     let panel = Rc::new(Panel("panel"));
-    let _member = on_resize.add_member_with_priority(1, &panel, |panel, size| {
-        STATIC_LOG.with(|log| log.borrow_mut().push(format!("{} {}", panel.0, size.1)));
-    });
+    let _member = on_resize
+        .subscribe()
+        .priority(1)
+        .add_member(&panel, |panel, size| {
+            STATIC_LOG.with(|log| log.borrow_mut().push(format!("{} {}", panel.0, size.1)));
+        });
     let _plain =
         on_resize.add_lambda(|_| STATIC_LOG.with(|log| log.borrow_mut().push("plain".into())));
-    let _static = on_resize.add_static_with_priority(2, first);
+    let _static = on_resize.subscribe().priority(2).add_static(first);
     on_resize.broadcast(&(640, 480));
     assert_eq!(
         STATIC_LOG.with(|log| log.take()),
@@ -87,9 +102,9 @@ fn b3_static_and_member_subscriptions_take_a_priority_too() {
 #[test]
 fn b3_broadcast_collect_returns_results_in_priority_order() {
     let vote = Vote::new();
-    let _late = vote.add_static_with_priority(-1, || "late");
+    let _late = vote.subscribe().priority(-1).add_static(|| "late");
     let _normal = vote.add_lambda(|| "normal");
-    let _early = vote.add_lambda_with_priority(100, || "early");
+    let _early = vote.subscribe().priority(100).add_lambda(|| "early");
     assert_eq!(vote.broadcast_collect(), ["early", "normal", "late"]);
 }
 
@@ -97,9 +112,18 @@ fn b3_broadcast_collect_returns_results_in_priority_order() {
 fn b3_removing_a_prioritized_subscription_keeps_the_others_in_order() {
     let on_damage = Damage::new();
     let log = Log::default();
-    let _a = on_damage.add_lambda_with_priority(1, damage_logger(&log, "a"));
-    let b = on_damage.add_lambda_with_priority(5, damage_logger(&log, "b"));
-    let _c = on_damage.add_lambda_with_priority(3, damage_logger(&log, "c"));
+    let _a = on_damage
+        .subscribe()
+        .priority(1)
+        .add_lambda(damage_logger(&log, "a"));
+    let b = on_damage
+        .subscribe()
+        .priority(5)
+        .add_lambda(damage_logger(&log, "b"));
+    let _c = on_damage
+        .subscribe()
+        .priority(3)
+        .add_lambda(damage_logger(&log, "c"));
     assert!(on_damage.remove(b));
     assert!(!on_damage.remove(b));
     on_damage.broadcast(1);
@@ -118,8 +142,14 @@ fn b3_a_subscription_added_during_a_broadcast_waits_for_the_next_whatever_its_pr
             && let Some(on_damage) = weak.upgrade()
         {
             // Lands before the adder and after it; neither runs in this broadcast (M2).
-            let _ = on_damage.add_lambda_with_priority(50, damage_logger(&adder_log, "urgent"));
-            let _ = on_damage.add_lambda_with_priority(-50, damage_logger(&adder_log, "last"));
+            let _ = on_damage
+                .subscribe()
+                .priority(50)
+                .add_lambda(damage_logger(&adder_log, "urgent"));
+            let _ = on_damage
+                .subscribe()
+                .priority(-50)
+                .add_lambda(damage_logger(&adder_log, "last"));
         }
     });
     on_damage.broadcast(1);
@@ -140,11 +170,20 @@ fn b3_generic_delegate_orders_lambda_static_and_member_subscriptions() {
     let on_score: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
     let hud = Rc::new(Hud);
     let _plain = on_score.add_lambda(|score| record(format!("plain {score}")));
-    let _static = on_score.add_static_with_priority(-3, |score| record(format!("static {score}")));
-    let _member = on_score.add_member_with_priority(7, &hud, |_, score| {
-        record(format!("hud {score}"));
-    });
-    let _lambda = on_score.add_lambda_with_priority(7, |score| record(format!("tie {score}")));
+    let _static = on_score
+        .subscribe()
+        .priority(-3)
+        .add_static(|score| record(format!("static {score}")));
+    let _member = on_score
+        .subscribe()
+        .priority(7)
+        .add_member(&hud, |_, score| {
+            record(format!("hud {score}"));
+        });
+    let _lambda = on_score
+        .subscribe()
+        .priority(7)
+        .add_lambda(|score| record(format!("tie {score}")));
     on_score.broadcast(9);
     assert_eq!(
         LOG.with(|log| log.take()),
@@ -159,8 +198,14 @@ fn b3_generic_delegate_orders_lambda_static_and_member_subscriptions() {
 fn b3_extreme_priorities_order_like_any_other() {
     let on_damage = Damage::new();
     let log = Log::default();
-    let _min = on_damage.add_lambda_with_priority(i32::MIN, damage_logger(&log, "min"));
-    let _max = on_damage.add_lambda_with_priority(i32::MAX, damage_logger(&log, "max"));
+    let _min = on_damage
+        .subscribe()
+        .priority(i32::MIN)
+        .add_lambda(damage_logger(&log, "min"));
+    let _max = on_damage
+        .subscribe()
+        .priority(i32::MAX)
+        .add_lambda(damage_logger(&log, "max"));
     let _zero = on_damage.add_lambda(damage_logger(&log, "zero"));
     on_damage.broadcast(0);
     assert_eq!(log.take(), ["max 0", "zero 0", "min 0"]);

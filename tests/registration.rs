@@ -86,12 +86,21 @@ fn b2_declared_registration_binds_members_statics_and_priorities() {
     let _member = events.add_member(&guard, |guard, _, by| {
         record(format!("{} sees {by}", guard.0))
     });
-    let _early = events.add_member_with_priority(9, &guard, |guard, _, _| {
-        record(format!("{} first", guard.0));
-    });
+    let _early = events
+        .subscribe()
+        .priority(9)
+        .add_member(&guard, |guard, _, _| {
+            record(format!("{} first", guard.0));
+        });
     let _static = events.add_static(|_, by| record(format!("static {by}")));
-    let _late = events.add_static_with_priority(-1, |_, _| record("static last".into()));
-    let _lambda = events.add_lambda_with_priority(5, |_, by| record(format!("lambda {by}")));
+    let _late = events
+        .subscribe()
+        .priority(-1)
+        .add_static(|_, _| record("static last".into()));
+    let _lambda = events
+        .subscribe()
+        .priority(5)
+        .add_lambda(|_, by| record(format!("lambda {by}")));
     door.open("thief");
     assert_eq!(
         LOG.with(|log| log.take()),
@@ -134,7 +143,9 @@ fn b2_generic_registration_subscribes_and_unsubscribes() {
     let alarm = Rc::new(Alarm(Cell::new(0)));
     let _alarm = door
         .on_locked()
-        .add_member_with_priority(1, &alarm, |alarm, _| alarm.0.set(alarm.0.get() + 1));
+        .subscribe()
+        .priority(1)
+        .add_member(&alarm, |alarm, _| alarm.0.set(alarm.0.get() + 1));
     let _static = door.on_locked().add_static(|_| {});
     assert_eq!(door.on_locked().len(), 3);
     door.lock(true);
@@ -157,11 +168,14 @@ fn b2_generic_registration_adds_shared_callables_with_priorities() {
     let events = delegate.registration();
     let shared: Rc<dyn Fn() -> u8> = Rc::new(|| 1);
     let _one = events.add_shared(Rc::clone(&shared));
-    let _two = events.add_shared_with_priority(2, Rc::new(|| 2));
+    let _two = events.subscribe().priority(2).add_shared(Rc::new(|| 2));
     let owner = Rc::new(());
-    let _three = events.add_shared_member_with_priority(3, &owner, Rc::new(|| 3));
+    let _three = events
+        .subscribe()
+        .priority(3)
+        .add_shared_member(&owner, Rc::new(|| 3));
     let _four = events.add_shared_member(&owner, Rc::new(|| 4));
-    let _five = events.add_lambda_with_priority(-1, || 5);
+    let _five = events.subscribe().priority(-1).add_lambda(|| 5);
     assert_eq!(delegate.broadcast_collect(), [3, 2, 1, 4, 5]);
     drop(owner);
     assert_eq!(delegate.broadcast_collect(), [2, 1, 5]);

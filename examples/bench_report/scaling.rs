@@ -163,7 +163,7 @@ fn owned(n: usize) -> (Rc<Delegate>, Rc<Vec<Rc<Actor>>>) {
 fn prioritized(n: usize) -> (Delegate, Vec<DelegateHandle>) {
     let delegate = Delegate::new();
     let handles = (0..n)
-        .map(|i| delegate.add_lambda_with_priority(i as i32, |_| {}))
+        .map(|i| delegate.subscribe().priority(i as i32).add_lambda(|_| {}))
         .collect();
     (delegate, handles)
 }
@@ -268,13 +268,16 @@ fn delegate_rows() -> Vec<Row> {
             op(move |i| {
                 let at = spread(i, n);
                 assert!(delegate.remove(handles[at]));
-                handles[at] = delegate.add_lambda_with_priority(at as i32, |_| {});
+                handles[at] = delegate.subscribe().priority(at as i32).add_lambda(|_| {});
             })
         }),
         row("add at a priority above all + remove, n priorities", |n| {
             let (delegate, _) = prioritized(n);
             op(move |i| {
-                let handle = delegate.add_lambda_with_priority((n + i) as i32, |_| {});
+                let handle = delegate
+                    .subscribe()
+                    .priority((n + i) as i32)
+                    .add_lambda(|_| {});
                 assert!(delegate.remove(handle));
             })
         }),
@@ -297,16 +300,20 @@ fn delegate_rows() -> Vec<Row> {
                 let delegate = Rc::new(delegate);
                 let (inner, round) = (Rc::downgrade(&delegate), Cell::new(0_i32));
                 const CALLS: usize = 32;
-                let _ = delegate.add_lambda_with_priority(i32::MAX, move |_| {
-                    let Some(delegate) = inner.upgrade() else {
-                        return;
-                    };
-                    round.set(round.get() + 1);
-                    for k in 0..CALLS {
-                        let at = spread(round.get() as usize * CALLS + k, n);
-                        delegate.set_priority(handles[at], round.get() % 2 * n as i32 + at as i32);
-                    }
-                });
+                let _ = delegate
+                    .subscribe()
+                    .priority(i32::MAX)
+                    .add_lambda(move |_| {
+                        let Some(delegate) = inner.upgrade() else {
+                            return;
+                        };
+                        round.set(round.get() + 1);
+                        for k in 0..CALLS {
+                            let at = spread(round.get() as usize * CALLS + k, n);
+                            delegate
+                                .set_priority(handles[at], round.get() % 2 * n as i32 + at as i32);
+                        }
+                    });
                 per(CALLS, move |_| delegate.broadcast(0))
             },
         ),
@@ -326,7 +333,7 @@ fn delegate_rows() -> Vec<Row> {
                 let delegate = Delegate::new();
                 per(n, move |_| {
                     for _ in 0..n {
-                        let _ = delegate.add_lambda_once(|_| {});
+                        let _ = delegate.subscribe().once().add_lambda(|_| {});
                     }
                     delegate.broadcast(0);
                 })

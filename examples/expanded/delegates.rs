@@ -28,8 +28,9 @@ pub struct UVec2 {
 ///
 /// Any number of subscribers, called in the order they were added. Subscribe with
 /// `add_lambda`, `add_static` or `add_member` (each returns a `DelegateHandle` for
-/// `remove`), and call them all with `broadcast`. The `add_*_with_priority` forms order
-/// subscribers, higher first; `registration()` hands out a bind-only view.
+/// `remove`), and call them all with `broadcast`. `subscribe()` takes options (priority,
+/// once, muted, self-aware) before the same finishes; `registration()` hands out a
+/// bind-only view.
 #[derive(Default, Debug)]
 pub struct ProjectLoaded(::lumina::__private::MulticastDelegate<dyn ::core::ops::Fn()>);
 #[allow(dead_code)]
@@ -51,7 +52,14 @@ impl ProjectLoaded {
     /// `remove_static` with the same function.
     #[track_caller]
     pub fn add_static(&self, f: fn()) -> ::lumina::__private::DelegateHandle {
-        self.add_static_with_priority(0, f)
+        self.subscribe().add_static(f)
+    }
+    /// A subscription with options: `priority`, `once`, `muted` and `self_aware`, one
+    /// method each, then `add_lambda`, `add_static`, `add_member`, `add_method` or
+    /// `add_shared`, which returns the handle. Nothing is subscribed until then.
+    #[inline]
+    pub fn subscribe(&self) -> ProjectLoadedSubscribe<'_> {
+        ProjectLoadedSubscribe(self.0.subscribe())
     }
     /// Removes every subscription made by `add_static` (any form) with this function;
     /// returns how many. Identity is the function pointer's value, and only
@@ -69,19 +77,7 @@ impl ProjectLoaded {
         owner: &::lumina::__private::Rc<T>,
         method: fn(&T),
     ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_method_keyed(
-                owner,
-                ::lumina::__private::fn_address(method as *const ()),
-                ::lumina::__private::Rc::new(move || {
-                    ::lumina::__private::call_member(
-                        &weak,
-                        (),
-                        |object, ()| method(object),
-                    )
-                }),
-            )
+        self.subscribe().add_method(owner, method)
     }
     /// Removes every subscription made by `add_method` with this owner and this method;
     /// returns how many. Identity is the owner's object and the method's address, as for
@@ -96,84 +92,6 @@ impl ProjectLoaded {
             .remove_method_keyed(
                 owner,
                 ::lumina::__private::fn_address(method as *const ()),
-            )
-    }
-    /// Adds a closure that runs at most once: it is removed right before its call
-    /// starts, so no broadcast (nested or later) runs it twice.
-    #[track_caller]
-    pub fn add_lambda_once(
-        &self,
-        f: impl ::core::ops::Fn() + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_once(::lumina::__private::Rc::new(f))
-    }
-    /// Adds a plain function that runs at most once, like `add_lambda_once`.
-    #[track_caller]
-    pub fn add_static_once(&self, f: fn()) -> ::lumina::__private::DelegateHandle {
-        self.0
-            .add_shared_keyed(
-                0,
-                true,
-                ::lumina::__private::fn_address(f as *const ()),
-                ::lumina::__private::Rc::new(f),
-            )
-    }
-    /// Adds a method of `owner` that runs at most once, held weakly like `add_member`.
-    #[track_caller]
-    pub fn add_member_once<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_member_once(
-                owner,
-                ::lumina::__private::Rc::new(move || {
-                    ::lumina::__private::call_member(
-                        &weak,
-                        (),
-                        |object, ()| method(object),
-                    )
-                }),
-            )
-    }
-    /// Adds a closure that receives its own subscription first, so it can remove,
-    /// block or re-prioritize itself.
-    #[track_caller]
-    pub fn add_lambda_self_aware(
-        &self,
-        f: impl ::core::ops::Fn(&::lumina::__private::ThisSubscription) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0
-            .add_shared_self_aware(move |this: ::lumina::__private::ThisSubscription| {
-                ::lumina::__private::Rc::new(move || f(&this))
-            })
-    }
-    /// Adds a method of `owner` that receives its own subscription after the owner,
-    /// held weakly like `add_member`.
-    #[track_caller]
-    pub fn add_member_self_aware<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(
-            &T,
-            &::lumina::__private::ThisSubscription,
-        ) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_member_self_aware(
-                owner,
-                move |this: ::lumina::__private::ThisSubscription| {
-                    ::lumina::__private::Rc::new(move || {
-                        ::lumina::__private::call_member(
-                            &weak,
-                            (),
-                            |object, ()| method(object, &this),
-                        )
-                    })
-                },
             )
     }
     /// Blocks the subscription of `handle`: it keeps its place and priority and still
@@ -219,54 +137,6 @@ impl ProjectLoaded {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
             .add_shared_member(
-                owner,
-                ::lumina::__private::Rc::new(move || {
-                    ::lumina::__private::call_member(
-                        &weak,
-                        (),
-                        |object, ()| method(object),
-                    )
-                }),
-            )
-    }
-    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
-    /// added; `add_lambda` is priority 0. The returned handle removes it.
-    #[track_caller]
-    pub fn add_lambda_with_priority(
-        &self,
-        priority: i32,
-        f: impl ::core::ops::Fn() + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
-    }
-    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
-    #[track_caller]
-    pub fn add_static_with_priority(
-        &self,
-        priority: i32,
-        f: fn(),
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0
-            .add_shared_keyed(
-                priority,
-                false,
-                ::lumina::__private::fn_address(f as *const ()),
-                ::lumina::__private::Rc::new(f),
-            )
-    }
-    /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
-    /// like `add_lambda_with_priority`.
-    #[track_caller]
-    pub fn add_member_with_priority<T: ::core::any::Any>(
-        &self,
-        priority: i32,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_member_with_priority(
-                priority,
                 owner,
                 ::lumina::__private::Rc::new(move || {
                     ::lumina::__private::call_member(
@@ -381,29 +251,15 @@ impl ProjectLoadedRegistration<'_> {
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_lambda(f)
     }
-    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
-    /// added; `add_lambda` is priority 0.
-    #[track_caller]
-    pub fn add_lambda_with_priority(
-        &self,
-        priority: i32,
-        f: impl ::core::ops::Fn() + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_lambda_with_priority(priority, f)
-    }
     /// Adds a plain function; the returned handle removes it.
     #[track_caller]
     pub fn add_static(&self, f: fn()) -> ::lumina::__private::DelegateHandle {
         self.0.add_static(f)
     }
-    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
-    #[track_caller]
-    pub fn add_static_with_priority(
-        &self,
-        priority: i32,
-        f: fn(),
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_static_with_priority(priority, f)
+    /// A subscription with options, as the delegate's `subscribe`.
+    #[inline]
+    pub fn subscribe(&self) -> ProjectLoadedSubscribe<'_> {
+        self.0.subscribe()
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
     #[track_caller]
@@ -413,16 +269,6 @@ impl ProjectLoadedRegistration<'_> {
         method: impl ::core::ops::Fn(&T) + 'static,
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_member(owner, method)
-    }
-    /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
-    #[track_caller]
-    pub fn add_member_with_priority<T: ::core::any::Any>(
-        &self,
-        priority: i32,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_member_with_priority(priority, owner, method)
     }
     /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
     /// foreign or already removed handle.
@@ -486,48 +332,6 @@ impl ProjectLoadedRegistration<'_> {
         method: fn(&T),
     ) -> usize {
         self.0.remove_method(owner, method)
-    }
-    /// Adds a closure that runs at most once.
-    #[track_caller]
-    pub fn add_lambda_once(
-        &self,
-        f: impl ::core::ops::Fn() + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_lambda_once(f)
-    }
-    /// Adds a plain function that runs at most once.
-    #[track_caller]
-    pub fn add_static_once(&self, f: fn()) -> ::lumina::__private::DelegateHandle {
-        self.0.add_static_once(f)
-    }
-    /// Adds a method of `owner` that runs at most once, held weakly.
-    #[track_caller]
-    pub fn add_member_once<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_member_once(owner, method)
-    }
-    /// Adds a closure that receives its own subscription first.
-    #[track_caller]
-    pub fn add_lambda_self_aware(
-        &self,
-        f: impl ::core::ops::Fn(&::lumina::__private::ThisSubscription) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_lambda_self_aware(f)
-    }
-    /// Adds a method of `owner` that receives its own subscription after the owner.
-    #[track_caller]
-    pub fn add_member_self_aware<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(
-            &T,
-            &::lumina::__private::ThisSubscription,
-        ) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_member_self_aware(owner, method)
     }
     /// Blocks the subscription of `handle` until `unblock`.
     pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
@@ -600,6 +404,167 @@ impl ProjectLoadedRegistration<'_> {
         self.0.next()
     }
 }
+/// A subscription to a `ProjectLoaded` being made, from `ProjectLoaded::subscribe`: options first (`priority`, `once`, `muted`, `self_aware`), then a finish that returns the handle.
+#[derive(Clone, Copy, Debug)]
+#[must_use = "a subscription is made only by a finish such as `add_lambda`: nothing is subscribed yet"]
+#[allow(dead_code)]
+pub struct ProjectLoadedSubscribe<'a, M = ::lumina::__private::Plain>(
+    ::lumina::__private::Subscribe<
+        'a,
+        ::lumina::__private::MulticastDelegate<dyn ::core::ops::Fn()>,
+        M,
+    >,
+);
+#[allow(dead_code)]
+impl<'a, M> ProjectLoadedSubscribe<'a, M> {
+    /// Runs before every subscriber of a lower `priority`; the plain forms are 0.
+    #[inline]
+    pub fn priority(self, priority: i32) -> Self {
+        Self(self.0.priority(priority))
+    }
+    /// Runs at most once: removed right before its call starts.
+    #[inline]
+    pub fn once(self) -> Self {
+        Self(self.0.once())
+    }
+    /// Starts blocked: present and counted, skipped by broadcasts until `unblock`.
+    #[inline]
+    pub fn muted(self) -> Self {
+        Self(self.0.muted())
+    }
+    /// The callable receives its own subscription first (`&ThisSubscription`).
+    #[inline]
+    pub fn self_aware(self) -> ProjectLoadedSubscribe<'a, ::lumina::__private::SelfAware>
+    where
+        M: ::lumina::__private::NotSelfAware,
+    {
+        ProjectLoadedSubscribe(self.0.self_aware())
+    }
+    /// Finishes with a plain function; `remove_static` finds it. Not after `self_aware`.
+    #[track_caller]
+    #[inline]
+    pub fn add_static(self, f: fn()) -> ::lumina::__private::DelegateHandle
+    where
+        M: ::lumina::__private::TakesPlainFunction,
+    {
+        self.0
+            .add_shared_keyed(
+                ::lumina::__private::fn_address(f as *const ()),
+                ::lumina::__private::Rc::new(f),
+            )
+    }
+    /// Finishes with a plain method of `owner`, held weakly; `remove_method` finds it.
+    /// Not after `self_aware`.
+    #[track_caller]
+    #[inline]
+    pub fn add_method<T: ::core::any::Any>(
+        self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T),
+    ) -> ::lumina::__private::DelegateHandle
+    where
+        M: ::lumina::__private::TakesPlainFunction,
+    {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_method_keyed(
+                owner,
+                ::lumina::__private::fn_address(method as *const ()),
+                ::lumina::__private::Rc::new(move || {
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (),
+                        |object, ()| method(object),
+                    )
+                }),
+            )
+    }
+}
+#[allow(dead_code)]
+impl ProjectLoadedSubscribe<'_, ::lumina::__private::Plain> {
+    /// Finishes with a closure.
+    #[track_caller]
+    #[inline]
+    pub fn add_lambda(
+        self,
+        f: impl ::core::ops::Fn() + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared(::lumina::__private::Rc::new(f))
+    }
+    /// Finishes with a method of `owner`, held weakly: it never runs once `owner` is
+    /// dropped.
+    #[track_caller]
+    #[inline]
+    pub fn add_member<T: ::core::any::Any>(
+        self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member(
+                owner,
+                ::lumina::__private::Rc::new(move || {
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (),
+                        |object, ()| method(object),
+                    )
+                }),
+            )
+    }
+    /// Finishes with an already shared callable.
+    #[track_caller]
+    #[inline]
+    pub fn add_shared(
+        self,
+        callable: ::lumina::__private::Rc<dyn ::core::ops::Fn()>,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared(callable)
+    }
+}
+#[allow(dead_code)]
+impl ProjectLoadedSubscribe<'_, ::lumina::__private::SelfAware> {
+    /// Finishes with a closure that receives its own subscription first.
+    #[track_caller]
+    #[inline]
+    pub fn add_lambda(
+        self,
+        f: impl ::core::ops::Fn(&::lumina::__private::ThisSubscription) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0
+            .add_shared(move |this: ::lumina::__private::ThisSubscription| {
+                ::lumina::__private::Rc::new(move || f(&this))
+            })
+    }
+    /// Finishes with a method of `owner` (held weakly) that receives its own
+    /// subscription after the owner.
+    #[track_caller]
+    #[inline]
+    pub fn add_member<T: ::core::any::Any>(
+        self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(
+            &T,
+            &::lumina::__private::ThisSubscription,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member(
+                owner,
+                move |this: ::lumina::__private::ThisSubscription| {
+                    ::lumina::__private::Rc::new(move || {
+                        ::lumina::__private::call_member(
+                            &weak,
+                            (),
+                            |object, ()| method(object, &this),
+                        )
+                    })
+                },
+            )
+    }
+}
 impl ::lumina::__private::QueuedBroadcast for ProjectLoaded {
     type Args = ();
     fn broadcast_args(&self, (): Self::Args) {
@@ -612,8 +577,9 @@ impl ::lumina::__private::QueuedBroadcast for ProjectLoaded {
 ///
 /// Any number of subscribers, called in the order they were added. Subscribe with
 /// `add_lambda`, `add_static` or `add_member` (each returns a `DelegateHandle` for
-/// `remove`), and call them all with `broadcast`. The `add_*_with_priority` forms order
-/// subscribers, higher first; `registration()` hands out a bind-only view.
+/// `remove`), and call them all with `broadcast`. `subscribe()` takes options (priority,
+/// once, muted, self-aware) before the same finishes; `registration()` hands out a
+/// bind-only view.
 #[derive(Default, Debug)]
 pub struct WindowResize(
     ::lumina::__private::MulticastDelegate<dyn ::core::ops::Fn(&Window, UVec2)>,
@@ -640,7 +606,14 @@ impl WindowResize {
         &self,
         f: fn(&Window, UVec2),
     ) -> ::lumina::__private::DelegateHandle {
-        self.add_static_with_priority(0, f)
+        self.subscribe().add_static(f)
+    }
+    /// A subscription with options: `priority`, `once`, `muted` and `self_aware`, one
+    /// method each, then `add_lambda`, `add_static`, `add_member`, `add_method` or
+    /// `add_shared`, which returns the handle. Nothing is subscribed until then.
+    #[inline]
+    pub fn subscribe(&self) -> WindowResizeSubscribe<'_> {
+        WindowResizeSubscribe(self.0.subscribe())
     }
     /// Removes every subscription made by `add_static` (any form) with this function;
     /// returns how many. Identity is the function pointer's value, and only
@@ -658,19 +631,7 @@ impl WindowResize {
         owner: &::lumina::__private::Rc<T>,
         method: fn(&T, &Window, UVec2),
     ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_method_keyed(
-                owner,
-                ::lumina::__private::fn_address(method as *const ()),
-                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
-                    ::lumina::__private::call_member(
-                        &weak,
-                        (window, size),
-                        |object, (window, size)| method(object, window, size),
-                    )
-                }),
-            )
+        self.subscribe().add_method(owner, method)
     }
     /// Removes every subscription made by `add_method` with this owner and this method;
     /// returns how many. Identity is the owner's object and the method's address, as for
@@ -685,97 +646,6 @@ impl WindowResize {
             .remove_method_keyed(
                 owner,
                 ::lumina::__private::fn_address(method as *const ()),
-            )
-    }
-    /// Adds a closure that runs at most once: it is removed right before its call
-    /// starts, so no broadcast (nested or later) runs it twice.
-    #[track_caller]
-    pub fn add_lambda_once(
-        &self,
-        f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_once(::lumina::__private::Rc::new(f))
-    }
-    /// Adds a plain function that runs at most once, like `add_lambda_once`.
-    #[track_caller]
-    pub fn add_static_once(
-        &self,
-        f: fn(&Window, UVec2),
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0
-            .add_shared_keyed(
-                0,
-                true,
-                ::lumina::__private::fn_address(f as *const ()),
-                ::lumina::__private::Rc::new(f),
-            )
-    }
-    /// Adds a method of `owner` that runs at most once, held weakly like `add_member`.
-    #[track_caller]
-    pub fn add_member_once<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T, &Window, UVec2) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_member_once(
-                owner,
-                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
-                    ::lumina::__private::call_member(
-                        &weak,
-                        (window, size),
-                        |object, (window, size)| method(object, window, size),
-                    )
-                }),
-            )
-    }
-    /// Adds a closure that receives its own subscription first, so it can remove,
-    /// block or re-prioritize itself.
-    #[track_caller]
-    pub fn add_lambda_self_aware(
-        &self,
-        f: impl ::core::ops::Fn(
-            &::lumina::__private::ThisSubscription,
-            &Window,
-            UVec2,
-        ) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0
-            .add_shared_self_aware(move |this: ::lumina::__private::ThisSubscription| {
-                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| f(
-                    &this,
-                    window,
-                    size,
-                ))
-            })
-    }
-    /// Adds a method of `owner` that receives its own subscription after the owner,
-    /// held weakly like `add_member`.
-    #[track_caller]
-    pub fn add_member_self_aware<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(
-            &T,
-            &::lumina::__private::ThisSubscription,
-            &Window,
-            UVec2,
-        ) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_member_self_aware(
-                owner,
-                move |this: ::lumina::__private::ThisSubscription| {
-                    ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
-                        ::lumina::__private::call_member(
-                            &weak,
-                            (window, size),
-                            |object, (window, size)| method(object, &this, window, size),
-                        )
-                    })
-                },
             )
     }
     /// Blocks the subscription of `handle`: it keeps its place and priority and still
@@ -821,54 +691,6 @@ impl WindowResize {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
             .add_shared_member(
-                owner,
-                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
-                    ::lumina::__private::call_member(
-                        &weak,
-                        (window, size),
-                        |object, (window, size)| method(object, window, size),
-                    )
-                }),
-            )
-    }
-    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
-    /// added; `add_lambda` is priority 0. The returned handle removes it.
-    #[track_caller]
-    pub fn add_lambda_with_priority(
-        &self,
-        priority: i32,
-        f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
-    }
-    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
-    #[track_caller]
-    pub fn add_static_with_priority(
-        &self,
-        priority: i32,
-        f: fn(&Window, UVec2),
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0
-            .add_shared_keyed(
-                priority,
-                false,
-                ::lumina::__private::fn_address(f as *const ()),
-                ::lumina::__private::Rc::new(f),
-            )
-    }
-    /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
-    /// like `add_lambda_with_priority`.
-    #[track_caller]
-    pub fn add_member_with_priority<T: ::core::any::Any>(
-        &self,
-        priority: i32,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T, &Window, UVec2) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_member_with_priority(
-                priority,
                 owner,
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
                     ::lumina::__private::call_member(
@@ -1004,16 +826,6 @@ impl WindowResizeRegistration<'_> {
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_lambda(f)
     }
-    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
-    /// added; `add_lambda` is priority 0.
-    #[track_caller]
-    pub fn add_lambda_with_priority(
-        &self,
-        priority: i32,
-        f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_lambda_with_priority(priority, f)
-    }
     /// Adds a plain function; the returned handle removes it.
     #[track_caller]
     pub fn add_static(
@@ -1022,14 +834,10 @@ impl WindowResizeRegistration<'_> {
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_static(f)
     }
-    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
-    #[track_caller]
-    pub fn add_static_with_priority(
-        &self,
-        priority: i32,
-        f: fn(&Window, UVec2),
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_static_with_priority(priority, f)
+    /// A subscription with options, as the delegate's `subscribe`.
+    #[inline]
+    pub fn subscribe(&self) -> WindowResizeSubscribe<'_> {
+        self.0.subscribe()
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
     #[track_caller]
@@ -1039,16 +847,6 @@ impl WindowResizeRegistration<'_> {
         method: impl ::core::ops::Fn(&T, &Window, UVec2) + 'static,
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_member(owner, method)
-    }
-    /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
-    #[track_caller]
-    pub fn add_member_with_priority<T: ::core::any::Any>(
-        &self,
-        priority: i32,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T, &Window, UVec2) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_member_with_priority(priority, owner, method)
     }
     /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
     /// foreign or already removed handle.
@@ -1112,57 +910,6 @@ impl WindowResizeRegistration<'_> {
         method: fn(&T, &Window, UVec2),
     ) -> usize {
         self.0.remove_method(owner, method)
-    }
-    /// Adds a closure that runs at most once.
-    #[track_caller]
-    pub fn add_lambda_once(
-        &self,
-        f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_lambda_once(f)
-    }
-    /// Adds a plain function that runs at most once.
-    #[track_caller]
-    pub fn add_static_once(
-        &self,
-        f: fn(&Window, UVec2),
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_static_once(f)
-    }
-    /// Adds a method of `owner` that runs at most once, held weakly.
-    #[track_caller]
-    pub fn add_member_once<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T, &Window, UVec2) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_member_once(owner, method)
-    }
-    /// Adds a closure that receives its own subscription first.
-    #[track_caller]
-    pub fn add_lambda_self_aware(
-        &self,
-        f: impl ::core::ops::Fn(
-            &::lumina::__private::ThisSubscription,
-            &Window,
-            UVec2,
-        ) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_lambda_self_aware(f)
-    }
-    /// Adds a method of `owner` that receives its own subscription after the owner.
-    #[track_caller]
-    pub fn add_member_self_aware<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(
-            &T,
-            &::lumina::__private::ThisSubscription,
-            &Window,
-            UVec2,
-        ) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_member_self_aware(owner, method)
     }
     /// Blocks the subscription of `handle` until `unblock`.
     pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
@@ -1244,14 +991,186 @@ impl WindowResizeRegistration<'_> {
         self.0.next::<__Referent0>()
     }
 }
+/// A subscription to a `WindowResize` being made, from `WindowResize::subscribe`: options first (`priority`, `once`, `muted`, `self_aware`), then a finish that returns the handle.
+#[derive(Clone, Copy, Debug)]
+#[must_use = "a subscription is made only by a finish such as `add_lambda`: nothing is subscribed yet"]
+#[allow(dead_code)]
+pub struct WindowResizeSubscribe<'a, M = ::lumina::__private::Plain>(
+    ::lumina::__private::Subscribe<
+        'a,
+        ::lumina::__private::MulticastDelegate<dyn ::core::ops::Fn(&Window, UVec2)>,
+        M,
+    >,
+);
+#[allow(dead_code)]
+impl<'a, M> WindowResizeSubscribe<'a, M> {
+    /// Runs before every subscriber of a lower `priority`; the plain forms are 0.
+    #[inline]
+    pub fn priority(self, priority: i32) -> Self {
+        Self(self.0.priority(priority))
+    }
+    /// Runs at most once: removed right before its call starts.
+    #[inline]
+    pub fn once(self) -> Self {
+        Self(self.0.once())
+    }
+    /// Starts blocked: present and counted, skipped by broadcasts until `unblock`.
+    #[inline]
+    pub fn muted(self) -> Self {
+        Self(self.0.muted())
+    }
+    /// The callable receives its own subscription first (`&ThisSubscription`).
+    #[inline]
+    pub fn self_aware(self) -> WindowResizeSubscribe<'a, ::lumina::__private::SelfAware>
+    where
+        M: ::lumina::__private::NotSelfAware,
+    {
+        WindowResizeSubscribe(self.0.self_aware())
+    }
+    /// Finishes with a plain function; `remove_static` finds it. Not after `self_aware`.
+    #[track_caller]
+    #[inline]
+    pub fn add_static(self, f: fn(&Window, UVec2)) -> ::lumina::__private::DelegateHandle
+    where
+        M: ::lumina::__private::TakesPlainFunction,
+    {
+        self.0
+            .add_shared_keyed(
+                ::lumina::__private::fn_address(f as *const ()),
+                ::lumina::__private::Rc::new(f),
+            )
+    }
+    /// Finishes with a plain method of `owner`, held weakly; `remove_method` finds it.
+    /// Not after `self_aware`.
+    #[track_caller]
+    #[inline]
+    pub fn add_method<T: ::core::any::Any>(
+        self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, &Window, UVec2),
+    ) -> ::lumina::__private::DelegateHandle
+    where
+        M: ::lumina::__private::TakesPlainFunction,
+    {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_method_keyed(
+                owner,
+                ::lumina::__private::fn_address(method as *const ()),
+                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (window, size),
+                        |object, (window, size)| method(object, window, size),
+                    )
+                }),
+            )
+    }
+}
+#[allow(dead_code)]
+impl WindowResizeSubscribe<'_, ::lumina::__private::Plain> {
+    /// Finishes with a closure.
+    #[track_caller]
+    #[inline]
+    pub fn add_lambda(
+        self,
+        f: impl ::core::ops::Fn(&Window, UVec2) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared(::lumina::__private::Rc::new(f))
+    }
+    /// Finishes with a method of `owner`, held weakly: it never runs once `owner` is
+    /// dropped.
+    #[track_caller]
+    #[inline]
+    pub fn add_member<T: ::core::any::Any>(
+        self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, &Window, UVec2) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member(
+                owner,
+                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (window, size),
+                        |object, (window, size)| method(object, window, size),
+                    )
+                }),
+            )
+    }
+    /// Finishes with an already shared callable.
+    #[track_caller]
+    #[inline]
+    pub fn add_shared(
+        self,
+        callable: ::lumina::__private::Rc<dyn ::core::ops::Fn(&Window, UVec2)>,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared(callable)
+    }
+}
+#[allow(dead_code)]
+impl WindowResizeSubscribe<'_, ::lumina::__private::SelfAware> {
+    /// Finishes with a closure that receives its own subscription first.
+    #[track_caller]
+    #[inline]
+    pub fn add_lambda(
+        self,
+        f: impl ::core::ops::Fn(
+            &::lumina::__private::ThisSubscription,
+            &Window,
+            UVec2,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0
+            .add_shared(move |this: ::lumina::__private::ThisSubscription| {
+                ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| f(
+                    &this,
+                    window,
+                    size,
+                ))
+            })
+    }
+    /// Finishes with a method of `owner` (held weakly) that receives its own
+    /// subscription after the owner.
+    #[track_caller]
+    #[inline]
+    pub fn add_member<T: ::core::any::Any>(
+        self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(
+            &T,
+            &::lumina::__private::ThisSubscription,
+            &Window,
+            UVec2,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member(
+                owner,
+                move |this: ::lumina::__private::ThisSubscription| {
+                    ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
+                        ::lumina::__private::call_member(
+                            &weak,
+                            (window, size),
+                            |object, (window, size)| method(object, &this, window, size),
+                        )
+                    })
+                },
+            )
+    }
+}
 /// Asks every subscriber whether the file at `path` may be saved.
 ///
 /// A multicast delegate `fn(path: &str) -> bool`, declared with `declare_multicast_delegate!`.
 ///
 /// Any number of subscribers, called in the order they were added. Subscribe with
 /// `add_lambda`, `add_static` or `add_member` (each returns a `DelegateHandle` for
-/// `remove`), and call them all with `broadcast`. The `add_*_with_priority` forms order
-/// subscribers, higher first; `registration()` hands out a bind-only view.
+/// `remove`), and call them all with `broadcast`. `subscribe()` takes options (priority,
+/// once, muted, self-aware) before the same finishes; `registration()` hands out a
+/// bind-only view.
 #[derive(Default, Debug)]
 pub struct SaveQuery(
     ::lumina::__private::MulticastDelegate<dyn ::core::ops::Fn(&str) -> bool>,
@@ -1278,7 +1197,14 @@ impl SaveQuery {
         &self,
         f: fn(&str) -> bool,
     ) -> ::lumina::__private::DelegateHandle {
-        self.add_static_with_priority(0, f)
+        self.subscribe().add_static(f)
+    }
+    /// A subscription with options: `priority`, `once`, `muted` and `self_aware`, one
+    /// method each, then `add_lambda`, `add_static`, `add_member`, `add_method` or
+    /// `add_shared`, which returns the handle. Nothing is subscribed until then.
+    #[inline]
+    pub fn subscribe(&self) -> SaveQuerySubscribe<'_> {
+        SaveQuerySubscribe(self.0.subscribe())
     }
     /// Removes every subscription made by `add_static` (any form) with this function;
     /// returns how many. Identity is the function pointer's value, and only
@@ -1296,19 +1222,7 @@ impl SaveQuery {
         owner: &::lumina::__private::Rc<T>,
         method: fn(&T, &str) -> bool,
     ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_method_keyed(
-                owner,
-                ::lumina::__private::fn_address(method as *const ()),
-                ::lumina::__private::Rc::new(move |path: &str| {
-                    ::lumina::__private::call_member(
-                        &weak,
-                        (path,),
-                        |object, (path,)| method(object, path),
-                    )
-                }),
-            )
+        self.subscribe().add_method(owner, method)
     }
     /// Removes every subscription made by `add_method` with this owner and this method;
     /// returns how many. Identity is the owner's object and the method's address, as for
@@ -1323,91 +1237,6 @@ impl SaveQuery {
             .remove_method_keyed(
                 owner,
                 ::lumina::__private::fn_address(method as *const ()),
-            )
-    }
-    /// Adds a closure that runs at most once: it is removed right before its call
-    /// starts, so no broadcast (nested or later) runs it twice.
-    #[track_caller]
-    pub fn add_lambda_once(
-        &self,
-        f: impl ::core::ops::Fn(&str) -> bool + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_once(::lumina::__private::Rc::new(f))
-    }
-    /// Adds a plain function that runs at most once, like `add_lambda_once`.
-    #[track_caller]
-    pub fn add_static_once(
-        &self,
-        f: fn(&str) -> bool,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0
-            .add_shared_keyed(
-                0,
-                true,
-                ::lumina::__private::fn_address(f as *const ()),
-                ::lumina::__private::Rc::new(f),
-            )
-    }
-    /// Adds a method of `owner` that runs at most once, held weakly like `add_member`.
-    #[track_caller]
-    pub fn add_member_once<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T, &str) -> bool + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_member_once(
-                owner,
-                ::lumina::__private::Rc::new(move |path: &str| {
-                    ::lumina::__private::call_member(
-                        &weak,
-                        (path,),
-                        |object, (path,)| method(object, path),
-                    )
-                }),
-            )
-    }
-    /// Adds a closure that receives its own subscription first, so it can remove,
-    /// block or re-prioritize itself.
-    #[track_caller]
-    pub fn add_lambda_self_aware(
-        &self,
-        f: impl ::core::ops::Fn(
-            &::lumina::__private::ThisSubscription,
-            &str,
-        ) -> bool + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0
-            .add_shared_self_aware(move |this: ::lumina::__private::ThisSubscription| {
-                ::lumina::__private::Rc::new(move |path: &str| f(&this, path))
-            })
-    }
-    /// Adds a method of `owner` that receives its own subscription after the owner,
-    /// held weakly like `add_member`.
-    #[track_caller]
-    pub fn add_member_self_aware<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(
-            &T,
-            &::lumina::__private::ThisSubscription,
-            &str,
-        ) -> bool + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_member_self_aware(
-                owner,
-                move |this: ::lumina::__private::ThisSubscription| {
-                    ::lumina::__private::Rc::new(move |path: &str| {
-                        ::lumina::__private::call_member(
-                            &weak,
-                            (path,),
-                            |object, (path,)| method(object, &this, path),
-                        )
-                    })
-                },
             )
     }
     /// Blocks the subscription of `handle`: it keeps its place and priority and still
@@ -1453,54 +1282,6 @@ impl SaveQuery {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
             .add_shared_member(
-                owner,
-                ::lumina::__private::Rc::new(move |path: &str| {
-                    ::lumina::__private::call_member(
-                        &weak,
-                        (path,),
-                        |object, (path,)| method(object, path),
-                    )
-                }),
-            )
-    }
-    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
-    /// added; `add_lambda` is priority 0. The returned handle removes it.
-    #[track_caller]
-    pub fn add_lambda_with_priority(
-        &self,
-        priority: i32,
-        f: impl ::core::ops::Fn(&str) -> bool + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
-    }
-    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
-    #[track_caller]
-    pub fn add_static_with_priority(
-        &self,
-        priority: i32,
-        f: fn(&str) -> bool,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0
-            .add_shared_keyed(
-                priority,
-                false,
-                ::lumina::__private::fn_address(f as *const ()),
-                ::lumina::__private::Rc::new(f),
-            )
-    }
-    /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
-    /// like `add_lambda_with_priority`.
-    #[track_caller]
-    pub fn add_member_with_priority<T: ::core::any::Any>(
-        &self,
-        priority: i32,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T, &str) -> bool + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_member_with_priority(
-                priority,
                 owner,
                 ::lumina::__private::Rc::new(move |path: &str| {
                     ::lumina::__private::call_member(
@@ -1668,16 +1449,6 @@ impl SaveQueryRegistration<'_> {
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_lambda(f)
     }
-    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
-    /// added; `add_lambda` is priority 0.
-    #[track_caller]
-    pub fn add_lambda_with_priority(
-        &self,
-        priority: i32,
-        f: impl ::core::ops::Fn(&str) -> bool + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_lambda_with_priority(priority, f)
-    }
     /// Adds a plain function; the returned handle removes it.
     #[track_caller]
     pub fn add_static(
@@ -1686,14 +1457,10 @@ impl SaveQueryRegistration<'_> {
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_static(f)
     }
-    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
-    #[track_caller]
-    pub fn add_static_with_priority(
-        &self,
-        priority: i32,
-        f: fn(&str) -> bool,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_static_with_priority(priority, f)
+    /// A subscription with options, as the delegate's `subscribe`.
+    #[inline]
+    pub fn subscribe(&self) -> SaveQuerySubscribe<'_> {
+        self.0.subscribe()
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
     #[track_caller]
@@ -1703,16 +1470,6 @@ impl SaveQueryRegistration<'_> {
         method: impl ::core::ops::Fn(&T, &str) -> bool + 'static,
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_member(owner, method)
-    }
-    /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
-    #[track_caller]
-    pub fn add_member_with_priority<T: ::core::any::Any>(
-        &self,
-        priority: i32,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T, &str) -> bool + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_member_with_priority(priority, owner, method)
     }
     /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
     /// foreign or already removed handle.
@@ -1776,55 +1533,6 @@ impl SaveQueryRegistration<'_> {
         method: fn(&T, &str) -> bool,
     ) -> usize {
         self.0.remove_method(owner, method)
-    }
-    /// Adds a closure that runs at most once.
-    #[track_caller]
-    pub fn add_lambda_once(
-        &self,
-        f: impl ::core::ops::Fn(&str) -> bool + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_lambda_once(f)
-    }
-    /// Adds a plain function that runs at most once.
-    #[track_caller]
-    pub fn add_static_once(
-        &self,
-        f: fn(&str) -> bool,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_static_once(f)
-    }
-    /// Adds a method of `owner` that runs at most once, held weakly.
-    #[track_caller]
-    pub fn add_member_once<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T, &str) -> bool + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_member_once(owner, method)
-    }
-    /// Adds a closure that receives its own subscription first.
-    #[track_caller]
-    pub fn add_lambda_self_aware(
-        &self,
-        f: impl ::core::ops::Fn(
-            &::lumina::__private::ThisSubscription,
-            &str,
-        ) -> bool + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_lambda_self_aware(f)
-    }
-    /// Adds a method of `owner` that receives its own subscription after the owner.
-    #[track_caller]
-    pub fn add_member_self_aware<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(
-            &T,
-            &::lumina::__private::ThisSubscription,
-            &str,
-        ) -> bool + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_member_self_aware(owner, method)
     }
     /// Blocks the subscription of `handle` until `unblock`.
     pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
@@ -1908,14 +1616,180 @@ impl SaveQueryRegistration<'_> {
         self.0.next::<__Referent0, __Result>()
     }
 }
+/// A subscription to a `SaveQuery` being made, from `SaveQuery::subscribe`: options first (`priority`, `once`, `muted`, `self_aware`), then a finish that returns the handle.
+#[derive(Clone, Copy, Debug)]
+#[must_use = "a subscription is made only by a finish such as `add_lambda`: nothing is subscribed yet"]
+#[allow(dead_code)]
+pub struct SaveQuerySubscribe<'a, M = ::lumina::__private::Plain>(
+    ::lumina::__private::Subscribe<
+        'a,
+        ::lumina::__private::MulticastDelegate<dyn ::core::ops::Fn(&str) -> bool>,
+        M,
+    >,
+);
+#[allow(dead_code)]
+impl<'a, M> SaveQuerySubscribe<'a, M> {
+    /// Runs before every subscriber of a lower `priority`; the plain forms are 0.
+    #[inline]
+    pub fn priority(self, priority: i32) -> Self {
+        Self(self.0.priority(priority))
+    }
+    /// Runs at most once: removed right before its call starts.
+    #[inline]
+    pub fn once(self) -> Self {
+        Self(self.0.once())
+    }
+    /// Starts blocked: present and counted, skipped by broadcasts until `unblock`.
+    #[inline]
+    pub fn muted(self) -> Self {
+        Self(self.0.muted())
+    }
+    /// The callable receives its own subscription first (`&ThisSubscription`).
+    #[inline]
+    pub fn self_aware(self) -> SaveQuerySubscribe<'a, ::lumina::__private::SelfAware>
+    where
+        M: ::lumina::__private::NotSelfAware,
+    {
+        SaveQuerySubscribe(self.0.self_aware())
+    }
+    /// Finishes with a plain function; `remove_static` finds it. Not after `self_aware`.
+    #[track_caller]
+    #[inline]
+    pub fn add_static(self, f: fn(&str) -> bool) -> ::lumina::__private::DelegateHandle
+    where
+        M: ::lumina::__private::TakesPlainFunction,
+    {
+        self.0
+            .add_shared_keyed(
+                ::lumina::__private::fn_address(f as *const ()),
+                ::lumina::__private::Rc::new(f),
+            )
+    }
+    /// Finishes with a plain method of `owner`, held weakly; `remove_method` finds it.
+    /// Not after `self_aware`.
+    #[track_caller]
+    #[inline]
+    pub fn add_method<T: ::core::any::Any>(
+        self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, &str) -> bool,
+    ) -> ::lumina::__private::DelegateHandle
+    where
+        M: ::lumina::__private::TakesPlainFunction,
+    {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_method_keyed(
+                owner,
+                ::lumina::__private::fn_address(method as *const ()),
+                ::lumina::__private::Rc::new(move |path: &str| {
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path,),
+                        |object, (path,)| method(object, path),
+                    )
+                }),
+            )
+    }
+}
+#[allow(dead_code)]
+impl SaveQuerySubscribe<'_, ::lumina::__private::Plain> {
+    /// Finishes with a closure.
+    #[track_caller]
+    #[inline]
+    pub fn add_lambda(
+        self,
+        f: impl ::core::ops::Fn(&str) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared(::lumina::__private::Rc::new(f))
+    }
+    /// Finishes with a method of `owner`, held weakly: it never runs once `owner` is
+    /// dropped.
+    #[track_caller]
+    #[inline]
+    pub fn add_member<T: ::core::any::Any>(
+        self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, &str) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member(
+                owner,
+                ::lumina::__private::Rc::new(move |path: &str| {
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path,),
+                        |object, (path,)| method(object, path),
+                    )
+                }),
+            )
+    }
+    /// Finishes with an already shared callable.
+    #[track_caller]
+    #[inline]
+    pub fn add_shared(
+        self,
+        callable: ::lumina::__private::Rc<dyn ::core::ops::Fn(&str) -> bool>,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared(callable)
+    }
+}
+#[allow(dead_code)]
+impl SaveQuerySubscribe<'_, ::lumina::__private::SelfAware> {
+    /// Finishes with a closure that receives its own subscription first.
+    #[track_caller]
+    #[inline]
+    pub fn add_lambda(
+        self,
+        f: impl ::core::ops::Fn(
+            &::lumina::__private::ThisSubscription,
+            &str,
+        ) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0
+            .add_shared(move |this: ::lumina::__private::ThisSubscription| {
+                ::lumina::__private::Rc::new(move |path: &str| f(&this, path))
+            })
+    }
+    /// Finishes with a method of `owner` (held weakly) that receives its own
+    /// subscription after the owner.
+    #[track_caller]
+    #[inline]
+    pub fn add_member<T: ::core::any::Any>(
+        self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(
+            &T,
+            &::lumina::__private::ThisSubscription,
+            &str,
+        ) -> bool + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member(
+                owner,
+                move |this: ::lumina::__private::ThisSubscription| {
+                    ::lumina::__private::Rc::new(move |path: &str| {
+                        ::lumina::__private::call_member(
+                            &weak,
+                            (path,),
+                            |object, (path,)| method(object, &this, path),
+                        )
+                    })
+                },
+            )
+    }
+}
 /// Fired after an asset was imported; reported by the importer threads.
 ///
 /// A multicast delegate `fn(path: String, bytes: usize)`, declared with `declare_multicast_delegate!`.
 ///
 /// Any number of subscribers, called in the order they were added. Subscribe with
 /// `add_lambda`, `add_static` or `add_member` (each returns a `DelegateHandle` for
-/// `remove`), and call them all with `broadcast`. The `add_*_with_priority` forms order
-/// subscribers, higher first; `registration()` hands out a bind-only view.
+/// `remove`), and call them all with `broadcast`. `subscribe()` takes options (priority,
+/// once, muted, self-aware) before the same finishes; `registration()` hands out a
+/// bind-only view.
 #[derive(Default, Debug)]
 pub struct AssetImported(
     ::lumina::__private::MulticastDelegate<dyn ::core::ops::Fn(String, usize)>,
@@ -1942,7 +1816,14 @@ impl AssetImported {
         &self,
         f: fn(String, usize),
     ) -> ::lumina::__private::DelegateHandle {
-        self.add_static_with_priority(0, f)
+        self.subscribe().add_static(f)
+    }
+    /// A subscription with options: `priority`, `once`, `muted` and `self_aware`, one
+    /// method each, then `add_lambda`, `add_static`, `add_member`, `add_method` or
+    /// `add_shared`, which returns the handle. Nothing is subscribed until then.
+    #[inline]
+    pub fn subscribe(&self) -> AssetImportedSubscribe<'_> {
+        AssetImportedSubscribe(self.0.subscribe())
     }
     /// Removes every subscription made by `add_static` (any form) with this function;
     /// returns how many. Identity is the function pointer's value, and only
@@ -1960,19 +1841,7 @@ impl AssetImported {
         owner: &::lumina::__private::Rc<T>,
         method: fn(&T, String, usize),
     ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_method_keyed(
-                owner,
-                ::lumina::__private::fn_address(method as *const ()),
-                ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
-                    ::lumina::__private::call_member(
-                        &weak,
-                        (path, bytes),
-                        |object, (path, bytes)| method(object, path, bytes),
-                    )
-                }),
-            )
+        self.subscribe().add_method(owner, method)
     }
     /// Removes every subscription made by `add_method` with this owner and this method;
     /// returns how many. Identity is the owner's object and the method's address, as for
@@ -1987,97 +1856,6 @@ impl AssetImported {
             .remove_method_keyed(
                 owner,
                 ::lumina::__private::fn_address(method as *const ()),
-            )
-    }
-    /// Adds a closure that runs at most once: it is removed right before its call
-    /// starts, so no broadcast (nested or later) runs it twice.
-    #[track_caller]
-    pub fn add_lambda_once(
-        &self,
-        f: impl ::core::ops::Fn(String, usize) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_once(::lumina::__private::Rc::new(f))
-    }
-    /// Adds a plain function that runs at most once, like `add_lambda_once`.
-    #[track_caller]
-    pub fn add_static_once(
-        &self,
-        f: fn(String, usize),
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0
-            .add_shared_keyed(
-                0,
-                true,
-                ::lumina::__private::fn_address(f as *const ()),
-                ::lumina::__private::Rc::new(f),
-            )
-    }
-    /// Adds a method of `owner` that runs at most once, held weakly like `add_member`.
-    #[track_caller]
-    pub fn add_member_once<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T, String, usize) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_member_once(
-                owner,
-                ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
-                    ::lumina::__private::call_member(
-                        &weak,
-                        (path, bytes),
-                        |object, (path, bytes)| method(object, path, bytes),
-                    )
-                }),
-            )
-    }
-    /// Adds a closure that receives its own subscription first, so it can remove,
-    /// block or re-prioritize itself.
-    #[track_caller]
-    pub fn add_lambda_self_aware(
-        &self,
-        f: impl ::core::ops::Fn(
-            &::lumina::__private::ThisSubscription,
-            String,
-            usize,
-        ) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0
-            .add_shared_self_aware(move |this: ::lumina::__private::ThisSubscription| {
-                ::lumina::__private::Rc::new(move |path: String, bytes: usize| f(
-                    &this,
-                    path,
-                    bytes,
-                ))
-            })
-    }
-    /// Adds a method of `owner` that receives its own subscription after the owner,
-    /// held weakly like `add_member`.
-    #[track_caller]
-    pub fn add_member_self_aware<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(
-            &T,
-            &::lumina::__private::ThisSubscription,
-            String,
-            usize,
-        ) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_member_self_aware(
-                owner,
-                move |this: ::lumina::__private::ThisSubscription| {
-                    ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
-                        ::lumina::__private::call_member(
-                            &weak,
-                            (path, bytes),
-                            |object, (path, bytes)| method(object, &this, path, bytes),
-                        )
-                    })
-                },
             )
     }
     /// Blocks the subscription of `handle`: it keeps its place and priority and still
@@ -2123,54 +1901,6 @@ impl AssetImported {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
             .add_shared_member(
-                owner,
-                ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
-                    ::lumina::__private::call_member(
-                        &weak,
-                        (path, bytes),
-                        |object, (path, bytes)| method(object, path, bytes),
-                    )
-                }),
-            )
-    }
-    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
-    /// added; `add_lambda` is priority 0. The returned handle removes it.
-    #[track_caller]
-    pub fn add_lambda_with_priority(
-        &self,
-        priority: i32,
-        f: impl ::core::ops::Fn(String, usize) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_shared_with_priority(priority, ::lumina::__private::Rc::new(f))
-    }
-    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
-    #[track_caller]
-    pub fn add_static_with_priority(
-        &self,
-        priority: i32,
-        f: fn(String, usize),
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0
-            .add_shared_keyed(
-                priority,
-                false,
-                ::lumina::__private::fn_address(f as *const ()),
-                ::lumina::__private::Rc::new(f),
-            )
-    }
-    /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
-    /// like `add_lambda_with_priority`.
-    #[track_caller]
-    pub fn add_member_with_priority<T: ::core::any::Any>(
-        &self,
-        priority: i32,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T, String, usize) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        let weak = ::lumina::__private::Rc::downgrade(owner);
-        self.0
-            .add_shared_member_with_priority(
-                priority,
                 owner,
                 ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
                     ::lumina::__private::call_member(
@@ -2315,16 +2045,6 @@ impl AssetImportedRegistration<'_> {
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_lambda(f)
     }
-    /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
-    /// added; `add_lambda` is priority 0.
-    #[track_caller]
-    pub fn add_lambda_with_priority(
-        &self,
-        priority: i32,
-        f: impl ::core::ops::Fn(String, usize) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_lambda_with_priority(priority, f)
-    }
     /// Adds a plain function; the returned handle removes it.
     #[track_caller]
     pub fn add_static(
@@ -2333,14 +2053,10 @@ impl AssetImportedRegistration<'_> {
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_static(f)
     }
-    /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
-    #[track_caller]
-    pub fn add_static_with_priority(
-        &self,
-        priority: i32,
-        f: fn(String, usize),
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_static_with_priority(priority, f)
+    /// A subscription with options, as the delegate's `subscribe`.
+    #[inline]
+    pub fn subscribe(&self) -> AssetImportedSubscribe<'_> {
+        self.0.subscribe()
     }
     /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
     #[track_caller]
@@ -2350,16 +2066,6 @@ impl AssetImportedRegistration<'_> {
         method: impl ::core::ops::Fn(&T, String, usize) + 'static,
     ) -> ::lumina::__private::DelegateHandle {
         self.0.add_member(owner, method)
-    }
-    /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
-    #[track_caller]
-    pub fn add_member_with_priority<T: ::core::any::Any>(
-        &self,
-        priority: i32,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T, String, usize) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_member_with_priority(priority, owner, method)
     }
     /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
     /// foreign or already removed handle.
@@ -2423,57 +2129,6 @@ impl AssetImportedRegistration<'_> {
         method: fn(&T, String, usize),
     ) -> usize {
         self.0.remove_method(owner, method)
-    }
-    /// Adds a closure that runs at most once.
-    #[track_caller]
-    pub fn add_lambda_once(
-        &self,
-        f: impl ::core::ops::Fn(String, usize) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_lambda_once(f)
-    }
-    /// Adds a plain function that runs at most once.
-    #[track_caller]
-    pub fn add_static_once(
-        &self,
-        f: fn(String, usize),
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_static_once(f)
-    }
-    /// Adds a method of `owner` that runs at most once, held weakly.
-    #[track_caller]
-    pub fn add_member_once<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(&T, String, usize) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_member_once(owner, method)
-    }
-    /// Adds a closure that receives its own subscription first.
-    #[track_caller]
-    pub fn add_lambda_self_aware(
-        &self,
-        f: impl ::core::ops::Fn(
-            &::lumina::__private::ThisSubscription,
-            String,
-            usize,
-        ) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_lambda_self_aware(f)
-    }
-    /// Adds a method of `owner` that receives its own subscription after the owner.
-    #[track_caller]
-    pub fn add_member_self_aware<T: ::core::any::Any>(
-        &self,
-        owner: &::lumina::__private::Rc<T>,
-        method: impl ::core::ops::Fn(
-            &T,
-            &::lumina::__private::ThisSubscription,
-            String,
-            usize,
-        ) + 'static,
-    ) -> ::lumina::__private::DelegateHandle {
-        self.0.add_member_self_aware(owner, method)
     }
     /// Blocks the subscription of `handle` until `unblock`.
     pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
@@ -2544,6 +2199,177 @@ impl AssetImportedRegistration<'_> {
     #[track_caller]
     pub fn next(&self) -> ::lumina::__private::NextBroadcast<(String, usize)> {
         self.0.next()
+    }
+}
+/// A subscription to a `AssetImported` being made, from `AssetImported::subscribe`: options first (`priority`, `once`, `muted`, `self_aware`), then a finish that returns the handle.
+#[derive(Clone, Copy, Debug)]
+#[must_use = "a subscription is made only by a finish such as `add_lambda`: nothing is subscribed yet"]
+#[allow(dead_code)]
+pub struct AssetImportedSubscribe<'a, M = ::lumina::__private::Plain>(
+    ::lumina::__private::Subscribe<
+        'a,
+        ::lumina::__private::MulticastDelegate<dyn ::core::ops::Fn(String, usize)>,
+        M,
+    >,
+);
+#[allow(dead_code)]
+impl<'a, M> AssetImportedSubscribe<'a, M> {
+    /// Runs before every subscriber of a lower `priority`; the plain forms are 0.
+    #[inline]
+    pub fn priority(self, priority: i32) -> Self {
+        Self(self.0.priority(priority))
+    }
+    /// Runs at most once: removed right before its call starts.
+    #[inline]
+    pub fn once(self) -> Self {
+        Self(self.0.once())
+    }
+    /// Starts blocked: present and counted, skipped by broadcasts until `unblock`.
+    #[inline]
+    pub fn muted(self) -> Self {
+        Self(self.0.muted())
+    }
+    /// The callable receives its own subscription first (`&ThisSubscription`).
+    #[inline]
+    pub fn self_aware(self) -> AssetImportedSubscribe<'a, ::lumina::__private::SelfAware>
+    where
+        M: ::lumina::__private::NotSelfAware,
+    {
+        AssetImportedSubscribe(self.0.self_aware())
+    }
+    /// Finishes with a plain function; `remove_static` finds it. Not after `self_aware`.
+    #[track_caller]
+    #[inline]
+    pub fn add_static(self, f: fn(String, usize)) -> ::lumina::__private::DelegateHandle
+    where
+        M: ::lumina::__private::TakesPlainFunction,
+    {
+        self.0
+            .add_shared_keyed(
+                ::lumina::__private::fn_address(f as *const ()),
+                ::lumina::__private::Rc::new(f),
+            )
+    }
+    /// Finishes with a plain method of `owner`, held weakly; `remove_method` finds it.
+    /// Not after `self_aware`.
+    #[track_caller]
+    #[inline]
+    pub fn add_method<T: ::core::any::Any>(
+        self,
+        owner: &::lumina::__private::Rc<T>,
+        method: fn(&T, String, usize),
+    ) -> ::lumina::__private::DelegateHandle
+    where
+        M: ::lumina::__private::TakesPlainFunction,
+    {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_method_keyed(
+                owner,
+                ::lumina::__private::fn_address(method as *const ()),
+                ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path, bytes),
+                        |object, (path, bytes)| method(object, path, bytes),
+                    )
+                }),
+            )
+    }
+}
+#[allow(dead_code)]
+impl AssetImportedSubscribe<'_, ::lumina::__private::Plain> {
+    /// Finishes with a closure.
+    #[track_caller]
+    #[inline]
+    pub fn add_lambda(
+        self,
+        f: impl ::core::ops::Fn(String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared(::lumina::__private::Rc::new(f))
+    }
+    /// Finishes with a method of `owner`, held weakly: it never runs once `owner` is
+    /// dropped.
+    #[track_caller]
+    #[inline]
+    pub fn add_member<T: ::core::any::Any>(
+        self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(&T, String, usize) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member(
+                owner,
+                ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
+                    ::lumina::__private::call_member(
+                        &weak,
+                        (path, bytes),
+                        |object, (path, bytes)| method(object, path, bytes),
+                    )
+                }),
+            )
+    }
+    /// Finishes with an already shared callable.
+    #[track_caller]
+    #[inline]
+    pub fn add_shared(
+        self,
+        callable: ::lumina::__private::Rc<dyn ::core::ops::Fn(String, usize)>,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0.add_shared(callable)
+    }
+}
+#[allow(dead_code)]
+impl AssetImportedSubscribe<'_, ::lumina::__private::SelfAware> {
+    /// Finishes with a closure that receives its own subscription first.
+    #[track_caller]
+    #[inline]
+    pub fn add_lambda(
+        self,
+        f: impl ::core::ops::Fn(
+            &::lumina::__private::ThisSubscription,
+            String,
+            usize,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        self.0
+            .add_shared(move |this: ::lumina::__private::ThisSubscription| {
+                ::lumina::__private::Rc::new(move |path: String, bytes: usize| f(
+                    &this,
+                    path,
+                    bytes,
+                ))
+            })
+    }
+    /// Finishes with a method of `owner` (held weakly) that receives its own
+    /// subscription after the owner.
+    #[track_caller]
+    #[inline]
+    pub fn add_member<T: ::core::any::Any>(
+        self,
+        owner: &::lumina::__private::Rc<T>,
+        method: impl ::core::ops::Fn(
+            &T,
+            &::lumina::__private::ThisSubscription,
+            String,
+            usize,
+        ) + 'static,
+    ) -> ::lumina::__private::DelegateHandle {
+        let weak = ::lumina::__private::Rc::downgrade(owner);
+        self.0
+            .add_shared_member(
+                owner,
+                move |this: ::lumina::__private::ThisSubscription| {
+                    ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
+                        ::lumina::__private::call_member(
+                            &weak,
+                            (path, bytes),
+                            |object, (path, bytes)| method(object, &this, path, bytes),
+                        )
+                    })
+                },
+            )
     }
 }
 impl ::lumina::__private::QueuedBroadcast for AssetImported {
@@ -2830,16 +2656,14 @@ fn main() {
         });
     let _index = editor
         .on_asset_imported()
-        .add_lambda_with_priority(
-            10,
-            |path, _| println!("  [index] register {path} first"),
-        );
+        .subscribe()
+        .priority(10)
+        .add_lambda(|path, _| println!("  [index] register {path} first"));
     let _stats = editor
         .on_asset_imported()
-        .add_static_with_priority(
-            -1,
-            |_, bytes| println!("  [stats] +{bytes} bytes, last"),
-        );
+        .subscribe()
+        .priority(-1)
+        .add_static(|_, bytes| println!("  [stats] +{bytes} bytes, last"));
     println!(
         "7. An importer thread reports through a queued sender; it runs on the game thread."
     );

@@ -55,6 +55,8 @@ use crate::drops::Drops;
 use crate::handle::DelegateHandle;
 use crate::main_thread;
 use crate::multicast::MulticastDelegate;
+use crate::scoped::ThisSubscription;
+use crate::subscribe::{Plain, SelfAware, Subscribe, TakesPlainFunction};
 use lumina_macros::declare_multicast_delegate;
 
 // ---------------------------------------------------------------------------------------------
@@ -255,6 +257,79 @@ impl fmt::Debug for LifecycleSignal {
     }
 }
 
+impl<'a, M> Subscribe<'a, LifecycleSignal, M> {
+    /// The signal's delegate's builder with these options, or `None` (reported, B5) once the
+    /// signal has fired.
+    #[track_caller]
+    fn in_time(self) -> Option<Subscribe<'a, MulticastDelegate<dyn Fn()>, M>> {
+        let (signal, _) = self.parts();
+        (!signal.too_late()).then(|| self.retarget(&signal.delegate))
+    }
+
+    /// Finishes with a plain function: [`LifecycleSignal::add_static`] with the options. Not
+    /// after `.self_aware()`.
+    #[track_caller]
+    pub fn add_static(self, f: fn()) -> DelegateHandle
+    where
+        M: TakesPlainFunction,
+    {
+        match self.in_time() {
+            Some(builder) => builder.add_static(f),
+            None => DelegateHandle::INVALID,
+        }
+    }
+}
+
+impl Subscribe<'_, LifecycleSignal, Plain> {
+    /// Finishes with a closure: [`LifecycleSignal::add_lambda`] with the options.
+    #[track_caller]
+    pub fn add_lambda(self, f: impl Fn() + 'static) -> DelegateHandle {
+        match self.in_time() {
+            Some(builder) => builder.add_lambda(f),
+            None => DelegateHandle::INVALID,
+        }
+    }
+
+    /// Finishes with a method of `owner`, held weakly (M9): [`LifecycleSignal::add_member`]
+    /// with the options.
+    #[track_caller]
+    pub fn add_member<T: Any>(
+        self,
+        owner: &Rc<T>,
+        method: impl Fn(&T) + 'static,
+    ) -> DelegateHandle {
+        match self.in_time() {
+            Some(builder) => builder.add_member(owner, method),
+            None => DelegateHandle::INVALID,
+        }
+    }
+}
+
+impl Subscribe<'_, LifecycleSignal, SelfAware> {
+    /// Finishes with a closure that receives its own subscription (X6).
+    #[track_caller]
+    pub fn add_lambda(self, f: impl Fn(&ThisSubscription) + 'static) -> DelegateHandle {
+        match self.in_time() {
+            Some(builder) => builder.add_lambda(f),
+            None => DelegateHandle::INVALID,
+        }
+    }
+
+    /// Finishes with a method of `owner` (held weakly, M9) that receives its own subscription
+    /// after the owner (X6).
+    #[track_caller]
+    pub fn add_member<T: Any>(
+        self,
+        owner: &Rc<T>,
+        method: impl Fn(&T, &ThisSubscription) + 'static,
+    ) -> DelegateHandle {
+        match self.in_time() {
+            Some(builder) => builder.add_member(owner, method),
+            None => DelegateHandle::INVALID,
+        }
+    }
+}
+
 impl LifecycleSignal {
     /// A signal that has not fired, called `name` in reports.
     pub const fn new(name: &'static str) -> Self {
@@ -294,19 +369,13 @@ impl LifecycleSignal {
     /// this call, B5), dropped, and the invalid handle is returned.
     #[track_caller]
     pub fn add_lambda(&self, f: impl Fn() + 'static) -> DelegateHandle {
-        if self.too_late() {
-            return DelegateHandle::INVALID;
-        }
-        self.delegate.add_lambda(f)
+        self.subscribe().add_lambda(f)
     }
 
     /// Adds a plain function; see [`add_lambda`](Self::add_lambda).
     #[track_caller]
     pub fn add_static(&self, f: fn()) -> DelegateHandle {
-        if self.too_late() {
-            return DelegateHandle::INVALID;
-        }
-        self.delegate.add_static(f)
+        self.subscribe().add_static(f)
     }
 
     /// Adds a method of `owner`, held weakly (M9); see [`add_lambda`](Self::add_lambda).
@@ -316,10 +385,7 @@ impl LifecycleSignal {
         owner: &Rc<T>,
         method: impl Fn(&T) + 'static,
     ) -> DelegateHandle {
-        if self.too_late() {
-            return DelegateHandle::INVALID;
-        }
-        self.delegate.add_member(owner, method)
+        self.subscribe().add_member(owner, method)
     }
 
     /// The future of the signal's broadcast (X5): `Ok(())` when it fires, [`Gone`](crate::Gone)
@@ -334,23 +400,10 @@ impl LifecycleSignal {
         self.delegate.next()
     }
 
-    /// Adds a closure that receives its own subscription first (X6), so it can remove or block
-    /// itself before the signal fires (or from another subscriber's call). See
-    /// [`add_lambda`](Self::add_lambda) for a late call.
-    #[track_caller]
-    pub fn add_lambda_self_aware(
-        &self,
-        f: impl Fn(&crate::ThisSubscription) + 'static,
-    ) -> DelegateHandle {
-        if self.too_late() {
-            return DelegateHandle::INVALID;
-        }
-        self.delegate.add_lambda_self_aware(f)
-    }
-
-    /// [`add_member`](Self::add_member) whose method receives its own subscription after the
-    /// owner (X6), so it can remove or block itself; the owner is held weakly (M9). See
-    /// [`add_lambda`](Self::add_lambda) for a late call.
+    /// A subscription with options (A1): [`MulticastDelegate::subscribe`]'s builder, whose
+    /// finishes (`add_lambda`, `add_static`, `add_member`; after `.self_aware()` the callable
+    /// receives its own subscription, so it can remove or block itself before the signal fires)
+    /// report a late call like [`add_lambda`](Self::add_lambda). Cost: as the plain forms.
     ///
     /// ```
     /// use lumina::core_delegates::LifecycleSignal;
@@ -363,23 +416,16 @@ impl LifecycleSignal {
     ///
     /// let on_ready = LifecycleSignal::new("on_ready");
     /// let splash = Rc::new(Splash { shown: Cell::new(0) });
-    /// let _ = on_ready.add_member_self_aware(&splash, |splash: &Splash, this| {
+    /// let _ = on_ready.subscribe().self_aware().add_member(&splash, |splash: &Splash, this| {
     ///     splash.shown.set(splash.shown.get() + 1);
     ///     assert!(this.remove(), "done with the signal");
     /// });
     /// on_ready.broadcast_and_clear();
     /// assert_eq!(splash.shown.get(), 1);
     /// ```
-    #[track_caller]
-    pub fn add_member_self_aware<T: Any>(
-        &self,
-        owner: &Rc<T>,
-        method: impl Fn(&T, &crate::ThisSubscription) + 'static,
-    ) -> DelegateHandle {
-        if self.too_late() {
-            return DelegateHandle::INVALID;
-        }
-        self.delegate.add_member_self_aware(owner, method)
+    #[inline]
+    pub fn subscribe(&self) -> Subscribe<'_, Self> {
+        Subscribe::new(self)
     }
 
     /// Removes the subscription of `handle` (H2).

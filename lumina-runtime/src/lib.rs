@@ -62,6 +62,7 @@ pub mod scoped;
 pub mod script_delegate;
 pub mod script_generation;
 mod steps;
+pub mod subscribe;
 pub mod sync_delegate;
 mod thread_bound;
 mod track;
@@ -77,6 +78,7 @@ pub use next_broadcast::{Gone, NextBroadcast};
 pub use reflect::{ScriptComponent, ScriptPayload};
 pub use scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
 pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
+pub use subscribe::Subscribe;
 pub use sync_delegate::SyncMulticastDelegate;
 
 /// Not public API; used by expansions of lumina's macros, which name everything through
@@ -116,6 +118,8 @@ pub mod __private {
     };
     #[doc(hidden)]
     pub use crate::scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
+    #[doc(hidden)]
+    pub use crate::subscribe::{NotSelfAware, Plain, SelfAware, Subscribe, TakesPlainFunction};
     #[doc(hidden)]
     pub use inventory;
     #[doc(hidden)]

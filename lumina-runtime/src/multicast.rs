@@ -6,12 +6,13 @@
 
 use std::any::Any;
 use std::fmt;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use crate::drops::Guarded;
 use crate::handle::DelegateHandle;
-use crate::invocation::{InvocationList, Shared, Spec};
+use crate::invocation::{InvocationList, Shared};
 use crate::scoped::{ScopedBlock, ThisSubscription};
+use crate::subscribe::{Options, Plain, SelfAware, Subscribe, TakesPlainFunction};
 
 mod by_reference;
 mod registration;
@@ -77,14 +78,14 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// Adds an already shared callable; the building block of every `add_*` method.
     #[track_caller]
     pub fn add_shared(&self, callable: Rc<F>) -> DelegateHandle {
-        self.add_shared_with_priority(0, callable)
+        self.subscribe().add_shared(callable)
     }
 
     /// Adds a callable bound to `owner`, held weakly: it never runs after `owner` is dropped, stops
     /// counting in [`len`](Self::len), and is pruned (M9). The building block of `add_member`.
     #[track_caller]
     pub fn add_shared_member<T: Any>(&self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
-        self.add_shared_member_with_priority(0, owner, callable)
+        self.subscribe().add_shared_member(owner, callable)
     }
 
     /// Removes the subscription of `handle`; `false` (and no change) for an invalid, foreign or
@@ -137,135 +138,10 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         self.list.is_empty()
     }
 
-    /// Adds an already shared callable that runs before every subscriber of a lower
-    /// `priority`: higher priorities run first, equal ones in the order added (M1). `add_shared`
-    /// is priority 0. Added during a broadcast, it does not run in that broadcast, wherever it
-    /// lands (M2).
-    #[track_caller]
-    pub fn add_shared_with_priority(&self, priority: i32, callable: Rc<F>) -> DelegateHandle {
-        self.list.insert(priority, None, Shared::new(callable))
-    }
-
-    /// [`add_shared_member`](Self::add_shared_member) with a priority, ordered like
-    /// [`add_shared_with_priority`](Self::add_shared_with_priority) (B3).
-    #[track_caller]
-    pub fn add_shared_member_with_priority<T: Any>(
-        &self,
-        priority: i32,
-        owner: &Rc<T>,
-        callable: Rc<F>,
-    ) -> DelegateHandle {
-        let owner: std::rc::Weak<dyn Any> = Rc::downgrade(owner) as std::rc::Weak<dyn Any>;
-        self.list
-            .insert(priority, Some(owner), Shared::new(callable))
-    }
-
-    /// Adds an already shared callable that runs at most once (X3): it is removed right before
-    /// its call starts, so a broadcast nested in that call (or in a later subscriber's) never
-    /// runs it again, and its handle is invalid from then on (`remove` returns `false`). The
-    /// building block of the `add_*_once` methods.
-    #[track_caller]
-    pub fn add_shared_once(&self, callable: Rc<F>) -> DelegateHandle {
-        self.list.insert_spec(
-            Spec {
-                once: true,
-                ..Spec::default()
-            },
-            Shared::new(callable),
-        )
-    }
-
-    /// [`add_shared_once`](Self::add_shared_once) bound to `owner`, held weakly (M9).
-    #[track_caller]
-    pub fn add_shared_member_once<T: Any>(&self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
-        let owner: std::rc::Weak<dyn Any> = Rc::downgrade(owner) as std::rc::Weak<dyn Any>;
-        self.list.insert_spec(
-            Spec {
-                once: true,
-                owner: Some(owner),
-                ..Spec::default()
-            },
-            Shared::new(callable),
-        )
-    }
-
-    /// Adds a callable that `make` builds from its own subscription (X6): the building block
-    /// of the `add_*_self_aware` methods. `make` runs once, inside this call, before the
-    /// subscription can run.
-    #[track_caller]
-    pub fn add_shared_self_aware(
-        &self,
-        make: impl FnOnce(ThisSubscription) -> Rc<F>,
-    ) -> DelegateHandle {
-        self.list.insert_with(Spec::default(), |handle, list| {
-            Shared::new(make(ThisSubscription::new(handle, list)))
-        })
-    }
-
-    /// [`add_shared_self_aware`](Self::add_shared_self_aware) bound to `owner`, held weakly (M9).
-    #[track_caller]
-    pub fn add_shared_member_self_aware<T: Any>(
-        &self,
-        owner: &Rc<T>,
-        make: impl FnOnce(ThisSubscription) -> Rc<F>,
-    ) -> DelegateHandle {
-        let owner: std::rc::Weak<dyn Any> = Rc::downgrade(owner) as std::rc::Weak<dyn Any>;
-        let spec = Spec {
-            owner: Some(owner),
-            ..Spec::default()
-        };
-        self.list.insert_with(spec, |handle, list| {
-            Shared::new(make(ThisSubscription::new(handle, list)))
-        })
-    }
-
-    /// Not public API: what `add_static` of a declared delegate expands to. Adds `callable`, made
-    /// from the plain function at address `key`, so that `remove_static` finds it (X7).
-    #[doc(hidden)]
-    #[track_caller]
-    pub fn add_shared_keyed(
-        &self,
-        priority: i32,
-        once: bool,
-        key: usize,
-        callable: Rc<F>,
-    ) -> DelegateHandle {
-        self.list.insert_spec(
-            Spec {
-                priority,
-                once,
-                key: Some(key),
-                owner: None,
-            },
-            Shared::new(callable),
-        )
-    }
-
     /// Not public API: what `remove_static` of a declared delegate expands to (X7).
     #[doc(hidden)]
     pub fn remove_keyed(&self, key: usize) -> usize {
         self.list.remove_keyed(key, None)
-    }
-
-    /// Not public API: what `add_method` (generic and declared) expands to. Adds `callable`, a
-    /// member binding of `owner` (held weakly, M9) made from the method at address `key`, so
-    /// that `remove_method` finds it by owner and method (X7).
-    #[doc(hidden)]
-    #[track_caller]
-    pub fn add_shared_method_keyed<T: Any>(
-        &self,
-        owner: &Rc<T>,
-        key: usize,
-        callable: Rc<F>,
-    ) -> DelegateHandle {
-        self.list.insert_spec(
-            Spec {
-                owner: Some(Rc::downgrade(owner) as std::rc::Weak<dyn Any>),
-                key: Some(key),
-                ..Spec::default()
-            },
-            crate::invocation::Shared::new(callable),
-        )
     }
 
     /// Not public API: what `remove_method` (generic and declared) expands to (X7): removes the
@@ -315,6 +191,72 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// handle.
     pub fn set_priority(&self, handle: DelegateHandle, priority: i32) -> bool {
         self.list.set_priority(handle, priority)
+    }
+
+    /// A subscription with options (A1): priority, one-shot, self-aware, muted, one method each,
+    /// then the finish for the callable's kind (`add_lambda`, `add_static`, `add_member`,
+    /// `add_shared`, `add_shared_member`, `add_method`), which returns the handle. See
+    /// [`Subscribe`].
+    ///
+    /// Cost: nothing until the finish, which costs what the plain form costs (N4).
+    ///
+    /// ```
+    /// use lumina::MulticastDelegate;
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// let on_spawn: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+    /// let calls = Rc::new(Cell::new(0));
+    /// let sink = Rc::clone(&calls);
+    /// let handle = on_spawn.subscribe().once().add_lambda(move |_| sink.set(sink.get() + 1));
+    /// on_spawn.broadcast(1);
+    /// on_spawn.broadcast(2);
+    /// assert_eq!(calls.get(), 1);
+    /// assert!(!on_spawn.remove(handle)); // it ran: the handle names nothing now
+    /// ```
+    #[inline]
+    pub fn subscribe(&self) -> Subscribe<'_, Self> {
+        Subscribe::new(self)
+    }
+
+    /// What every finish of the builder does: one insertion with the options, then the mute.
+    #[track_caller]
+    #[inline]
+    fn insert_built(
+        &self,
+        options: Options,
+        owner: Option<Weak<dyn Any>>,
+        key: Option<usize>,
+        callable: Rc<F>,
+    ) -> DelegateHandle {
+        let handle = self
+            .list
+            .insert_spec(options.spec(owner, key), Shared::new(callable));
+        if options.muted {
+            self.list.set_blocked(handle, true);
+        }
+        handle
+    }
+
+    /// [`insert_built`](Self::insert_built) for a callable `make` builds from its own
+    /// subscription (X6); `make` runs once, inside this call, before the subscription can run.
+    #[track_caller]
+    #[inline]
+    fn insert_built_self_aware(
+        &self,
+        options: Options,
+        owner: Option<Weak<dyn Any>>,
+        make: impl FnOnce(ThisSubscription) -> Rc<F>,
+    ) -> DelegateHandle {
+        let handle = self
+            .list
+            .insert_with(options.spec(owner, None), |handle, list| {
+                Shared::new(make(ThisSubscription::new(handle, list)))
+            });
+        if options.muted {
+            self.list.set_blocked(handle, true);
+        }
+        handle
     }
 
     /// A bind-only view of this delegate, to hand out to code that may subscribe and unsubscribe
@@ -374,21 +316,198 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     }
 }
 
-/// Implements the typed API for `MulticastDelegate<dyn Fn(A..) -> R>` with owned arguments.
+/// The weak owner every member finish holds (M9).
+fn weak_owner<T: Any>(owner: &Rc<T>) -> Option<Weak<dyn Any>> {
+    Some(Rc::downgrade(owner) as Weak<dyn Any>)
+}
+
+impl<F: ?Sized + 'static> Subscribe<'_, MulticastDelegate<F>, Plain> {
+    /// Finishes with an already shared callable: [`MulticastDelegate::add_shared`] with the
+    /// options. Cost: as `add_shared` (N4).
+    #[track_caller]
+    #[inline]
+    pub fn add_shared(self, callable: Rc<F>) -> DelegateHandle {
+        let (delegate, options) = self.parts();
+        delegate.insert_built(options, None, None, callable)
+    }
+
+    /// Finishes with an already shared callable bound to `owner`, held weakly (M9):
+    /// [`MulticastDelegate::add_shared_member`] with the options. Cost: as `add_shared_member`.
+    #[track_caller]
+    #[inline]
+    pub fn add_shared_member<T: Any>(self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
+        let (delegate, options) = self.parts();
+        delegate.insert_built(options, weak_owner(owner), None, callable)
+    }
+}
+
+impl<F: ?Sized + 'static> Subscribe<'_, MulticastDelegate<F>, SelfAware> {
+    /// Finishes with a shared callable that `make` builds from its own subscription (X6);
+    /// `make` runs once, inside this call, before the subscription can run. Cost: as
+    /// `add_shared` (N4).
+    #[track_caller]
+    #[inline]
+    pub fn add_shared(self, make: impl FnOnce(ThisSubscription) -> Rc<F>) -> DelegateHandle {
+        let (delegate, options) = self.parts();
+        delegate.insert_built_self_aware(options, None, make)
+    }
+
+    /// [`add_shared`](Self::add_shared) bound to `owner`, held weakly (M9).
+    #[track_caller]
+    #[inline]
+    pub fn add_shared_member<T: Any>(
+        self,
+        owner: &Rc<T>,
+        make: impl FnOnce(ThisSubscription) -> Rc<F>,
+    ) -> DelegateHandle {
+        let (delegate, options) = self.parts();
+        delegate.insert_built_self_aware(options, weak_owner(owner), make)
+    }
+}
+
+impl<F: ?Sized + 'static, M: TakesPlainFunction> Subscribe<'_, MulticastDelegate<F>, M> {
+    /// Not public API: what `add_static` (generic and declared) expands to. Finishes with
+    /// `callable`, made from the plain function at address `key`, so that `remove_static` finds
+    /// it (X7).
+    #[doc(hidden)]
+    #[track_caller]
+    #[inline]
+    pub fn add_shared_keyed(self, key: usize, callable: Rc<F>) -> DelegateHandle {
+        let (delegate, options) = self.parts();
+        delegate.insert_built(options, None, Some(key), callable)
+    }
+
+    /// Not public API: what `add_method` (generic and declared) expands to. Finishes with
+    /// `callable`, a member binding of `owner` (held weakly, M9) made from the method at address
+    /// `key`, so that `remove_method` finds it by owner and method (X7).
+    #[doc(hidden)]
+    #[track_caller]
+    #[inline]
+    pub fn add_shared_method_keyed<T: Any>(
+        self,
+        owner: &Rc<T>,
+        key: usize,
+        callable: Rc<F>,
+    ) -> DelegateHandle {
+        let (delegate, options) = self.parts();
+        delegate.insert_built(options, weak_owner(owner), Some(key), callable)
+    }
+}
+
+/// The typed finishes of the builder of `MulticastDelegate<dyn Fn(A..) -> R>` (A1).
+macro_rules! impl_subscribe_arity {
+    ($($arg:ident: $Arg:ident),*) => {
+        impl<$($Arg: Clone + 'static,)* R: 'static> Subscribe<'_, MulticastDelegate<dyn Fn($($Arg),*) -> R>, Plain> {
+            /// Finishes with a closure: [`add_lambda`](MulticastDelegate#method.add_lambda)
+            /// with the options. Cost: as `add_lambda` (N4).
+            #[track_caller]
+            #[inline]
+            pub fn add_lambda(self, f: impl Fn($($Arg),*) -> R + 'static) -> DelegateHandle {
+                self.add_shared(Rc::new(f))
+            }
+
+            /// Finishes with a method of `owner`, held weakly (M9):
+            /// [`add_member`](MulticastDelegate#method.add_member) with the options.
+            #[track_caller]
+            #[inline]
+            pub fn add_member<T: Any>(
+                self,
+                owner: &Rc<T>,
+                method: impl Fn(&T, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                let weak = Rc::downgrade(owner);
+                self.add_shared_member(
+                    owner,
+                    Rc::new(move |$($arg: $Arg),*| crate::__private::call_member(&weak, ($($arg,)*), |owner, ($($arg,)*)| method(owner, $($arg),*))),
+                )
+            }
+        }
+
+        impl<$($Arg: Clone + 'static,)* R: 'static> Subscribe<'_, MulticastDelegate<dyn Fn($($Arg),*) -> R>, SelfAware> {
+            /// Finishes with a closure that receives its own subscription first (X6).
+            #[track_caller]
+            #[inline]
+            pub fn add_lambda(
+                self,
+                f: impl Fn(&ThisSubscription, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                self.add_shared(|this| Rc::new(move |$($arg: $Arg),*| f(&this, $($arg),*)))
+            }
+
+            /// Finishes with a method of `owner` (held weakly, M9) that receives its own
+            /// subscription after the owner (X6).
+            #[track_caller]
+            #[inline]
+            pub fn add_member<T: Any>(
+                self,
+                owner: &Rc<T>,
+                method: impl Fn(&T, &ThisSubscription, $($Arg),*) -> R + 'static,
+            ) -> DelegateHandle {
+                let weak = Rc::downgrade(owner);
+                self.add_shared_member(owner, |this| {
+                    Rc::new(move |$($arg: $Arg),*| {
+                        crate::__private::call_member(&weak, ($($arg,)*), |owner, ($($arg,)*)| {
+                            method(owner, &this, $($arg),*)
+                        })
+                    })
+                })
+            }
+        }
+
+        impl<$($Arg: Clone + 'static,)* R: 'static, M> Subscribe<'_, MulticastDelegate<dyn Fn($($Arg),*) -> R>, M> {
+            /// Finishes with a plain function, which
+            /// [`remove_static`](MulticastDelegate#method.remove_static) finds (X7):
+            /// [`add_static`](MulticastDelegate#method.add_static) with the options. Not after
+            /// `.self_aware()`: a `fn` cannot receive its subscription.
+            #[track_caller]
+            #[inline]
+            pub fn add_static(self, f: fn($($Arg),*) -> R) -> DelegateHandle
+            where
+                M: TakesPlainFunction,
+            {
+                self.add_shared_keyed((f as *const ()).addr(), Rc::new(f))
+            }
+
+            /// Finishes with `method` of `owner` (held weakly, M9), which
+            /// [`remove_method`](MulticastDelegate#method.remove_method) finds (X7):
+            /// [`add_method`](MulticastDelegate#method.add_method) with the options. Not after
+            /// `.self_aware()`.
+            #[track_caller]
+            #[inline]
+            pub fn add_method<T: Any>(self, owner: &Rc<T>, method: fn(&T, $($Arg),*) -> R) -> DelegateHandle
+            where
+                M: TakesPlainFunction,
+            {
+                let weak = Rc::downgrade(owner);
+                let callable: Rc<dyn Fn($($Arg),*) -> R> = Rc::new(move |$($arg: $Arg),*| {
+                    crate::__private::call_member(&weak, ($($arg,)*), |owner, ($($arg,)*)| {
+                        method(owner, $($arg),*)
+                    })
+                });
+                self.add_shared_method_keyed(owner, (method as *const ()).addr(), callable)
+            }
+        }
+    };
+}
+
+/// Implements the typed API for `MulticastDelegate<dyn Fn(A..) -> R>` with owned arguments,
+/// and its builder's typed finishes.
 macro_rules! impl_multicast_arity {
     ($($arg:ident: $Arg:ident),*) => {
+        impl_subscribe_arity!($($arg: $Arg),*);
+
         impl<$($Arg: Clone + 'static,)* R: 'static> MulticastDelegate<dyn Fn($($Arg),*) -> R> {
             /// Adds a closure; the returned handle removes it.
             #[track_caller]
             pub fn add_lambda(&self, f: impl Fn($($Arg),*) -> R + 'static) -> DelegateHandle {
-                self.add_shared(Rc::new(f))
+                self.subscribe().add_lambda(f)
             }
 
             /// Adds a plain function; [`remove_static`](Self::remove_static) removes it by that
             /// function, and so does the returned handle.
             #[track_caller]
             pub fn add_static(&self, f: fn($($Arg),*) -> R) -> DelegateHandle {
-                self.add_static_with_priority(0, f)
+                self.subscribe().add_static(f)
             }
 
             /// Removes every subscription made by `add_static` (any of its forms) with this
@@ -455,13 +574,7 @@ macro_rules! impl_multicast_arity {
                 owner: &Rc<T>,
                 method: fn(&T, $($Arg),*) -> R,
             ) -> DelegateHandle {
-                let weak = Rc::downgrade(owner);
-                let callable: Rc<dyn Fn($($Arg),*) -> R> = Rc::new(move |$($arg: $Arg),*| {
-                    crate::__private::call_member(&weak, ($($arg,)*), |owner, ($($arg,)*)| {
-                        method(owner, $($arg),*)
-                    })
-                });
-                self.add_shared_method_keyed(owner, (method as *const ()).addr(), callable)
+                self.subscribe().add_method(owner, method)
             }
 
             /// Removes every subscription made by [`add_method`](Self::add_method) with this
@@ -475,76 +588,6 @@ macro_rules! impl_multicast_arity {
             /// same method (N4).
             pub fn remove_method<T: Any>(&self, owner: &Rc<T>, method: fn(&T, $($Arg),*) -> R) -> usize {
                 self.remove_method_keyed(owner, (method as *const ()).addr())
-            }
-
-            /// [`add_lambda`](Self::add_lambda), for one call only (X3): removed right before its
-            /// call starts, so no broadcast (nested or later) runs it twice.
-            ///
-            /// ```
-            /// use lumina::MulticastDelegate;
-            /// use std::cell::Cell;
-            /// use std::rc::Rc;
-            ///
-            /// let on_spawn: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
-            /// let calls = Rc::new(Cell::new(0));
-            /// let sink = Rc::clone(&calls);
-            /// let handle = on_spawn.add_lambda_once(move |_| sink.set(sink.get() + 1));
-            /// on_spawn.broadcast(1);
-            /// on_spawn.broadcast(2);
-            /// assert_eq!(calls.get(), 1);
-            /// assert!(!on_spawn.remove(handle)); // it ran: the handle names nothing now
-            /// ```
-            #[track_caller]
-            pub fn add_lambda_once(&self, f: impl Fn($($Arg),*) -> R + 'static) -> DelegateHandle {
-                self.add_shared_once(Rc::new(f))
-            }
-
-            /// [`add_static`](Self::add_static), for one call only (X3).
-            #[track_caller]
-            pub fn add_static_once(&self, f: fn($($Arg),*) -> R) -> DelegateHandle {
-                self.add_shared_keyed(0, true, (f as *const ()).addr(), Rc::new(f))
-            }
-
-            /// [`add_member`](Self::add_member), for one call only (X3).
-            #[track_caller]
-            pub fn add_member_once<T: Any>(
-                &self,
-                owner: &Rc<T>,
-                method: impl Fn(&T, $($Arg),*) -> R + 'static,
-            ) -> DelegateHandle {
-                let weak = Rc::downgrade(owner);
-                self.add_shared_member_once(
-                    owner,
-                    Rc::new(move |$($arg: $Arg),*| crate::__private::call_member(&weak, ($($arg,)*), |owner, ($($arg,)*)| method(owner, $($arg),*))),
-                )
-            }
-
-            /// Adds a closure that receives its own subscription first (X6), so it can remove,
-            /// block or re-prioritize itself; see [`ThisSubscription`](crate::ThisSubscription).
-            #[track_caller]
-            pub fn add_lambda_self_aware(
-                &self,
-                f: impl Fn(&ThisSubscription, $($Arg),*) -> R + 'static,
-            ) -> DelegateHandle {
-                self.add_shared_self_aware(|this| Rc::new(move |$($arg: $Arg),*| f(&this, $($arg),*)))
-            }
-
-            /// [`add_member`](Self::add_member) whose method receives its own subscription
-            /// after the owner (X6).
-            #[track_caller]
-            pub fn add_member_self_aware<T: Any>(
-                &self,
-                owner: &Rc<T>,
-                method: impl Fn(&T, &ThisSubscription, $($Arg),*) -> R + 'static,
-            ) -> DelegateHandle {
-                let weak = Rc::downgrade(owner);
-                self.add_shared_member_self_aware(owner, |this| {
-                    Rc::new(move |$($arg: $Arg),*| {
-                        crate::__private::call_member(&weak, ($($arg,)*), |owner, ($($arg,)*)| {
-                            method(owner, &this, $($arg),*)
-                        })
-                    })
-                })
             }
 
             /// Calls subscribers in order and folds their results as they come (X7; boost's
@@ -629,46 +672,7 @@ macro_rules! impl_multicast_arity {
                 owner: &Rc<T>,
                 method: impl Fn(&T, $($Arg),*) -> R + 'static,
             ) -> DelegateHandle {
-                self.add_member_with_priority(0, owner, method)
-            }
-
-            /// [`add_lambda`](Self::add_lambda) at `priority`: higher priorities run first, equal
-            /// ones in the order added; `add_lambda` is priority 0 (B3).
-            #[track_caller]
-            pub fn add_lambda_with_priority(
-                &self,
-                priority: i32,
-                f: impl Fn($($Arg),*) -> R + 'static,
-            ) -> DelegateHandle {
-                self.add_shared_with_priority(priority, Rc::new(f))
-            }
-
-            /// [`add_static`](Self::add_static) at `priority`, ordered like
-            /// [`add_lambda_with_priority`](Self::add_lambda_with_priority) (B3).
-            #[track_caller]
-            pub fn add_static_with_priority(
-                &self,
-                priority: i32,
-                f: fn($($Arg),*) -> R,
-            ) -> DelegateHandle {
-                self.add_shared_keyed(priority, false, (f as *const ()).addr(), Rc::new(f))
-            }
-
-            /// [`add_member`](Self::add_member) at `priority`, ordered like
-            /// [`add_lambda_with_priority`](Self::add_lambda_with_priority) (B3).
-            #[track_caller]
-            pub fn add_member_with_priority<T: Any>(
-                &self,
-                priority: i32,
-                owner: &Rc<T>,
-                method: impl Fn(&T, $($Arg),*) -> R + 'static,
-            ) -> DelegateHandle {
-                let weak = Rc::downgrade(owner);
-                self.add_shared_member_with_priority(
-                    priority,
-                    owner,
-                    Rc::new(move |$($arg: $Arg),*| crate::__private::call_member(&weak, ($($arg,)*), |owner, ($($arg,)*)| method(owner, $($arg),*))),
-                )
+                self.subscribe().add_member(owner, method)
             }
 
             /// Calls every subscriber present when the broadcast starts, in order, discarding

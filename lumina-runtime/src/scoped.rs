@@ -112,7 +112,7 @@ impl fmt::Debug for ScopedSubscription {
 /// let seen = Rc::new(Cell::new(0));
 /// let sink = Rc::clone(&seen);
 /// // Listens until the third tick, then unsubscribes itself.
-/// let _ = on_tick.add_lambda_self_aware(move |this, tick| {
+/// let _ = on_tick.subscribe().self_aware().add_lambda(move |this, tick| {
 ///     sink.set(tick);
 ///     if tick == 3 {
 ///         this.remove();

@@ -63,6 +63,7 @@ use std::sync::RwLock;
 use crate::handle::DelegateHandle;
 use crate::invocation::{Block, InvocationList};
 use crate::reflect::{PayloadInfo, ScriptPayload};
+use crate::subscribe::{Options, Plain, SelfAware, Subscribe, TakesPlainFunction};
 
 mod release;
 
@@ -636,20 +637,14 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// Adds a closure; the returned handle removes it.
     #[track_caller]
     pub fn add_lambda(&self, f: impl Fn(&P) + 'static) -> DelegateHandle {
-        self.base.for_native().add(Listener::Native(native(f)))
+        self.subscribe().add_lambda(f)
     }
 
     /// Adds a plain function; the returned handle removes it, and so does
     /// [`remove_static`](Self::remove_static) with the same function.
     #[track_caller]
     pub fn add_static(&self, f: fn(&P)) -> DelegateHandle {
-        let spec = crate::invocation::Spec {
-            key: Some(crate::__private::fn_address(f as *const ())),
-            ..Default::default()
-        };
-        self.base
-            .for_native()
-            .insert_spec(spec, Listener::Native(native(f)))
+        self.subscribe().add_static(f)
     }
 
     /// Removes every native listener made by [`add_static`](Self::add_static) with this
@@ -713,92 +708,72 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
             .add_owned(owner, Listener::Native(listener))
     }
 
-    /// Adds a closure that runs at most once (X3): removed right before its call starts, so no
-    /// broadcast (nested, or through the C ABI from a managed thunk) runs it twice.
-    #[track_caller]
-    pub fn add_lambda_once(&self, f: impl Fn(&P) + 'static) -> DelegateHandle {
-        let spec = crate::invocation::Spec {
-            once: true,
-            ..Default::default()
-        };
-        self.base
-            .for_native()
-            .insert_spec(spec, Listener::Native(native(f)))
+    /// A native subscription with options (A1): priority, one-shot (X3: removed right before
+    /// its call starts, so no broadcast, nested or through the C ABI from a managed thunk, runs
+    /// it twice), muted, self-aware (X6), one method each, then `add_lambda`, `add_static` or
+    /// `add_member`. See [`Subscribe`](crate::Subscribe). Cost: as the plain forms (N4).
+    ///
+    /// ```
+    /// use lumina::{ScriptDelegate, script_delegate};
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    ///
+    /// #[script_delegate]
+    /// #[derive(Clone)]
+    /// struct Hit {
+    ///     damage: f32,
+    /// }
+    ///
+    /// let on_hit: ScriptDelegate<Hit> = ScriptDelegate::new();
+    /// let hits = Rc::new(Cell::new(0));
+    /// let sink = Rc::clone(&hits);
+    /// let _ = on_hit.subscribe().priority(5).self_aware().add_lambda(move |this, _hit| {
+    ///     sink.set(sink.get() + 1);
+    ///     this.remove(); // the first hit only
+    /// });
+    /// on_hit.broadcast(&Hit { damage: 1.0 });
+    /// on_hit.broadcast(&Hit { damage: 2.0 });
+    /// assert_eq!(hits.get(), 1);
+    /// ```
+    #[inline]
+    pub fn subscribe(&self) -> Subscribe<'_, Self> {
+        Subscribe::new(self)
     }
 
-    /// Adds a plain function that runs at most once (X3), like
-    /// [`add_lambda_once`](Self::add_lambda_once); [`remove_static`](Self::remove_static) finds
-    /// it until it ran.
+    /// What every finish of the builder does: one native insertion, then the mute.
     #[track_caller]
-    pub fn add_static_once(&self, f: fn(&P)) -> DelegateHandle {
-        let spec = crate::invocation::Spec {
-            once: true,
-            key: Some(crate::__private::fn_address(f as *const ())),
-            ..Default::default()
-        };
-        self.base
-            .for_native()
-            .insert_spec(spec, Listener::Native(native(f)))
-    }
-
-    /// Adds a method of `owner` that runs at most once (X3), held weakly like
-    /// [`add_member`](Self::add_member).
-    #[track_caller]
-    pub fn add_member_once<T: Any>(
+    fn insert_built(
         &self,
-        owner: &Rc<T>,
-        method: impl Fn(&T, &P) + 'static,
+        options: Options,
+        owner: Option<Weak<dyn Any>>,
+        key: Option<usize>,
+        listener: Listener,
     ) -> DelegateHandle {
-        let weak = Rc::downgrade(owner);
-        let spec = crate::invocation::Spec {
-            once: true,
-            owner: Some(Rc::downgrade(owner) as std::rc::Weak<dyn Any>),
-            ..Default::default()
-        };
-        let listener = native(move |payload: &P| {
-            crate::__private::call_member(&weak, payload, &method);
+        let list = self.base.for_native();
+        let handle = list.insert_spec(options.spec(owner, key), listener);
+        if options.muted {
+            list.set_blocked(handle, true);
+        }
+        handle
+    }
+
+    /// [`insert_built`](Self::insert_built) for a listener `make` builds from its own
+    /// subscription (X6).
+    #[track_caller]
+    fn insert_built_self_aware(
+        &self,
+        options: Options,
+        owner: Option<Weak<dyn Any>>,
+        make: impl FnOnce(crate::ThisSubscription) -> Listener,
+    ) -> DelegateHandle {
+        let list = self.base.for_native();
+        let handle = list.insert_with(options.spec(owner, None), |handle, list| {
+            make(crate::ThisSubscription::new(handle, list))
         });
-        self.base
-            .for_native()
-            .insert_spec(spec, Listener::Native(listener))
-    }
-
-    /// Adds a method of `owner` that receives its own subscription after the owner (X6), held
-    /// weakly like [`add_member`](Self::add_member).
-    #[track_caller]
-    pub fn add_member_self_aware<T: Any>(
-        &self,
-        owner: &Rc<T>,
-        method: impl Fn(&T, &crate::ThisSubscription, &P) + 'static,
-    ) -> DelegateHandle {
-        let weak = Rc::downgrade(owner);
-        let spec = crate::invocation::Spec {
-            owner: Some(Rc::downgrade(owner) as std::rc::Weak<dyn Any>),
-            ..Default::default()
-        };
-        self.base.for_native().insert_with(spec, |handle, list| {
-            let this = crate::ThisSubscription::new(handle, list);
-            Listener::Native(native(move |payload: &P| {
-                crate::__private::call_member(&weak, payload, |owner: &T, payload: &P| {
-                    method(owner, &this, payload);
-                });
-            }))
-        })
-    }
-
-    /// Adds a closure that receives its own subscription first (X6), so it can remove, block
-    /// or re-prioritize itself.
-    #[track_caller]
-    pub fn add_lambda_self_aware(
-        &self,
-        f: impl Fn(&crate::ThisSubscription, &P) + 'static,
-    ) -> DelegateHandle {
-        self.base
-            .for_native()
-            .insert_with(Default::default(), |handle, list| {
-                let this = crate::ThisSubscription::new(handle, list);
-                Listener::Native(native(move |payload: &P| f(&this, payload)))
-            })
+        if options.muted {
+            list.set_blocked(handle, true);
+        }
+        handle
     }
 
     /// Blocks the native listener of `handle` (X4): it keeps its place and is skipped until
@@ -894,6 +869,80 @@ fn native<P: 'static>(f: impl Fn(&P) + 'static) -> NativeListener {
 }
 
 // A script delegate can be a reflected `#[property]` (`reflect` stands below this module: N3).
+/// The weak owner a member finish holds (M9).
+fn weak_owner<T: Any>(owner: &Rc<T>) -> Option<Weak<dyn Any>> {
+    Some(Rc::downgrade(owner) as Weak<dyn Any>)
+}
+
+impl<P: ScriptPayload, M> Subscribe<'_, ScriptDelegate<P>, M> {
+    /// Finishes with a plain function: [`ScriptDelegate::add_static`] with the options;
+    /// [`remove_static`](ScriptDelegate::remove_static) finds it. Not after `.self_aware()`.
+    #[track_caller]
+    pub fn add_static(self, f: fn(&P)) -> DelegateHandle
+    where
+        M: TakesPlainFunction,
+    {
+        let (delegate, options) = self.parts();
+        let key = Some(crate::__private::fn_address(f as *const ()));
+        delegate.insert_built(options, None, key, Listener::Native(native(f)))
+    }
+}
+
+impl<P: ScriptPayload> Subscribe<'_, ScriptDelegate<P>, Plain> {
+    /// Finishes with a closure: [`ScriptDelegate::add_lambda`] with the options.
+    #[track_caller]
+    pub fn add_lambda(self, f: impl Fn(&P) + 'static) -> DelegateHandle {
+        let (delegate, options) = self.parts();
+        delegate.insert_built(options, None, None, Listener::Native(native(f)))
+    }
+
+    /// Finishes with a method of `owner`, held weakly (M9): [`ScriptDelegate::add_member`]
+    /// with the options.
+    #[track_caller]
+    pub fn add_member<T: Any>(
+        self,
+        owner: &Rc<T>,
+        method: impl Fn(&T, &P) + 'static,
+    ) -> DelegateHandle {
+        let weak = Rc::downgrade(owner);
+        let listener = native(move |payload: &P| {
+            crate::__private::call_member(&weak, payload, &method);
+        });
+        let (delegate, options) = self.parts();
+        delegate.insert_built(options, weak_owner(owner), None, Listener::Native(listener))
+    }
+}
+
+impl<P: ScriptPayload> Subscribe<'_, ScriptDelegate<P>, SelfAware> {
+    /// Finishes with a closure that receives its own subscription first (X6).
+    #[track_caller]
+    pub fn add_lambda(self, f: impl Fn(&crate::ThisSubscription, &P) + 'static) -> DelegateHandle {
+        let (delegate, options) = self.parts();
+        delegate.insert_built_self_aware(options, None, |this| {
+            Listener::Native(native(move |payload: &P| f(&this, payload)))
+        })
+    }
+
+    /// Finishes with a method of `owner` (held weakly, M9) that receives its own subscription
+    /// after the owner (X6).
+    #[track_caller]
+    pub fn add_member<T: Any>(
+        self,
+        owner: &Rc<T>,
+        method: impl Fn(&T, &crate::ThisSubscription, &P) + 'static,
+    ) -> DelegateHandle {
+        let weak = Rc::downgrade(owner);
+        let (delegate, options) = self.parts();
+        delegate.insert_built_self_aware(options, weak_owner(owner), |this| {
+            Listener::Native(native(move |payload: &P| {
+                crate::__private::call_member(&weak, payload, |owner: &T, payload: &P| {
+                    method(owner, &this, payload);
+                });
+            }))
+        })
+    }
+}
+
 impl<P: ScriptPayload> crate::reflect::DelegateProperty for ScriptDelegate<P> {
     const PAYLOAD: &'static PayloadInfo = P::PAYLOAD;
 }

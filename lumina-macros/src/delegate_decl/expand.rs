@@ -269,18 +269,16 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let vis = &decl.vis;
     let common = Common::new(decl, args);
     let (downgrade, member_callable) = common.member_callable();
-    let (aware_lambda, aware_member) = common.aware_callables();
     let Common {
         signature,
         member_signature,
-        aware_signature,
-        aware_member_signature,
         names,
         types,
         rc,
         f,
         owner,
         method,
+        ..
     } = &common;
     let signature_line = format!(
         "A multicast delegate `{}`, declared with `declare_multicast_delegate!`.",
@@ -293,8 +291,9 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             "",
             "Any number of subscribers, called in the order they were added. Subscribe with",
             "`add_lambda`, `add_static` or `add_member` (each returns a `DelegateHandle` for",
-            "`remove`), and call them all with `broadcast`. The `add_*_with_priority` forms order",
-            "subscribers, higher first; `registration()` hands out a bind-only view.",
+            "`remove`), and call them all with `broadcast`. `subscribe()` takes options (priority,",
+            "once, muted, self-aware) before the same finishes; `registration()` hands out a",
+            "bind-only view.",
         ],
     );
     let cfgs = cfg_attrs(decl);
@@ -307,6 +306,8 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let next = expand_next(decl, args, &common);
     let next_delegate = next.as_ref().map(|(delegate, _)| delegate);
     let registration_type = expand_registration(decl, &common, next.as_ref().map(|(_, view)| view));
+    let builder = builder_name(decl);
+    let builder_type = expand_builder(decl, &common);
     let queued = expand_queued(decl, args);
     let passed: Vec<TokenStream> = args.iter().map(Arg::pass).collect();
 
@@ -472,7 +473,15 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// `remove_static` with the same function.
             #[track_caller]
             pub fn add_static(&self, #f: fn(#(#types),*) #output_arrow) -> #handle {
-                self.add_static_with_priority(0, #f)
+                self.subscribe().add_static(#f)
+            }
+
+            /// A subscription with options: `priority`, `once`, `muted` and `self_aware`, one
+            /// method each, then `add_lambda`, `add_static`, `add_member`, `add_method` or
+            /// `add_shared`, which returns the handle. Nothing is subscribed until then.
+            #[inline]
+            pub fn subscribe(&self) -> #builder<'_, #(#fallback),*> {
+                #builder(self.0.subscribe())
             }
 
             /// Removes every subscription made by `add_static` (any form) with this function;
@@ -492,12 +501,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #owner: &#rc<T>,
                 #method: fn(&T, #(#types),*) #output_arrow,
             ) -> #handle {
-                #downgrade
-                self.0.add_shared_method_keyed(
-                    #owner,
-                    ::lumina::__private::fn_address(#method as *const ()),
-                    #member_callable,
-                )
+                self.subscribe().add_method(#owner, #method)
             }
 
             /// Removes every subscription made by `add_method` with this owner and this method;
@@ -513,54 +517,6 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                     #owner,
                     ::lumina::__private::fn_address(#method as *const ()),
                 )
-            }
-
-            /// Adds a closure that runs at most once: it is removed right before its call
-            /// starts, so no broadcast (nested or later) runs it twice.
-            #[track_caller]
-            pub fn add_lambda_once(&self, #f: impl #signature + 'static) -> #handle {
-                self.0.add_shared_once(#rc::new(#f))
-            }
-
-            /// Adds a plain function that runs at most once, like `add_lambda_once`.
-            #[track_caller]
-            pub fn add_static_once(&self, #f: fn(#(#types),*) #output_arrow) -> #handle {
-                self.0.add_shared_keyed(
-                    0,
-                    true,
-                    ::lumina::__private::fn_address(#f as *const ()),
-                    #rc::new(#f),
-                )
-            }
-
-            /// Adds a method of `owner` that runs at most once, held weakly like `add_member`.
-            #[track_caller]
-            pub fn add_member_once<T: ::core::any::Any>(
-                &self,
-                #owner: &#rc<T>,
-                #method: impl #member_signature + 'static,
-            ) -> #handle {
-                #downgrade
-                self.0.add_shared_member_once(#owner, #member_callable)
-            }
-
-            /// Adds a closure that receives its own subscription first, so it can remove,
-            /// block or re-prioritize itself.
-            #[track_caller]
-            pub fn add_lambda_self_aware(&self, #f: impl #aware_signature + 'static) -> #handle {
-                self.0.add_shared_self_aware(#aware_lambda)
-            }
-
-            /// Adds a method of `owner` that receives its own subscription after the owner,
-            /// held weakly like `add_member`.
-            #[track_caller]
-            pub fn add_member_self_aware<T: ::core::any::Any>(
-                &self,
-                #owner: &#rc<T>,
-                #method: impl #aware_member_signature + 'static,
-            ) -> #handle {
-                #downgrade
-                self.0.add_shared_member_self_aware(#owner, #aware_member)
             }
 
             /// Blocks the subscription of `handle`: it keeps its place and priority and still
@@ -603,45 +559,6 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             ) -> #handle {
                 #downgrade
                 self.0.add_shared_member(#owner, #member_callable)
-            }
-
-            /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
-            /// added; `add_lambda` is priority 0. The returned handle removes it.
-            #[track_caller]
-            pub fn add_lambda_with_priority(
-                &self,
-                #priority: i32,
-                #f: impl #signature + 'static,
-            ) -> #handle {
-                self.0.add_shared_with_priority(#priority, #rc::new(#f))
-            }
-
-            /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
-            #[track_caller]
-            pub fn add_static_with_priority(
-                &self,
-                #priority: i32,
-                #f: fn(#(#types),*) #output_arrow,
-            ) -> #handle {
-                self.0.add_shared_keyed(
-                    #priority,
-                    false,
-                    ::lumina::__private::fn_address(#f as *const ()),
-                    #rc::new(#f),
-                )
-            }
-
-            /// Adds a method of `owner` at `priority`, held weakly like `add_member` and ordered
-            /// like `add_lambda_with_priority`.
-            #[track_caller]
-            pub fn add_member_with_priority<T: ::core::any::Any>(
-                &self,
-                #priority: i32,
-                #owner: &#rc<T>,
-                #method: impl #member_signature + 'static,
-            ) -> #handle {
-                #downgrade
-                self.0.add_shared_member_with_priority(#priority, #owner, #member_callable)
             }
 
             /// A bind-only view of this delegate: it subscribes and unsubscribes, but cannot
@@ -724,6 +641,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         }
 
         #registration_type
+        #builder_type
         #queued
     }
 }
@@ -738,12 +656,11 @@ fn expand_registration(
     let name = &decl.name;
     let vis = &decl.vis;
     let registration = registration_name(decl);
+    let builder = builder_name(decl);
     let cfgs = cfg_attrs(decl);
     let Common {
         signature,
         member_signature,
-        aware_signature,
-        aware_member_signature,
         names,
         types,
         rc,
@@ -781,31 +698,16 @@ fn expand_registration(
                 self.0.add_lambda(#f)
             }
 
-            /// Adds a closure at `priority`: higher priorities run first, equal ones in the order
-            /// added; `add_lambda` is priority 0.
-            #[track_caller]
-            pub fn add_lambda_with_priority(
-                &self,
-                #priority: i32,
-                #f: impl #signature + 'static,
-            ) -> #handle {
-                self.0.add_lambda_with_priority(#priority, #f)
-            }
-
             /// Adds a plain function; the returned handle removes it.
             #[track_caller]
             pub fn add_static(&self, #f: fn(#(#types),*) #output_arrow) -> #handle {
                 self.0.add_static(#f)
             }
 
-            /// Adds a plain function at `priority`, ordered like `add_lambda_with_priority`.
-            #[track_caller]
-            pub fn add_static_with_priority(
-                &self,
-                #priority: i32,
-                #f: fn(#(#types),*) #output_arrow,
-            ) -> #handle {
-                self.0.add_static_with_priority(#priority, #f)
+            /// A subscription with options, as the delegate's `subscribe`.
+            #[inline]
+            pub fn subscribe(&self) -> #builder<'_, #(#fallback),*> {
+                self.0.subscribe()
             }
 
             /// Adds a method of `owner`, held weakly: once `owner` is dropped it never runs again.
@@ -816,17 +718,6 @@ fn expand_registration(
                 #method: impl #member_signature + 'static,
             ) -> #handle {
                 self.0.add_member(#owner, #method)
-            }
-
-            /// Adds a method of `owner` at `priority`, held weakly like `add_member`.
-            #[track_caller]
-            pub fn add_member_with_priority<T: ::core::any::Any>(
-                &self,
-                #priority: i32,
-                #owner: &#rc<T>,
-                #method: impl #member_signature + 'static,
-            ) -> #handle {
-                self.0.add_member_with_priority(#priority, #owner, #method)
             }
 
             /// Removes the subscription of `handle`; `false` (and no change) for an invalid,
@@ -898,44 +789,6 @@ fn expand_registration(
                 #method: fn(&T, #(#types),*) #output_arrow,
             ) -> usize {
                 self.0.remove_method(#owner, #method)
-            }
-
-            /// Adds a closure that runs at most once.
-            #[track_caller]
-            pub fn add_lambda_once(&self, #f: impl #signature + 'static) -> #handle {
-                self.0.add_lambda_once(#f)
-            }
-
-            /// Adds a plain function that runs at most once.
-            #[track_caller]
-            pub fn add_static_once(&self, #f: fn(#(#types),*) #output_arrow) -> #handle {
-                self.0.add_static_once(#f)
-            }
-
-            /// Adds a method of `owner` that runs at most once, held weakly.
-            #[track_caller]
-            pub fn add_member_once<T: ::core::any::Any>(
-                &self,
-                #owner: &#rc<T>,
-                #method: impl #member_signature + 'static,
-            ) -> #handle {
-                self.0.add_member_once(#owner, #method)
-            }
-
-            /// Adds a closure that receives its own subscription first.
-            #[track_caller]
-            pub fn add_lambda_self_aware(&self, #f: impl #aware_signature + 'static) -> #handle {
-                self.0.add_lambda_self_aware(#f)
-            }
-
-            /// Adds a method of `owner` that receives its own subscription after the owner.
-            #[track_caller]
-            pub fn add_member_self_aware<T: ::core::any::Any>(
-                &self,
-                #owner: &#rc<T>,
-                #method: impl #aware_member_signature + 'static,
-            ) -> #handle {
-                self.0.add_member_self_aware(#owner, #method)
             }
 
             /// Blocks the subscription of `handle` until `unblock`.
@@ -1169,6 +1022,169 @@ fn expand_next(
 }
 
 /// `Name` + `Registration`, at the name's span.
+fn builder_name(decl: &DelegateDecl) -> Ident {
+    format_ident!("{}Subscribe", decl.name, span = decl.name.span())
+}
+
+/// The builder `<Name>Subscribe<'a>` of a declared multicast delegate (A1): the runtime's
+/// `Subscribe` (options, modes, insertion), with the finishes in the declared signature.
+fn expand_builder(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream {
+    let name = &decl.name;
+    let vis = &decl.vis;
+    let builder = builder_name(decl);
+    let cfgs = cfg_attrs(decl);
+    let struct_attrs = cfg_and_allow_attrs(decl);
+    let (downgrade, member_callable) = common.member_callable();
+    let (aware_lambda, aware_member) = common.aware_callables();
+    let Common {
+        signature,
+        member_signature,
+        aware_signature,
+        aware_member_signature,
+        types,
+        rc,
+        f,
+        owner,
+        method,
+        ..
+    } = common;
+    let priority = local("priority");
+    let handle = quote!(::lumina::__private::DelegateHandle);
+    let output_arrow = decl.output.as_ref().map(|output| quote!(-> #output));
+    let private = quote!(::lumina::__private);
+    let fallback = &decl.fallback_generics;
+    let doc = format!(
+        " A subscription to a `{name}` being made, from `{name}::subscribe`: options first \
+         (`priority`, `once`, `muted`, `self_aware`), then a finish that returns the handle."
+    );
+    quote! {
+        #struct_attrs
+        #[doc = #doc]
+        #[derive(Clone, Copy, Debug)]
+        #[must_use = "a subscription is made only by a finish such as `add_lambda`: nothing is subscribed yet"]
+        #[allow(dead_code)]
+        #vis struct #builder<'a, #(#fallback: ::core::clone::Clone + 'static,)* M = #private::Plain>(
+            #private::Subscribe<'a, #private::MulticastDelegate<dyn #signature>, M>
+        );
+
+        #cfgs
+        #[allow(dead_code)]
+        impl<'a, #(#fallback: ::core::clone::Clone + 'static,)* M> #builder<'a, #(#fallback,)* M> {
+            /// Runs before every subscriber of a lower `priority`; the plain forms are 0.
+            #[inline]
+            pub fn priority(self, #priority: i32) -> Self {
+                Self(self.0.priority(#priority))
+            }
+
+            /// Runs at most once: removed right before its call starts.
+            #[inline]
+            pub fn once(self) -> Self {
+                Self(self.0.once())
+            }
+
+            /// Starts blocked: present and counted, skipped by broadcasts until `unblock`.
+            #[inline]
+            pub fn muted(self) -> Self {
+                Self(self.0.muted())
+            }
+
+            /// The callable receives its own subscription first (`&ThisSubscription`).
+            #[inline]
+            pub fn self_aware(self) -> #builder<'a, #(#fallback,)* #private::SelfAware>
+            where
+                M: #private::NotSelfAware,
+            {
+                #builder(self.0.self_aware())
+            }
+
+            /// Finishes with a plain function; `remove_static` finds it. Not after `self_aware`.
+            #[track_caller]
+            #[inline]
+            pub fn add_static(self, #f: fn(#(#types),*) #output_arrow) -> #handle
+            where
+                M: #private::TakesPlainFunction,
+            {
+                self.0.add_shared_keyed(#private::fn_address(#f as *const ()), #rc::new(#f))
+            }
+
+            /// Finishes with a plain method of `owner`, held weakly; `remove_method` finds it.
+            /// Not after `self_aware`.
+            #[track_caller]
+            #[inline]
+            pub fn add_method<T: ::core::any::Any>(
+                self,
+                #owner: &#rc<T>,
+                #method: fn(&T, #(#types),*) #output_arrow,
+            ) -> #handle
+            where
+                M: #private::TakesPlainFunction,
+            {
+                #downgrade
+                self.0.add_shared_method_keyed(
+                    #owner,
+                    #private::fn_address(#method as *const ()),
+                    #member_callable,
+                )
+            }
+        }
+
+        #cfgs
+        #[allow(dead_code)]
+        impl<#(#fallback: ::core::clone::Clone + 'static),*> #builder<'_, #(#fallback,)* #private::Plain> {
+            /// Finishes with a closure.
+            #[track_caller]
+            #[inline]
+            pub fn add_lambda(self, #f: impl #signature + 'static) -> #handle {
+                self.0.add_shared(#rc::new(#f))
+            }
+
+            /// Finishes with a method of `owner`, held weakly: it never runs once `owner` is
+            /// dropped.
+            #[track_caller]
+            #[inline]
+            pub fn add_member<T: ::core::any::Any>(
+                self,
+                #owner: &#rc<T>,
+                #method: impl #member_signature + 'static,
+            ) -> #handle {
+                #downgrade
+                self.0.add_shared_member(#owner, #member_callable)
+            }
+
+            /// Finishes with an already shared callable.
+            #[track_caller]
+            #[inline]
+            pub fn add_shared(self, callable: #rc<dyn #signature>) -> #handle {
+                self.0.add_shared(callable)
+            }
+        }
+
+        #cfgs
+        #[allow(dead_code)]
+        impl<#(#fallback: ::core::clone::Clone + 'static),*> #builder<'_, #(#fallback,)* #private::SelfAware> {
+            /// Finishes with a closure that receives its own subscription first.
+            #[track_caller]
+            #[inline]
+            pub fn add_lambda(self, #f: impl #aware_signature + 'static) -> #handle {
+                self.0.add_shared(#aware_lambda)
+            }
+
+            /// Finishes with a method of `owner` (held weakly) that receives its own
+            /// subscription after the owner.
+            #[track_caller]
+            #[inline]
+            pub fn add_member<T: ::core::any::Any>(
+                self,
+                #owner: &#rc<T>,
+                #method: impl #aware_member_signature + 'static,
+            ) -> #handle {
+                #downgrade
+                self.0.add_shared_member(#owner, #aware_member)
+            }
+        }
+    }
+}
+
 fn registration_name(decl: &DelegateDecl) -> Ident {
     format_ident!("{}Registration", decl.name, span = decl.name.span())
 }

@@ -6,7 +6,8 @@ use std::rc::Rc;
 
 use super::MulticastDelegate;
 use crate::handle::DelegateHandle;
-use crate::scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
+use crate::scoped::{ScopedBlock, ScopedSubscription};
+use crate::subscribe::Subscribe;
 
 mod sealed {
     /// Keeps the markers below unimplementable outside the crate.
@@ -115,48 +116,22 @@ impl<'a, F: ?Sized + 'static> Registration<'a, F> {
         self.delegate.add_shared(callable)
     }
 
-    /// [`MulticastDelegate::add_shared_with_priority`].
-    #[track_caller]
-    pub fn add_shared_with_priority(&self, priority: i32, callable: Rc<F>) -> DelegateHandle {
-        self.delegate.add_shared_with_priority(priority, callable)
-    }
-
     /// [`MulticastDelegate::add_shared_member`].
     #[track_caller]
     pub fn add_shared_member<T: Any>(&self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
         self.delegate.add_shared_member(owner, callable)
     }
 
-    /// [`MulticastDelegate::add_shared_member_with_priority`].
-    #[track_caller]
-    pub fn add_shared_member_with_priority<T: Any>(
-        &self,
-        priority: i32,
-        owner: &Rc<T>,
-        callable: Rc<F>,
-    ) -> DelegateHandle {
-        self.delegate
-            .add_shared_member_with_priority(priority, owner, callable)
+    /// [`MulticastDelegate::subscribe`]: a subscription with options (A1), the same builder as
+    /// the delegate's. Cost: nothing until the finish (N4).
+    #[inline]
+    pub fn subscribe(&self) -> Subscribe<'a, MulticastDelegate<F>> {
+        self.delegate.subscribe()
     }
 
     /// [`MulticastDelegate::remove`].
     pub fn remove(&self, handle: DelegateHandle) -> bool {
         self.delegate.remove(handle)
-    }
-
-    /// [`MulticastDelegate::add_shared_once`].
-    #[track_caller]
-    pub fn add_shared_once(&self, callable: Rc<F>) -> DelegateHandle {
-        self.delegate.add_shared_once(callable)
-    }
-
-    /// [`MulticastDelegate::add_shared_self_aware`].
-    #[track_caller]
-    pub fn add_shared_self_aware(
-        &self,
-        make: impl FnOnce(ThisSubscription) -> Rc<F>,
-    ) -> DelegateHandle {
-        self.delegate.add_shared_self_aware(make)
     }
 
     /// [`MulticastDelegate::scoped`]: a guard that unsubscribes when dropped (B1, X2), so a
@@ -252,71 +227,10 @@ macro_rules! impl_registration_arity {
                 self.delegate.add_lambda(f)
             }
 
-            /// [`MulticastDelegate::add_lambda_with_priority`].
-            #[track_caller]
-            pub fn add_lambda_with_priority(
-                &self,
-                priority: i32,
-                f: impl Fn($($Arg),*) -> R + 'static,
-            ) -> DelegateHandle {
-                self.delegate.add_lambda_with_priority(priority, f)
-            }
-
             /// [`MulticastDelegate::add_static`].
             #[track_caller]
             pub fn add_static(&self, f: fn($($Arg),*) -> R) -> DelegateHandle {
                 self.delegate.add_static(f)
-            }
-
-            /// [`MulticastDelegate::add_static_with_priority`].
-            #[track_caller]
-            pub fn add_static_with_priority(
-                &self,
-                priority: i32,
-                f: fn($($Arg),*) -> R,
-            ) -> DelegateHandle {
-                self.delegate.add_static_with_priority(priority, f)
-            }
-
-            /// [`MulticastDelegate::add_lambda_once`].
-            #[track_caller]
-            pub fn add_lambda_once(&self, f: impl Fn($($Arg),*) -> R + 'static) -> DelegateHandle {
-                self.delegate.add_lambda_once(f)
-            }
-
-            /// [`MulticastDelegate::add_static_once`].
-            #[track_caller]
-            pub fn add_static_once(&self, f: fn($($Arg),*) -> R) -> DelegateHandle {
-                self.delegate.add_static_once(f)
-            }
-
-            /// [`MulticastDelegate::add_member_once`].
-            #[track_caller]
-            pub fn add_member_once<T: Any>(
-                &self,
-                owner: &Rc<T>,
-                method: impl Fn(&T, $($Arg),*) -> R + 'static,
-            ) -> DelegateHandle {
-                self.delegate.add_member_once(owner, method)
-            }
-
-            /// [`MulticastDelegate::add_lambda_self_aware`].
-            #[track_caller]
-            pub fn add_lambda_self_aware(
-                &self,
-                f: impl Fn(&ThisSubscription, $($Arg),*) -> R + 'static,
-            ) -> DelegateHandle {
-                self.delegate.add_lambda_self_aware(f)
-            }
-
-            /// [`MulticastDelegate::add_member_self_aware`].
-            #[track_caller]
-            pub fn add_member_self_aware<T: Any>(
-                &self,
-                owner: &Rc<T>,
-                method: impl Fn(&T, &ThisSubscription, $($Arg),*) -> R + 'static,
-            ) -> DelegateHandle {
-                self.delegate.add_member_self_aware(owner, method)
             }
 
             /// [`MulticastDelegate::add_method`].
@@ -369,16 +283,6 @@ macro_rules! impl_registration_arity {
                 self.delegate.add_member(owner, method)
             }
 
-            /// [`MulticastDelegate::add_member_with_priority`].
-            #[track_caller]
-            pub fn add_member_with_priority<T: Any>(
-                &self,
-                priority: i32,
-                owner: &Rc<T>,
-                method: impl Fn(&T, $($Arg),*) -> R + 'static,
-            ) -> DelegateHandle {
-                self.delegate.add_member_with_priority(priority, owner, method)
-            }
         }
     };
 }

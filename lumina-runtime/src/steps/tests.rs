@@ -202,7 +202,12 @@ fn n4_add_and_remove_during_a_broadcast() {
 fn prioritized(n: usize) -> (Delegate, Vec<DelegateHandle>) {
     let delegate = Delegate::new();
     let handles = (0..n)
-        .map(|i| delegate.add_lambda_with_priority(i32::try_from(n - i).unwrap(), |_| {}))
+        .map(|i| {
+            delegate
+                .subscribe()
+                .priority(i32::try_from(n - i).unwrap())
+                .add_lambda(|_| {})
+        })
         .collect();
     delegate.broadcast(0);
     (delegate, handles)

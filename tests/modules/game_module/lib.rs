@@ -79,7 +79,9 @@ fn start_up() {
     // A prioritized subscription (B3) is the module's like any other (MB4).
     let _ = engine()
         .on_tick
-        .add_static_with_priority(-1, |frame| println!("{}: static tick {frame}", tag()));
+        .subscribe()
+        .priority(-1)
+        .add_static(|frame| println!("{}: static tick {frame}", tag()));
     let _ = core.on_settings_saved().add_static(saved);
     let _ = core.on_world_travelled().add_member(&game, Game::travelled);
     let _ = engine()

@@ -281,7 +281,9 @@ fn errors(dir: &Path) {
     // reached yet do not run (M3).
     let during = engine()
         .on_tick
-        .add_lambda_with_priority(1, move |_| match module::unload(id) {
+        .subscribe()
+        .priority(1)
+        .add_lambda(move |_| match module::unload(id) {
             Ok(info) => println!("unload during a broadcast: {}", info.name()),
             Err(error) => println!("unload during a broadcast: {error}"),
         });
