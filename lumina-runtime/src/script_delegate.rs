@@ -711,7 +711,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// A native subscription with options (A1): priority, one-shot (X3: removed right before
     /// its call starts, so no broadcast, nested or through the C ABI from a managed thunk, runs
     /// it twice), muted, self-aware (X6), one method each, then `add_lambda`, `add_static` or
-    /// `add_member`. See [`Subscribe`](crate::Subscribe). Cost: as the plain forms (N4).
+    /// `add_member`. See [`Subscribe`]. Cost: as the plain forms (N4).
     ///
     /// ```
     /// use lumina::{ScriptDelegate, script_delegate};
