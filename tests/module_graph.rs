@@ -6,7 +6,7 @@
 //! cycle, printing the edges that close it with their file and line.
 //!
 //! A module's own children are not edges (a parent contains them), nor is test-only code
-//! (`#[cfg(test)] mod ... { }` blocks and `tests.rs` files).
+//! (`#[cfg(test)] mod ... { }` blocks, `tests.rs` files and the files of a `tests/` folder).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -194,7 +194,8 @@ fn read_modules(src: &Path) -> Vec<Module> {
                 .iter()
                 .map(|part| part.to_string_lossy().into_owned())
                 .collect();
-            if segments.last().is_some_and(|last| last == "tests") {
+            // Test-only: `tests.rs` and every file under a `tests/` folder.
+            if segments.iter().any(|segment| segment == "tests") {
                 continue;
             }
             if segments
