@@ -64,6 +64,7 @@ pub mod script_generation;
 mod steps;
 pub mod sync_delegate;
 mod thread_bound;
+mod trace;
 mod track;
 
 pub use bus::{MessageBus, Tag, TagKey};
