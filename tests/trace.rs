@@ -7,7 +7,6 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use lumina::MulticastDelegate;
@@ -38,7 +37,6 @@ impl Recorded {
 struct Collector {
     spans: Arc<Mutex<Vec<Recorded>>>,
     stack: Arc<Mutex<Vec<usize>>>,
-    next: Arc<AtomicU64>,
 }
 
 struct Fields<'a>(&'a mut Vec<(String, String)>);
@@ -66,10 +64,12 @@ impl Subscriber for Collector {
             fields,
             parent,
         });
-        self.next.fetch_add(1, Ordering::Relaxed);
         Id::from_u64(spans.len() as u64)
     }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        let mut spans = self.spans.lock().unwrap();
+        values.record(&mut Fields(&mut spans[span.into_u64() as usize - 1].fields));
+    }
     fn record_follows_from(&self, _: &Id, _: &Id) {}
     fn event(&self, _: &Event<'_>) {}
     fn enter(&self, span: &Id) {
@@ -170,4 +170,50 @@ fn a_bus_send_is_a_span_named_by_its_tag() {
         at = spans[i].parent;
     }
     panic!("the subscriber call is not under the send span: {spans:#?}");
+}
+
+/// The `trace` example, run with the cargo that runs this test: its `trace.json` (the Chrome
+/// trace format Perfetto opens) holds the engine loop's broadcasts, each with its subscriber
+/// calls named by their bind sites in `examples/engine_loop.rs`.
+#[test]
+fn the_trace_example_writes_broadcasts_and_bind_sites_as_chrome_json() {
+    let folder = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-example");
+    let output = std::process::Command::new(env!("CARGO"))
+        .args([
+            "run",
+            "--quiet",
+            "--example",
+            "trace",
+            "--features",
+            "trace",
+            "--",
+        ])
+        .arg(&folder)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "the example failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(folder.join("trace.json")).expect("trace.json written");
+    let events: Vec<serde_json::Value> = serde_json::from_str(&text).expect("a JSON array");
+    let named = |name: &str| {
+        events
+            .iter()
+            .filter(|e| e["name"] == name && e["ph"] == "B")
+            .collect::<Vec<_>>()
+    };
+    let broadcasts = named("broadcast");
+    let calls = named("subscriber");
+    assert!(broadcasts.len() >= 3, "{text}");
+    assert!(calls.len() >= broadcasts.len(), "{text}");
+    for call in &calls {
+        let site = call["args"]["bind_site"].as_str().expect("a bind site");
+        assert!(site.starts_with("examples/engine_loop.rs:"), "{site}");
+    }
+    // Every begin has its end, so the file shows a well-nested timeline.
+    let ends = events.iter().filter(|e| e["ph"] == "E").count();
+    assert_eq!(ends, broadcasts.len() + calls.len(), "{text}");
 }

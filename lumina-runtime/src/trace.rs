@@ -67,10 +67,15 @@ pub(crate) fn send(tag: impl std::fmt::Display) -> Span {
 pub(crate) fn subscriber(site: u32) -> Span {
     #[cfg(feature = "trace")]
     {
-        match crate::bind_site::location(site) {
-            Some(at) => Span(tracing::trace_span!("subscriber", bind_site = %at).entered()),
-            None => Span(tracing::trace_span!("subscriber", bind_site = "?").entered()),
+        // The site is looked up (a lock) only for a span some subscriber wants.
+        let span = tracing::trace_span!("subscriber", bind_site = tracing::field::Empty);
+        if !span.is_disabled() {
+            match crate::bind_site::location(site) {
+                Some(at) => span.record("bind_site", tracing::field::display(at)),
+                None => span.record("bind_site", "?"),
+            };
         }
+        Span(span.entered())
     }
     #[cfg(not(feature = "trace"))]
     {
