@@ -217,3 +217,45 @@ fn the_trace_example_writes_broadcasts_and_bind_sites_as_chrome_json() {
     let ends = events.iter().filter(|e| e["ph"] == "E").count();
     assert_eq!(ends, broadcasts.len() + calls.len(), "{text}");
 }
+
+struct Viewport;
+
+impl lumina::event::EventHandler for Viewport {
+    fn on_event(&self, _: &mut dyn lumina::event::Event) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_dispatch_is_a_span_named_by_its_event_type_over_its_handler_calls() {
+    use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
+    let processor = EventProcessor::new();
+    let viewport = Rc::new(Viewport);
+    let line = line!() + 1;
+    assert!(processor.register_event_handler(&viewport, InputLayer::Viewport));
+    let spans = collect(|| {
+        assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    });
+
+    assert_eq!(spans[0].name, "dispatch", "{spans:#?}");
+    assert!(
+        spans[0].field("event").ends_with("KeyPressedEvent"),
+        "{spans:#?}"
+    );
+    let call = spans
+        .iter()
+        .position(|s| s.name == "subscriber")
+        .expect("a handler call");
+    assert!(
+        spans[call]
+            .field("bind_site")
+            .contains(&format!(":{line}:")),
+        "{spans:#?}"
+    );
+    assert!(
+        spans[call]
+            .parent
+            .is_some_and(|p| spans[p].parent == Some(0)),
+        "{spans:#?}"
+    );
+}

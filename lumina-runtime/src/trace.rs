@@ -47,6 +47,27 @@ pub(crate) fn broadcast<C: ?Sized>() -> Span {
     }
 }
 
+/// An event processor's dispatch of an event of type `E`: a span `dispatch` whose `event` field
+/// names that type; the handler lists it walks are broadcasts under it.
+#[inline(always)]
+#[cfg_attr(
+    not(feature = "trace"),
+    expect(
+        clippy::extra_unused_type_parameters,
+        reason = "only the trace names the type"
+    )
+)]
+pub(crate) fn dispatch<E>() -> Span {
+    #[cfg(feature = "trace")]
+    {
+        Span(tracing::trace_span!("dispatch", event = std::any::type_name::<E>()).entered())
+    }
+    #[cfg(not(feature = "trace"))]
+    {
+        Span
+    }
+}
+
 /// A bus send on the channel of `tag`: a span `send` whose `tag` field is the tag's name.
 #[inline(always)]
 pub(crate) fn send(tag: impl std::fmt::Display) -> Span {
