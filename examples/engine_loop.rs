@@ -274,7 +274,7 @@ impl Engine {
     }
 
     /// One frame: game work, then the tasks other threads enqueued for the game thread.
-    fn frame(&self, work: impl FnOnce()) {
+    pub(crate) fn frame(&self, work: impl FnOnce()) {
         self.frame.set(self.frame.get() + 1);
         println!("-- frame {} --", self.frame.get());
         work();
@@ -286,7 +286,7 @@ impl Engine {
         );
     }
 
-    fn travel(&self, to: &'static str) {
+    pub(crate) fn travel(&self, to: &'static str) {
         let core = CoreDelegates::get();
         let old = self.world.get();
         let old_name = self.world_names.borrow_mut().remove(&old).unwrap_or("?");

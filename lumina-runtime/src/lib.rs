@@ -65,6 +65,7 @@ mod steps;
 pub mod subscribe;
 pub mod sync_delegate;
 mod thread_bound;
+mod trace;
 mod track;
 
 pub use bus::{MessageBus, Tag, TagKey};

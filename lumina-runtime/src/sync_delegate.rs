@@ -498,11 +498,13 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
         // Guarded: if a subscriber panics and a change replaced the list meanwhile, this may be
         // its last reference, and the callables it drops then are user code dropped while the
         // thread unwinds (R2).
+        let _span = crate::trace::broadcast::<F>();
         let list = Guarded::new(self.shared.snapshot());
         let mut once = false;
         for entry in list.iter() {
             if entry.start() {
                 once |= entry.once;
+                let _call = crate::trace::subscriber(entry.site);
                 call(&entry.callable);
             }
         }

@@ -1674,6 +1674,7 @@ impl<E: EntityId> MessageBus<E> {
     #[inline(always)]
     fn walk_channel(&self, message: &Message<'_, E>, tag: Tag, channel: &Channel<E>) -> bool {
         message.enter(tag, channel.newest.get());
+        let _span = crate::trace::send(tag);
         message.walking.set(channel);
         let _walking = Walking(message);
         channel

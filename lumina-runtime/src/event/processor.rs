@@ -523,6 +523,7 @@ impl EventProcessor {
     pub fn dispatch<E: EventClass>(&self, event: E) -> bool {
         // Guarded while handlers run: if one panics, the event is dropped under the guard, so
         // an event whose `Drop` panics too does not abort the process (R2). Free otherwise.
+        let _span = crate::trace::dispatch::<E>();
         let mut envelope = Guarded::new(Envelope::new(event));
         let consumed = self.run(&mut *envelope, |envelope| envelope);
         // The dispatch may itself run while the thread unwinds (from a `Drop` during a panic):

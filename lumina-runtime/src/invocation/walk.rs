@@ -108,6 +108,7 @@ impl<C: Subscriber> InvocationList<C> {
     #[inline(always)]
     pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
         if let Some(block) = self.block() {
+            let _span = crate::trace::broadcast::<C>();
             block.walk_outlined(args, move |subscriber, args| {
                 call(subscriber, args);
                 false
@@ -156,6 +157,7 @@ impl<C: Subscriber> InvocationList<C> {
         let Some(block) = self.block() else {
             return false;
         };
+        let _span = crate::trace::broadcast::<C>();
         let Some(locked) = Locked::new(block) else {
             return block.walk_merging((), |subscriber, ()| {
                 upgrade(subscriber).is_some_and(&mut call)
@@ -177,6 +179,7 @@ impl<C: Subscriber> InvocationList<C> {
                 block.prune(entry);
                 continue;
             };
+            let _call = crate::trace::subscriber(entry.site());
             if call(strong) {
                 return true;
             }
@@ -552,6 +555,7 @@ fn call_live<C: Subscriber, const STOPS: bool>(
     // only lock (a removal during a broadcast leaves the callable in place until the outermost
     // broadcast ends, M4), so the reference stays valid for the call.
     let callable = unsafe { entry.live_callable() };
+    let _span = crate::trace::subscriber(entry.site());
     if !STOPS {
         return visit(callable);
     }

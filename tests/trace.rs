@@ -1,0 +1,261 @@
+//! V2, V3: the trace of every broadcast, as a `tracing` subscriber sees it. A small collector
+//! records each span's name, fields and parent; the tests check the broadcast span, one child
+//! span per subscriber call in call order named by its bind site (this file's own lines), the
+//! nesting of a broadcast made inside a subscriber call, and the bus send span with its tag.
+//! Without the feature `trace` there is nothing to check: CI runs this file with it.
+#![cfg(feature = "trace")]
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+use lumina::MulticastDelegate;
+use lumina::bus::{MessageBus, TagKey};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
+
+/// One span as recorded: its name, its fields as text, and its parent's index.
+#[derive(Debug, Clone)]
+struct Recorded {
+    name: &'static str,
+    fields: Vec<(String, String)>,
+    parent: Option<usize>,
+}
+
+impl Recorded {
+    fn field(&self, name: &str) -> &str {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+}
+
+/// Records every span in creation order; the parent is the span entered when it was made.
+#[derive(Default, Clone)]
+struct Collector {
+    spans: Arc<Mutex<Vec<Recorded>>>,
+    stack: Arc<Mutex<Vec<usize>>>,
+}
+
+struct Fields<'a>(&'a mut Vec<(String, String)>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.push((field.name().to_owned(), format!("{value:?}")));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.push((field.name().to_owned(), value.to_owned()));
+    }
+}
+
+impl Subscriber for Collector {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, attributes: &Attributes<'_>) -> Id {
+        let mut fields = Vec::new();
+        attributes.record(&mut Fields(&mut fields));
+        let parent = self.stack.lock().unwrap().last().copied();
+        let mut spans = self.spans.lock().unwrap();
+        spans.push(Recorded {
+            name: attributes.metadata().name(),
+            fields,
+            parent,
+        });
+        Id::from_u64(spans.len() as u64)
+    }
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        let mut spans = self.spans.lock().unwrap();
+        values.record(&mut Fields(&mut spans[span.into_u64() as usize - 1].fields));
+    }
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, _: &Event<'_>) {}
+    fn enter(&self, span: &Id) {
+        self.stack
+            .lock()
+            .unwrap()
+            .push(span.into_u64() as usize - 1);
+    }
+    fn exit(&self, _: &Id) {
+        self.stack.lock().unwrap().pop();
+    }
+}
+
+/// Runs `f` with a fresh collector installed, and returns what it recorded.
+fn collect(f: impl FnOnce()) -> Vec<Recorded> {
+    let collector = Collector::default();
+    tracing::subscriber::with_default(collector.clone(), f);
+    collector.spans.lock().unwrap().clone()
+}
+
+#[test]
+fn a_broadcast_is_a_span_with_one_child_per_subscriber_call_in_order() {
+    let on_tick: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+    let first = line!() + 1;
+    let _a = on_tick.add_lambda(|_| {});
+    let second = line!() + 1;
+    let _b = on_tick.add_lambda(|_| {});
+    let spans = collect(|| on_tick.broadcast(7));
+
+    assert_eq!(spans.len(), 3, "{spans:#?}");
+    assert_eq!(spans[0].name, "broadcast");
+    assert_eq!(spans[0].parent, None);
+    assert!(spans[0].field("source").contains("Fn(u32)"), "{spans:#?}");
+    for (span, line) in spans[1..].iter().zip([first, second]) {
+        assert_eq!(span.name, "subscriber");
+        assert_eq!(span.parent, Some(0));
+        assert!(
+            span.field("bind_site")
+                .starts_with(&format!("{}:{line}:", file!())),
+            "{span:?} at line {line}"
+        );
+    }
+}
+
+#[test]
+fn a_broadcast_made_inside_a_subscriber_call_nests_under_that_call() {
+    let inner: Rc<MulticastDelegate<dyn Fn()>> = Rc::new(MulticastDelegate::new());
+    let inner_line = line!() + 1;
+    let _i = inner.add_lambda(|| {});
+    let outer: MulticastDelegate<dyn Fn()> = MulticastDelegate::new();
+    let nested = Rc::clone(&inner);
+    let _o = outer.add_lambda(move || nested.broadcast());
+    let spans = collect(|| outer.broadcast());
+
+    let names: Vec<_> = spans.iter().map(|s| (s.name, s.parent)).collect();
+    assert_eq!(
+        names,
+        [
+            ("broadcast", None),
+            ("subscriber", Some(0)),
+            ("broadcast", Some(1)),
+            ("subscriber", Some(2)),
+        ]
+    );
+    assert!(
+        spans[3]
+            .field("bind_site")
+            .contains(&format!(":{inner_line}:"))
+    );
+}
+
+static DAMAGE: TagKey<u32> = TagKey::new("TraceTest.Damage", false);
+
+#[test]
+fn a_bus_send_is_a_span_named_by_its_tag() {
+    let bus: MessageBus = MessageBus::new();
+    let heard = Rc::new(RefCell::new(Vec::new()));
+    let log = Rc::clone(&heard);
+    let line = line!() + 1;
+    let _l = bus.listen(&DAMAGE, move |amount, _| log.borrow_mut().push(*amount));
+    let spans = collect(|| bus.send(&DAMAGE, 5));
+
+    assert_eq!(*heard.borrow(), [5]);
+    let send = spans
+        .iter()
+        .position(|s| s.name == "send")
+        .expect("a send span");
+    assert_eq!(spans[send].field("tag"), "TraceTest.Damage");
+    let calls: Vec<_> = spans.iter().filter(|s| s.name == "subscriber").collect();
+    assert_eq!(calls.len(), 1, "{spans:#?}");
+    assert!(calls[0].field("bind_site").contains(&format!(":{line}:")));
+    // The call is inside the send.
+    let mut at = calls[0].parent;
+    while let Some(i) = at {
+        if i == send {
+            return;
+        }
+        at = spans[i].parent;
+    }
+    panic!("the subscriber call is not under the send span: {spans:#?}");
+}
+
+/// The `trace` example, run with the cargo that runs this test: its `trace.json` (the Chrome
+/// trace format Perfetto opens) holds the engine loop's broadcasts, each with its subscriber
+/// calls named by their bind sites in `examples/engine_loop.rs`.
+#[test]
+fn the_trace_example_writes_broadcasts_and_bind_sites_as_chrome_json() {
+    let folder = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-example");
+    let output = std::process::Command::new(env!("CARGO"))
+        .args([
+            "run",
+            "--quiet",
+            "--example",
+            "trace",
+            "--features",
+            "trace",
+            "--",
+        ])
+        .arg(&folder)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "the example failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(folder.join("trace.json")).expect("trace.json written");
+    let events: Vec<serde_json::Value> = serde_json::from_str(&text).expect("a JSON array");
+    let named = |name: &str| {
+        events
+            .iter()
+            .filter(|e| e["name"] == name && e["ph"] == "B")
+            .collect::<Vec<_>>()
+    };
+    let broadcasts = named("broadcast");
+    let calls = named("subscriber");
+    assert!(broadcasts.len() >= 3, "{text}");
+    assert!(calls.len() >= broadcasts.len(), "{text}");
+    for call in &calls {
+        let site = call["args"]["bind_site"].as_str().expect("a bind site");
+        assert!(site.starts_with("examples/engine_loop.rs:"), "{site}");
+    }
+    // Every begin has its end, so the file shows a well-nested timeline.
+    let ends = events.iter().filter(|e| e["ph"] == "E").count();
+    assert_eq!(ends, broadcasts.len() + calls.len(), "{text}");
+}
+
+struct Viewport;
+
+impl lumina::event::EventHandler for Viewport {
+    fn on_event(&self, _: &mut dyn lumina::event::Event) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_dispatch_is_a_span_named_by_its_event_type_over_its_handler_calls() {
+    use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
+    let processor = EventProcessor::new();
+    let viewport = Rc::new(Viewport);
+    let line = line!() + 1;
+    assert!(processor.register_event_handler(&viewport, InputLayer::Viewport));
+    let spans = collect(|| {
+        assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    });
+
+    assert_eq!(spans[0].name, "dispatch", "{spans:#?}");
+    assert!(
+        spans[0].field("event").ends_with("KeyPressedEvent"),
+        "{spans:#?}"
+    );
+    let call = spans
+        .iter()
+        .position(|s| s.name == "subscriber")
+        .expect("a handler call");
+    assert!(
+        spans[call]
+            .field("bind_site")
+            .contains(&format!(":{line}:")),
+        "{spans:#?}"
+    );
+    assert!(
+        spans[call]
+            .parent
+            .is_some_and(|p| spans[p].parent == Some(0)),
+        "{spans:#?}"
+    );
+}
