@@ -279,14 +279,15 @@ fn errors(dir: &Path) {
     // Unloading while a delegate the module subscribed to broadcasts, from the engine's
     // subscriber that runs first: allowed (MB6), and the module's subscribers that were not
     // reached yet do not run (M3).
-    let during = engine()
-        .on_tick
-        .subscribe()
-        .priority(1)
-        .add_lambda(move |_| match module::unload(id) {
-            Ok(info) => println!("unload during a broadcast: {}", info.name()),
-            Err(error) => println!("unload during a broadcast: {error}"),
-        });
+    let during =
+        engine()
+            .on_tick
+            .subscribe()
+            .priority(1)
+            .add_lambda(move |_| match module::unload(id) {
+                Ok(info) => println!("unload during a broadcast: {}", info.name()),
+                Err(error) => println!("unload during a broadcast: {error}"),
+            });
     engine().on_tick.broadcast(7);
     assert!(engine().on_tick.remove(during));
     match module::unload(id) {
