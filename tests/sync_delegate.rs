@@ -80,9 +80,12 @@ fn ts1_priorities_order_the_calls_and_equal_ones_keep_subscription_order() {
     let order = Arc::new(Mutex::new(Vec::new()));
     for (priority, name) in [(0, 'a'), (5, 'b'), (0, 'c'), (-1, 'd'), (5, 'e')] {
         let order = Arc::clone(&order);
-        let _ = delegate.add_lambda_with_priority(priority, move |_| {
-            order.lock().unwrap().push(name);
-        });
+        let _ = delegate
+            .subscribe()
+            .priority(priority)
+            .add_lambda(move |_| {
+                order.lock().unwrap().push(name);
+            });
     }
     delegate.broadcast(0);
     assert_eq!(*order.lock().unwrap(), ['b', 'e', 'a', 'c', 'd']);
@@ -154,7 +157,7 @@ fn ts2_removal_is_final_while_other_threads_broadcast() {
         };
         // A slow subscriber ahead of it: broadcasts that took their list before the removal
         // reach the removed subscriber after the removal returned, and must skip it.
-        let _ = delegate.add_lambda_with_priority(1, |_| {
+        let _ = delegate.subscribe().priority(1).add_lambda(|_| {
             thread::sleep(Duration::from_micros(200));
         });
         let stop = Arc::new(AtomicBool::new(false));
@@ -218,7 +221,7 @@ fn ts2_a_broadcast_that_began_before_the_removal_skips_the_removed_subscriber() 
     let (inside, wait_inside) = std::sync::mpsc::channel();
     let (go, wait_go) = std::sync::mpsc::channel::<()>();
     let wait_go = Mutex::new(wait_go);
-    let _ = delegate.add_lambda_with_priority(1, move |_| {
+    let _ = delegate.subscribe().priority(1).add_lambda(move |_| {
         inside.send(()).unwrap();
         wait_go.lock().unwrap().recv().unwrap();
     });
@@ -316,7 +319,7 @@ fn x3_a_one_shot_is_called_once_by_racing_broadcasts() {
         let delegate = Arc::new(OnValue::new());
         let calls = Arc::new(AtomicU32::new(0));
         let counter = Arc::clone(&calls);
-        let _ = delegate.add_lambda_once(move |_| {
+        let _ = delegate.subscribe().once().add_lambda(move |_| {
             counter.fetch_add(1, Ordering::SeqCst);
         });
         let threads: Vec<_> = (0..4)
@@ -524,4 +527,163 @@ fn r2_a_panicking_subscriber_with_an_argument_whose_drop_panics_does_not_abort()
     }));
     let payload = caught.expect_err("the subscriber's panic reaches the caller");
     assert_eq!(payload.downcast_ref::<&str>(), Some(&"subscriber"));
+}
+
+/// A1 on the thread-safe delegate: priority, one-shot and muted combine on one builder; a
+/// one-shot at a priority runs once, in its place, on whichever thread broadcasts first.
+#[test]
+fn a1_ts1_options_combine_on_the_builder() {
+    let delegate = Arc::new(OnValue::new());
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let sink = |name: &'static str| {
+        let log = Arc::clone(&log);
+        move |value: u32| log.lock().unwrap().push((name, value))
+    };
+    let _ = delegate.add_lambda(sink("plain"));
+    let _ = delegate
+        .subscribe()
+        .priority(5)
+        .once()
+        .add_lambda(sink("first, once"));
+    let muted = delegate
+        .subscribe()
+        .priority(9)
+        .muted()
+        .add_lambda(sink("muted"));
+    let _ = delegate.subscribe().priority(-1).add_static(|_| {});
+    let listed = delegate.subscriptions();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|s| (s.priority, s.muted, s.one_shot))
+            .collect::<Vec<_>>(),
+        [
+            (9, true, false),
+            (5, false, true),
+            (0, false, false),
+            (-1, false, false)
+        ]
+    );
+    {
+        let delegate = Arc::clone(&delegate);
+        thread::spawn(move || delegate.broadcast(1)).join().unwrap();
+    }
+    assert!(delegate.unblock(muted));
+    delegate.broadcast(2);
+    assert_eq!(
+        *log.lock().unwrap(),
+        [("first, once", 1), ("plain", 1), ("muted", 2), ("plain", 2)]
+    );
+    assert_eq!(delegate.len(), 3, "the one-shot went after its call");
+}
+
+/// X6 on the thread-safe delegate: a self-aware subscriber receives its own subscription on
+/// whichever thread calls it, and removes or blocks itself through it.
+#[test]
+fn x6_ts1_a_self_aware_subscriber_removes_itself_on_any_thread() {
+    let delegate = Arc::new(OnValue::new());
+    let calls = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&calls);
+    let handle = delegate
+        .subscribe()
+        .priority(3)
+        .self_aware()
+        .add_lambda(move |this, value| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            assert!(this.is_subscribed());
+            if value == 2 {
+                assert!(this.remove());
+                assert!(!this.is_subscribed());
+            }
+        });
+    delegate.broadcast(1);
+    {
+        let delegate = Arc::clone(&delegate);
+        thread::spawn(move || delegate.broadcast(2)).join().unwrap();
+    }
+    delegate.broadcast(3);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert!(!delegate.contains(handle));
+
+    // A self-aware member blocks itself (counted) and is skipped until unblocked.
+    struct Owner(AtomicU32);
+    let owner = Arc::new(Owner(AtomicU32::new(0)));
+    let handle = delegate
+        .subscribe()
+        .self_aware()
+        .add_member(&owner, |owner, this, value| {
+            owner.0.fetch_add(value, Ordering::SeqCst);
+            assert!(this.block());
+        });
+    delegate.broadcast(5);
+    delegate.broadcast(7);
+    assert_eq!(owner.0.load(Ordering::SeqCst), 5);
+    assert!(delegate.unblock(handle));
+    delegate.broadcast(7);
+    assert_eq!(owner.0.load(Ordering::SeqCst), 12);
+}
+
+/// M9 on the thread-safe delegate: the listing shows a member's owner alive, then dropped; the
+/// dropped one is never called and goes at the delegate's next change.
+#[test]
+fn m9_ts1_a_members_owner_state_is_listed_and_a_dropped_one_goes_at_the_next_change() {
+    use lumina::bind_site::OwnerState;
+    struct Owner;
+    fn on(_: &Owner, _: u32) {
+        panic!("an owner that was dropped is never called");
+    }
+    let delegate = OnValue::new();
+    let owner = Arc::new(Owner);
+    let member = delegate.add_member(&owner, on);
+    let (_plain, _) = counting(&delegate);
+    let owners = |delegate: &OnValue| {
+        delegate
+            .subscriptions()
+            .iter()
+            .map(|s| s.owner)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(owners(&delegate), [OwnerState::Alive, OwnerState::NoOwner]);
+    drop(owner);
+    assert_eq!(
+        owners(&delegate),
+        [OwnerState::Dropped, OwnerState::NoOwner]
+    );
+    delegate.broadcast(1);
+    let (_other, _) = counting(&delegate);
+    assert_eq!(
+        owners(&delegate),
+        [OwnerState::NoOwner, OwnerState::NoOwner]
+    );
+    assert!(!delegate.remove(member), "it went with the add");
+}
+
+/// B1 on the thread-safe delegate: the bind-only view subscribes (with options) and removes,
+/// and is `Send + Sync` for a worker to subscribe through.
+#[test]
+fn b1_ts1_the_registration_view_subscribes_from_any_thread() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    let delegate = OnValue::new();
+    let calls = Arc::new(AtomicU32::new(0));
+    let view = delegate.registration();
+    send_sync(&view);
+    let handle = thread::scope(|scope| {
+        let calls = Arc::clone(&calls);
+        scope
+            .spawn(move || {
+                view.subscribe().once().add_lambda(move |value| {
+                    calls.fetch_add(value, Ordering::SeqCst);
+                })
+            })
+            .join()
+            .unwrap()
+    });
+    assert!(view.contains(handle));
+    assert!(view.subscriptions()[0].one_shot);
+    delegate.broadcast(4);
+    delegate.broadcast(4);
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    assert!(view.is_empty());
+    let again = view.add_lambda(|_| {});
+    assert!(view.remove(again));
 }

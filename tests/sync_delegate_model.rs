@@ -196,14 +196,14 @@ impl World {
                     }
                 };
                 let start = self.tick();
+                // Any option combines with any other (A1): one-shots at priorities too.
+                let builder = self.delegate.subscribe().priority(priority);
                 let handle = match (once, priority) {
-                    (true, _) => self.delegate.add_lambda_once(call),
                     (false, 0) => self.delegate.add_lambda(call),
-                    (false, p) => self.delegate.add_lambda_with_priority(p, call),
+                    (true, _) => builder.once().add_lambda(call),
+                    (false, _) => builder.add_lambda(call),
                 };
                 let end = self.tick();
-                // A one-shot runs at priority 0.
-                let priority = if once { 0 } else { priority };
                 self.log(Rec::Add {
                     sub,
                     priority,

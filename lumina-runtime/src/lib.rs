@@ -80,7 +80,7 @@ pub use reflect::{ScriptComponent, ScriptPayload};
 pub use scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
 pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
 pub use subscribe::Subscribe;
-pub use sync_delegate::SyncMulticastDelegate;
+pub use sync_delegate::{SyncMulticastDelegate, SyncRegistration, SyncThisSubscription};
 
 /// Not public API; used by expansions of lumina's macros, which name everything through
 /// `::lumina::__private` so that they work with `lumina` as the only dependency.

@@ -56,7 +56,7 @@ mod sealed {
 #[diagnostic::on_unimplemented(
     message = "a self-aware subscription cannot be made from a plain function pointer",
     label = "`add_static` and `add_method` take a `fn` that cannot receive its own subscription",
-    note = "finish a `.self_aware()` builder with `add_lambda`, `add_member` or `add_shared`, whose callable takes `&ThisSubscription` first; or drop `.self_aware()`"
+    note = "finish a `.self_aware()` builder with `add_lambda`, `add_member` or `add_shared`, whose callable takes its own subscription first; or drop `.self_aware()`"
 )]
 pub trait TakesPlainFunction: sealed::Sealed {}
 

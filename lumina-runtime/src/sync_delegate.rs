@@ -16,8 +16,8 @@
 //!   delegates from their subscribers (the crossed case) never deadlock. Concurrent broadcasts
 //!   run in parallel; a broadcast never allocates. Subscribers added during a broadcast are not
 //!   called by it (M2): it walks the list it began with.
-//! - **Costs.** `broadcast`: O(n) in the subscribers, and no lock. `add_*`, `remove`, `block`: O(n) (the new list is a copy, sorted by
-//!   priority); `clear`: O(n).
+//! - **Costs.** `broadcast`: O(n) in the subscribers, and no lock. `add_*`, `remove`, `block`:
+//!   O(n) (the new list is a copy, sorted by priority); `clear`: O(n).
 //! - **To the game thread (TS4).** [`add_queued`](SyncMulticastDelegate::add_queued) makes a
 //!   subscription whose callable runs on the game thread at its next
 //!   [`process_queue`](crate::main_thread::process_queue), with the arguments cloned at broadcast
@@ -35,9 +35,14 @@
 //!   module's library stays mapped (MB6); only the explicit, `unsafe` unmapping must know that
 //!   no such call runs.
 //!
-//! Not yet (said here so nobody relies on it): self-aware subscribers and the subscription
-//! listing's owner state are the game-thread delegate's only.
+//! - **One way to subscribe (A1).** [`subscribe`](SyncMulticastDelegate::subscribe) takes the
+//!   options (priority, one-shot, muted, self-aware) and finishes with `add_lambda`,
+//!   `add_static`, `add_member`, `add_queued` or `add_boxed`, as on the game-thread delegate; a
+//!   self-aware subscriber receives a [`SyncThisSubscription`]. Member bindings hold their owner
+//!   weakly and the listing shows its state (M9). [`registration`](SyncMulticastDelegate::registration)
+//!   is the bind-only view (B1).
 
+use std::any::Any;
 use std::fmt;
 use std::panic::Location;
 
@@ -55,6 +60,7 @@ use std::sync::{
 use crate::bind_site::{OwnerState, Subscription};
 use crate::drops::{Guarded, drop_user};
 use crate::handle::DelegateHandle;
+use crate::subscribe::{Options, Plain, SelfAware, Subscribe, TakesPlainFunction};
 use crate::track::{self, Origin, Sweep};
 
 /// The entry was removed: no call of it starts any more.
@@ -77,10 +83,20 @@ struct Entry<F: ?Sized> {
     queued: Option<Arc<AtomicU32>>,
     /// Whose it is, for a game module's unload (TS5).
     origin: Origin,
+    /// A member binding's owner, held weakly (M9): its state in the listing; an entry whose
+    /// owner was dropped is never called (the callable upgrades it) and goes at the next change.
+    owner: Option<std::sync::Weak<dyn Any + Send + Sync>>,
     callable: Box<F>,
 }
 
 impl<F: ?Sized> Entry<F> {
+    /// Whether this is a member binding whose owner was dropped (M9).
+    fn owner_dropped(&self) -> bool {
+        self.owner
+            .as_ref()
+            .is_some_and(|owner| owner.strong_count() == 0)
+    }
+
     /// Marks the entry removed (under the list's lock); whether this call did.
     fn mark_removed(&self) -> bool {
         if let Some(queued) = &self.queued {
@@ -191,6 +207,44 @@ impl<F: ?Sized> Shared<F> {
         drop_user(old);
     }
 
+    /// Runs `f` on the live entry `id`, under the list's lock (no user code); whether there
+    /// was one. O(n).
+    fn with_entry(&self, id: u64, f: impl FnOnce(&Entry<F>)) -> bool {
+        self.read(|list| match list.iter().find(|entry| entry.id == id) {
+            Some(entry) => {
+                f(entry);
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// Blocks `id` once more (counted); whether it is present.
+    fn block(&self, id: u64) -> bool {
+        self.with_entry(id, |entry| {
+            entry.state.fetch_add(1, Ordering::AcqRel);
+        })
+    }
+
+    /// Undoes one block of `id`; whether it is present and was blocked.
+    fn unblock(&self, id: u64) -> bool {
+        let mut undone = false;
+        let found = self.with_entry(id, |entry| {
+            undone = entry
+                .state
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |state| {
+                    (state & BLOCKS != 0).then(|| state - 1)
+                })
+                .is_ok();
+        });
+        found && undone
+    }
+
+    /// Whether `id` is present.
+    fn contains(&self, id: u64) -> bool {
+        self.with_entry(id, |_| ())
+    }
+
     /// Marks `id` removed and takes it out of the list; whether it was there.
     fn remove(&self, id: u64) -> bool {
         self.remove_where(|entry| entry.id == id) > 0
@@ -226,14 +280,30 @@ impl<F: ?Sized + Send + Sync> Sweep for Shared<F> {
     }
 }
 
-/// Type-erased removal, for the guards.
-trait Remove: Send + Sync {
+/// What a guard or a self-aware subscriber does to its subscription, type-erased (the
+/// delegate's signature is not part of their types).
+trait Control: Send + Sync {
     fn remove(&self, id: u64) -> bool;
+    fn block(&self, id: u64) -> bool;
+    fn unblock(&self, id: u64) -> bool;
+    fn contains(&self, id: u64) -> bool;
 }
 
-impl<F: ?Sized + Send + Sync> Remove for Shared<F> {
+impl<F: ?Sized + Send + Sync> Control for Shared<F> {
     fn remove(&self, id: u64) -> bool {
         Shared::remove(self, id)
+    }
+
+    fn block(&self, id: u64) -> bool {
+        Shared::block(self, id)
+    }
+
+    fn unblock(&self, id: u64) -> bool {
+        Shared::unblock(self, id)
+    }
+
+    fn contains(&self, id: u64) -> bool {
+        Shared::contains(self, id)
     }
 }
 
@@ -290,83 +360,111 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
         }
     }
 
-    /// Adds an already boxed callable at `priority` (higher runs first; equal priorities in
-    /// subscription order), at most once if `once` (X3): the building block of every `add_*`.
-    /// O(n).
-    #[track_caller]
-    fn insert(&self, priority: i32, once: bool, callable: Box<F>) -> DelegateHandle
-    where
-        F: Send + Sync,
-    {
-        self.insert_entry(priority, once, None, callable)
+    /// A subscription with options (A1): priority, one-shot, muted, self-aware, combined in any
+    /// way, then finished by `add_lambda`, `add_static`, `add_member`, `add_queued` or
+    /// `add_boxed`. The plain forms are this builder with no option.
+    ///
+    /// ```
+    /// use lumina::SyncMulticastDelegate;
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let on_loaded: SyncMulticastDelegate<dyn Fn(u32) + Send + Sync> = SyncMulticastDelegate::new();
+    /// let log = Arc::new(Mutex::new(Vec::new()));
+    /// let (first, later) = (Arc::clone(&log), Arc::clone(&log));
+    /// let _ = on_loaded.add_lambda(move |id| later.lock().unwrap().push(("later", id)));
+    /// let _ = on_loaded
+    ///     .subscribe()
+    ///     .priority(10)
+    ///     .once()
+    ///     .add_lambda(move |id| first.lock().unwrap().push(("first, once", id)));
+    /// // A self-aware subscriber receives its own subscription first.
+    /// let _ = on_loaded.subscribe().self_aware().add_lambda(|this, id| {
+    ///     if id == 2 {
+    ///         this.remove();
+    ///     }
+    /// });
+    /// on_loaded.broadcast(1);
+    /// on_loaded.broadcast(2);
+    /// assert_eq!(*log.lock().unwrap(), [("first, once", 1), ("later", 1), ("later", 2)]);
+    /// assert_eq!(on_loaded.len(), 1);
+    /// ```
+    #[inline]
+    pub fn subscribe(&self) -> Subscribe<'_, Self> {
+        Subscribe::new(self)
     }
 
-    /// [`insert`](Self::insert), with a queued subscription's flag.
+    /// A bind-only view (B1): it adds and removes subscriptions, and cannot broadcast or clear.
+    /// Hand it out where others subscribe; keep the delegate where it fires.
+    pub fn registration(&self) -> SyncRegistration<'_, F> {
+        SyncRegistration(self)
+    }
+
+    /// Adds an entry made by `make` from its own subscription, with `options`: the building
+    /// block of every finish. O(n) (the new list is a copy, sorted by priority), and entries
+    /// whose owner was dropped go with the copy (M9).
     #[track_caller]
-    fn insert_entry(
+    fn insert(
         &self,
-        priority: i32,
-        once: bool,
-        queued: Option<Arc<AtomicU32>>,
-        callable: Box<F>,
+        options: Options,
+        making: Making,
+        make: impl FnOnce(SyncThisSubscription) -> Box<F>,
     ) -> DelegateHandle
     where
         F: Send + Sync,
     {
         let handle = DelegateHandle::new_unique();
+        let control: std::sync::Arc<dyn Control> = self.shared.clone();
+        let callable = make(SyncThisSubscription {
+            handle,
+            shared: std::sync::Arc::downgrade(&control),
+        });
         // One atomic load while no module is loaded.
         let origin = Origin::of(&*callable);
         if origin.while_loaded() && !self.shared.swept.swap(true, Ordering::AcqRel) {
             let shared: std::sync::Arc<dyn Sweep> = self.shared.clone();
             track::add_sweeper(std::sync::Arc::downgrade(&shared));
         }
+        let priority = options.priority;
         let entry = Arc::new(Entry {
             id: handle.id(),
             priority,
-            once,
+            once: options.once,
             site: crate::bind_site::intern(Location::caller()),
-            state: AtomicU32::new(0),
-            queued,
+            state: AtomicU32::new(u32::from(options.muted)),
+            queued: making.queued,
             origin,
+            owner: making.owner,
             callable,
         });
         self.shared.update(move |entries| {
             let at = entries.partition_point(|other| other.priority >= priority);
+            let mut entry = Some(entry);
             let mut new = Vec::with_capacity(entries.len() + 1);
-            new.extend_from_slice(&entries[..at]);
-            new.push(entry);
-            new.extend_from_slice(&entries[at..]);
+            for (index, old) in entries.iter().enumerate() {
+                if index == at {
+                    new.extend(entry.take());
+                }
+                if old.owner_dropped() {
+                    // Never called again (its callable upgrades the owner): it goes now (M9).
+                    old.mark_removed();
+                } else {
+                    new.push(Arc::clone(old));
+                }
+            }
+            new.extend(entry.take());
             new
         });
         handle
     }
 
-    /// Adds a boxed callable (see [`add_lambda`](SyncMulticastDelegate::add_lambda)).
+    /// Adds a boxed callable (see [`add_lambda`](SyncMulticastDelegate::add_lambda)); with
+    /// options through [`subscribe`](Self::subscribe). O(n).
     #[track_caller]
     pub fn add_boxed(&self, callable: Box<F>) -> DelegateHandle
     where
         F: Send + Sync,
     {
-        self.insert(0, false, callable)
-    }
-
-    /// [`add_boxed`](Self::add_boxed) at `priority`: higher priorities run first.
-    #[track_caller]
-    pub fn add_boxed_with_priority(&self, priority: i32, callable: Box<F>) -> DelegateHandle
-    where
-        F: Send + Sync,
-    {
-        self.insert(priority, false, callable)
-    }
-
-    /// [`add_boxed`](Self::add_boxed) for one call only (X3): the first broadcast that reaches
-    /// it, on any thread, claims it; it is then removed.
-    #[track_caller]
-    pub fn add_boxed_once(&self, callable: Box<F>) -> DelegateHandle
-    where
-        F: Send + Sync,
-    {
-        self.insert(0, true, callable)
+        self.subscribe().add_boxed(callable)
     }
 
     /// Removes the subscription of `handle`; whether it was there. Once this returns, no call
@@ -389,23 +487,12 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
     /// Blocks the subscription of `handle` (X4, A2): it keeps its place and is skipped until
     /// every block is undone. Blocks are counted, so they nest. Whether it is subscribed. O(n).
     pub fn block(&self, handle: DelegateHandle) -> bool {
-        self.with_entry(handle, |entry| {
-            entry.state.fetch_add(1, Ordering::AcqRel);
-        })
+        handle.is_valid() && self.shared.block(handle.id())
     }
 
     /// Undoes one [`block`](Self::block); whether it is subscribed and was blocked. O(n).
     pub fn unblock(&self, handle: DelegateHandle) -> bool {
-        let mut undone = false;
-        let found = self.with_entry(handle, |entry| {
-            undone = entry
-                .state
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |state| {
-                    (state & BLOCKS != 0).then(|| state - 1)
-                })
-                .is_ok();
-        });
-        found && undone
+        handle.is_valid() && self.shared.unblock(handle.id())
     }
 
     /// A guard that blocks `handle`'s subscription until it is dropped (`Send`, nests).
@@ -422,26 +509,9 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
         }
     }
 
-    /// Runs `f` on the live entry of `handle`, under the list's lock (no user code); whether
-    /// there was one.
-    fn with_entry(&self, handle: DelegateHandle, f: impl FnOnce(&Entry<F>)) -> bool {
-        self.shared.read(|list| {
-            match list
-                .iter()
-                .find(|entry| entry.id == handle.id() && handle.is_valid())
-            {
-                Some(entry) => {
-                    f(entry);
-                    true
-                }
-                None => false,
-            }
-        })
-    }
-
     /// Whether `handle`'s subscription is present. O(n).
     pub fn contains(&self, handle: DelegateHandle) -> bool {
-        self.with_entry(handle, |_| ())
+        handle.is_valid() && self.shared.contains(handle.id())
     }
 
     /// The number of subscriptions. O(1).
@@ -459,7 +529,8 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
         !self.is_empty()
     }
 
-    /// Every subscription, in call order, with its bind site (B5). O(n).
+    /// Every subscription, in call order, with its bind site (B5) and its owner's state (M9).
+    /// O(n).
     pub fn subscriptions(&self) -> Vec<Subscription> {
         self.shared
             .snapshot()
@@ -467,7 +538,11 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
             .map(|entry| Subscription {
                 handle: DelegateHandle::from_id(entry.id),
                 bind_site: crate::bind_site::location(entry.site),
-                owner: OwnerState::NoOwner,
+                owner: match &entry.owner {
+                    None => OwnerState::NoOwner,
+                    Some(_) if entry.owner_dropped() => OwnerState::Dropped,
+                    Some(_) => OwnerState::Alive,
+                },
                 priority: entry.priority,
                 muted: entry.state.load(Ordering::Acquire) & BLOCKS != 0,
                 one_shot: entry.once,
@@ -483,7 +558,7 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
     where
         F: Send + Sync,
     {
-        let shared: std::sync::Arc<dyn Remove> = self.shared.clone();
+        let shared: std::sync::Arc<dyn Control> = self.shared.clone();
         SyncScopedSubscription {
             shared: std::sync::Arc::downgrade(&shared),
             handle,
@@ -527,7 +602,7 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
 
 /// Removes a subscription of a [`SyncMulticastDelegate`] when dropped, on any thread.
 pub struct SyncScopedSubscription {
-    shared: std::sync::Weak<dyn Remove>,
+    shared: std::sync::Weak<dyn Control>,
     handle: DelegateHandle,
 }
 
@@ -577,52 +652,209 @@ impl<F: ?Sized + 'static> Drop for SyncScopedBlock<'_, F> {
     }
 }
 
+/// What a finish adds to the builder's options for [`SyncMulticastDelegate::insert`].
+#[derive(Default)]
+struct Making {
+    /// A queued subscription's (TS4) flag.
+    queued: Option<Arc<AtomicU32>>,
+    /// A member binding's owner (M9).
+    owner: Option<std::sync::Weak<dyn Any + Send + Sync>>,
+}
+
+/// A self-aware subscriber's own subscription (X6), passed to its every call on any thread: it
+/// can remove or block itself. Made by [`self_aware`](crate::Subscribe::self_aware) on a
+/// [`SyncMulticastDelegate`]'s builder; `Send + Sync`, and it does not keep the delegate alive.
+pub struct SyncThisSubscription {
+    handle: DelegateHandle,
+    shared: std::sync::Weak<dyn Control>,
+}
+
+impl SyncThisSubscription {
+    /// The subscription's handle (what the finish returned).
+    pub fn handle(&self) -> DelegateHandle {
+        self.handle
+    }
+
+    /// Unsubscribes, as [`SyncMulticastDelegate::remove`]; `false` if already gone. From its own
+    /// call, that call finishes and no other starts (TS2).
+    pub fn remove(&self) -> bool {
+        self.shared
+            .upgrade()
+            .is_some_and(|shared| shared.remove(self.handle.id()))
+    }
+
+    /// Blocks this subscription once more (counted, A2): skipped until every block is undone.
+    pub fn block(&self) -> bool {
+        self.shared
+            .upgrade()
+            .is_some_and(|shared| shared.block(self.handle.id()))
+    }
+
+    /// Undoes one [`block`](Self::block).
+    pub fn unblock(&self) -> bool {
+        self.shared
+            .upgrade()
+            .is_some_and(|shared| shared.unblock(self.handle.id()))
+    }
+
+    /// Whether this subscription is still present (not removed, its delegate alive).
+    pub fn is_subscribed(&self) -> bool {
+        self.shared
+            .upgrade()
+            .is_some_and(|shared| shared.contains(self.handle.id()))
+    }
+}
+
+impl fmt::Debug for SyncThisSubscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SyncThisSubscription")
+            .field("handle", &self.handle)
+            .field("subscribed", &self.is_subscribed())
+            .finish()
+    }
+}
+
+/// A bind-only view of a [`SyncMulticastDelegate`] (B1), from
+/// [`registration`](SyncMulticastDelegate::registration): it subscribes and unsubscribes, and
+/// cannot broadcast or clear. `Copy`, and `Send + Sync` as the delegate is.
+///
+/// ```
+/// use lumina::SyncMulticastDelegate;
+/// use lumina::sync_delegate::SyncRegistration;
+///
+/// type OnAssetLoaded = SyncMulticastDelegate<dyn Fn(u32) + Send + Sync>;
+///
+/// pub struct Loader {
+///     on_loaded: OnAssetLoaded,
+/// }
+///
+/// impl Loader {
+///     /// Others subscribe here; only the loader broadcasts.
+///     pub fn on_loaded(&self) -> SyncRegistration<'_, dyn Fn(u32) + Send + Sync> {
+///         self.on_loaded.registration()
+///     }
+/// }
+///
+/// let loader = Loader { on_loaded: OnAssetLoaded::new() };
+/// let handle = loader.on_loaded().subscribe().priority(5).add_lambda(|id| println!("asset {id}"));
+/// assert!(loader.on_loaded().contains(handle));
+/// loader.on_loaded.broadcast(7);
+/// assert!(loader.on_loaded().remove(handle));
+/// ```
+pub struct SyncRegistration<'a, F: ?Sized + 'static>(&'a SyncMulticastDelegate<F>);
+
+impl<F: ?Sized + 'static> Clone for SyncRegistration<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<F: ?Sized + 'static> Copy for SyncRegistration<'_, F> {}
+
+impl<F: ?Sized + 'static> fmt::Debug for SyncRegistration<'_, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("SyncRegistration").field(self.0).finish()
+    }
+}
+
+impl<'a, F: ?Sized + Send + Sync + 'static> SyncRegistration<'a, F> {
+    /// [`SyncMulticastDelegate::subscribe`].
+    #[inline]
+    pub fn subscribe(&self) -> Subscribe<'a, SyncMulticastDelegate<F>> {
+        self.0.subscribe()
+    }
+
+    /// [`SyncMulticastDelegate::add_boxed`].
+    #[track_caller]
+    pub fn add_boxed(&self, callable: Box<F>) -> DelegateHandle {
+        self.0.add_boxed(callable)
+    }
+
+    /// [`SyncMulticastDelegate::remove`].
+    pub fn remove(&self, handle: DelegateHandle) -> bool {
+        self.0.remove(handle)
+    }
+
+    /// [`SyncMulticastDelegate::scoped`].
+    #[must_use = "the subscription ends when the guard is dropped: `let _guard = ...`, not \
+                  `let _ = ...` (which ends it at once)"]
+    pub fn scoped(&self, handle: DelegateHandle) -> SyncScopedSubscription {
+        self.0.scoped(handle)
+    }
+
+    /// [`SyncMulticastDelegate::contains`].
+    pub fn contains(&self, handle: DelegateHandle) -> bool {
+        self.0.contains(handle)
+    }
+
+    /// [`SyncMulticastDelegate::len`].
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// [`SyncMulticastDelegate::is_empty`].
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// [`SyncMulticastDelegate::subscriptions`].
+    pub fn subscriptions(&self) -> Vec<Subscription> {
+        self.0.subscriptions()
+    }
+}
+
+/// Not public API; used by the builder: the bound of the thread-safe delegate's finishes whose
+/// callable cannot receive its own subscription (`add_queued` runs later on the game thread,
+/// `add_boxed` is boxed already), so that one after `.self_aware()` is one error in our words
+/// (A1).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "this finish does not combine with `.self_aware()`",
+    label = "`add_queued` and `add_boxed` take a callable that does not receive its own subscription",
+    note = "finish a `.self_aware()` builder with `add_lambda` or `add_member`, whose callable takes `&SyncThisSubscription` first; or drop `.self_aware()`"
+)]
+pub trait PlainFinish {}
+
+impl PlainFinish for Plain {}
+
+impl<F: ?Sized + Send + Sync + 'static, M> Subscribe<'_, SyncMulticastDelegate<F>, M> {
+    /// Finishes with an already boxed callable, and the options.
+    #[track_caller]
+    pub fn add_boxed(self, callable: Box<F>) -> DelegateHandle
+    where
+        M: PlainFinish,
+    {
+        let (delegate, options) = self.parts();
+        delegate.insert(options, Making::default(), |_| callable)
+    }
+}
+
 macro_rules! impl_sync_arity {
     ($($arg:ident: $Arg:ident),*) => {
         impl<$($Arg: Clone + 'static),*> SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync> {
-            /// Adds a closure; returns its handle. O(n).
+            /// Adds a closure; returns its handle. With options (priority, one-shot, muted,
+            /// self-aware) through [`subscribe`](Self::subscribe). O(n).
             #[track_caller]
             pub fn add_lambda(&self, f: impl Fn($($Arg),*) + Send + Sync + 'static) -> DelegateHandle {
-                self.insert(0, false, Box::new(f))
+                self.subscribe().add_lambda(f)
             }
 
-            /// [`add_lambda`](Self::add_lambda) at `priority`: higher priorities run first.
-            #[track_caller]
-            pub fn add_lambda_with_priority(
-                &self,
-                priority: i32,
-                f: impl Fn($($Arg),*) + Send + Sync + 'static,
-            ) -> DelegateHandle {
-                self.insert(priority, false, Box::new(f))
-            }
-
-            /// [`add_lambda`](Self::add_lambda) for one call only (X3): the first broadcast
-            /// that reaches it, on any thread, calls it; no other does.
-            #[track_caller]
-            pub fn add_lambda_once(&self, f: impl Fn($($Arg),*) + Send + Sync + 'static) -> DelegateHandle {
-                self.insert(0, true, Box::new(f))
-            }
-
-            /// Adds a plain function.
+            /// Adds a plain function. O(n).
             #[track_caller]
             pub fn add_static(&self, f: fn($($Arg),*)) -> DelegateHandle {
-                self.insert(0, false, Box::new(f))
+                self.subscribe().add_static(f)
             }
 
             /// Adds a method of `owner`, held weakly (M9): once the owner is dropped it is not
-            /// called (its subscription stays until removed).
+            /// called, the listing shows it [`Dropped`](OwnerState::Dropped), and it goes at the
+            /// delegate's next change. O(n).
             #[track_caller]
             pub fn add_member<T: Send + Sync + 'static>(
                 &self,
                 owner: &std::sync::Arc<T>,
                 method: fn(&T, $($Arg),*),
             ) -> DelegateHandle {
-                let owner = std::sync::Arc::downgrade(owner);
-                self.insert(0, false, Box::new(move |$($arg: $Arg),*| {
-                    if let Some(owner) = owner.upgrade() {
-                        method(&owner, $($arg),*);
-                    }
-                }))
+                self.subscribe().add_member(owner, method)
             }
 
             /// A queued subscription (TS4, Qt's queued connection): each broadcast, from any
@@ -634,19 +866,7 @@ macro_rules! impl_sync_arity {
             where
                 $($Arg: Send,)*
             {
-                let f = std::sync::Arc::new(std::sync::Mutex::new(f));
-                let live = Arc::new(AtomicU32::new(1));
-                let flag = Arc::clone(&live);
-                self.insert_entry(0, false, Some(flag), Box::new(move |$($arg: $Arg),*| {
-                    let f = std::sync::Arc::clone(&f);
-                    let live = Arc::clone(&live);
-                    crate::main_thread::enqueue(move || {
-                        if live.load(Ordering::Acquire) != 0 {
-                            let f = f.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                            f($($arg),*);
-                        }
-                    });
-                }))
+                self.subscribe().add_queued(f)
             }
 
             /// Calls every subscriber present when the broadcast starts, in priority order,
@@ -662,6 +882,139 @@ macro_rules! impl_sync_arity {
                     self.each(|f| f($($arg.clone()),*));
                 }
                 drop_user(args.into_inner());
+            }
+        }
+
+        impl<'a, $($Arg: Clone + 'static),*> SyncRegistration<'a, dyn Fn($($Arg),*) + Send + Sync> {
+            /// [`SyncMulticastDelegate::add_lambda`].
+            #[track_caller]
+            pub fn add_lambda(&self, f: impl Fn($($Arg),*) + Send + Sync + 'static) -> DelegateHandle {
+                self.0.add_lambda(f)
+            }
+
+            /// [`SyncMulticastDelegate::add_static`].
+            #[track_caller]
+            pub fn add_static(&self, f: fn($($Arg),*)) -> DelegateHandle {
+                self.0.add_static(f)
+            }
+
+            /// [`SyncMulticastDelegate::add_member`].
+            #[track_caller]
+            pub fn add_member<T: Send + Sync + 'static>(
+                &self,
+                owner: &std::sync::Arc<T>,
+                method: fn(&T, $($Arg),*),
+            ) -> DelegateHandle {
+                self.0.add_member(owner, method)
+            }
+
+            /// [`SyncMulticastDelegate::add_queued`].
+            #[track_caller]
+            pub fn add_queued(&self, f: impl Fn($($Arg),*) + Send + 'static) -> DelegateHandle
+            where
+                $($Arg: Send,)*
+            {
+                self.0.add_queued(f)
+            }
+        }
+
+        impl<$($Arg: Clone + 'static),*> Subscribe<'_, SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync>, Plain> {
+            /// Finishes with a closure: [`add_lambda`](SyncMulticastDelegate#method.add_lambda)
+            /// with the options. O(n).
+            #[track_caller]
+            pub fn add_lambda(self, f: impl Fn($($Arg),*) + Send + Sync + 'static) -> DelegateHandle {
+                let (delegate, options) = self.parts();
+                delegate.insert(options, Making::default(), |_| Box::new(f))
+            }
+
+            /// Finishes with a method of `owner`, held weakly (M9):
+            /// [`add_member`](SyncMulticastDelegate#method.add_member) with the options.
+            #[track_caller]
+            pub fn add_member<T: Send + Sync + 'static>(
+                self,
+                owner: &std::sync::Arc<T>,
+                method: fn(&T, $($Arg),*),
+            ) -> DelegateHandle {
+                let (delegate, options) = self.parts();
+                let weak = std::sync::Arc::downgrade(owner);
+                let probe: std::sync::Weak<dyn Any + Send + Sync> = weak.clone();
+                let making = Making { owner: Some(probe), ..Making::default() };
+                delegate.insert(options, making, |_| Box::new(move |$($arg: $Arg),*| {
+                    if let Some(owner) = weak.upgrade() {
+                        method(&owner, $($arg),*);
+                    }
+                }))
+            }
+
+        }
+
+        impl<$($Arg: Clone + 'static,)* M> Subscribe<'_, SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync>, M> {
+            /// Finishes with a queued subscription (TS4):
+            /// [`add_queued`](SyncMulticastDelegate#method.add_queued) with the options (a
+            /// one-shot queues one call; a muted one queues nothing until unblocked).
+            #[track_caller]
+            pub fn add_queued(self, f: impl Fn($($Arg),*) + Send + 'static) -> DelegateHandle
+            where
+                $($Arg: Send,)*
+                M: PlainFinish,
+            {
+                let (delegate, options) = self.parts();
+                let f = std::sync::Arc::new(std::sync::Mutex::new(f));
+                let live = Arc::new(AtomicU32::new(1));
+                let making = Making { queued: Some(Arc::clone(&live)), ..Making::default() };
+                delegate.insert(options, making, |_| Box::new(move |$($arg: $Arg),*| {
+                    let f = std::sync::Arc::clone(&f);
+                    let live = Arc::clone(&live);
+                    crate::main_thread::enqueue(move || {
+                        if live.load(Ordering::Acquire) != 0 {
+                            let f = f.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                            f($($arg),*);
+                        }
+                    });
+                }))
+            }
+
+            /// Finishes with a plain function:
+            /// [`add_static`](SyncMulticastDelegate#method.add_static) with the options. Not
+            /// after `.self_aware()` (a `fn` cannot take its subscription).
+            #[track_caller]
+            pub fn add_static(self, f: fn($($Arg),*)) -> DelegateHandle
+            where
+                M: TakesPlainFunction,
+            {
+                let (delegate, options) = self.parts();
+                delegate.insert(options, Making::default(), |_| Box::new(f))
+            }
+        }
+
+        impl<$($Arg: Clone + 'static),*> Subscribe<'_, SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync>, SelfAware> {
+            /// Finishes with a closure that receives its own subscription first (X6).
+            #[track_caller]
+            pub fn add_lambda(
+                self,
+                f: impl Fn(&SyncThisSubscription, $($Arg),*) + Send + Sync + 'static,
+            ) -> DelegateHandle {
+                let (delegate, options) = self.parts();
+                delegate.insert(options, Making::default(), |this| Box::new(move |$($arg: $Arg),*| f(&this, $($arg),*)))
+            }
+
+            /// Finishes with a method of `owner` (held weakly, M9) that receives its own
+            /// subscription after the owner (X6).
+            #[track_caller]
+            pub fn add_member<T: Send + Sync + 'static>(
+                self,
+                owner: &std::sync::Arc<T>,
+                method: fn(&T, &SyncThisSubscription, $($Arg),*),
+            ) -> DelegateHandle {
+                let (delegate, options) = self.parts();
+                let weak = std::sync::Arc::downgrade(owner);
+                let probe: std::sync::Weak<dyn Any + Send + Sync> = weak.clone();
+                let making = Making { owner: Some(probe), ..Making::default() };
+                delegate.insert(options, making, |this| Box::new(move |$($arg: $Arg),*| {
+                    if let Some(owner) = weak.upgrade() {
+                        method(&owner, &this, $($arg),*);
+                    }
+                }))
             }
         }
     };
@@ -716,7 +1069,7 @@ mod loom_tests {
             let delegate = Arc::new(D::new());
             let calls = Arc::new(AtomicU32::new(0));
             let counter = Arc::clone(&calls);
-            let _ = delegate.add_lambda_once(move |_| {
+            let _ = delegate.subscribe().once().add_lambda(move |_| {
                 counter.fetch_add(1, Ordering::Relaxed);
             });
             let other = {
@@ -823,7 +1176,10 @@ mod module_tests {
         std::thread::scope(|scope| {
             scope.spawn(|| {
                 let _frame = track::enter(FAKE, Running::Task);
-                let _ = delegate.add_boxed_with_priority(1, counter(&ran_calls));
+                let _ = delegate
+                    .subscribe()
+                    .priority(1)
+                    .add_boxed(counter(&ran_calls));
             });
         });
         assert_eq!(delegate.len(), 3);
