@@ -238,8 +238,9 @@ pub use lumina_runtime::__private;
 /// [`QueuedSender`] (B4), which runs the broadcast on
 /// the game thread.
 ///
-/// The generated type has `new` (a `const fn`), `add_lambda`, `add_static`, `add_member`, their
-/// `add_*_with_priority` forms, `registration`, `remove`, `remove_all`, `is_bound_to`, `clear`,
+/// The generated type has `new` (a `const fn`), `add_lambda`, `add_static`, `add_member`,
+/// `subscribe()` (the builder of options: priority, once, muted, self-aware), `registration`,
+/// `remove`, `remove_all`, `is_bound_to`, `clear`,
 /// `broadcast`, `broadcast_and_clear`, `broadcast_collect` (with a return type), `is_bound`,
 /// `len`, `is_empty`, and implements `Default` and `Debug`. An owned parameter type must be
 /// `Clone` (it is cloned for every subscriber but the last); a type that is not is a compile
@@ -266,6 +267,39 @@ pub use lumina_runtime::__private;
 /// on_chat.broadcast(7, "gg");
 /// main_thread::process_queue();
 /// assert!(task.is_finished());
+/// ```
+///
+/// **The thread-safe form** (TS1): `sync` before the name declares a `Send + Sync` delegate over
+/// [`SyncMulticastDelegate`]: subscribe, remove and broadcast from any thread. Its parameters
+/// are owned (each subscriber, on any thread, gets its own clone), it returns nothing and takes
+/// up to four parameters; a borrowed parameter or a return type is one compile error at that
+/// token. The type has `new` and `broadcast` and dereferences to the runtime's delegate for the
+/// rest (`add_lambda`, `add_member` with an `Arc` owner, `add_queued`, `subscribe()`,
+/// `registration()`, `remove`, `scoped`, `block`, `subscriptions`, ...).
+///
+/// ```
+/// use lumina::declare_multicast_delegate;
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// declare_multicast_delegate!(
+///     /// An asset finished loading, announced by the loader's thread.
+///     pub sync AssetLoaded(path: String, bytes: u64)
+/// );
+///
+/// let on_loaded = Arc::new(AssetLoaded::new());
+/// let total = Arc::new(AtomicU64::new(0));
+/// let sink = Arc::clone(&total);
+/// let _audio = on_loaded.subscribe().priority(1).add_lambda(move |path, bytes| {
+///     println!("{path} is in");
+///     sink.fetch_add(bytes, Ordering::Relaxed);
+/// });
+/// let loader = {
+///     let on_loaded = Arc::clone(&on_loaded);
+///     std::thread::spawn(move || on_loaded.broadcast("forest.ogg".into(), 4096))
+/// };
+/// loader.join().unwrap();
+/// assert_eq!(total.load(Ordering::Relaxed), 4096);
 /// ```
 pub use lumina_macros::declare_multicast_delegate;
 

@@ -687,3 +687,52 @@ fn b1_ts1_the_registration_view_subscribes_from_any_thread() {
     let again = view.add_lambda(|_| {});
     assert!(view.remove(again));
 }
+
+lumina::declare_multicast_delegate!(
+    /// An asset finished loading on a worker.
+    pub sync AssetLoaded(path: String, bytes: u64)
+);
+lumina::declare_multicast_delegate!(pub sync Ready);
+
+/// TS1: the declaring macro's thread-safe form: a named `Send + Sync` type with the runtime's
+/// operations and builder, broadcast from a worker and the test's thread.
+#[test]
+fn ts1_a_declared_thread_safe_delegate() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<AssetLoaded>();
+    let on_loaded = Arc::new(AssetLoaded::new());
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (first, later) = (Arc::clone(&log), Arc::clone(&log));
+    let _ = on_loaded.add_lambda(move |path, bytes| later.lock().unwrap().push((path, bytes)));
+    let first_handle = on_loaded
+        .subscribe()
+        .priority(1)
+        .once()
+        .add_lambda(move |path: String, _| first.lock().unwrap().push((path.to_uppercase(), 0)));
+    {
+        let on_loaded = Arc::clone(&on_loaded);
+        thread::spawn(move || on_loaded.broadcast("a.png".into(), 3))
+            .join()
+            .unwrap();
+    }
+    on_loaded.broadcast("b.png".into(), 4);
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            ("A.PNG".to_string(), 0),
+            ("a.png".to_string(), 3),
+            ("b.png".to_string(), 4)
+        ]
+    );
+    assert!(!on_loaded.contains(first_handle));
+    assert_eq!(on_loaded.registration().len(), 1);
+
+    let ready = Ready::default();
+    let calls = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&calls);
+    let _ = ready.add_lambda(move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
+    ready.broadcast();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}

@@ -122,6 +122,8 @@ pub mod __private {
     #[doc(hidden)]
     pub use crate::subscribe::{NotSelfAware, Plain, SelfAware, Subscribe, TakesPlainFunction};
     #[doc(hidden)]
+    pub use crate::sync_delegate::SyncMulticastDelegate;
+    #[doc(hidden)]
     pub use inventory;
     #[doc(hidden)]
     pub use std::rc::Rc;
@@ -395,6 +397,38 @@ pub mod __private {
     #[doc(hidden)]
     #[inline(always)]
     pub fn clone_arg<T: CloneArg>(value: &T) -> T {
+        value.clone_for_subscriber()
+    }
+
+    /// Not public API; used by the expansion of `declare_multicast_delegate!(sync ...)`: every
+    /// subscriber of a thread-safe delegate gets its own clone of each argument (TS1), so this
+    /// trait is asserted on each parameter type, spanned at that type: a non-`Clone` parameter
+    /// is one error, in our words, on the user's token.
+    #[doc(hidden)]
+    #[diagnostic::on_unimplemented(
+        message = "thread-safe delegate parameter type `{Self}` is not `Clone`: every subscriber, on any thread, gets its own clone",
+        label = "every subscriber gets its own clone of this argument, so it must implement `Clone`",
+        note = "share it (`Arc<{Self}>`), or implement `Clone` for it"
+    )]
+    pub trait SyncCloneArg {
+        /// Clones the argument for one subscriber.
+        fn clone_for_subscriber(&self) -> Self;
+    }
+
+    #[doc(hidden)]
+    #[diagnostic::do_not_recommend]
+    impl<T: Clone> SyncCloneArg for T {
+        #[inline]
+        fn clone_for_subscriber(&self) -> Self {
+            self.clone()
+        }
+    }
+
+    /// Not public API; used by the broadcast of `declare_multicast_delegate!(sync ...)`'s
+    /// expansion, spanned at the parameter's type (TS1).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn sync_clone_arg<T: SyncCloneArg>(value: &T) -> T {
         value.clone_for_subscriber()
     }
 

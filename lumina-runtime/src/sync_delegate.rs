@@ -589,6 +589,20 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
         drop_user(list.into_inner());
     }
 
+    /// Not public API; used by `broadcast` and by the expansion of
+    /// `declare_multicast_delegate!(sync ...)`: calls `call` with every subscriber whose call
+    /// starts and the arguments, which it keeps under a guard while subscribers run and drops
+    /// afterwards (R2). `call` clones the arguments for the subscriber (the expansion spans each
+    /// clone at the parameter's type, so a parameter that is not `Clone` is one error there).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn broadcast_with<Args>(&self, args: Args, mut call: impl FnMut(&F, &Args)) {
+        // The originals are user values: dropped under the guard if a subscriber panics (R2).
+        let args = Guarded::new(args);
+        self.each(|f| call(f, &args));
+        drop_user(args.into_inner());
+    }
+
     /// Takes the one-shot entries of `list` that were called out of the current list.
     #[cold]
     fn remove_claimed(&self, list: &[Arc<Entry<F>>]) {
@@ -831,7 +845,7 @@ impl<F: ?Sized + Send + Sync + 'static, M> Subscribe<'_, SyncMulticastDelegate<F
 
 macro_rules! impl_sync_arity {
     ($($arg:ident: $Arg:ident),*) => {
-        impl<$($Arg: Clone + 'static),*> SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync> {
+        impl<$($Arg: 'static),*> SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync> {
             /// Adds a closure; returns its handle. With options (priority, one-shot, muted,
             /// self-aware) through [`subscribe`](Self::subscribe). O(n).
             #[track_caller]
@@ -873,19 +887,15 @@ macro_rules! impl_sync_arity {
             /// each with its own clone of the arguments. From any thread, also from inside a
             /// subscriber; never allocates (a one-shot's removal aside); holds no lock while
             /// a subscriber runs (TS3).
-            pub fn broadcast(&self, $($arg: $Arg),*) {
-                // The originals are user values: dropped under the guard if a subscriber
-                // panics (R2).
-                let args = Guarded::new(($($arg,)*));
-                {
-                    let ($($arg,)*) = &*args;
-                    self.each(|f| f($($arg.clone()),*));
-                }
-                drop_user(args.into_inner());
+            pub fn broadcast(&self, $($arg: $Arg),*)
+            where
+                $($Arg: Clone,)*
+            {
+                self.broadcast_with(($($arg,)*), |f, ($($arg,)*)| f($($arg.clone()),*));
             }
         }
 
-        impl<'a, $($Arg: Clone + 'static),*> SyncRegistration<'a, dyn Fn($($Arg),*) + Send + Sync> {
+        impl<'a, $($Arg: 'static),*> SyncRegistration<'a, dyn Fn($($Arg),*) + Send + Sync> {
             /// [`SyncMulticastDelegate::add_lambda`].
             #[track_caller]
             pub fn add_lambda(&self, f: impl Fn($($Arg),*) + Send + Sync + 'static) -> DelegateHandle {
@@ -918,7 +928,7 @@ macro_rules! impl_sync_arity {
             }
         }
 
-        impl<$($Arg: Clone + 'static),*> Subscribe<'_, SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync>, Plain> {
+        impl<$($Arg: 'static),*> Subscribe<'_, SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync>, Plain> {
             /// Finishes with a closure: [`add_lambda`](SyncMulticastDelegate#method.add_lambda)
             /// with the options. O(n).
             #[track_caller]
@@ -948,7 +958,7 @@ macro_rules! impl_sync_arity {
 
         }
 
-        impl<$($Arg: Clone + 'static,)* M> Subscribe<'_, SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync>, M> {
+        impl<$($Arg: 'static,)* M> Subscribe<'_, SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync>, M> {
             /// Finishes with a queued subscription (TS4):
             /// [`add_queued`](SyncMulticastDelegate#method.add_queued) with the options (a
             /// one-shot queues one call; a muted one queues nothing until unblocked).
@@ -987,7 +997,7 @@ macro_rules! impl_sync_arity {
             }
         }
 
-        impl<$($Arg: Clone + 'static),*> Subscribe<'_, SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync>, SelfAware> {
+        impl<$($Arg: 'static),*> Subscribe<'_, SyncMulticastDelegate<dyn Fn($($Arg),*) + Send + Sync>, SelfAware> {
             /// Finishes with a closure that receives its own subscription first (X6).
             #[track_caller]
             pub fn add_lambda(

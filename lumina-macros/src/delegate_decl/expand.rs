@@ -13,9 +13,9 @@ use syn::{Ident, Type};
 use super::parse::{DelegateDecl, Kind, is_mut_reference, is_reference};
 
 /// A parameter ready for expansion: a name (the user's, or `argN`) and a type.
-struct Arg {
-    name: Ident,
-    ty: Type,
+pub(super) struct Arg {
+    pub(super) name: Ident,
+    pub(super) ty: Type,
 }
 
 impl Arg {
@@ -38,6 +38,7 @@ pub(crate) fn expand(decl: &DelegateDecl) -> TokenStream {
     match decl.kind {
         Kind::Multicast => expand_multicast(decl, &args),
         Kind::Single => expand_single(decl, &args),
+        Kind::SyncMulticast => super::sync::expand(decl, &args),
     }
 }
 
@@ -71,7 +72,7 @@ fn args(decl: &DelegateDecl) -> Vec<Arg> {
 /// The type parameters of a fallback expansion (see `sanitize`): `<A: Clone + 'static>` for the
 /// struct and impl (an owned multicast argument is cloned), `<A>` for the type. Both empty for a
 /// valid declaration.
-fn fallback_generics(decl: &DelegateDecl) -> (TokenStream, TokenStream) {
+pub(super) fn fallback_generics(decl: &DelegateDecl) -> (TokenStream, TokenStream) {
     let names = &decl.fallback_generics;
     if names.is_empty() {
         return (TokenStream::new(), TokenStream::new());
@@ -83,12 +84,12 @@ fn fallback_generics(decl: &DelegateDecl) -> (TokenStream, TokenStream) {
 }
 
 /// A hygienic local of the generated bodies.
-fn local(name: &str) -> Ident {
+pub(super) fn local(name: &str) -> Ident {
     Ident::new(name, Span::mixed_site())
 }
 
 /// `fn(window: &Window, size: UVec2) -> bool`, for the generated rustdoc.
-fn signature_doc(decl: &DelegateDecl, args: &[Arg]) -> String {
+pub(super) fn signature_doc(decl: &DelegateDecl, args: &[Arg]) -> String {
     let params: Vec<String> = args
         .iter()
         .map(|arg| format!("{}: {}", arg.name, tokens_to_string(&arg.ty)))
@@ -134,7 +135,7 @@ fn fn_trait(decl: &DelegateDecl, args: &[Arg], first: Option<TokenStream>) -> To
 }
 
 /// The user's attributes and docs, then the generated doc paragraph, one `///` line each.
-fn struct_attrs(decl: &DelegateDecl, summary: &[&str]) -> TokenStream {
+pub(super) fn struct_attrs(decl: &DelegateDecl, summary: &[&str]) -> TokenStream {
     let attrs = &decl.attrs;
     let has_docs = attrs.iter().any(|attr| attr.path().is_ident("doc"));
     let separator = has_docs.then(|| quote!(#[doc = ""]));
@@ -249,7 +250,7 @@ impl<'a> Common<'a> {
 
 /// The user's `#[cfg(..)]` attributes, repeated on the impl blocks so they come and go with
 /// the struct.
-fn cfg_attrs(decl: &DelegateDecl) -> TokenStream {
+pub(super) fn cfg_attrs(decl: &DelegateDecl) -> TokenStream {
     let cfgs = decl.attrs.iter().filter(|attr| attr.path().is_ident("cfg"));
     quote!(#(#cfgs)*)
 }

@@ -7,6 +7,7 @@
 
 mod expand;
 mod parse;
+mod sync;
 mod validate;
 
 use proc_macro2::{Group, Ident, Span, TokenStream, TokenTree};
@@ -39,6 +40,7 @@ fn declare(kind: Kind, input: TokenStream) -> TokenStream {
             // it shows no follow-on errors.
             let fallback = decl
                 .map(sanitize)
+                .map(sync::fallback_kind)
                 .map(|decl| expand::expand(&decl))
                 .unwrap_or_default();
             finish(Err(error), fallback)

@@ -19,13 +19,15 @@ pub(crate) enum Kind {
     Multicast,
     /// `declare_delegate!`
     Single,
+    /// `declare_multicast_delegate!(sync ...)`: a thread-safe delegate (TS1).
+    SyncMulticast,
 }
 
 impl Kind {
     /// The macro's name, for messages.
     pub(crate) fn macro_name(self) -> &'static str {
         match self {
-            Kind::Multicast => "declare_multicast_delegate",
+            Kind::Multicast | Kind::SyncMulticast => "declare_multicast_delegate",
             Kind::Single => "declare_delegate",
         }
     }
@@ -80,7 +82,7 @@ pub(crate) fn parse(cx: &Ctxt, kind: Kind, input: TokenStream) -> Option<Delegat
     }
 }
 
-fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateDecl> {
+fn parse_decl(cx: &Ctxt, mut kind: Kind, input: ParseStream<'_>) -> Option<DelegateDecl> {
     let attrs = match input.call(Attribute::parse_outer) {
         Ok(attrs) => attrs,
         Err(error) => {
@@ -95,6 +97,19 @@ fn parse_decl(cx: &Ctxt, kind: Kind, input: ParseStream<'_>) -> Option<DelegateD
             return None;
         }
     };
+    // `pub sync Name(..)`: the thread-safe form (TS1). `sync` followed by the name; a delegate
+    // named `sync` itself (`pub sync(..)`) is still a name.
+    if kind == Kind::Multicast
+        && input.peek(Ident)
+        && input.peek2(Ident)
+        && input
+            .fork()
+            .parse::<Ident>()
+            .is_ok_and(|word| word == "sync")
+    {
+        let _sync: Ident = input.parse().expect("peeked `sync`");
+        kind = Kind::SyncMulticast;
+    }
     // `pub struct Name(..)` / `pub fn Name(..)` / `pub type Name`: the macro declares the type
     // itself; say so, and carry on with the name that follows.
     if input.peek(Token![struct]) || input.peek(Token![fn]) || input.peek(Token![type]) {

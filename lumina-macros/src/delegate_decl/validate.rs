@@ -21,6 +21,60 @@ pub(crate) fn validate(cx: &Ctxt, decl: &DelegateDecl) {
     no_named_lifetimes(cx, decl);
     no_borrowed_return(cx, decl);
     no_unsized_by_value(cx, decl);
+    sync_params_are_owned(cx, decl);
+    sync_returns_nothing(cx, decl);
+    sync_takes_at_most_four(cx, decl);
+}
+
+/// A thread-safe delegate's subscribers run on any thread and a queued one later on the game
+/// thread: each gets its own clone of every argument, so a borrowed parameter has no meaning
+/// there (the runtime's thread-safe delegate takes owned, `'static` arguments).
+fn sync_params_are_owned(cx: &Ctxt, decl: &DelegateDecl) {
+    if decl.kind != Kind::SyncMulticast {
+        return;
+    }
+    for ty in decl.params.iter().filter_map(|param| param.ty.as_ref()) {
+        if let Type::Reference(reference) = ty {
+            cx.error_spanned_by(
+                reference.and_token,
+                "a thread-safe delegate's parameters are owned: expected a type such as `String` or `Arc<T>`, since every subscriber, on any thread, gets its own clone; remove `sync` to declare a game-thread delegate, which passes references",
+            );
+        }
+    }
+}
+
+/// Subscribers of a thread-safe delegate may run on several threads at once (or later, queued):
+/// there is no single call order to collect results in.
+fn sync_returns_nothing(cx: &Ctxt, decl: &DelegateDecl) {
+    if decl.kind != Kind::SyncMulticast {
+        return;
+    }
+    if let Some(output) = &decl.output {
+        cx.error_spanned_by(
+            output,
+            "a thread-safe delegate's subscribers return nothing: expected no `-> Type`; remove `sync` for a game-thread delegate with `broadcast_collect`",
+        );
+    }
+}
+
+/// The runtime's thread-safe delegate is written for up to four parameters; more travel as one
+/// struct.
+fn sync_takes_at_most_four(cx: &Ctxt, decl: &DelegateDecl) {
+    if decl.kind != Kind::SyncMulticast {
+        return;
+    }
+    if let Some(fifth) = decl.params.get(4) {
+        let at = fifth
+            .ty
+            .as_ref()
+            .map(|ty| ty.to_token_stream())
+            .or_else(|| fifth.name.as_ref().map(|name| name.to_token_stream()))
+            .unwrap_or_default();
+        cx.error_spanned_by(
+            at,
+            "a thread-safe delegate takes at most 4 parameters: expected the fifth and later ones gathered into one struct",
+        );
+    }
 }
 
 /// A delegate type is one concrete signature: `Name<T>` cannot be expanded into a type whose
@@ -41,7 +95,7 @@ fn no_generics(cx: &Ctxt, decl: &DelegateDecl) {
 /// single-cast); a derive would conflict with those or fail inside the runtime's type.
 fn no_derive(cx: &Ctxt, decl: &DelegateDecl) {
     let implemented = match decl.kind {
-        Kind::Multicast => "`Default` and `Debug`",
+        Kind::Multicast | Kind::SyncMulticast => "`Default` and `Debug`",
         Kind::Single => "`Clone`, `Default` and `Debug`",
     };
     for attr in decl
