@@ -153,25 +153,32 @@ fn x4_x6_muted_and_self_aware_dispatch_allocates_nothing() {
     // Self-aware handlers that mute and unmute each other mid-dispatch: the Q handler mutes
     // itself on Q; the chrome handler unmutes it on the next event, and consumes a mouse move
     // that found it muted.
-    let q = processor.add_handler_self_aware::<KeyPressedEvent>(100, |this, key| {
-        if key.key == Key::Q {
-            this.block();
-        }
-        false
-    });
+    let q = processor
+        .subscribe()
+        .priority(100)
+        .self_aware()
+        .add_handler::<KeyPressedEvent>(|this, key| {
+            if key.key == Key::Q {
+                this.block();
+            }
+            false
+        });
     let q_handle = q.handle();
     let weak = Rc::downgrade(&processor);
     guards.push(q);
-    guards.push(processor.add_event_handler_self_aware(
-        InputLayer::EditorChrome,
-        move |this, event| {
-            let processor = weak.upgrade().expect("alive");
-            let was_muted = processor.is_blocked(q_handle);
-            processor.unblock(q_handle);
-            assert!(!this.is_blocked());
-            event.is::<MouseMovedEvent>() && was_muted
-        },
-    ));
+    guards.push(
+        processor
+            .subscribe()
+            .priority(InputLayer::EditorChrome)
+            .self_aware()
+            .add_handler::<lumina::event::category::All>(move |this, event| {
+                let processor = weak.upgrade().expect("alive");
+                let was_muted = processor.is_blocked(q_handle);
+                processor.unblock(q_handle);
+                assert!(!this.is_blocked());
+                event.is::<MouseMovedEvent>() && was_muted
+            }),
+    );
     for i in 0..8 {
         let guard = processor.add_handler::<KeyPressedEvent>(i * 10, |key| key.key == Key::W);
         if i % 2 == 0 {

@@ -552,18 +552,18 @@ fn run(script: Vec<(Op, Behaviour)>) -> Result<(), TestCaseError> {
                     let entry = match kind {
                         Kind::SelfAwareDyn | Kind::SelfAwareClass => {
                             let subscription = if kind == Kind::SelfAwareDyn {
-                                processor
-                                    .add_event_handler_self_aware(priority, move |this, event| {
+                                processor.subscribe().priority(priority).self_aware().add_handler::<lumina::event::category::All>(move |this, event| {
                                         handler.act(Some(event), Some(this))
                                     })
                             } else {
-                                processor.add_handler_self_aware::<KeyPressedEvent>(
-                                    priority,
-                                    move |this, key| {
+                                processor
+                                    .subscribe()
+                                    .priority(priority)
+                                    .self_aware()
+                                    .add_handler::<KeyPressedEvent>(move |this, key| {
                                         assert!(matches!(key.key, Key::A | Key::B));
                                         handler.act(None, Some(this))
-                                    },
-                                )
+                                    })
                             };
                             prop_assert!(model.register(next_id, priority));
                             this_seq = Some(model.sequence);

@@ -121,10 +121,14 @@ fn x4_processor_unblock_during_a_dispatch_reaches_a_handler_not_yet_passed() {
     let weak = Rc::downgrade(&processor);
     let late_handle = Rc::new(Cell::new(None));
     let lh = Rc::clone(&late_handle);
-    let first = processor.add_event_handler_self_aware(10, move |_, _| {
-        weak.upgrade().unwrap().unblock(lh.get().unwrap());
-        false
-    });
+    let first = processor
+        .subscribe()
+        .priority(10)
+        .self_aware()
+        .add_handler::<lumina::event::category::All>(move |_, _| {
+            weak.upgrade().unwrap().unblock(lh.get().unwrap());
+            false
+        });
     assert!(processor.register_event_handler(&late, 0));
     late_handle.set(processor.handle_of(&late));
     assert!(processor.block(late_handle.get().unwrap()));
@@ -143,18 +147,22 @@ fn x4_processor_muting_from_inside_a_muted_neighbour_and_itself() {
     assert!(processor.register_event_handler(&neighbour, 0));
     let neighbour_handle = processor.handle_of(&neighbour).unwrap();
     let (weak, sink) = (Rc::downgrade(&processor), Rc::clone(&log));
-    let muter = processor.add_event_handler_self_aware(10, move |this, _| {
-        sink.borrow_mut().push("muter");
-        let processor = weak.upgrade().unwrap();
-        assert!(this.block());
-        assert!(this.is_blocked());
-        assert!(processor.block(neighbour_handle));
-        // Blocking twice is one block.
-        assert!(processor.block(neighbour_handle));
-        // Nested: both muted already.
-        assert!(!processor.dispatch(press(Key::B)));
-        false
-    });
+    let muter = processor
+        .subscribe()
+        .priority(10)
+        .self_aware()
+        .add_handler::<lumina::event::category::All>(move |this, _| {
+            sink.borrow_mut().push("muter");
+            let processor = weak.upgrade().unwrap();
+            assert!(this.block());
+            assert!(this.is_blocked());
+            assert!(processor.block(neighbour_handle));
+            // Blocking twice is one block.
+            assert!(processor.block(neighbour_handle));
+            // Nested: both muted already.
+            assert!(!processor.dispatch(press(Key::B)));
+            false
+        });
     processor.dispatch(press(Key::A));
     assert_eq!(*log.borrow(), ["muter"]);
     assert_eq!(processor.len(), 2);
@@ -227,18 +235,22 @@ fn x6_processor_self_aware_handler_removes_itself_and_finishes_its_call() {
     let (sink, weak) = (Rc::clone(&calls), Rc::downgrade(&processor));
     let handle_seen = Rc::new(Cell::new(None));
     let seen = Rc::clone(&handle_seen);
-    let subscription = processor.add_event_handler_self_aware(0, move |this, event| {
-        seen.set(Some(this.handle()));
-        sink.set(sink.get() + 1);
-        assert!(this.is_subscribed());
-        assert!(this.remove());
-        assert!(!this.is_subscribed());
-        assert!(!this.remove(), "already removed");
-        // Nested dispatch: it is gone already.
-        weak.upgrade().unwrap().dispatch(press(Key::B));
-        // The call goes on, with the event intact.
-        event.is::<KeyPressedEvent>()
-    });
+    let subscription = processor
+        .subscribe()
+        .priority(0)
+        .self_aware()
+        .add_handler::<lumina::event::category::All>(move |this, event| {
+            seen.set(Some(this.handle()));
+            sink.set(sink.get() + 1);
+            assert!(this.is_subscribed());
+            assert!(this.remove());
+            assert!(!this.is_subscribed());
+            assert!(!this.remove(), "already removed");
+            // Nested dispatch: it is gone already.
+            weak.upgrade().unwrap().dispatch(press(Key::B));
+            // The call goes on, with the event intact.
+            event.is::<KeyPressedEvent>()
+        });
     assert!(processor.dispatch(press(Key::A)));
     assert!(!processor.dispatch(press(Key::A)));
     assert_eq!(calls.get(), 1);
@@ -254,11 +266,15 @@ fn x6_processor_self_aware_set_priority_applies_after_the_outermost_dispatch() {
     let first = logger(&log, "first");
     assert!(processor.register_event_handler(&first, 10));
     let sink = Rc::clone(&log);
-    let _climber = processor.add_handler_self_aware::<KeyPressedEvent>(0, move |this, _| {
-        sink.borrow_mut().push("climber");
-        assert!(this.set_priority(InputLayer::Viewport));
-        false
-    });
+    let _climber = processor
+        .subscribe()
+        .priority(0)
+        .self_aware()
+        .add_handler::<KeyPressedEvent>(move |this, _| {
+            sink.borrow_mut().push("climber");
+            assert!(this.set_priority(InputLayer::Viewport));
+            false
+        });
     processor.dispatch(press(Key::A));
     assert_eq!(*log.borrow(), ["first", "climber"]);
     log.borrow_mut().clear();
@@ -271,13 +287,17 @@ fn x6_typed_self_aware_handler_sees_only_its_class_and_is_a_normal_registration(
     let processor = EventProcessor::new();
     let keys = Rc::new(RefCell::new(Vec::new()));
     let sink = Rc::clone(&keys);
-    let subscription = processor.add_handler_self_aware::<KeyPressedEvent>(0, move |this, key| {
-        sink.borrow_mut().push(key.key);
-        if key.key == Key::Escape {
-            this.remove();
-        }
-        true
-    });
+    let subscription = processor
+        .subscribe()
+        .priority(0)
+        .self_aware()
+        .add_handler::<KeyPressedEvent>(move |this, key| {
+            sink.borrow_mut().push(key.key);
+            if key.key == Key::Escape {
+                this.remove();
+            }
+            true
+        });
     assert!(processor.is_registered(subscription.handler()));
     assert_eq!(
         processor.handle_of(subscription.handler()),
@@ -289,7 +309,11 @@ fn x6_typed_self_aware_handler_sees_only_its_class_and_is_a_normal_registration(
     assert!(!processor.dispatch(press(Key::A)));
     assert_eq!(*keys.borrow(), [Key::A, Key::Escape]);
     // Unregistering by handler works like for any handler.
-    let again = processor.add_handler_self_aware::<KeyPressedEvent>(0, |_, _| true);
+    let again = processor
+        .subscribe()
+        .priority(0)
+        .self_aware()
+        .add_handler::<KeyPressedEvent>(|_, _| true);
     assert!(processor.unregister_event_handler(again.handler()));
     assert!(!processor.dispatch(press(Key::A)));
 }
@@ -299,13 +323,17 @@ fn x6_self_aware_handler_that_panics_leaves_the_chain_consistent() {
     let processor = EventProcessor::new();
     let armed = Rc::new(Cell::new(true));
     let flag = Rc::clone(&armed);
-    let subscription = processor.add_event_handler_self_aware(0, move |this, _| {
-        this.block();
-        if flag.replace(false) {
-            panic!("handler panics after muting itself");
-        }
-        true
-    });
+    let subscription = processor
+        .subscribe()
+        .priority(0)
+        .self_aware()
+        .add_handler::<lumina::event::category::All>(move |this, _| {
+            this.block();
+            if flag.replace(false) {
+                panic!("handler panics after muting itself");
+            }
+            true
+        });
     let outcome = catch_unwind(AssertUnwindSafe(|| processor.dispatch(press(Key::A))));
     assert!(outcome.is_err());
     assert!(!processor.is_dispatching());
@@ -319,12 +347,16 @@ fn x3_typed_once_handler_is_removed_before_its_call_and_skips_other_classes() {
     let processor = Rc::new(EventProcessor::new());
     let calls = Rc::new(Cell::new(0));
     let (sink, weak) = (Rc::clone(&calls), Rc::downgrade(&processor));
-    let once = processor.add_handler_once::<KeyPressedEvent>(0, move |_| {
-        sink.set(sink.get() + 1);
-        // A nested dispatch never runs it again.
-        weak.upgrade().unwrap().dispatch(press(Key::B));
-        true
-    });
+    let once = processor
+        .subscribe()
+        .priority(0)
+        .once()
+        .add_handler::<KeyPressedEvent>(move |_| {
+            sink.set(sink.get() + 1);
+            // A nested dispatch never runs it again.
+            weak.upgrade().unwrap().dispatch(press(Key::B));
+            true
+        });
     // Another class passes it by and leaves it registered.
     assert!(!processor.dispatch(KeyReleasedEvent::new(Key::A, Modifiers::NONE)));
     assert!(processor.is_registered(once.handler()));

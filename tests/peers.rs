@@ -1093,8 +1093,20 @@ fn x3_a_one_shot_event_handler_runs_once_even_when_it_dispatches_again() {
         processor: Rc::clone(&processor),
         calls: Cell::new(0),
     });
-    assert!(processor.register_event_handler_once(&handler, InputLayer::Viewport));
-    assert!(!processor.register_event_handler_once(&handler, InputLayer::Viewport));
+    assert!(
+        processor
+            .subscribe()
+            .priority(InputLayer::Viewport)
+            .once()
+            .register_event_handler(&handler)
+    );
+    assert!(
+        !processor
+            .subscribe()
+            .priority(InputLayer::Viewport)
+            .once()
+            .register_event_handler(&handler)
+    );
     assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
     assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
     assert_eq!(handler.calls.get(), 1);

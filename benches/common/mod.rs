@@ -637,7 +637,11 @@ pub mod dispatch {
             let processor = EventProcessor::new();
             let handlers = (0..n)
                 .map(|i| {
-                    processor.add_event_handler_self_aware(priority(i), |_, _| {
+                    processor
+                        .subscribe()
+                        .priority(priority(i))
+                        .self_aware()
+                        .add_handler::<lumina::event::category::All>(|_, _| {
                         work(&SINK, 1);
                         false
                     })

@@ -120,7 +120,9 @@ pub mod __private {
     #[doc(hidden)]
     pub use crate::scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
     #[doc(hidden)]
-    pub use crate::subscribe::{NotSelfAware, Plain, SelfAware, Subscribe, TakesPlainFunction};
+    pub use crate::subscribe::{
+        NotSelfAware, Plain, PlainFinish, SelfAware, Subscribe, TakesPlainFunction,
+    };
     #[doc(hidden)]
     pub use crate::sync_delegate::SyncMulticastDelegate;
     #[doc(hidden)]

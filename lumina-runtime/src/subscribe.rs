@@ -74,6 +74,20 @@ pub trait NotSelfAware: sealed::Sealed {}
 
 impl NotSelfAware for Plain {}
 
+/// Not public API; used by the builder: the bound of the finishes whose callable does not
+/// receive its own subscription (a thread-safe delegate's `add_queued`, which runs later on the
+/// game thread, and `add_boxed`; the processor's `register_event_handler`, whose handler is an
+/// `EventHandler` object), so that one after `.self_aware()` is one error in our words (A1).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "this finish does not combine with `.self_aware()`",
+    label = "this finish takes a callable that does not receive its own subscription",
+    note = "finish a `.self_aware()` builder with `add_lambda`, `add_member` or `add_handler`, whose callable takes its own subscription first; or drop `.self_aware()`"
+)]
+pub trait PlainFinish: sealed::Sealed {}
+
+impl PlainFinish for Plain {}
+
 /// The options a builder carries to its finish.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Options {
@@ -166,10 +180,11 @@ impl<'a, D: ?Sized, M> Subscribe<'a, D, M> {
     }
 
     /// Runs before every subscriber of a lower `priority`: higher priorities run first, equal
-    /// ones in the order added; the plain forms are priority 0 (B3). Cost: none.
+    /// ones in the order added; the plain forms are priority 0 (B3). Any `i32`, or an
+    /// [`InputLayer`](crate::event::InputLayer) for an event handler. Cost: none.
     #[inline]
-    pub fn priority(mut self, priority: i32) -> Self {
-        self.options.priority = priority;
+    pub fn priority(mut self, priority: impl Into<i32>) -> Self {
+        self.options.priority = priority.into();
         self
     }
 

@@ -60,7 +60,7 @@ use std::sync::{
 use crate::bind_site::{OwnerState, Subscription};
 use crate::drops::{Guarded, drop_user};
 use crate::handle::DelegateHandle;
-use crate::subscribe::{Options, Plain, SelfAware, Subscribe, TakesPlainFunction};
+use crate::subscribe::{Options, Plain, PlainFinish, SelfAware, Subscribe, TakesPlainFunction};
 use crate::track::{self, Origin, Sweep};
 
 /// The entry was removed: no call of it starts any more.
@@ -816,20 +816,6 @@ impl<'a, F: ?Sized + Send + Sync + 'static> SyncRegistration<'a, F> {
         self.0.subscriptions()
     }
 }
-
-/// Not public API; used by the builder: the bound of the thread-safe delegate's finishes whose
-/// callable cannot receive its own subscription (`add_queued` runs later on the game thread,
-/// `add_boxed` is boxed already), so that one after `.self_aware()` is one error in our words
-/// (A1).
-#[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "this finish does not combine with `.self_aware()`",
-    label = "`add_queued` and `add_boxed` take a callable that does not receive its own subscription",
-    note = "finish a `.self_aware()` builder with `add_lambda` or `add_member`, whose callable takes `&SyncThisSubscription` first; or drop `.self_aware()`"
-)]
-pub trait PlainFinish {}
-
-impl PlainFinish for Plain {}
 
 impl<F: ?Sized + Send + Sync + 'static, M> Subscribe<'_, SyncMulticastDelegate<F>, M> {
     /// Finishes with an already boxed callable, and the options.

@@ -12,6 +12,7 @@ use crate::drops::{Guarded, drop_user};
 use crate::handle::DelegateHandle;
 use crate::invocation::{InvocationList, WeakShared};
 use crate::scoped::{ScopedBlock, ThisSubscription};
+use crate::subscribe::{Plain, PlainFinish, SelfAware as SelfAwareMode, Subscribe};
 
 /// The standard priorities of handlers (`EInputLayer`): higher layers see events first.
 ///
@@ -55,13 +56,11 @@ impl From<InputLayer> for i32 {
 ///   does not run), and a panicking handler leaves the processor consistent.
 ///
 /// Built on the same invocation list as multicast delegates, so these rules are the delegates'
-/// M1-M7, and the delegates' later forms apply to handlers too: one-shot handlers
-/// ([`register_event_handler_once`](Self::register_event_handler_once),
-/// [`add_handler_once`](Self::add_handler_once), X3), muting by handle or guard
-/// ([`block`](Self::block), [`block_scoped`](Self::block_scoped), X4), and handlers that receive
-/// their own registration ([`add_event_handler_self_aware`](Self::add_event_handler_self_aware),
-/// [`add_handler_self_aware`](Self::add_handler_self_aware), X6). Not `Send`: it belongs to the
-/// game thread.
+/// M1-M7, and the delegates' later forms apply to handlers too, through the same builder
+/// ([`subscribe`](Self::subscribe), A1): one-shot handlers (`.once()`, X3), muting by handle or
+/// guard ([`block`](Self::block), [`block_scoped`](Self::block_scoped), or `.muted()`, X4), and
+/// handlers that receive their own registration (`.self_aware()`, X6). Not `Send`: it belongs
+/// to the game thread.
 ///
 /// ```
 /// use lumina::event::{Event, EventHandler, EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
@@ -105,6 +104,41 @@ impl EventProcessor {
         }
     }
 
+    /// A registration with options (A1), the same builder as every delegate's: `.priority(p)`
+    /// (an [`InputLayer`] or any `i32`; 0 without it), `.once()` (X3: unregistered right before
+    /// its first call for an event it selects), `.muted()` (starts blocked, X4) and
+    /// `.self_aware()` (X6: the closure receives its own registration first), in any
+    /// combination, finished by [`add_handler`](Subscribe::add_handler) or
+    /// [`register_event_handler`](Subscribe::register_event_handler). The plain forms are this
+    /// builder with the priority only.
+    ///
+    /// ```
+    /// use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers, category};
+    ///
+    /// let processor = EventProcessor::new();
+    /// // The first key only, above the game's handlers.
+    /// let first = processor
+    ///     .subscribe()
+    ///     .priority(InputLayer::Viewport)
+    ///     .once()
+    ///     .add_handler::<KeyPressedEvent>(|_| true);
+    /// // Every event until Escape, then steps aside for good.
+    /// let modal = processor.subscribe().self_aware().add_handler::<category::All>(|this, event| {
+    ///     if event.downcast_ref::<KeyPressedEvent>().is_some_and(|key| key.key == Key::Escape) {
+    ///         this.remove();
+    ///     }
+    ///     true
+    /// });
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::Escape, Modifiers::NONE)));
+    /// assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    /// # drop((first, modal));
+    /// ```
+    #[inline]
+    pub fn subscribe(&self) -> Subscribe<'_, Self> {
+        Subscribe::new(self)
+    }
+
     /// Registers `handler` at `priority` (an [`InputLayer`] or any `i32`; higher runs first,
     /// equal priorities in registration order). Holds it weakly: dropping the last `Rc`
     /// unregisters it (P3).
@@ -132,46 +166,6 @@ impl EventProcessor {
         priority: impl Into<i32>,
     ) -> bool {
         self.register_handle(handler, priority.into()).is_some()
-    }
-
-    /// Registers `handler` for one event only (X3): it is unregistered right before it is
-    /// called, so a dispatch nested in its call (or a later one) never reaches it again,
-    /// whether or not it consumes the event. Otherwise as
-    /// [`register_event_handler`](Self::register_event_handler): `false` if it is registered
-    /// already.
-    ///
-    /// ```
-    /// use lumina::event::{Event, EventHandler, EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
-    /// use std::cell::Cell;
-    /// use std::rc::Rc;
-    ///
-    /// #[derive(Default)]
-    /// struct FirstKey(Cell<u32>);
-    /// impl EventHandler for FirstKey {
-    ///     fn on_event(&self, _: &mut dyn Event) -> bool {
-    ///         self.0.set(self.0.get() + 1);
-    ///         false
-    ///     }
-    /// }
-    ///
-    /// let processor = EventProcessor::new();
-    /// let handler = Rc::new(FirstKey::default());
-    /// assert!(processor.register_event_handler_once(&handler, InputLayer::Default));
-    /// processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE));
-    /// processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE));
-    /// assert_eq!(handler.0.get(), 1);
-    /// assert!(!processor.is_registered(&handler));
-    /// ```
-    #[must_use = "`false` means the handler was already registered"]
-    #[track_caller]
-    pub fn register_event_handler_once<H: EventHandler>(
-        &self,
-        handler: &Rc<H>,
-        priority: impl Into<i32>,
-    ) -> bool {
-        let handler: Rc<dyn EventHandler> = Rc::<H>::clone(handler);
-        self.register_spec(&handler, priority.into(), true)
-            .is_some()
     }
 
     /// Registers `handler`; its handle, or `None` if it is registered already.
@@ -204,6 +198,13 @@ impl EventProcessor {
             key: None,
         };
         Some(self.handlers.insert_spec(spec, WeakShared::new(weak)))
+    }
+
+    /// Blocks `handle` if the builder said `.muted()` (X4).
+    fn mute_if(&self, muted: bool, handle: DelegateHandle) {
+        if muted {
+            self.handlers.set_blocked(handle, true);
+        }
     }
 
     /// Registers `handler` like [`register_event_handler`](Self::register_event_handler) and
@@ -285,99 +286,6 @@ impl EventProcessor {
         EventSubscription::new(
             crate::ScopedSubscription::new(handle, self.handlers.weak_remover()),
             handler,
-        )
-    }
-
-    /// [`add_handler`](Self::add_handler) for one event only (X3): the handler is unregistered
-    /// right before it is called for an event of its class or category, so no dispatch nested
-    /// in its call (or a later one) reaches it again. Events it does not select pass it by and
-    /// leave it registered. Dropping the returned subscription before then unregisters it.
-    ///
-    /// ```
-    /// use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
-    ///
-    /// let processor = EventProcessor::new();
-    /// let first = processor.add_handler_once::<KeyPressedEvent>(InputLayer::Default, |_| true);
-    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
-    /// assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
-    /// # drop(first);
-    /// ```
-    #[track_caller]
-    pub fn add_handler_once<S: EventSelector>(
-        &self,
-        priority: impl Into<i32>,
-        handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
-    ) -> EventSubscription {
-        // One-shot on the selected events only: the handler unregisters itself (through its
-        // own registration, X6) right before the closure runs, which is what `Spec::once` does
-        // for a handler that takes every event.
-        self.register_self_aware(
-            priority.into(),
-            super::typed::select_self_aware::<S>(move |this, view| {
-                this.remove();
-                handler(view)
-            }),
-        )
-    }
-
-    /// Registers a closure on every event that receives its own registration first (X6): a
-    /// [`ThisSubscription`] through which it can unregister, block or re-prioritize itself,
-    /// without capturing a handle it cannot have before the registration returns. Otherwise as
-    /// [`add_handler`](Self::add_handler): the returned [`EventSubscription`] owns it and
-    /// unregisters it when dropped; P1-P4 are unchanged (a handler that unregisters itself
-    /// finishes its call; a new priority applies once the outermost dispatch ends).
-    ///
-    /// ```
-    /// use lumina::event::{Event, EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
-    ///
-    /// let processor = EventProcessor::new();
-    /// // Consumes keys until Escape, then steps aside for good.
-    /// let modal = processor.add_event_handler_self_aware(InputLayer::Viewport, |this, event| {
-    ///     if event.downcast_ref::<KeyPressedEvent>().is_some_and(|key| key.key == Key::Escape) {
-    ///         this.remove();
-    ///     }
-    ///     true
-    /// });
-    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
-    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::Escape, Modifiers::NONE)));
-    /// assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
-    /// # drop(modal);
-    /// ```
-    #[track_caller]
-    pub fn add_event_handler_self_aware(
-        &self,
-        priority: impl Into<i32>,
-        handler: impl Fn(&ThisSubscription, &mut dyn Event) -> bool + 'static,
-    ) -> EventSubscription {
-        self.register_self_aware(priority.into(), handler)
-    }
-
-    /// [`add_handler`](Self::add_handler) whose closure receives its own registration first
-    /// (X1 with X6): `add_handler_self_aware::<KeyPressedEvent>(.., |this, key| ..)`.
-    ///
-    /// ```
-    /// use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
-    ///
-    /// let processor = EventProcessor::new();
-    /// // Mutes itself after the first key; it keeps its place for `unblock`.
-    /// let once = processor.add_handler_self_aware::<KeyPressedEvent>(InputLayer::Default, |this, _| {
-    ///     this.block();
-    ///     true
-    /// });
-    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
-    /// assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
-    /// assert!(processor.unblock(once.handle()));
-    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
-    /// ```
-    #[track_caller]
-    pub fn add_handler_self_aware<S: EventSelector>(
-        &self,
-        priority: impl Into<i32>,
-        handler: impl for<'a> Fn(&ThisSubscription, S::View<'a>) -> bool + 'static,
-    ) -> EventSubscription {
-        self.register_self_aware(
-            priority.into(),
-            super::typed::select_self_aware::<S>(handler),
         )
     }
 
@@ -595,5 +503,85 @@ impl EventProcessor {
                 handler.hold::<UNWINDING, _>(|handler| handler.on_event(as_dyn(event)))
                     || event.is_handled()
             })
+    }
+}
+
+impl<M> Subscribe<'_, EventProcessor, M> {
+    /// Finishes by registering `handler` with the options:
+    /// [`register_event_handler`](EventProcessor::register_event_handler) (P1: `false`, changing
+    /// nothing, if it is registered already). A one-shot is unregistered right before its first
+    /// call; a muted one starts blocked. Not after `.self_aware()`: an [`EventHandler`] does not
+    /// receive its registration (register a closure with `add_handler`).
+    #[must_use = "`false` means the handler was already registered and nothing changed"]
+    #[track_caller]
+    pub fn register_event_handler<H: EventHandler>(self, handler: &Rc<H>) -> bool
+    where
+        M: PlainFinish,
+    {
+        let (processor, options) = self.parts();
+        let handler: Rc<dyn EventHandler> = Rc::<H>::clone(handler);
+        match processor.register_spec(&handler, options.priority, options.once) {
+            Some(handle) => {
+                processor.mute_if(options.muted, handle);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Subscribe<'_, EventProcessor, Plain> {
+    /// Finishes with a closure for one event class or category (X1):
+    /// [`add_handler`](EventProcessor::add_handler) with the options. A one-shot is unregistered
+    /// right before it is called for an event it selects (others pass it by and leave it
+    /// registered); a muted one starts blocked.
+    #[track_caller]
+    pub fn add_handler<S: EventSelector>(
+        self,
+        handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
+    ) -> EventSubscription {
+        let (processor, options) = self.parts();
+        let subscription = if options.once {
+            // One-shot on the selected events only: the handler unregisters itself (through its
+            // own registration, X6) right before the closure runs, which is what `Spec::once`
+            // does for a handler that takes every event.
+            processor.register_self_aware(
+                options.priority,
+                super::typed::select_self_aware::<S>(move |this, view| {
+                    this.remove();
+                    handler(view)
+                }),
+            )
+        } else {
+            processor.add_handler::<S>(options.priority, handler)
+        };
+        processor.mute_if(options.muted, subscription.handle());
+        subscription
+    }
+}
+
+impl Subscribe<'_, EventProcessor, SelfAwareMode> {
+    /// Finishes with a closure for one event class or category that receives its own
+    /// registration first (X1 with X6): a [`ThisSubscription`] through which it unregisters,
+    /// blocks or re-prioritizes itself. `add_handler::<category::All>` takes every event as
+    /// `&mut dyn Event`.
+    #[track_caller]
+    pub fn add_handler<S: EventSelector>(
+        self,
+        handler: impl for<'a> Fn(&ThisSubscription, S::View<'a>) -> bool + 'static,
+    ) -> EventSubscription {
+        let (processor, options) = self.parts();
+        let once = options.once;
+        let subscription = processor.register_self_aware(
+            options.priority,
+            super::typed::select_self_aware::<S>(move |this, view| {
+                if once {
+                    this.remove();
+                }
+                handler(this, view)
+            }),
+        );
+        processor.mute_if(options.muted, subscription.handle());
+        subscription
     }
 }

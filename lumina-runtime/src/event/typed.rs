@@ -84,6 +84,20 @@ macro_rules! categories {
                 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
                 pub struct $Marker;
             )*
+
+            /// Every event, as `&mut dyn Event`: `add_handler::<category::All>(..)` takes what
+            /// an [`EventHandler`](super::EventHandler) takes, as a closure.
+            #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+            pub struct All;
+        }
+
+        impl EventSelector for category::All {
+            type View<'a> = &'a mut dyn Event;
+
+            #[inline]
+            fn select(event: &mut dyn Event) -> Option<&mut dyn Event> {
+                Some(event)
+            }
         }
 
         $(
@@ -252,8 +266,8 @@ where
 }
 
 /// A handler that receives its own registration first (X6): what
-/// [`EventProcessor::add_event_handler_self_aware`](super::EventProcessor::add_event_handler_self_aware)
-/// and the typed and viewport forms register. Its [`ThisSubscription`] is set once, by the
+/// a `.self_aware()` builder of the [`EventProcessor`](super::EventProcessor) and the viewport
+/// forms register. Its [`ThisSubscription`] is set once, by the
 /// registration, before the handler can be reached; until then (never observable) it passes
 /// every event by.
 pub(super) struct SelfAware<F> {

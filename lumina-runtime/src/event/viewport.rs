@@ -531,7 +531,7 @@ impl InputViewportRegistry {
         rect: Rect,
         handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
     ) -> ViewportSubscription {
-        // As the processor's `add_handler_once`: the viewport removes itself through its own
+        // As the processor's one-shot typed handler: the viewport removes itself through its own
         // registration (X6) before the closure runs.
         self.add_viewport_handler_self_aware::<S>(rect, move |this, view| {
             this.remove();
