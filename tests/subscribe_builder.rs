@@ -452,3 +452,84 @@ fn a1_a_builder_is_copied_to_make_several_subscriptions_alike() {
     delegate.broadcast(0);
     assert_eq!(taken(), ["subject", "subject", "reference", "reference"]);
 }
+
+/// A1, the removal key: subscriptions made with `.key(&rc)` (lambda, static, member; any other
+/// option with it) are the key's: `remove_all(&key)` removes exactly them, `is_bound_to(&key)`
+/// finds them, and once the key is dropped none of them runs again (M9), on every mechanism that
+/// removes by owner.
+#[test]
+fn a1_a_removal_key_names_its_subscriptions_on_every_mechanism() {
+    struct Level;
+    // The generic delegate: three keyed subscriptions of different kinds, one unkeyed.
+    let delegate: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+    let level = Rc::new(Level);
+    let owner = Rc::new(Owner);
+    let _ = delegate
+        .subscribe()
+        .key(&level)
+        .add_lambda(|_| log("keyed lambda"));
+    let _ = delegate
+        .subscribe()
+        .key(&level)
+        .priority(3)
+        .once()
+        .add_static(subject_static);
+    let _ = delegate
+        .subscribe()
+        .muted()
+        .key(&level)
+        .add_member(&owner, |_, _| log("keyed member"));
+    let _ = delegate.add_lambda(|_| log("plain"));
+    assert!(delegate.is_bound_to(&level));
+    assert!(
+        !delegate.is_bound_to(&owner),
+        "the key takes the object's place"
+    );
+    delegate.broadcast(1);
+    assert_eq!(taken(), ["subject", "keyed lambda", "plain"]);
+    assert_eq!(
+        delegate.remove_all(&level),
+        2,
+        "the lambda and the muted member"
+    );
+    assert_eq!(delegate.len(), 1);
+
+    // Dropping the key: its subscriptions never run again.
+    let level = Rc::new(Level);
+    let _ = delegate
+        .subscribe()
+        .key(&level)
+        .add_lambda(|_| log("keyed lambda"));
+    drop(level);
+    delegate.broadcast(2);
+    assert_eq!(taken(), ["plain"]);
+
+    // A declared delegate's builder, through its view.
+    lumina::declare_multicast_delegate!(OnScore(points: u32));
+    let on_score = OnScore::new();
+    let hud = Rc::new(Level);
+    let _ = on_score
+        .registration()
+        .subscribe()
+        .key(&hud)
+        .add_lambda(|_| log("hud"));
+    let _ = on_score.add_lambda(|_| log("plain"));
+    assert_eq!(on_score.remove_all(&hud), 1);
+    on_score.broadcast(1);
+    assert_eq!(taken(), ["plain"]);
+
+    // A lifecycle signal and a script delegate's native side.
+    let signal = LifecycleSignal::new("on_test_key");
+    let _ = signal.subscribe().key(&hud).add_lambda(|| log("hud"));
+    assert!(signal.is_bound_to(&hud));
+    assert_eq!(signal.remove_all(&hud), 1);
+    let on_hit: ScriptDelegate<Hit> = ScriptDelegate::new();
+    let _ = on_hit.subscribe().key(&hud).add_lambda(|hit| {
+        assert_eq!(hit.damage, 1);
+        log("hud");
+    });
+    assert!(on_hit.is_bound_to(&hud));
+    assert_eq!(on_hit.remove_all(&hud), 1);
+    on_hit.broadcast(&Hit { damage: 1 });
+    assert_eq!(taken(), Vec::<&str>::new());
+}

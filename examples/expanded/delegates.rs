@@ -432,6 +432,12 @@ impl<'a, M> ProjectLoadedSubscribe<'a, M> {
     pub fn muted(self) -> Self {
         Self(self.0.muted())
     }
+    /// Belongs to `key`: `remove_all(&key)` removes it, and it never runs again once
+    /// `key` is dropped (held weakly).
+    #[inline]
+    pub fn key<K: ::core::any::Any>(self, key: &'a ::lumina::__private::Rc<K>) -> Self {
+        Self(self.0.key(key))
+    }
     /// The callable receives its own subscription first (`&ThisSubscription`).
     #[inline]
     pub fn self_aware(self) -> ProjectLoadedSubscribe<'a, ::lumina::__private::SelfAware>
@@ -1018,6 +1024,12 @@ impl<'a, M> WindowResizeSubscribe<'a, M> {
     #[inline]
     pub fn muted(self) -> Self {
         Self(self.0.muted())
+    }
+    /// Belongs to `key`: `remove_all(&key)` removes it, and it never runs again once
+    /// `key` is dropped (held weakly).
+    #[inline]
+    pub fn key<K: ::core::any::Any>(self, key: &'a ::lumina::__private::Rc<K>) -> Self {
+        Self(self.0.key(key))
     }
     /// The callable receives its own subscription first (`&ThisSubscription`).
     #[inline]
@@ -1644,6 +1656,12 @@ impl<'a, M> SaveQuerySubscribe<'a, M> {
     pub fn muted(self) -> Self {
         Self(self.0.muted())
     }
+    /// Belongs to `key`: `remove_all(&key)` removes it, and it never runs again once
+    /// `key` is dropped (held weakly).
+    #[inline]
+    pub fn key<K: ::core::any::Any>(self, key: &'a ::lumina::__private::Rc<K>) -> Self {
+        Self(self.0.key(key))
+    }
     /// The callable receives its own subscription first (`&ThisSubscription`).
     #[inline]
     pub fn self_aware(self) -> SaveQuerySubscribe<'a, ::lumina::__private::SelfAware>
@@ -2228,6 +2246,12 @@ impl<'a, M> AssetImportedSubscribe<'a, M> {
     #[inline]
     pub fn muted(self) -> Self {
         Self(self.0.muted())
+    }
+    /// Belongs to `key`: `remove_all(&key)` removes it, and it never runs again once
+    /// `key` is dropped (held weakly).
+    #[inline]
+    pub fn key<K: ::core::any::Any>(self, key: &'a ::lumina::__private::Rc<K>) -> Self {
+        Self(self.0.key(key))
     }
     /// The callable receives its own subscription first (`&ThisSubscription`).
     #[inline]

@@ -257,6 +257,9 @@ impl fmt::Debug for LifecycleSignal {
     }
 }
 
+/// A removal key names its subscriptions (`.key(&rc)`, then `remove_all(&rc)`).
+impl crate::subscribe::TakesKey for LifecycleSignal {}
+
 impl<'a, M> Subscribe<'a, LifecycleSignal, M> {
     /// The signal's delegate's builder with these options, or `None` (reported, B5) once the
     /// signal has fired.

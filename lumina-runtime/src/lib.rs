@@ -121,7 +121,7 @@ pub mod __private {
     pub use crate::scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
     #[doc(hidden)]
     pub use crate::subscribe::{
-        NotSelfAware, Plain, PlainFinish, SelfAware, Subscribe, TakesPlainFunction,
+        NotSelfAware, Plain, PlainFinish, SelfAware, Subscribe, TakesKey, TakesPlainFunction,
     };
     #[doc(hidden)]
     pub use crate::sync_delegate::SyncMulticastDelegate;

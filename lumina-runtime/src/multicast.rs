@@ -224,7 +224,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     #[inline]
     fn insert_built(
         &self,
-        options: Options,
+        options: Options<'_>,
         owner: Option<Weak<dyn Any>>,
         key: Option<usize>,
         callable: Rc<F>,
@@ -244,7 +244,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     #[inline]
     fn insert_built_self_aware(
         &self,
-        options: Options,
+        options: Options<'_>,
         owner: Option<Weak<dyn Any>>,
         make: impl FnOnce(ThisSubscription) -> Rc<F>,
     ) -> DelegateHandle {
@@ -320,6 +320,9 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
 fn weak_owner<T: Any>(owner: &Rc<T>) -> Option<Weak<dyn Any>> {
     Some(Rc::downgrade(owner) as Weak<dyn Any>)
 }
+
+/// A removal key names its subscriptions (`.key(&rc)`, then `remove_all(&rc)`).
+impl<F: ?Sized + 'static> crate::subscribe::TakesKey for MulticastDelegate<F> {}
 
 impl<F: ?Sized + 'static> Subscribe<'_, MulticastDelegate<F>, Plain> {
     /// Finishes with an already shared callable: [`MulticastDelegate::add_shared`] with the

@@ -608,6 +608,9 @@ pub struct ScriptDelegate<P: 'static> {
     _payload: PhantomData<fn(&P)>,
 }
 
+/// A removal key names its native subscriptions (`.key(&rc)`, then `remove_all(&rc)`).
+impl<P: ScriptPayload> crate::subscribe::TakesKey for ScriptDelegate<P> {}
+
 impl<P: ScriptPayload> ScriptDelegate<P> {
     /// Fails to compile (at monomorphization) if the base were not at offset 0.
     const BASE_AT_OFFSET_ZERO: () = assert!(
@@ -744,7 +747,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     #[track_caller]
     fn insert_built(
         &self,
-        options: Options,
+        options: Options<'_>,
         owner: Option<Weak<dyn Any>>,
         key: Option<usize>,
         listener: Listener,
@@ -762,7 +765,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     #[track_caller]
     fn insert_built_self_aware(
         &self,
-        options: Options,
+        options: Options<'_>,
         owner: Option<Weak<dyn Any>>,
         make: impl FnOnce(crate::ThisSubscription) -> Listener,
     ) -> DelegateHandle {

@@ -88,9 +88,35 @@ pub trait PlainFinish: sealed::Sealed {}
 
 impl PlainFinish for Plain {}
 
+/// Not public API; used by the builder: the targets whose subscriptions a removal key can name
+/// (game-thread delegates: their lists index subscriptions by owner), so that `.key()` on any
+/// other is one error in our words (A1).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`.key()` does not apply here: `{Self}` has no removal by key",
+    label = "a removal key names subscriptions of a game-thread delegate, a lifecycle signal or a script delegate",
+    note = "remove this subscription by the handle its finish returns, or through a scoped guard"
+)]
+pub trait TakesKey {}
+
+/// A removal key, type-erased: an `Rc` the subscription is held by, weakly.
+trait ErasedKey {
+    fn weak(&self) -> std::rc::Weak<dyn std::any::Any>;
+}
+
+impl<T: std::any::Any> ErasedKey for std::rc::Rc<T> {
+    fn weak(&self) -> std::rc::Weak<dyn std::any::Any> {
+        let weak: std::rc::Weak<T> = std::rc::Rc::downgrade(self);
+        weak
+    }
+}
+
 /// The options a builder carries to its finish.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Options {
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Options<'a> {
+    /// The removal key (`.key(&rc)`): the subscription's owner for `remove_all` and
+    /// `is_bound_to`, held weakly (M9).
+    key: Option<&'a dyn ErasedKey>,
     /// Higher runs first; 0 is the plain forms' priority (B3).
     pub(crate) priority: i32,
     /// Removed right before its first call starts (X3).
@@ -99,9 +125,20 @@ pub(crate) struct Options {
     pub(crate) muted: bool,
 }
 
-impl Options {
+impl fmt::Debug for Options<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("priority", &self.priority)
+            .field("once", &self.once)
+            .field("muted", &self.muted)
+            .field("keyed", &self.key.is_some())
+            .finish()
+    }
+}
+
+impl Options<'_> {
     /// The insertion these options describe, for `owner` (member bindings) and `key` (made from
-    /// a plain function, X7).
+    /// a plain function, X7). A removal key (`.key(&rc)`) is the owner when given.
     #[inline]
     pub(crate) fn spec(
         self,
@@ -112,7 +149,10 @@ impl Options {
             priority: self.priority,
             once: self.once,
             key,
-            owner,
+            owner: match self.key {
+                Some(removal) => Some(removal.weak()),
+                None => owner,
+            },
         }
     }
 }
@@ -128,7 +168,7 @@ impl Options {
 #[must_use = "a subscription is made only by a finish such as `add_lambda`: nothing is subscribed yet"]
 pub struct Subscribe<'a, D: ?Sized, M = Plain> {
     target: &'a D,
-    options: Options,
+    options: Options<'a>,
     mode: PhantomData<fn() -> M>,
 }
 
@@ -204,6 +244,35 @@ impl<'a, D: ?Sized, M> Subscribe<'a, D, M> {
         self
     }
 
+    /// Belongs to `key` (a removal key; Unreal's weak lambda): `remove_all(&key)` removes it with
+    /// every other subscription of that key, `is_bound_to(&key)` finds it, and it never runs
+    /// again once `key` is dropped (M9), as a member binding's owner works. On a member binding
+    /// the key takes the object's place for `remove_all`. Held weakly. Cost: none (the owner
+    /// index the member bindings use).
+    ///
+    /// ```
+    /// use lumina::MulticastDelegate;
+    /// use std::rc::Rc;
+    ///
+    /// struct Level;
+    /// let on_tick: MulticastDelegate<dyn Fn(f32)> = MulticastDelegate::new();
+    /// let level = Rc::new(Level);
+    /// let _ = on_tick.subscribe().key(&level).add_lambda(|dt| println!("spawner {dt}"));
+    /// let _ = on_tick.subscribe().key(&level).priority(5).add_lambda(|dt| println!("ai {dt}"));
+    /// let _ = on_tick.add_lambda(|dt| println!("hud {dt}"));
+    /// assert!(on_tick.is_bound_to(&level));
+    /// assert_eq!(on_tick.remove_all(&level), 2); // the level's, and only those
+    /// assert_eq!(on_tick.len(), 1);
+    /// ```
+    #[inline]
+    pub fn key<T: std::any::Any>(mut self, key: &'a std::rc::Rc<T>) -> Self
+    where
+        D: TakesKey,
+    {
+        self.options.key = Some(key);
+        self
+    }
+
     /// The same options and mode for another target: how a mechanism that wraps a delegate
     /// finishes through the delegate's builder.
     #[inline]
@@ -217,7 +286,7 @@ impl<'a, D: ?Sized, M> Subscribe<'a, D, M> {
 
     /// The target and the options, for the finishes.
     #[inline]
-    pub(crate) fn parts(self) -> (&'a D, Options) {
+    pub(crate) fn parts(self) -> (&'a D, Options<'a>) {
         (self.target, self.options)
     }
 }

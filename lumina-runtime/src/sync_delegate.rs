@@ -405,7 +405,7 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
     #[track_caller]
     fn insert(
         &self,
-        options: Options,
+        options: Options<'_>,
         making: Making,
         make: impl FnOnce(SyncThisSubscription) -> Box<F>,
     ) -> DelegateHandle

@@ -1089,6 +1089,13 @@ fn expand_builder(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream {
                 Self(self.0.muted())
             }
 
+            /// Belongs to `key`: `remove_all(&key)` removes it, and it never runs again once
+            /// `key` is dropped (held weakly).
+            #[inline]
+            pub fn key<K: ::core::any::Any>(self, key: &'a #private::Rc<K>) -> Self {
+                Self(self.0.key(key))
+            }
+
             /// The callable receives its own subscription first (`&ThisSubscription`).
             #[inline]
             pub fn self_aware(self) -> #builder<'a, #(#fallback,)* #private::SelfAware>
