@@ -231,6 +231,101 @@ fn n4_by_handle_among_distinct_priorities() {
     });
 }
 
+/// A change of priority outside a broadcast moves the subscriber into the deferred (pending)
+/// list, merged by the next broadcast's end: O(log n) plus the changes deferred since, not a
+/// shift of the main list.
+#[test]
+fn n4_set_priority_is_no_shift_of_the_list() {
+    assert_flat("set_priority above every priority", |n| {
+        let (delegate, handles) = prioritized(n);
+        let top = i32::try_from(n).unwrap() + 1;
+        move |i| {
+            let priority = top + i32::try_from(i).unwrap();
+            assert!(delegate.set_priority(handles[n - 1 - i * 7], priority));
+        }
+    });
+    assert_flat("set_priority into the middle", |n| {
+        let (delegate, handles) = prioritized(n);
+        move |i| {
+            let priority = i32::try_from(n / 2).unwrap();
+            assert!(delegate.set_priority(handles[n - 1 - i * 7], priority));
+        }
+    });
+}
+
+/// Adding at a priority higher than every other waits in the deferred list for the next
+/// broadcast's merge: O(log n) amortized, not an insertion at the front.
+#[test]
+fn n4_adding_above_every_priority() {
+    assert_flat("add at a priority above every other", |n| {
+        let (delegate, _) = prioritized(n);
+        let top = i32::try_from(n).unwrap() + 1;
+        move |i| {
+            let _ = delegate
+                .subscribe()
+                .priority(top + i32::try_from(i).unwrap())
+                .add_lambda(|_| {});
+        }
+    });
+}
+
+/// Adds above every priority, then one broadcast: the merge is shared by the adds (O(n + m)),
+/// so per add and per broadcast O(1) amortized when m grows with n.
+#[test]
+fn n4_adds_above_every_priority_merged_by_a_broadcast() {
+    let per_add = |n: usize| {
+        let (delegate, _) = prioritized(n);
+        let top = i32::try_from(n).unwrap() + 1;
+        let adds = n / 8;
+        let steps = count(|| {
+            for i in 0..adds {
+                let _ = delegate
+                    .subscribe()
+                    .priority(top + i32::try_from(i % 16).unwrap())
+                    .add_lambda(|_| {});
+            }
+            delegate.broadcast(0);
+        });
+        steps as f64 / adds as f64
+    };
+    assert_within(
+        "add above every priority, the broadcast's merge included",
+        per_add(SMALL),
+        per_add(LARGE),
+    );
+}
+
+/// Changes of priority during a broadcast wait for its end, which applies them all in one
+/// merge: with n / 8 of them, O(log n) each, settle included (the settle is O(n), shared by
+/// the n / 8 moves).
+#[test]
+fn n4_set_priority_during_a_broadcast_settle_included() {
+    let per_move = |n: usize| {
+        let (delegate, handles) = prioritized(n);
+        let delegate: &'static Delegate = Box::leak(Box::new(delegate));
+        let moves = n / 8;
+        let done = std::cell::Cell::new(false);
+        let _ = delegate
+            .subscribe()
+            .priority(i32::MAX)
+            .add_lambda(move |_| {
+                if !done.replace(true) {
+                    for (i, handle) in handles.iter().step_by(7).take(moves).enumerate() {
+                        assert!(delegate.set_priority(*handle, -1 - i32::try_from(i).unwrap()));
+                    }
+                }
+            });
+        // The walk itself counts nothing; its settle and the merges are the moves' cost.
+        let steps = count(|| delegate.broadcast(0));
+        steps as f64 / moves as f64
+    };
+    assert_within(
+        "set_priority during a broadcast, settle included",
+        per_move(SMALL),
+        per_move(LARGE),
+    );
+}
+
 mod events {
     //! The event processor's registrations (N4).
 
