@@ -384,6 +384,91 @@ mod events {
         });
     }
 
+    /// A viewport that takes every event routed to it.
+    struct Takes;
+
+    impl EventHandler for Takes {
+        fn on_event(&self, _: &mut dyn Event) -> bool {
+            true
+        }
+    }
+
+    fn viewport() -> Rc<Takes> {
+        Rc::new(Takes)
+    }
+
+    /// A registry with `n` live viewports (kept by the caller) and `n` dropped ones, the first
+    /// focused, registered with a processor.
+    fn viewports(
+        n: usize,
+    ) -> (
+        EventProcessor,
+        Rc<crate::event::InputViewportRegistry>,
+        Vec<crate::event::ViewportId>,
+        Vec<Rc<Takes>>,
+    ) {
+        use crate::event::{InputViewportRegistry, Rect};
+        let processor = EventProcessor::new();
+        let registry = Rc::new(InputViewportRegistry::new());
+        assert!(registry.register(&processor));
+        let mut ids = Vec::new();
+        let mut kept = Vec::new();
+        for _ in 0..n {
+            let live = viewport();
+            ids.push(registry.add_viewport(&live, Rect::new(0.0, 0.0, 10.0, 10.0)));
+            kept.push(live);
+            let _ = registry.add_viewport(&viewport(), Rect::new(0.0, 0.0, 10.0, 10.0));
+        }
+        assert!(registry.focus(ids[0]));
+        (processor, registry, ids, kept)
+    }
+
+    /// Viewports (N4): add + remove, a key to the focused viewport, `set_rect`, `focus` and
+    /// `remove_viewport` of a dropped one: a binary search by id, the sweep of dropped ones
+    /// amortized.
+    #[test]
+    fn n4_viewports_by_id() {
+        use crate::event::Rect;
+        let rect = Rect::new(1.0, 1.0, 5.0, 5.0);
+        assert_flat("viewport add + remove", |n| {
+            let (_processor, registry, _ids, _kept) = viewports(n);
+            move |_| {
+                let live = viewport();
+                let id = registry.add_viewport(&live, rect);
+                assert!(registry.remove_viewport(id));
+            }
+        });
+        assert_flat("viewport add + drop", |n| {
+            let (_processor, registry, _ids, _kept) = viewports(n);
+            move |_| {
+                let _ = registry.add_viewport(&viewport(), rect);
+            }
+        });
+        assert_flat("a key to the focused viewport", |n| {
+            let (processor, registry, _ids, kept) = viewports(n);
+            move |_| {
+                // Kept alive by the measure: the registry and its viewports.
+                let _ = (&registry, &kept);
+                assert!(processor.dispatch(KeyPressedEvent::new(Key::Q, Modifiers::NONE)));
+            }
+        });
+        assert_flat("viewport set_rect + focus", |n| {
+            let (_processor, registry, ids, kept) = viewports(n);
+            move |i| {
+                let _ = &kept;
+                assert!(registry.set_rect(ids[n - 1 - i * 7], rect));
+                assert!(registry.focus(ids[n - 1 - i * 7]));
+            }
+        });
+        assert_flat("remove_viewport of a dropped one", |n| {
+            let (_processor, registry, ids, mut kept) = viewports(n);
+            move |i| {
+                drop(std::mem::replace(&mut kept[n - 1 - i * 7], viewport()));
+                assert!(!registry.remove_viewport(ids[n - 1 - i * 7]));
+            }
+        });
+    }
+
     /// Register + unregister from inside a dispatch: the added handler waits in the pending
     /// list, found there by a binary search.
     #[test]
