@@ -120,9 +120,6 @@ pub(crate) struct Block<C> {
     pub(super) state: Cell<u32>,
     /// Removed entries of `entries` waiting for compaction.
     pub(super) tombstones: Cell<usize>,
-    /// How many rows `owners` had after the last sweep of dead owners
-    /// ([`sweep_dead_owners_if_doubled`](Self::sweep_dead_owners_if_doubled)).
-    pub(super) owners_swept: Cell<usize>,
 }
 
 impl<C> Default for InvocationList<C> {
@@ -178,10 +175,7 @@ impl<C: Subscriber> InvocationList<C> {
     }
 
     /// Appends a subscriber bound to `owner`: it runs only while `owner` is alive, is removed by
-    /// [`remove_owner`](Self::remove_owner), and is pruned once `owner` is dropped (M9): by the
-    /// next broadcast that reaches it, or by the sweep an add makes once the owners table has
-    /// doubled since the last one (a list never broadcast stays bounded). O(log n) amortized
-    /// (N4).
+    /// [`remove_owner`](Self::remove_owner), and is pruned once `owner` is dropped (M9).
     #[track_caller]
     pub fn add_owned<T: Any>(&self, owner: &Rc<T>, callable: C) -> DelegateHandle {
         let weak: Weak<dyn Any> = Rc::downgrade(owner) as Weak<dyn Any>;
@@ -679,7 +673,6 @@ impl<C> Block<C> {
             deferred: RefCell::new(BTreeMap::new()),
             state: Cell::new(0),
             tombstones: Cell::new(0),
-            owners_swept: Cell::new(0),
         }
     }
 }
@@ -878,68 +871,6 @@ impl<C: Subscriber> Block<C> {
             .set(self.state.get() | HAS_PENDING | NEEDS_SETTLE);
     }
 
-    /// Outside broadcasts, once the owners table has doubled since the last sweep: removes every
-    /// subscription whose owner died (M9) though no broadcast pruned it (a delegate subscribed
-    /// to and never broadcast would otherwise grow without bound), compacts, and gives memory
-    /// back when under a quarter of it is used. O(k log n) for k owned subscriptions, every k
-    /// adds of one: O(log n) amortized (N4). During a broadcast nothing (the walk reads the
-    /// list; its settle compacts what it pruned). The callables are dropped last, one at a
-    /// time and outside any borrow, once the list is consistent: a capture's `Drop` may
-    /// re-enter the list (M13).
-    fn sweep_dead_owners_if_doubled(&self) {
-        let owned = self.owners.borrow().len();
-        if owned < 2 * self.owners_swept.get().max(8) || self.is_broadcasting() {
-            return;
-        }
-        steps::add(owned);
-        let dead: Vec<u64> = self
-            .owners
-            .borrow()
-            .iter()
-            .filter(|(_, owner)| owner.strong_count() == 0)
-            .map(|(id, _)| *id)
-            .collect();
-        let mut taken = Vec::with_capacity(dead.len());
-        {
-            let entries = self.entries.borrow();
-            let deferred = self.deferred.borrow();
-            for id in dead {
-                if let Some(index) = self.find(&entries, id) {
-                    let entry = &entries[index];
-                    if !entry.is_removed() {
-                        entry.mark_removed();
-                        self.note_tombstone();
-                        taken.extend(entry.take_callable());
-                    }
-                } else if let Some(found) = self.deferred_entry(&deferred, id)
-                    && !found.entry.is_removed()
-                {
-                    found.entry.mark_removed();
-                    taken.extend(found.entry.take_callable());
-                }
-            }
-        }
-        self.compact();
-        {
-            let mut entries = self.entries.borrow_mut();
-            let len = entries.len().max(4);
-            if entries.capacity() > 4 * len {
-                entries.shrink_to(2 * len);
-            }
-            let mut owners = self.owners.borrow_mut();
-            let len = owners.len().max(4);
-            if owners.capacity() > 4 * len {
-                owners.shrink_to(2 * len);
-            }
-            self.owners_swept.set(owners.len());
-        }
-        let mut drops = Drops::default();
-        for callable in taken {
-            drops.drop(callable);
-        }
-        drops.finish();
-    }
-
     /// Outside broadcasts, merges the deferred list once it is at least half the main list's
     /// size (and 32) even without a broadcast: its memory stays bounded, and the merge,
     /// O(n + m), is O(1) amortized per deferred subscriber.
@@ -1078,7 +1009,6 @@ impl<C: Subscriber> Block<C> {
             }
             drop(entries);
             self.merge_if_worthwhile();
-            self.sweep_dead_owners_if_doubled();
         }
         if code.is_some() {
             let _ = crate::track::track(self.module_access(), handle, code);

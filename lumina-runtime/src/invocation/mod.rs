@@ -20,8 +20,7 @@
 //!   dropped at once.
 //! - M5: the lock count nests; the list is compacted once, when the outermost broadcast ends.
 //! - M7: the lock is a guard, released (and the list compacted) even when a subscriber panics.
-//! - M9: an entry with a weak owner whose owner died is never returned again and is pruned (by
-//!   a broadcast reaching it, or by the sweep an add makes once the owners table has doubled).
+//! - M9: an entry with a weak owner whose owner died is never returned again and is pruned.
 //! - X3: a one-shot entry is *claimed* (marked removed, like M3) by the last check before its
 //!   call, after the argument's clone: no nested or later broadcast runs it again, and its callable
 //!   goes when the outermost broadcast ends (M4). A pass that filters (script delegates' native and managed passes)

@@ -326,28 +326,6 @@ fn n4_set_priority_during_a_broadcast_settle_included() {
     );
 }
 
-/// Subscribing with an owner that then dies, n times with no broadcast: the add's sweep of dead
-/// owners (once the owners table doubled) is O(k log n) every k adds, so O(log n) amortized.
-#[test]
-fn n4_adds_sweep_dead_owners_amortized() {
-    let per_add = |n: usize| {
-        let (delegate, _owners) = owned(n);
-        let steps = count(|| {
-            for _ in 0..n {
-                let owner = Rc::new(Actor);
-                let _ = delegate.add_method(&owner, Actor::on);
-            }
-        });
-        assert!(delegate.len() == n);
-        steps as f64 / n as f64
-    };
-    assert_within(
-        "add_method whose owner dies, sweeps included",
-        per_add(SMALL),
-        per_add(LARGE),
-    );
-}
-
 mod events {
     //! The event processor's registrations (N4).
 
