@@ -120,6 +120,9 @@ pub(crate) struct Block<C> {
     pub(super) state: Cell<u32>,
     /// Removed entries of `entries` waiting for compaction.
     pub(super) tombstones: Cell<usize>,
+    /// Rows of `owners` (and ids of `keys`) may name subscriptions taken out of the deferred
+    /// list: the next compaction sweeps the indexes.
+    pub(super) stale_rows: Cell<bool>,
 }
 
 impl<C> Default for InvocationList<C> {
@@ -673,6 +676,7 @@ impl<C> Block<C> {
             deferred: RefCell::new(BTreeMap::new()),
             state: Cell::new(0),
             tombstones: Cell::new(0),
+            stale_rows: Cell::new(false),
         }
     }
 }
@@ -781,6 +785,34 @@ impl<C: Subscriber> Block<C> {
         }
         steps::search(deferred.len());
         deferred.get(&(-i64::from(self.priority_of(id)), id))
+    }
+
+    /// Outside broadcasts (no lock held): takes the present deferred entry `id` out of the
+    /// deferred list if `select` picks it, O(log m); the indexes forget it (its owner row and
+    /// key at the next compaction). The caller drops its callable outside any borrow.
+    fn take_deferred(
+        &self,
+        id: u64,
+        select: impl FnOnce(&Pending<C>) -> bool,
+    ) -> Option<Pending<C>> {
+        let key = (-i64::from(self.priority_of(id)), id);
+        let mut deferred = self.deferred.borrow_mut();
+        steps::search(deferred.len());
+        if !deferred
+            .get(&key)
+            .is_some_and(|found| !found.entry.is_removed() && select(found))
+        {
+            return None;
+        }
+        let taken = deferred.remove(&key);
+        let empty = deferred.is_empty();
+        drop(deferred);
+        self.set_priority_of(id, 0);
+        self.stale_rows.set(true);
+        if empty && self.pending.borrow().is_empty() {
+            self.state.set(self.state.get() & !HAS_PENDING);
+        }
+        taken
     }
 
     /// Outside broadcasts, merges the deferred subscribers into the main list (a compaction):
@@ -1123,18 +1155,13 @@ impl<C: Subscriber> Block<C> {
                 self.note_tombstone();
                 (entry.take_callable(), was_live)
             } else {
-                // Deferred (waiting for a merge): emptied in place, and discarded by the merge.
+                // Deferred (waiting for a merge): taken out of the deferred list at once.
                 drop(entries);
-                let deferred = self.deferred.borrow();
-                let Some(found) = self.deferred_entry(&deferred, id) else {
+                let Some(taken) = self.take_deferred(id, |_| true) else {
                     return false;
                 };
-                if found.entry.is_removed() {
-                    return false;
-                }
-                let was_live = found.owner_alive();
-                found.entry.mark_removed();
-                (found.entry.take_callable(), was_live)
+                let was_live = taken.owner_alive();
+                (taken.entry.take_callable(), was_live)
             }
         };
         // Dropped outside the borrow: a closure's captures may run code that re-enters the list
@@ -1157,13 +1184,33 @@ impl<C: Subscriber> Block<C> {
         let mut marked: SmallVec<[usize; 8]> = SmallVec::new();
         // Outside broadcasts: the callables of deferred subscribers it removes (dropped after
         // the main list's).
-        let mut taken: SmallVec<[C; 1]> = SmallVec::new();
+        let mut taken: SmallVec<[((i64, u64), C); 1]> = SmallVec::new();
         let mut count = 0;
+        if outside && !self.deferred.borrow().is_empty() {
+            // The owner's deferred subscriptions leave the deferred list first; others left
+            // there are merged, so the lock below (and any broadcast a drop's code makes under
+            // it) sees one list. The merge is the one the next broadcast would make.
+            let ids: SmallVec<[u64; 8]> = self
+                .by_owner
+                .borrow()
+                .get(&owner.addr())
+                .map(|ids| ids.iter().copied().collect())
+                .unwrap_or_default();
+            for id in ids {
+                let owned = |p: &Pending<C>| p.is_live() && is_owner(p.owner.as_ref(), owner);
+                if let Some(found) = self.take_deferred(id, owned) {
+                    count += 1;
+                    let key = found.key();
+                    taken.extend(found.entry.take_callable().map(|callable| (key, callable)));
+                }
+            }
+            if !self.deferred.borrow().is_empty() {
+                self.compact();
+            }
+        }
         {
             let by_owner = self.by_owner.borrow();
-            let Some(ids) = by_owner.get(&owner.addr()) else {
-                return 0;
-            };
+            let ids = by_owner.get(&owner.addr()).map_or(&[][..], |ids| &ids[..]);
             steps::add(ids.len());
             let entries = self.entries.borrow();
             let pending = self.pending.borrow();
@@ -1193,17 +1240,23 @@ impl<C: Subscriber> Block<C> {
                     if found.is_live() && is_owner(found.owner.as_ref(), owner) {
                         found.entry.mark_removed();
                         count += 1;
-                        taken.extend(found.entry.take_callable());
+                        let key = found.key();
+                        taken.extend(found.entry.take_callable().map(|callable| (key, callable)));
                     }
                 }
             }
         }
-        if marked.is_empty() {
-            let mut drops = Drops::default();
-            for callable in taken {
-                drops.drop(callable);
-            }
-            drops.finish();
+        // No live subscription of this owner is left: its row of the index goes now, so ids of
+        // removed subscriptions do not pile up under an address the allocator hands out again
+        // (a handler registered and unregistered in a loop), which made every lookup by owner
+        // O(removed) until the next compaction (N4). The ids left there were dead or removed;
+        // the compaction forgets their entries. No allocation (M12).
+        if count > 0 {
+            self.by_owner.borrow_mut().remove(&owner.addr());
+        }
+        // The deferred ones' callables go under the lock too (M13: what their drops remove goes
+        // at the settle, after them).
+        if marked.is_empty() && taken.is_empty() {
             return count;
         }
         // Outside broadcasts the owner's callables go before this returns (M4), one at a time,
@@ -1213,16 +1266,27 @@ impl<C: Subscriber> Block<C> {
         // without a settle and the compaction is the amortized one.
         steps::add(marked.len());
         marked.sort_unstable();
-        let settle = self.state.get() & NEEDS_SETTLE;
-        self.state.set(self.state.get() & !NEEDS_SETTLE);
+        // Deferred subscribers (`HAS_PENDING` outside broadcasts) are set aside with it: the
+        // unlock then settles only if a drop's code changed the list (not an O(n) merge per
+        // removal, N4).
+        let settle = self.state.get() & (NEEDS_SETTLE | HAS_PENDING);
+        self.state
+            .set(self.state.get() & !(NEEDS_SETTLE | HAS_PENDING));
         let lock = self.begin_in_place();
         let entries: &[Entry<C>] = lock.entries.as_deref().map_or(&[], Vec::as_slice);
         let mut drops = Drops::default();
+        // In dispatch order: the deferred ones (by key) among the main list's.
+        taken.sort_unstable_by_key(|(key, _)| *key);
+        let mut deferred = taken.into_iter().peekable();
         for index in marked {
+            let key = self.key_at(entries, index);
+            while let Some((_, callable)) = deferred.next_if(|(before, _)| *before < key) {
+                drops.drop(callable);
+            }
             // Still marked: while locked, re-entrant code only marks (nothing takes it).
             drops.drop(entries[index].take_callable());
         }
-        for callable in taken {
+        for (_, callable) in deferred {
             drops.drop(callable);
         }
         let reentered = self.state.get() & NEEDS_SETTLE != 0;
@@ -1260,9 +1324,11 @@ impl<C: Subscriber> Block<C> {
             return !entry.is_owned() || self.owner_alive(entry);
         }
         let pending = self.pending.borrow();
+        let deferred = self.deferred.borrow();
         let Some(found) = self
             .pending_index(&pending, id)
             .map(|index| &pending[index])
+            .or_else(|| self.deferred_entry(&deferred, id))
         else {
             return false;
         };
@@ -1270,7 +1336,10 @@ impl<C: Subscriber> Block<C> {
             return false;
         }
         // Pending entries are merged when the outermost broadcast ends: that settles anyway.
+        // Deferred ones exist under a lock only while an operation outside broadcasts holds
+        // one (`remove_owned_by`): its unlock settles (and drops the callable) for the flag.
         found.entry.mark_removed();
+        self.state.set(self.state.get() | NEEDS_SETTLE);
         found.owner_alive()
     }
 
@@ -1472,7 +1541,7 @@ impl<C: Subscriber> Block<C> {
         if compacting || merged {
             self.rebuild_runs(&entries);
         }
-        if compacting || discarded {
+        if compacting || discarded || self.stale_rows.replace(false) {
             let mut owners = self.owners.borrow_mut();
             owners.retain(|(id, _)| self.find(&entries, *id).is_some());
             steps::add(owners.len());

@@ -2,6 +2,8 @@
 //! them, always outside any borrow (a drop is user code, M13), and the end of the outermost
 //! broadcast merges the pending subscribers in and compacts the main list.
 
+use std::ops::Bound;
+
 use super::entry::{Entry, Subscriber};
 use super::list::{Block, LOCK_ONE, STOP};
 // The walk names them here; they live below the list, in `drops`.
@@ -86,6 +88,27 @@ impl<C: Subscriber> Block<C> {
                     break;
                 };
                 (found.key(), found.entry.take_callable())
+            };
+            last_key = Some(key);
+            if let Some(callable) = callable {
+                dropped += 1;
+                drops.drop(callable);
+            }
+        }
+        // Deferred entries (outside broadcasts, under an operation's own lock): the same, by
+        // key; while locked nothing inserts into or takes out of the deferred list.
+        let mut last_key = None;
+        loop {
+            let (key, callable) = {
+                let deferred = self.deferred.borrow();
+                let after = last_key.map_or(Bound::Unbounded, Bound::Excluded);
+                let Some((key, found)) = deferred
+                    .range((after, Bound::Unbounded))
+                    .find(|(_, p)| p.entry.is_removed() && p.entry.has_callable())
+                else {
+                    break;
+                };
+                (*key, found.entry.take_callable())
             };
             last_key = Some(key);
             if let Some(callable) = callable {

@@ -469,6 +469,29 @@ mod events {
         });
     }
 
+    /// Register + unregister n times (the allocator hands the same address out again and
+    /// again): removed ids do not pile up under it in the index by owner (N4).
+    #[test]
+    fn n4_processor_register_and_unregister_n_times() {
+        let per_op = |n: usize| {
+            let (processor, _handlers) = processor(n);
+            let steps = count(|| {
+                for i in 0..n {
+                    let handler = consumer();
+                    let priority = i32::try_from(i % 7).unwrap();
+                    assert!(processor.register_event_handler(&handler, priority));
+                    assert!(processor.unregister_event_handler(&handler));
+                }
+            });
+            steps as f64 / n as f64
+        };
+        assert_within(
+            "register + unregister, n times",
+            per_op(SMALL),
+            per_op(LARGE),
+        );
+    }
+
     /// Register + unregister from inside a dispatch: the added handler waits in the pending
     /// list, found there by a binary search.
     #[test]
