@@ -253,6 +253,55 @@ fn m12_prioritized_broadcast_and_a_nested_one_merging_pending_subscribers_alloca
 }
 
 #[test]
+fn m12_broadcasts_merging_deferred_adds_and_moves_allocate_nothing() {
+    // N4: adds above the lowest priority and changes of priority wait in a deferred list that
+    // the next broadcast merges, in place, into room reserved when they came; changes of
+    // priority asked during a broadcast are applied by its end, into room reserved by the ask.
+    let delegate: Rc<MulticastDelegate<dyn Fn(u64)>> = Rc::new(MulticastDelegate::new());
+    let hits = Rc::new(Cell::new(0_u64));
+    let mut handles = Vec::new();
+    for i in 0..64 {
+        let sink = Rc::clone(&hits);
+        handles.push(
+            delegate
+                .subscribe()
+                .priority(i)
+                .add_lambda(move |x| sink.set(sink.get() + x)),
+        );
+    }
+    for (i, handle) in handles.iter().enumerate().step_by(3) {
+        assert!(delegate.set_priority(*handle, 100 - i32::try_from(i).expect("small")));
+    }
+    let counted = allocations(|| delegate.broadcast(1));
+    println!("M12 broadcast merging 64 deferred adds and 22 moves: {counted} allocations");
+    assert_eq!(counted, 0);
+    let weak = Rc::downgrade(&delegate);
+    let moved = handles.clone();
+    let round = Rc::new(Cell::new(0_i32));
+    let _mover = delegate.subscribe().priority(1000).add_lambda(move |x| {
+        if x == 2 {
+            let delegate = weak.upgrade().expect("alive");
+            round.set(round.get() + 1);
+            for (i, handle) in moved.iter().enumerate().step_by(5) {
+                let priority = -i32::try_from(i).expect("small") - 100 * round.get();
+                assert!(delegate.set_priority(*handle, priority));
+            }
+        }
+    });
+    // The first asks grow the table of moves and reserve the settle's room; later ones find
+    // it there: a broadcast whose subscriber moves 13 others, settle included, allocates
+    // nothing.
+    let first = allocations(|| delegate.broadcast(2));
+    let again = allocations(|| delegate.broadcast(2));
+    println!(
+        "M12 broadcast whose subscriber moves 13 subscribers: {first} allocations, then {again}"
+    );
+    assert_eq!(again, 0);
+    assert_eq!(allocations(|| delegate.broadcast(0)), 0);
+    assert_eq!(hits.get(), 64 + 64 * 2 * 2);
+}
+
+#[test]
 fn m12_reports_what_broadcast_collect_and_adds_cost() {
     // Not zero by design, but measured: an add allocates the callable and (amortised) list
     // growth; broadcast_collect allocates its result Vec.

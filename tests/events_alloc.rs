@@ -200,3 +200,33 @@ fn x4_x6_muted_and_self_aware_dispatch_allocates_nothing() {
     assert_eq!(consumed, 2000);
     drop(muted_view);
 }
+
+/// Bytes still held after `n` viewports were added to `registry` and dropped (no removal: the
+/// viewports' owners just went).
+fn bytes_left_by_dropped_viewports(registry: &InputViewportRegistry, n: usize) -> i64 {
+    let (bytes, ()) = counting_alloc::live_bytes_in(|| {
+        for _ in 0..n {
+            let viewport = Rc::new(|_: &mut dyn Event| true);
+            let _ = registry.add_viewport(&viewport, Rect::new(0.0, 0.0, 1.0, 1.0));
+        }
+    });
+    bytes
+}
+
+#[test]
+fn n4_dropped_viewports_do_not_keep_their_memory() {
+    // A dropped viewport's entry (and the handler's block its weak reference keeps) goes at
+    // the sweep of a later add, once the list has doubled: memory stays bounded by the live
+    // viewports, not by how many were ever added.
+    let registry = InputViewportRegistry::new();
+    let kept = Rc::new(|_: &mut dyn Event| true);
+    let _id = registry.add_viewport(&kept, Rect::new(0.0, 0.0, 1.0, 1.0));
+    let small = bytes_left_by_dropped_viewports(&registry, 1_000);
+    let large = bytes_left_by_dropped_viewports(&registry, 20_000);
+    println!("N4 bytes left by dropped viewports: {small} after 1 000, {large} after 20 000 more");
+    assert!(
+        large <= 4_096,
+        "{large} bytes left by 20 000 dropped viewports"
+    );
+    assert_eq!(registry.len(), 1);
+}

@@ -210,3 +210,53 @@ fn b3_extreme_priorities_order_like_any_other() {
     on_damage.broadcast(0);
     assert_eq!(log.take(), ["max 0", "zero 0", "min 0"]);
 }
+
+/// N4's deferred moves keep B3's order: a subscriber moved away and back before anything
+/// merged, moved twice during one broadcast (the last change wins), and added above every
+/// priority, all run where they belong; nothing runs twice or is lost, and removal by handle
+/// finds a moved or deferred subscriber.
+#[test]
+fn b3_deferred_moves_and_adds_keep_the_order() {
+    let delegate: Rc<MulticastDelegate<dyn Fn(u32)>> = Rc::new(MulticastDelegate::new());
+    let log = Log::default();
+    let a = delegate.add_lambda(damage_logger(&log, "a"));
+    let b = delegate.add_lambda(damage_logger(&log, "b"));
+    let c = delegate.add_lambda(damage_logger(&log, "c"));
+    // Away and back before any merge: back in its place among priority 0.
+    assert!(delegate.set_priority(a, 7));
+    assert!(delegate.set_priority(a, 0));
+    let top = delegate
+        .subscribe()
+        .priority(9)
+        .add_lambda(damage_logger(&log, "top"));
+    assert!(delegate.set_priority(c, 8));
+    delegate.broadcast(1);
+    assert_eq!(log.take(), ["top 1", "c 1", "a 1", "b 1"]);
+    // During a broadcast: b moved twice (the last wins), top moved down; the running
+    // broadcast keeps its order (M2); b and c tie at 8 and run in the order added.
+    let weak = Rc::downgrade(&delegate);
+    let once = Rc::new(std::cell::Cell::new(true));
+    let _mover = delegate.subscribe().priority(10).add_lambda(move |_| {
+        if once.replace(false) {
+            let delegate = weak.upgrade().expect("alive");
+            assert!(delegate.set_priority(b, 20));
+            assert!(delegate.set_priority(b, 8));
+            assert!(delegate.set_priority(top, -1));
+        }
+    });
+    delegate.broadcast(2);
+    assert_eq!(log.take(), ["top 2", "c 2", "a 2", "b 2"]);
+    delegate.broadcast(3);
+    assert_eq!(log.take(), ["b 3", "c 3", "a 3", "top 3"]);
+    // Deferred ones are found by handle before any merge.
+    let late = delegate
+        .subscribe()
+        .priority(30)
+        .add_lambda(damage_logger(&log, "late"));
+    assert!(delegate.set_priority(a, 40));
+    assert!(delegate.remove(late));
+    assert!(!delegate.remove(late));
+    assert_eq!(delegate.len(), 5);
+    delegate.broadcast(4);
+    assert_eq!(log.take(), ["a 4", "b 4", "c 4", "top 4"]);
+}

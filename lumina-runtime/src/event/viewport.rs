@@ -74,6 +74,8 @@ struct Viewports {
     /// How many calls into viewports are running: meanwhile a viewport the loader removes may be
     /// the one running, whose handler the call holds, so the loader keeps the library mapped.
     calling: Cell<usize>,
+    /// How many entries the last sweep left (`sweep_if_doubled`).
+    swept: Cell<usize>,
 }
 
 impl std::ops::Deref for Viewports {
@@ -81,6 +83,52 @@ impl std::ops::Deref for Viewports {
 
     fn deref(&self) -> &Self::Target {
         &self.list
+    }
+}
+
+impl Viewport {
+    /// Whether the viewport still exists: not removed, its handler alive. A viewport whose
+    /// handler was dropped is gone, whether or not its entry was swept yet.
+    fn alive(&self) -> bool {
+        self.handler.strong_count() > 0
+    }
+}
+
+impl Viewports {
+    /// The index of the entry `id` (entries are in id order: ids only grow), by a binary
+    /// search: O(log n) (N4). Its viewport may be gone (see [`Viewport::alive`]).
+    fn index_of(list: &[Viewport], id: ViewportId) -> Option<usize> {
+        crate::steps::search(list.len());
+        list.binary_search_by_key(&id, |viewport| viewport.id).ok()
+    }
+
+    /// Ends the viewport at `index` in place (its entry stays, gone, until the next sweep):
+    /// forgets its module record, drops its weak handler (no user code: a `Weak`). O(1).
+    fn end(list: &mut [Viewport], index: usize) {
+        let viewport = &mut list[index];
+        if viewport.recorded {
+            track::forget(std::iter::once(viewport.id.0));
+            viewport.recorded = false;
+        }
+        viewport.handler = Weak::<InputViewportRegistry>::new();
+    }
+
+    /// Before an add: once the list has doubled since the last sweep, drops every gone entry
+    /// (forgetting their records) and gives back memory when under a quarter is used. O(n)
+    /// every n adds: O(1) amortized (N4), and the memory of dropped viewports is reclaimed.
+    fn sweep_if_doubled(&self, list: &mut Vec<Viewport>) {
+        if list.len() < 2 * self.swept.get().max(8) {
+            return;
+        }
+        crate::steps::add(list.len());
+        if track::recording() {
+            forget_recorded(list.iter().filter(|viewport| !viewport.alive()));
+        }
+        list.retain(Viewport::alive);
+        if list.capacity() > 4 * list.len().max(4) {
+            list.shrink_to(2 * list.len().max(4));
+        }
+        self.swept.set(list.len());
     }
 }
 
@@ -118,12 +166,16 @@ unsafe impl track::ModuleRecorded for Viewports {
         self.calling.get() > 0 || self.list.try_borrow_mut().is_err()
     }
 
-    /// Removes the viewport.
+    /// Removes the viewport (ends its entry: the sweep drops it).
     fn take_recorded(&self, handle: DelegateHandle) -> (bool, ()) {
         let mut list = self.list.borrow_mut();
-        let before = list.len();
-        list.retain(|viewport| viewport.id.0 != handle.id());
-        (before != list.len(), ())
+        match Self::index_of(&list, ViewportId(handle.id())) {
+            Some(index) if list[index].recorded || list[index].alive() => {
+                Self::end(&mut list, index);
+                (true, ())
+            }
+            _ => (false, ()),
+        }
     }
 }
 
@@ -220,6 +272,7 @@ impl InputViewportRegistry {
             viewports: Rc::new(Viewports {
                 list: RefCell::new(Vec::new()),
                 calling: Cell::new(0),
+                swept: Cell::new(0),
             }),
             focused: Cell::new(None),
         }
@@ -234,8 +287,11 @@ impl InputViewportRegistry {
         processor.register_event_handler(self, InputLayer::Viewport)
     }
 
-    /// Adds a viewport covering `rect`, held weakly: a dropped viewport gets no more input. Later
-    /// viewports are on top of earlier ones where they overlap.
+    /// Adds a viewport covering `rect`, held weakly: a dropped viewport is gone at once (it gets
+    /// no more input, is in no count or listing, and `remove_viewport` of it returns `false`);
+    /// its entry's memory goes at a later add's sweep. Later viewports are on top of earlier
+    /// ones where they overlap. O(1) amortized (N4): an append, and once the list has doubled
+    /// since the last sweep, a sweep of the gone entries.
     pub fn add_viewport<V: EventHandler>(&self, viewport: &Rc<V>, rect: Rect) -> ViewportId {
         // Numbered like subscriptions, so that a viewport's id is its registration's handle
         // (`ThisSubscription`, `ScopedBlock`, X4/X6).
@@ -245,15 +301,9 @@ impl InputViewportRegistry {
         // viewport is recorded, and removed by the module's unload (R5).
         let code = track::code_of(&*handler);
         let mut viewports = self.viewports.borrow_mut();
-        // Entries of dropped viewports are pruned here, so the list does not grow without bound.
-        if track::recording() {
-            forget_recorded(
-                viewports
-                    .iter()
-                    .filter(|viewport| viewport.handler.strong_count() == 0),
-            );
-        }
-        viewports.retain(|viewport| viewport.handler.strong_count() > 0);
+        // Entries of gone viewports are swept (amortized), so the list does not grow without
+        // bound; the list stays in id order (the new id is the largest).
+        self.viewports.sweep_if_doubled(&mut viewports);
         viewports.push(Viewport {
             id,
             rect,
@@ -304,40 +354,42 @@ impl InputViewportRegistry {
         ViewportSubscription { id, handler }
     }
 
-    /// Removes a viewport (and its focus); `false` if `id` is unknown.
+    /// Removes a viewport (and its focus); `false` if `id` is unknown or already gone: removed,
+    /// or its handler dropped (a dropped viewport is gone, whether or not a sweep took its
+    /// entry yet). O(log n) (N4): a binary search by id; the entry is ended in place and swept
+    /// later.
     pub fn remove_viewport(&self, id: ViewportId) -> bool {
         if self.focused.get() == Some(id) {
             self.focused.set(None);
         }
         let mut viewports = self.viewports.borrow_mut();
-        let before = viewports.len();
-        if track::recording() {
-            forget_recorded(viewports.iter().filter(|viewport| viewport.id == id));
-        }
-        viewports.retain(|viewport| viewport.id != id);
-        before != viewports.len()
+        let Some(index) = Viewports::index_of(&viewports, id) else {
+            return false;
+        };
+        let alive = viewports[index].alive();
+        // A dropped one's record goes too (it is gone either way).
+        Viewports::end(&mut viewports, index);
+        alive
     }
 
-    /// Moves or resizes a viewport; `false` if `id` is unknown.
-    pub fn set_rect(&self, id: ViewportId, rect: Rect) -> bool {
+    /// The live viewport `id`, found by a binary search: O(log n) (N4).
+    fn with_live<T>(&self, id: ViewportId, visit: impl FnOnce(&mut Viewport) -> T) -> Option<T> {
         let mut viewports = self.viewports.borrow_mut();
-        match viewports.iter_mut().find(|viewport| viewport.id == id) {
-            Some(viewport) => {
-                viewport.rect = rect;
-                true
-            }
-            None => false,
-        }
+        let index = Viewports::index_of(&viewports, id)?;
+        let viewport = &mut viewports[index];
+        viewport.alive().then(|| visit(viewport))
+    }
+
+    /// Moves or resizes a viewport; `false` if `id` is unknown or gone. O(log n) (N4).
+    pub fn set_rect(&self, id: ViewportId, rect: Rect) -> bool {
+        self.with_live(id, |viewport| viewport.rect = rect)
+            .is_some()
     }
 
     /// Gives a viewport the keyboard focus; `false` (focus unchanged) if `id` is unknown or its
-    /// viewport was dropped.
+    /// viewport was dropped. O(log n) (N4).
     pub fn focus(&self, id: ViewportId) -> bool {
-        let alive = self
-            .viewports
-            .borrow()
-            .iter()
-            .any(|viewport| viewport.id == id && viewport.handler.strong_count() > 0);
+        let alive = self.with_live(id, |_| ()).is_some();
         if alive {
             self.focused.set(Some(id));
         }
@@ -349,13 +401,14 @@ impl InputViewportRegistry {
         self.focused.set(None);
     }
 
-    /// The focused viewport, if it is still alive.
+    /// The focused viewport, if it is still alive. O(log n) (N4).
     pub fn focused(&self) -> Option<ViewportId> {
         let id = self.focused.get()?;
         self.handler(id).map(|_| id)
     }
 
-    /// The topmost live viewport containing `point`.
+    /// The topmost live viewport containing `point`. O(n) in the viewports above it (a walk
+    /// from the top).
     pub fn viewport_at(&self, point: Vec2) -> Option<ViewportId> {
         self.viewports
             .borrow()
@@ -365,7 +418,7 @@ impl InputViewportRegistry {
             .map(|viewport| viewport.id)
     }
 
-    /// How many live viewports there are.
+    /// How many live viewports there are (dropped ones are gone). O(n): a count.
     pub fn len(&self) -> usize {
         self.viewports
             .borrow()
@@ -394,21 +447,22 @@ impl InputViewportRegistry {
             .collect()
     }
 
+    /// The handler of the viewport `id`, if it lives. O(log n) (N4).
     fn handler(&self, id: ViewportId) -> Option<Rc<dyn EventHandler>> {
-        self.viewports
-            .borrow()
-            .iter()
-            .find(|viewport| viewport.id == id)
-            .and_then(|viewport| viewport.handler.upgrade())
+        let viewports = self.viewports.borrow();
+        let index = Viewports::index_of(&viewports, id)?;
+        viewports[index].handler.upgrade()
     }
 
-    /// The handler events routed to `id` go to: `None` if it is gone or blocked (X4).
+    /// The handler events routed to `id` go to: `None` if it is gone or blocked (X4). O(log n)
+    /// (N4): what a key to the focused viewport costs.
     fn unblocked_handler(&self, id: ViewportId) -> Option<Rc<dyn EventHandler>> {
-        self.viewports
-            .borrow()
-            .iter()
-            .find(|viewport| viewport.id == id && !viewport.blocked)
-            .and_then(|viewport| viewport.handler.upgrade())
+        let viewports = self.viewports.borrow();
+        let index = Viewports::index_of(&viewports, id)?;
+        let viewport = &viewports[index];
+        (!viewport.blocked)
+            .then(|| viewport.handler.upgrade())
+            .flatten()
     }
 
     /// Blocks (mutes) the viewport `id` (X4): it keeps its rectangle, its place among
@@ -443,11 +497,10 @@ impl InputViewportRegistry {
         self.set_blocked(id, false)
     }
 
-    /// Whether the viewport `id` is live and blocked (X4).
+    /// Whether the viewport `id` is live and blocked (X4). O(log n) (N4).
     pub fn is_viewport_blocked(&self, id: ViewportId) -> bool {
-        self.viewports.borrow().iter().any(|viewport| {
-            viewport.id == id && viewport.blocked && viewport.handler.strong_count() > 0
-        })
+        self.with_live(id, |viewport| viewport.blocked)
+            .unwrap_or(false)
     }
 
     /// Blocks the viewport `id` while the returned guard lives (X4): the same [`ScopedBlock`]
@@ -546,17 +599,8 @@ impl InputViewportRegistry {
     }
 
     fn set_blocked(&self, id: ViewportId, blocked: bool) -> bool {
-        let mut viewports = self.viewports.borrow_mut();
-        match viewports
-            .iter_mut()
-            .find(|viewport| viewport.id == id && viewport.handler.strong_count() > 0)
-        {
-            Some(viewport) => {
-                viewport.blocked = blocked;
-                true
-            }
-            None => false,
-        }
+        self.with_live(id, |viewport| viewport.blocked = blocked)
+            .is_some()
     }
 
     /// Which viewport an input event goes to (`None`: not to a viewport).

@@ -26,6 +26,9 @@ const STATE_MASK: u64 = 15;
 const SITE_SHIFT: u32 = 4;
 const SITE_MASK: u64 = (1 << crate::bind_site::SITE_BITS) - 1;
 const ID_SHIFT: u32 = SITE_SHIFT + crate::bind_site::SITE_BITS;
+/// The bind site number of a tombstone a move left (`Entry::move_out`): no interned site has it
+/// (`bind_site::intern` numbers sites below it).
+const MOVED_AWAY: u64 = SITE_MASK;
 
 /// What an invocation list holds. Its `Clone` is taken while the list reads the slot, so it
 /// must not remove or clear anything of any invocation list (the library's own subscribers,
@@ -88,7 +91,8 @@ pub(super) struct Entry<C> {
 /// recorded; not on the broadcast path (no loop drops an entry).
 impl<C> Drop for Entry<C> {
     fn drop(&mut self) {
-        if crate::track::recording() {
+        // A moved-away tombstone's subscription lives on in its copy: its record stays.
+        if crate::track::recording() && !self.is_moved_away() {
             crate::track::forget(std::iter::once(self.id()));
         }
     }
@@ -107,6 +111,35 @@ impl<C> Entry<C> {
             word: Cell::new(id << ID_SHIFT | site << SITE_SHIFT | state),
             slot: UnsafeCell::new(Some(callable)),
         }
+    }
+
+    /// A tombstone holding no subscription: a slot of the merge (`Block::merge_pending`) that a
+    /// merged entry takes. Marked moved away, so its drop forgets no record.
+    pub(super) fn vacant() -> Self {
+        Entry {
+            word: Cell::new(MOVED_AWAY << SITE_SHIFT | REMOVED),
+            slot: UnsafeCell::new(None),
+        }
+    }
+
+    /// Outside broadcasts only (no loop reads the slot): moves this entry's subscription out
+    /// (same id, bind site and state; callable taken), leaving a tombstone marked *moved away*,
+    /// which lookups by id do not find and whose drop forgets no record: the copy is the
+    /// subscription now (a change of priority, N4).
+    pub(super) fn move_out(&self) -> Self {
+        let word = self.word.get();
+        let callable = self.take_callable();
+        self.word
+            .set((word & !(SITE_MASK << SITE_SHIFT)) | MOVED_AWAY << SITE_SHIFT | REMOVED);
+        Entry {
+            word: Cell::new(word),
+            slot: UnsafeCell::new(callable),
+        }
+    }
+
+    /// Whether this is the tombstone a move left ([`move_out`](Self::move_out)).
+    pub(super) fn is_moved_away(&self) -> bool {
+        self.is_removed() && (self.word.get() >> SITE_SHIFT) & SITE_MASK == MOVED_AWAY
     }
 
     /// The number of the bind site (B5).

@@ -4,7 +4,7 @@
 
 use std::any::Any;
 use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::rc::{Rc, Weak};
 
@@ -96,7 +96,8 @@ pub(crate) struct Block<C> {
     /// Changes of priority asked for while a broadcast runs (X6), applied in order when the
     /// outermost broadcast ends, after the pending subscribers are merged: the running
     /// broadcasts keep the order they started with (M2).
-    pub(super) moves: RefCell<Vec<(u64, i32)>>,
+    /// Each with its rank in the order asked (id, rank, priority): the last one asked wins.
+    pub(super) moves: RefCell<Vec<(u64, usize, i32)>>,
     /// The priority of every subscription (main or pending) whose priority is not 0, by id, as
     /// it sits now: what makes a lookup by id O(log n) whatever the number of priorities (N4),
     /// a binary search for its run, then one in the run (main), or one by key (pending). Empty,
@@ -106,12 +107,22 @@ pub(crate) struct Block<C> {
     /// the outermost broadcast ends. Never borrowed across user code. An entry removed meanwhile
     /// stays as a tombstone until then, so positions never move under a drop's code.
     pub(super) pending: RefCell<Vec<Pending<C>>>,
+    /// Outside broadcasts, subscribers that would shift the main list (added above its lowest
+    /// priority, or moved to another priority), by dispatch-order key: O(log m) to add, find
+    /// and move (N4). Merged by the next compaction, which the start of the next broadcast (or
+    /// walk) makes, into room reserved when they came (M12: the merge allocates nothing).
+    /// Empty while a broadcast runs. Its subscribers have their owner's row in `owners`
+    /// already.
+    pub(super) deferred: RefCell<BTreeMap<(i64, u64), Pending<C>>>,
     /// The lock count (how many broadcasts are running on this list; they nest) times
     /// [`LOCK_ONE`], plus [`NEEDS_SETTLE`], [`HAS_PENDING`] and [`STOP`]: one word, so beginning a
     /// broadcast is one load, test and store, and ending one is one load, store and compare.
     pub(super) state: Cell<u32>,
     /// Removed entries of `entries` waiting for compaction.
     pub(super) tombstones: Cell<usize>,
+    /// Rows of `owners` (and ids of `keys`) may name subscriptions taken out of the deferred
+    /// list: the next compaction sweeps the indexes.
+    pub(super) stale_rows: Cell<bool>,
 }
 
 impl<C> Default for InvocationList<C> {
@@ -179,6 +190,11 @@ impl<C: Subscriber> InvocationList<C> {
     ///
     /// During a broadcast the new subscriber does not run in that broadcast, wherever it lands
     /// (M2); broadcasts started after this call run it. Its bind site is the caller's (B5).
+    ///
+    /// Cost (N4): O(log n) amortized. At or below the lowest priority in use it is appended;
+    /// above it (outside broadcasts) it waits in the deferred list, O(log m), merged in place by
+    /// the next broadcast or walk into room reserved now (O(n + m) shared by the m deferred,
+    /// no allocation during the broadcast, M12), or once the deferred list is half the list.
     #[track_caller]
     pub fn insert(
         &self,
@@ -243,10 +259,12 @@ impl<C: Subscriber> InvocationList<C> {
             .map(|index| entries[index].id());
         main.or_else(|| {
             let pending = block.pending.borrow();
+            let deferred = block.deferred.borrow();
             ids.iter().find_map(|&id| {
                 block
                     .pending_index(&pending, id)
                     .map(|index| &pending[index])
+                    .or_else(|| block.deferred_entry(&deferred, id))
                     .filter(|p| p.is_live() && is_owner(p.owner.as_ref(), owner))
                     .map(|p| p.entry.id())
             })
@@ -333,7 +351,12 @@ impl<C: Subscriber> InvocationList<C> {
                 ));
             }
         }
-        for pending in block.pending.borrow().iter() {
+        for pending in block
+            .pending
+            .borrow()
+            .iter()
+            .chain(block.deferred.borrow().values())
+        {
             if pending.entry.is_removed() {
                 continue;
             }
@@ -381,9 +404,11 @@ impl<C: Subscriber> InvocationList<C> {
             };
             main.or_else(|| {
                 let pending = block.pending.borrow();
+                let deferred = block.deferred.borrow();
                 block
                     .pending_index(&pending, id)
                     .map(|index| &pending[index])
+                    .or_else(|| block.deferred_entry(&deferred, id))
                     .filter(|p| p.is_live())
                     .and_then(|p| p.entry.clone_callable())
             })
@@ -576,6 +601,8 @@ impl<C: Subscriber> InvocationList<C> {
     /// in the order they were added (as if it had been added there). Outside a broadcast it
     /// moves at once; during one, the running broadcasts keep their order and the move happens
     /// when the outermost one ends (M2). `false` for an invalid, foreign or removed handle.
+    /// O(log n) amortized (N4): outside a broadcast the subscription waits in the deferred list
+    /// (merged by the next broadcast); during one, the settle applies every move at once.
     pub fn set_priority(&self, handle: DelegateHandle, priority: i32) -> bool {
         handle.is_valid()
             && self
@@ -646,8 +673,10 @@ impl<C> Block<C> {
             moves: RefCell::new(Vec::new()),
             priorities: RefCell::new(HashMap::new()),
             pending: RefCell::new(Vec::new()),
+            deferred: RefCell::new(BTreeMap::new()),
             state: Cell::new(0),
             tombstones: Cell::new(0),
+            stale_rows: Cell::new(false),
         }
     }
 }
@@ -734,65 +763,157 @@ impl<C: Subscriber> Block<C> {
         }
         drop(entries);
         let pending = self.pending.borrow();
-        self.pending_index(&pending, id)
-            .map(|index| &pending[index])
+        if let Some(index) = self.pending_index(&pending, id) {
+            let found = &pending[index];
+            return (!found.entry.is_removed()).then(|| visit(&found.entry));
+        }
+        drop(pending);
+        let deferred = self.deferred.borrow();
+        self.deferred_entry(&deferred, id)
             .filter(|p| !p.entry.is_removed())
             .map(|p| visit(&p.entry))
     }
 
+    /// The deferred entry `id`, found by its key: O(log m) (N4).
+    pub(super) fn deferred_entry<'d>(
+        &self,
+        deferred: &'d BTreeMap<(i64, u64), Pending<C>>,
+        id: u64,
+    ) -> Option<&'d Pending<C>> {
+        if deferred.is_empty() {
+            return None;
+        }
+        steps::search(deferred.len());
+        deferred.get(&(-i64::from(self.priority_of(id)), id))
+    }
+
+    /// Outside broadcasts (no lock held): takes the present deferred entry `id` out of the
+    /// deferred list if `select` picks it, O(log m); the indexes forget it (its owner row and
+    /// key at the next compaction). The caller drops its callable outside any borrow.
+    fn take_deferred(
+        &self,
+        id: u64,
+        select: impl FnOnce(&Pending<C>) -> bool,
+    ) -> Option<Pending<C>> {
+        let key = (-i64::from(self.priority_of(id)), id);
+        let mut deferred = self.deferred.borrow_mut();
+        steps::search(deferred.len());
+        if !deferred
+            .get(&key)
+            .is_some_and(|found| !found.entry.is_removed() && select(found))
+        {
+            return None;
+        }
+        let taken = deferred.remove(&key);
+        let empty = deferred.is_empty();
+        drop(deferred);
+        self.set_priority_of(id, 0);
+        self.stale_rows.set(true);
+        if empty && self.pending.borrow().is_empty() {
+            self.state.set(self.state.get() & !HAS_PENDING);
+        }
+        taken
+    }
+
+    /// Outside broadcasts, merges the deferred subscribers into the main list (a compaction):
+    /// what a broadcast, dispatch or walk does before it starts.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn merge_deferred(&self) {
+        if !self.is_broadcasting() && !self.deferred.borrow().is_empty() {
+            self.compact();
+        }
+    }
+
     /// Moves the subscription `id` to `priority` (see [`InvocationList::set_priority`]).
+    /// Outside broadcasts O(log n): the subscriber waits in the deferred list, merged by the
+    /// next broadcast (O(n + m), shared by the m deferred). During one, O(1) amortized: the
+    /// settle applies every move at once, O(n + k log k) for k moves, and allocates nothing
+    /// (the room it needs is reserved here, as the table of moves grows, M12).
     fn set_priority(&self, id: u64, priority: i32) -> bool {
         if self.with_entry(id, |_| ()).is_none() {
             return false;
         }
         if self.is_broadcasting() {
-            self.moves.borrow_mut().push((id, priority));
+            let mut moves = self.moves.borrow_mut();
+            let rank = moves.len();
+            moves.push((id, rank, priority));
+            // Room for the moved copies and their runs, so that the settle allocates nothing.
+            self.pending.borrow_mut().reserve(moves.len());
+            self.runs.borrow_mut().reserve(moves.len());
             self.state.set(self.state.get() | NEEDS_SETTLE);
         } else {
-            self.move_entry(&mut self.entries.borrow_mut(), id, priority);
+            self.move_now(&mut self.entries.borrow_mut(), id, priority);
+            self.merge_if_worthwhile();
         }
         true
     }
 
-    /// Moves the main-list entry `id` to its place among the entries of `priority` (by id, so
-    /// in the order added). Only while no broadcast runs; runs no user code.
-    fn move_entry(&self, entries: &mut Vec<Entry<C>>, id: u64, priority: i32) {
-        let Some(index) = self.find(entries, id) else {
-            return;
-        };
-        steps::add(entries.len() - index);
-        let entry = entries.remove(index);
-        let mut runs = self.runs.borrow_mut();
-        steps::add(runs.len());
-        let from = runs.partition_point(|run| run.end <= index);
-        for run in &mut runs[from..] {
-            run.end -= 1;
-        }
-        let start = from.checked_sub(1).map_or(0, |before| runs[before].end);
-        if runs[from].end == start {
-            runs.remove(from);
-        }
-        let run = runs.partition_point(|run| run.priority > priority);
-        let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
-        if runs.get(run).is_none_or(|found| found.priority != priority) {
-            runs.insert(
-                run,
-                Run {
+    /// Outside broadcasts: moves the present subscription `id` to `priority` without shifting
+    /// the main list. A main-list entry is moved out into the deferred list (a tombstone marked
+    /// moved away stays in its slot until the next compaction); a deferred one changes its key
+    /// there. O(log n); runs no user code.
+    fn move_now(&self, entries: &mut Vec<Entry<C>>, id: u64, priority: i32) {
+        if let Some(index) = self.find(entries, id) {
+            if entries[index].is_removed() || self.priority_at(index) == priority {
+                return;
+            }
+            let owner = if entries[index].is_owned() {
+                self.owner(id)
+            } else {
+                None
+            };
+            let entry = entries[index].move_out();
+            self.note_tombstone();
+            self.set_priority_of(id, priority);
+            self.defer(
+                entries,
+                Pending {
+                    entry,
                     priority,
-                    end: start,
+                    owner,
                 },
             );
+            return;
         }
-        let end = runs[run].end;
-        steps::search(end - start);
-        let at = start + entries[start..end].partition_point(|other| other.id() < id);
-        steps::add(entries.len() - at);
-        entries.insert(at, entry);
-        for run in &mut runs[run..] {
-            run.end += 1;
+        let key = (-i64::from(self.priority_of(id)), id);
+        let moved = {
+            let mut deferred = self.deferred.borrow_mut();
+            steps::search(deferred.len());
+            deferred.remove(&key)
+        };
+        if let Some(mut moved) = moved {
+            moved.priority = priority;
+            self.set_priority_of(id, priority);
+            self.defer(entries, moved);
         }
-        drop(runs);
-        self.set_priority_of(id, priority);
+    }
+
+    /// Outside broadcasts: puts `new` in the deferred list, O(log m), where it waits for the
+    /// next compaction's merge, and makes room in the main list and its runs for that merge,
+    /// so the merge (done by the next broadcast) allocates nothing (M12).
+    fn defer(&self, entries: &mut Vec<Entry<C>>, new: Pending<C>) {
+        let mut deferred = self.deferred.borrow_mut();
+        steps::search(deferred.len());
+        deferred.insert(new.key(), new);
+        entries.reserve(deferred.len());
+        self.runs.borrow_mut().reserve(deferred.len());
+        // Walks merge them first (`merge_deferred`): the flag takes them off the hot path.
+        self.state
+            .set(self.state.get() | HAS_PENDING | NEEDS_SETTLE);
+    }
+
+    /// Outside broadcasts, merges the deferred list once it is at least half the main list's
+    /// size (and 32) even without a broadcast: its memory stays bounded, and the merge,
+    /// O(n + m), is O(1) amortized per deferred subscriber.
+    fn merge_if_worthwhile(&self) {
+        if self.is_broadcasting() {
+            return;
+        }
+        let waiting = self.deferred.borrow().len();
+        if waiting >= 32 && waiting * 2 >= self.entries.borrow().len() {
+            self.compact();
+        }
     }
 
     /// Counts a new tombstone in the main list; the outermost broadcast's end will settle.
@@ -881,32 +1002,45 @@ impl<C: Subscriber> Block<C> {
                 .entry(Weak::as_ptr(owner).cast::<()>().addr())
                 .or_default()
                 .push(handle.id());
+            // Its row in the owners table, made now (the largest id so far: an append), so that
+            // no merge inserts rows.
+            let mut owners = self.owners.borrow_mut();
+            steps::search(owners.len());
+            let position = owners.partition_point(|(id, _)| *id < handle.id());
+            steps::add(owners.len() - position);
+            owners.insert(position, (handle.id(), owner.clone()));
         }
+        let new = Pending {
+            entry,
+            priority,
+            owner,
+        };
         if self.is_broadcasting() {
             // The main list keeps its shape while broadcasts walk it (M2).
             let mut pending = self.pending.borrow_mut();
-            let position = pending.partition_point(|other| other.priority >= priority);
+            let key = new.key();
             steps::search(pending.len());
+            let position = pending.partition_point(|other| other.key() < key);
             steps::add(pending.len() - position);
-            pending.insert(
-                position,
-                Pending {
-                    entry,
-                    priority,
-                    owner,
-                },
-            );
+            pending.insert(position, new);
             self.state
                 .set(self.state.get() | HAS_PENDING | NEEDS_SETTLE);
         } else {
-            self.insert_main(
-                &mut self.entries.borrow_mut(),
-                Pending {
-                    entry,
-                    priority,
-                    owner,
-                },
-            );
+            let mut entries = self.entries.borrow_mut();
+            // Below (or at) the lowest priority in use: an append. Above it: the pending list,
+            // merged by the next compaction (N4: no shift of the main list).
+            let at_end = self
+                .runs
+                .borrow()
+                .last()
+                .is_none_or(|last| last.priority >= priority);
+            if at_end {
+                self.insert_main(&mut entries, new);
+            } else {
+                self.defer(&mut entries, new);
+            }
+            drop(entries);
+            self.merge_if_worthwhile();
         }
         if code.is_some() {
             let _ = crate::track::track(self.module_access(), handle, code);
@@ -921,14 +1055,11 @@ impl<C: Subscriber> Block<C> {
         crate::track::ListAccess::of(self)
     }
 
-    /// Inserts an entry into the main list after every entry of at least its priority. Its id
-    /// is the largest so far (pending entries are merged in order, and none is added to the
-    /// main list while any waits), so ids ascend within each run.
+    /// Appends an entry to the main list, at or below its lowest priority (its owner's row is
+    /// made by `insert`). Its id is the largest so far, so ids ascend within each run.
     fn insert_main(&self, entries: &mut Vec<Entry<C>>, new: Pending<C>) {
         let Pending {
-            entry,
-            priority,
-            owner,
+            entry, priority, ..
         } = new;
         let mut runs = self.runs.borrow_mut();
         steps::search(runs.len());
@@ -945,13 +1076,6 @@ impl<C: Subscriber> Block<C> {
             );
         }
         let at = runs[run].end;
-        if let Some(owner) = owner {
-            let mut owners = self.owners.borrow_mut();
-            steps::search(owners.len());
-            let position = owners.partition_point(|(id, _)| *id < entry.id());
-            steps::add(owners.len() - position);
-            owners.insert(position, (entry.id(), owner));
-        }
         steps::add(entries.len() - at + runs.len() - run);
         entries.insert(at, entry);
         for run in &mut runs[run..] {
@@ -974,9 +1098,11 @@ impl<C: Subscriber> Block<C> {
         let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
         let stretch = &entries[start..end];
         steps::search(stretch.len());
+        // A tombstone a change of priority left is no longer its subscription: its copy is.
         stretch
             .binary_search_by_key(&id, Entry::id)
             .ok()
+            .filter(|&index| !stretch[index].is_moved_away())
             .map(|index| start + index)
     }
 
@@ -1019,17 +1145,24 @@ impl<C: Subscriber> Block<C> {
         }
         let (removed, was_live) = {
             let entries = self.entries.borrow();
-            let Some(index) = self.find(&entries, id) else {
-                return false;
-            };
-            let entry = &entries[index];
-            if entry.is_removed() {
-                return false;
+            if let Some(index) = self.find(&entries, id) {
+                let entry = &entries[index];
+                if entry.is_removed() {
+                    return false;
+                }
+                let was_live = self.is_live(entry);
+                entry.mark_removed();
+                self.note_tombstone();
+                (entry.take_callable(), was_live)
+            } else {
+                // Deferred (waiting for a merge): taken out of the deferred list at once.
+                drop(entries);
+                let Some(taken) = self.take_deferred(id, |_| true) else {
+                    return false;
+                };
+                let was_live = taken.owner_alive();
+                (taken.entry.take_callable(), was_live)
             }
-            let was_live = self.is_live(entry);
-            entry.mark_removed();
-            self.note_tombstone();
-            (entry.take_callable(), was_live)
         };
         // Dropped outside the borrow: a closure's captures may run code that re-enters the list
         // (M13). The entry is already a tombstone, so a panic there leaves the list consistent.
@@ -1049,15 +1182,39 @@ impl<C: Subscriber> Block<C> {
         let outside = !self.is_broadcasting();
         // Outside broadcasts: where the marked entries are, in list order (what the drops walk).
         let mut marked: SmallVec<[usize; 8]> = SmallVec::new();
+        // Outside broadcasts: the callables of deferred subscribers it removes (dropped after
+        // the main list's).
+        let mut taken: SmallVec<[((i64, u64), C); 1]> = SmallVec::new();
         let mut count = 0;
+        if outside && !self.deferred.borrow().is_empty() {
+            // The owner's deferred subscriptions leave the deferred list first; others left
+            // there are merged, so the lock below (and any broadcast a drop's code makes under
+            // it) sees one list. The merge is the one the next broadcast would make.
+            let ids: SmallVec<[u64; 8]> = self
+                .by_owner
+                .borrow()
+                .get(&owner.addr())
+                .map(|ids| ids.iter().copied().collect())
+                .unwrap_or_default();
+            for id in ids {
+                let owned = |p: &Pending<C>| p.is_live() && is_owner(p.owner.as_ref(), owner);
+                if let Some(found) = self.take_deferred(id, owned) {
+                    count += 1;
+                    let key = found.key();
+                    taken.extend(found.entry.take_callable().map(|callable| (key, callable)));
+                }
+            }
+            if !self.deferred.borrow().is_empty() {
+                self.compact();
+            }
+        }
         {
             let by_owner = self.by_owner.borrow();
-            let Some(ids) = by_owner.get(&owner.addr()) else {
-                return 0;
-            };
+            let ids = by_owner.get(&owner.addr()).map_or(&[][..], |ids| &ids[..]);
             steps::add(ids.len());
             let entries = self.entries.borrow();
             let pending = self.pending.borrow();
+            let deferred = self.deferred.borrow();
             for &id in ids {
                 if let Some(index) = self.find(&entries, id) {
                     let entry = &entries[index];
@@ -1077,10 +1234,29 @@ impl<C: Subscriber> Block<C> {
                         self.state.set(self.state.get() | NEEDS_SETTLE);
                         count += 1;
                     }
+                } else if let Some(found) = self.deferred_entry(&deferred, id) {
+                    // Deferred (outside broadcasts only): its callable goes before this
+                    // returns; the merge discards the entry.
+                    if found.is_live() && is_owner(found.owner.as_ref(), owner) {
+                        found.entry.mark_removed();
+                        count += 1;
+                        let key = found.key();
+                        taken.extend(found.entry.take_callable().map(|callable| (key, callable)));
+                    }
                 }
             }
         }
-        if marked.is_empty() {
+        // No live subscription of this owner is left: its row of the index goes now, so ids of
+        // removed subscriptions do not pile up under an address the allocator hands out again
+        // (a handler registered and unregistered in a loop), which made every lookup by owner
+        // O(removed) until the next compaction (N4). The ids left there were dead or removed;
+        // the compaction forgets their entries. No allocation (M12).
+        if count > 0 {
+            self.by_owner.borrow_mut().remove(&owner.addr());
+        }
+        // The deferred ones' callables go under the lock too (M13: what their drops remove goes
+        // at the settle, after them).
+        if marked.is_empty() && taken.is_empty() {
             return count;
         }
         // Outside broadcasts the owner's callables go before this returns (M4), one at a time,
@@ -1090,14 +1266,28 @@ impl<C: Subscriber> Block<C> {
         // without a settle and the compaction is the amortized one.
         steps::add(marked.len());
         marked.sort_unstable();
-        let settle = self.state.get() & NEEDS_SETTLE;
-        self.state.set(self.state.get() & !NEEDS_SETTLE);
-        let lock = self.begin();
+        // Deferred subscribers (`HAS_PENDING` outside broadcasts) are set aside with it: the
+        // unlock then settles only if a drop's code changed the list (not an O(n) merge per
+        // removal, N4).
+        let settle = self.state.get() & (NEEDS_SETTLE | HAS_PENDING);
+        self.state
+            .set(self.state.get() & !(NEEDS_SETTLE | HAS_PENDING));
+        let lock = self.begin_in_place();
         let entries: &[Entry<C>] = lock.entries.as_deref().map_or(&[], Vec::as_slice);
         let mut drops = Drops::default();
+        // In dispatch order: the deferred ones (by key) among the main list's.
+        taken.sort_unstable_by_key(|(key, _)| *key);
+        let mut deferred = taken.into_iter().peekable();
         for index in marked {
+            let key = self.key_at(entries, index);
+            while let Some((_, callable)) = deferred.next_if(|(before, _)| *before < key) {
+                drops.drop(callable);
+            }
             // Still marked: while locked, re-entrant code only marks (nothing takes it).
             drops.drop(entries[index].take_callable());
+        }
+        for (_, callable) in deferred {
+            drops.drop(callable);
         }
         let reentered = self.state.get() & NEEDS_SETTLE != 0;
         if reentered {
@@ -1134,9 +1324,11 @@ impl<C: Subscriber> Block<C> {
             return !entry.is_owned() || self.owner_alive(entry);
         }
         let pending = self.pending.borrow();
+        let deferred = self.deferred.borrow();
         let Some(found) = self
             .pending_index(&pending, id)
             .map(|index| &pending[index])
+            .or_else(|| self.deferred_entry(&deferred, id))
         else {
             return false;
         };
@@ -1144,7 +1336,10 @@ impl<C: Subscriber> Block<C> {
             return false;
         }
         // Pending entries are merged when the outermost broadcast ends: that settles anyway.
+        // Deferred ones exist under a lock only while an operation outside broadcasts holds
+        // one (`remove_owned_by`): its unlock settles (and drops the callable) for the flag.
         found.entry.mark_removed();
+        self.state.set(self.state.get() | NEEDS_SETTLE);
         found.owner_alive()
     }
 
@@ -1160,6 +1355,8 @@ impl<C: Subscriber> Block<C> {
             );
             return Vec::new();
         }
+        // Deferred subscribers merged first: the list is taken in dispatch order.
+        self.compact();
         let old = std::mem::take(&mut *self.entries.borrow_mut());
         self.runs.borrow_mut().clear();
         let owners = std::mem::take(&mut *self.owners.borrow_mut());
@@ -1205,7 +1402,12 @@ impl<C: Subscriber> Block<C> {
         let limit = DelegateHandle::next_id();
         // Outside broadcasts, the callables are dropped here, before this returns (M4).
         let outside = !self.is_broadcasting();
-        let lock = self.begin();
+        if outside && self.state.get() & HAS_PENDING != 0 {
+            // Deferred subscribers merged first (this walks the list anyway): drops in
+            // dispatch order.
+            self.compact();
+        }
+        let lock = self.begin_in_place();
         let entries: &[Entry<C>] = lock.entries.as_deref().map_or(&[], Vec::as_slice);
         let mut count = 0;
         steps::add(entries.len());
@@ -1264,6 +1466,7 @@ impl<C: Subscriber> Block<C> {
                 .iter()
                 .inspect(|_| steps::add(1))
                 .any(Pending::is_live)
+            || self.deferred.borrow().values().any(Pending::is_live)
     }
 
     fn len(&self) -> usize {
@@ -1275,6 +1478,12 @@ impl<C: Subscriber> Block<C> {
             .filter(|entry| self.is_live(entry))
             .count();
         main + self.pending.borrow().iter().filter(|p| p.is_live()).count()
+            + self
+                .deferred
+                .borrow()
+                .values()
+                .filter(|p| p.is_live())
+                .count()
     }
 
     /// Outside broadcasts, drops tombstones once they are at least half the list, so removal
@@ -1289,61 +1498,54 @@ impl<C: Subscriber> Block<C> {
         }
     }
 
-    /// Merges the pending subscribers in and drops every tombstone whose callable is already
-    /// gone. Only runs when no broadcast is running. Dropping an entry here only drops its id and
-    /// weak owner: no user code runs. If the main list is borrowed (it cannot be, while no
-    /// broadcast runs), nothing happens and the next settle compacts.
+    /// Applies the changes of priority asked for during the broadcasts, drops every tombstone
+    /// whose callable is already gone, and merges the pending subscribers in. Only runs when no
+    /// broadcast is running. Dropping an entry here only drops its id and weak owner: no user
+    /// code runs. If the main list is borrowed (it cannot be, while no broadcast runs), nothing
+    /// happens and the next settle compacts. O(n + m log m) for m pending: a backward merge in
+    /// place, into room reserved when they were deferred (so a broadcast's settle allocates
+    /// nothing for them, M12), then the priority runs rebuilt.
     pub(super) fn compact(&self) {
         let Ok(mut entries) = self.entries.try_borrow_mut() else {
             return;
         };
         steps::add(entries.len() + self.pending.borrow().len());
-        // Whether pending entries were dropped without a tombstone: the indexes forget them.
+        self.apply_moves(&mut entries);
+        // Pending entries removed and already emptied: dropped; the indexes forget them.
         let mut discarded = false;
-        for pending in self.pending.borrow_mut().drain(..) {
-            if pending.entry.is_removed() && !pending.entry.has_callable() {
+        let mut keep = |pending: &Pending<C>| {
+            let keep = !pending.entry.is_removed() || pending.entry.has_callable();
+            if !keep {
                 discarded = true;
                 self.set_priority_of(pending.entry.id(), 0);
-                continue;
             }
-            if pending.entry.is_removed() {
-                self.tombstones.set(self.tombstones.get() + 1);
-            }
-            self.insert_main(&mut entries, pending);
-        }
+            keep
+        };
+        self.pending.borrow_mut().retain(|pending| keep(pending));
+        self.deferred
+            .borrow_mut()
+            .retain(|_, pending| keep(pending));
         let compacting = self.tombstones.get() > 0;
         if compacting {
-            // New run ends: what each run keeps.
-            let mut runs = self.runs.borrow_mut();
-            let (mut start, mut kept) = (0, 0);
-            for run in runs.iter_mut() {
-                kept += entries[start..run.end]
-                    .iter()
-                    .filter(|entry| entry.has_callable())
-                    .count();
-                start = run.end;
-                run.end = kept;
-            }
-            let mut previous_end = 0;
-            runs.retain(|run| {
-                let keep = run.end > previous_end;
-                previous_end = run.end;
-                keep
-            });
-            drop(runs);
             entries.retain(|entry| {
                 let keep = entry.has_callable();
-                if !keep {
+                // A moved-away tombstone's id lives on in its copy, at its new priority.
+                if !keep && !entry.is_moved_away() {
                     // Allocates nothing: a removal from the index.
                     self.set_priority_of(entry.id(), 0);
                 }
                 keep
             });
+        }
+        let merged = self.merge_pending(&mut entries);
+        if compacting || merged {
+            self.rebuild_runs(&entries);
+        }
+        if compacting || discarded || self.stale_rows.replace(false) {
             let mut owners = self.owners.borrow_mut();
             owners.retain(|(id, _)| self.find(&entries, *id).is_some());
             steps::add(owners.len());
-        }
-        if compacting || discarded {
+            drop(owners);
             let present = |ids: &mut SmallVec<[u64; 1]>| {
                 steps::add(ids.len());
                 ids.retain(|id| self.find(&entries, *id).is_some());
@@ -1351,11 +1553,6 @@ impl<C: Subscriber> Block<C> {
             };
             self.by_owner.borrow_mut().retain(|_, ids| present(ids));
             self.keys.borrow_mut().retain(|_, ids| present(ids));
-        }
-        // Changes of priority asked for during the broadcasts, in the order asked.
-        let moves = std::mem::take(&mut *self.moves.borrow_mut());
-        for (id, priority) in moves {
-            self.move_entry(&mut entries, id, priority);
         }
         // Normally 0: every removed entry's callable was dropped already (by its removal outside
         // a broadcast, or by the settle); one still held would be dropped by the next settle.
@@ -1367,6 +1564,120 @@ impl<C: Subscriber> Block<C> {
         } else {
             settled
         });
+    }
+
+    /// The changes of priority asked for during the broadcasts (the last one asked for each
+    /// subscriber wins): a main-list entry is moved out into the pending list (a moved-away
+    /// tombstone stays), a pending one takes its new priority; then the pending list is sorted
+    /// again. O(k log k + k log n) for k moves; allocates nothing (`set_priority` reserved the
+    /// room).
+    fn apply_moves(&self, entries: &mut [Entry<C>]) {
+        let mut moves = self.moves.borrow_mut();
+        if moves.is_empty() {
+            return;
+        }
+        steps::add(moves.len());
+        moves.sort_unstable_by_key(|&(id, rank, _)| (id, std::cmp::Reverse(rank)));
+        moves.dedup_by_key(|&mut (id, _, _)| id);
+        let mut pending = self.pending.borrow_mut();
+        // The pending entries present before the moves: sorted, and keyed by the priorities
+        // recorded (changed below only for ids already passed: each id comes once).
+        let sorted = pending.len();
+        for &(id, _, priority) in moves.iter() {
+            if let Some(index) = self.find(entries, id) {
+                let entry = &entries[index];
+                if entry.is_removed() || self.priority_at(index) == priority {
+                    continue;
+                }
+                let owner = if entry.is_owned() {
+                    self.owner(id)
+                } else {
+                    None
+                };
+                let moved = entry.move_out();
+                self.note_tombstone();
+                self.set_priority_of(id, priority);
+                pending.push(Pending {
+                    entry: moved,
+                    priority,
+                    owner,
+                });
+            } else if self
+                .pending_index(&pending[..sorted], id)
+                .is_some_and(|index| !pending[index].entry.is_removed())
+            {
+                self.set_priority_of(id, priority);
+            }
+        }
+        moves.clear();
+        for waiting in pending.iter_mut() {
+            waiting.priority = self.priority_of(waiting.entry.id());
+        }
+        steps::search(pending.len());
+        steps::add(pending.len());
+        pending.sort_unstable_by_key(Pending::key);
+        self.state.set(self.state.get() | HAS_PENDING);
+    }
+
+    /// Merges the pending list and the deferred one (each sorted by key) into the main list
+    /// (sorted by key, no moved-away tombstone left), from the back, in place: vacant slots at
+    /// the end take the largest of the three lists' last entries in turn. O(n + m); allocates
+    /// only when the room reserved at the deferral is not there (subscribers added during a
+    /// broadcast: their add's cost). Whether anything was merged.
+    fn merge_pending(&self, entries: &mut Vec<Entry<C>>) -> bool {
+        let mut pending = self.pending.borrow_mut();
+        let mut deferred = self.deferred.borrow_mut();
+        let waiting = pending.len() + deferred.len();
+        if waiting == 0 {
+            return false;
+        }
+        let key = |entry: &Entry<C>| (-i64::from(self.priority_of(entry.id())), entry.id());
+        let mut main = entries.len();
+        entries.reserve(waiting);
+        entries.resize_with(main + waiting, Entry::vacant);
+        // Slots main..write are vacant; as many as the pending and deferred entries left.
+        let mut write = main + waiting;
+        while write > main {
+            write -= 1;
+            let from_pending = pending.last().map(Pending::key);
+            let from_deferred = deferred.last_key_value().map(|(key, _)| *key);
+            let waiting_key = from_pending.max(from_deferred);
+            if main > 0 && Some(key(&entries[main - 1])) > waiting_key {
+                entries.swap(main - 1, write);
+                main -= 1;
+                continue;
+            }
+            let next = if from_pending > from_deferred {
+                pending.pop()
+            } else {
+                deferred.pop_last().map(|(_, next)| next)
+            };
+            if let Some(Pending { entry, .. }) = next {
+                if entry.is_removed() {
+                    // Removed during the broadcast, its callable dropped by the next settle.
+                    self.tombstones.set(self.tombstones.get() + 1);
+                }
+                entries[write] = entry;
+            }
+        }
+        true
+    }
+
+    /// The priority runs of `entries`, from the index by id (O(n); no run is allocated beyond
+    /// the room reserved when a subscriber was deferred).
+    fn rebuild_runs(&self, entries: &[Entry<C>]) {
+        let mut runs = self.runs.borrow_mut();
+        runs.clear();
+        for (index, entry) in entries.iter().enumerate() {
+            let priority = self.priority_of(entry.id());
+            match runs.last_mut() {
+                Some(run) if run.priority == priority => run.end = index + 1,
+                _ => runs.push(Run {
+                    priority,
+                    end: index + 1,
+                }),
+            }
+        }
     }
 }
 

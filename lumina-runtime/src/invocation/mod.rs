@@ -30,6 +30,11 @@
 //!   candidates for the last call (M11), but never run.
 //! - X6: a subscriber may be built from its own handle and a weak reference to the list
 //!   (`insert_with`); a change of priority during a broadcast waits in `moves` until the settle.
+//! - N4: nothing shifts the main list. Outside broadcasts an add above the lowest priority in
+//!   use and a change of priority wait in `deferred` (by key; a change leaves a tombstone marked
+//!   moved away); the next broadcast or walk (or a deferred list half the list's size) merges
+//!   them in place from the back, into room reserved when they came, so the merge allocates
+//!   nothing; the settle applies the moves asked during broadcasts the same way.
 //! - X7: `broadcast_until_with` stops the walk when its callback says so; subscriptions made from
 //!   a plain function carry its address in `keys`, compared only, for removal by function.
 //! - M12: an empty list is one pointer and allocates nothing (its state lives in a block

@@ -2,6 +2,8 @@
 //! them, always outside any borrow (a drop is user code, M13), and the end of the outermost
 //! broadcast merges the pending subscribers in and compacts the main list.
 
+use std::ops::Bound;
+
 use super::entry::{Entry, Subscriber};
 use super::list::{Block, LOCK_ONE, STOP};
 // The walk names them here; they live below the list, in `drops`.
@@ -93,6 +95,27 @@ impl<C: Subscriber> Block<C> {
                 drops.drop(callable);
             }
         }
+        // Deferred entries (outside broadcasts, under an operation's own lock): the same, by
+        // key; while locked nothing inserts into or takes out of the deferred list.
+        let mut last_key = None;
+        loop {
+            let (key, callable) = {
+                let deferred = self.deferred.borrow();
+                let after = last_key.map_or(Bound::Unbounded, Bound::Excluded);
+                let Some((key, found)) = deferred
+                    .range((after, Bound::Unbounded))
+                    .find(|(_, p)| p.entry.is_removed() && p.entry.has_callable())
+                else {
+                    break;
+                };
+                (*key, found.entry.take_callable())
+            };
+            last_key = Some(key);
+            if let Some(callable) = callable {
+                dropped += 1;
+                drops.drop(callable);
+            }
+        }
         dropped
     }
 }
@@ -105,12 +128,31 @@ impl<C> Drop for Block<C> {
         // unload never reaches this block again.
         if crate::track::recording() {
             let pending = self.pending.get_mut().iter().map(|p| p.entry.id());
+            let deferred = self.deferred.get_mut().values().map(|p| p.entry.id());
+            let pending = pending.chain(deferred);
             let ids = self.entries.get_mut().iter().map(|entry| entry.id());
             crate::track::forget(ids.chain(pending));
         }
         let mut drops = Drops::default();
-        for entry in self.entries.get_mut().drain(..) {
+        // In dispatch order: the deferred subscribers (by key) among the main list's.
+        let mut deferred = std::mem::take(self.deferred.get_mut())
+            .into_values()
+            .peekable();
+        let runs = std::mem::take(self.runs.get_mut());
+        let mut run = 0;
+        for (index, entry) in self.entries.get_mut().drain(..).enumerate() {
+            while runs.get(run).is_some_and(|found| found.end <= index) {
+                run += 1;
+            }
+            let priority = runs.get(run).map_or(0, |found| found.priority);
+            let key = (-i64::from(priority), entry.id());
+            while let Some(before) = deferred.next_if(|waiting| waiting.key() < key) {
+                drops.drop(before);
+            }
             drops.drop(entry);
+        }
+        for waiting in deferred {
+            drops.drop(waiting);
         }
         for pending in self.pending.get_mut().drain(..) {
             drops.drop(pending);

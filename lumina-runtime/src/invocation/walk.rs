@@ -232,6 +232,17 @@ impl<C: Subscriber> Block<C> {
     /// Starts a broadcast over this block (see [`InvocationList::begin`]).
     #[inline]
     pub(super) fn begin(&self) -> Broadcast<'_, C> {
+        // Outside broadcasts, subscribers deferred by a change of priority or an add above the
+        // lowest priority are merged first (`HAS_PENDING` flags them).
+        if self.state.get() & HAS_PENDING != 0 {
+            self.merge_deferred();
+        }
+        self.begin_in_place()
+    }
+
+    /// [`begin`](Self::begin) without the merge of deferred subscribers: the lock of an
+    /// operation that holds places in the main list (it must not move under it).
+    pub(super) fn begin_in_place(&self) -> Broadcast<'_, C> {
         // Pending subscribers present now were added before this (nested) broadcast began: they
         // run in it, merged in order. Later ones never do (their ids reach `limit`).
         let merge_pending = self.lock() & HAS_PENDING != 0;
@@ -802,7 +813,7 @@ impl<C: Subscriber> Broadcast<'_, C> {
             .index
             .checked_sub(1)
             .and_then(|index| entries.get(index))
-            .filter(|entry| entry.id() == id);
+            .filter(|entry| entry.id() == id && !entry.is_moved_away());
         // The caller holds a clone of the callable for the call; the slot's goes when the
         // outermost broadcast ends, as for any subscriber removed during a broadcast (M4).
         match main {

@@ -231,6 +231,101 @@ fn n4_by_handle_among_distinct_priorities() {
     });
 }
 
+/// A change of priority outside a broadcast moves the subscriber into the deferred (pending)
+/// list, merged by the next broadcast's end: O(log n) plus the changes deferred since, not a
+/// shift of the main list.
+#[test]
+fn n4_set_priority_is_no_shift_of_the_list() {
+    assert_flat("set_priority above every priority", |n| {
+        let (delegate, handles) = prioritized(n);
+        let top = i32::try_from(n).unwrap() + 1;
+        move |i| {
+            let priority = top + i32::try_from(i).unwrap();
+            assert!(delegate.set_priority(handles[n - 1 - i * 7], priority));
+        }
+    });
+    assert_flat("set_priority into the middle", |n| {
+        let (delegate, handles) = prioritized(n);
+        move |i| {
+            let priority = i32::try_from(n / 2).unwrap();
+            assert!(delegate.set_priority(handles[n - 1 - i * 7], priority));
+        }
+    });
+}
+
+/// Adding at a priority higher than every other waits in the deferred list for the next
+/// broadcast's merge: O(log n) amortized, not an insertion at the front.
+#[test]
+fn n4_adding_above_every_priority() {
+    assert_flat("add at a priority above every other", |n| {
+        let (delegate, _) = prioritized(n);
+        let top = i32::try_from(n).unwrap() + 1;
+        move |i| {
+            let _ = delegate
+                .subscribe()
+                .priority(top + i32::try_from(i).unwrap())
+                .add_lambda(|_| {});
+        }
+    });
+}
+
+/// Adds above every priority, then one broadcast: the merge is shared by the adds (O(n + m)),
+/// so per add and per broadcast O(1) amortized when m grows with n.
+#[test]
+fn n4_adds_above_every_priority_merged_by_a_broadcast() {
+    let per_add = |n: usize| {
+        let (delegate, _) = prioritized(n);
+        let top = i32::try_from(n).unwrap() + 1;
+        let adds = n / 8;
+        let steps = count(|| {
+            for i in 0..adds {
+                let _ = delegate
+                    .subscribe()
+                    .priority(top + i32::try_from(i % 16).unwrap())
+                    .add_lambda(|_| {});
+            }
+            delegate.broadcast(0);
+        });
+        steps as f64 / adds as f64
+    };
+    assert_within(
+        "add above every priority, the broadcast's merge included",
+        per_add(SMALL),
+        per_add(LARGE),
+    );
+}
+
+/// Changes of priority during a broadcast wait for its end, which applies them all in one
+/// merge: with n / 8 of them, O(log n) each, settle included (the settle is O(n), shared by
+/// the n / 8 moves).
+#[test]
+fn n4_set_priority_during_a_broadcast_settle_included() {
+    let per_move = |n: usize| {
+        let (delegate, handles) = prioritized(n);
+        let delegate: &'static Delegate = Box::leak(Box::new(delegate));
+        let moves = n / 8;
+        let done = std::cell::Cell::new(false);
+        let _ = delegate
+            .subscribe()
+            .priority(i32::MAX)
+            .add_lambda(move |_| {
+                if !done.replace(true) {
+                    for (i, handle) in handles.iter().step_by(7).take(moves).enumerate() {
+                        assert!(delegate.set_priority(*handle, -1 - i32::try_from(i).unwrap()));
+                    }
+                }
+            });
+        // The walk itself counts nothing; its settle and the merges are the moves' cost.
+        let steps = count(|| delegate.broadcast(0));
+        steps as f64 / moves as f64
+    };
+    assert_within(
+        "set_priority during a broadcast, settle included",
+        per_move(SMALL),
+        per_move(LARGE),
+    );
+}
+
 mod events {
     //! The event processor's registrations (N4).
 
@@ -287,6 +382,114 @@ mod events {
             let (processor, _handlers) = processor(n);
             move |_| drop(processor.add_handler::<KeyPressedEvent>(5, |_| false))
         });
+    }
+
+    /// A viewport that takes every event routed to it.
+    struct Takes;
+
+    impl EventHandler for Takes {
+        fn on_event(&self, _: &mut dyn Event) -> bool {
+            true
+        }
+    }
+
+    fn viewport() -> Rc<Takes> {
+        Rc::new(Takes)
+    }
+
+    /// A registry with `n` live viewports (kept by the caller) and `n` dropped ones, the first
+    /// focused, registered with a processor.
+    fn viewports(
+        n: usize,
+    ) -> (
+        EventProcessor,
+        Rc<crate::event::InputViewportRegistry>,
+        Vec<crate::event::ViewportId>,
+        Vec<Rc<Takes>>,
+    ) {
+        use crate::event::{InputViewportRegistry, Rect};
+        let processor = EventProcessor::new();
+        let registry = Rc::new(InputViewportRegistry::new());
+        assert!(registry.register(&processor));
+        let mut ids = Vec::new();
+        let mut kept = Vec::new();
+        for _ in 0..n {
+            let live = viewport();
+            ids.push(registry.add_viewport(&live, Rect::new(0.0, 0.0, 10.0, 10.0)));
+            kept.push(live);
+            let _ = registry.add_viewport(&viewport(), Rect::new(0.0, 0.0, 10.0, 10.0));
+        }
+        assert!(registry.focus(ids[0]));
+        (processor, registry, ids, kept)
+    }
+
+    /// Viewports (N4): add + remove, a key to the focused viewport, `set_rect`, `focus` and
+    /// `remove_viewport` of a dropped one: a binary search by id, the sweep of dropped ones
+    /// amortized.
+    #[test]
+    fn n4_viewports_by_id() {
+        use crate::event::Rect;
+        let rect = Rect::new(1.0, 1.0, 5.0, 5.0);
+        assert_flat("viewport add + remove", |n| {
+            let (_processor, registry, _ids, _kept) = viewports(n);
+            move |_| {
+                let live = viewport();
+                let id = registry.add_viewport(&live, rect);
+                assert!(registry.remove_viewport(id));
+            }
+        });
+        assert_flat("viewport add + drop", |n| {
+            let (_processor, registry, _ids, _kept) = viewports(n);
+            move |_| {
+                let _ = registry.add_viewport(&viewport(), rect);
+            }
+        });
+        assert_flat("a key to the focused viewport", |n| {
+            let (processor, registry, _ids, kept) = viewports(n);
+            move |_| {
+                // Kept alive by the measure: the registry and its viewports.
+                let _ = (&registry, &kept);
+                assert!(processor.dispatch(KeyPressedEvent::new(Key::Q, Modifiers::NONE)));
+            }
+        });
+        assert_flat("viewport set_rect + focus", |n| {
+            let (_processor, registry, ids, kept) = viewports(n);
+            move |i| {
+                let _ = &kept;
+                assert!(registry.set_rect(ids[n - 1 - i * 7], rect));
+                assert!(registry.focus(ids[n - 1 - i * 7]));
+            }
+        });
+        assert_flat("remove_viewport of a dropped one", |n| {
+            let (_processor, registry, ids, mut kept) = viewports(n);
+            move |i| {
+                drop(std::mem::replace(&mut kept[n - 1 - i * 7], viewport()));
+                assert!(!registry.remove_viewport(ids[n - 1 - i * 7]));
+            }
+        });
+    }
+
+    /// Register + unregister n times (the allocator hands the same address out again and
+    /// again): removed ids do not pile up under it in the index by owner (N4).
+    #[test]
+    fn n4_processor_register_and_unregister_n_times() {
+        let per_op = |n: usize| {
+            let (processor, _handlers) = processor(n);
+            let steps = count(|| {
+                for i in 0..n {
+                    let handler = consumer();
+                    let priority = i32::try_from(i % 7).unwrap();
+                    assert!(processor.register_event_handler(&handler, priority));
+                    assert!(processor.unregister_event_handler(&handler));
+                }
+            });
+            steps as f64 / n as f64
+        };
+        assert_within(
+            "register + unregister, n times",
+            per_op(SMALL),
+            per_op(LARGE),
+        );
     }
 
     /// Register + unregister from inside a dispatch: the added handler waits in the pending
