@@ -115,6 +115,27 @@ fn a_broadcast_is_a_span_with_one_child_per_subscriber_call_in_order() {
     }
 }
 
+lumina::declare_multicast_delegate!(FOnScoreChanged(score: u32));
+
+/// A delegate declared with `declare_multicast_delegate!` names its broadcast span by its
+/// declared name, not by its subscribers' type (`dyn Fn(u32)`).
+#[test]
+fn a_declared_delegate_names_its_broadcast_span() {
+    let on_score = FOnScoreChanged::new();
+    let line = line!() + 1;
+    let _hud = on_score.add_lambda(|_| {});
+    let spans = collect(|| on_score.broadcast(3));
+
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    assert_eq!(spans[0].name, "broadcast");
+    assert_eq!(spans[0].field("source"), "FOnScoreChanged", "{spans:#?}");
+    assert_eq!(spans[1].parent, Some(0));
+    assert!(
+        spans[1].field("bind_site").contains(&format!(":{line}:")),
+        "{spans:#?}"
+    );
+}
+
 #[test]
 fn a_broadcast_made_inside_a_subscriber_call_nests_under_that_call() {
     let inner: Rc<MulticastDelegate<dyn Fn()>> = Rc::new(MulticastDelegate::new());

@@ -106,9 +106,22 @@ impl<C: Subscriber> InvocationList<C> {
     /// `call`, so it still inlines both (declared delegates' owned arguments carry their clone
     /// as a closure type for this, `__private::ClonedBy`).
     #[inline(always)]
-    pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
+    pub fn broadcast_with<A: Clone>(&self, args: A, call: impl FnMut(&C, A)) {
+        self.broadcast_traced(args, call, crate::trace::broadcast::<C>);
+    }
+
+    /// [`broadcast_with`](Self::broadcast_with) whose trace span (V2) `span` makes, when there
+    /// is a subscriber: a declared delegate's names the declared type. Without the feature
+    /// `trace` the span is zero-sized and `span` an inlined empty function.
+    #[inline(always)]
+    pub(crate) fn broadcast_traced<A: Clone>(
+        &self,
+        args: A,
+        mut call: impl FnMut(&C, A),
+        span: impl FnOnce() -> crate::trace::Span,
+    ) {
         if let Some(block) = self.block() {
-            let _span = crate::trace::broadcast::<C>();
+            let _span = span();
             block.walk_outlined(args, move |subscriber, args| {
                 call(subscriber, args);
                 false
