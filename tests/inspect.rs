@@ -468,11 +468,10 @@ fn v1_self_aware_subscribers_and_one_shot_bus_listeners_are_flagged() {
     let script = line!() + 1;
     let _script = on_spawned.subscribe().self_aware().add_lambda(|_, _| {});
     let processor = EventProcessor::new();
+    let layer = InputLayer::Viewport;
+    let mouse = |_: &lumina::ThisSubscription, _: MouseEvent<'_>| false;
     let handler = line!() + 1;
-    let _handler = processor
-        .add_handler_self_aware::<category::Mouse>(InputLayer::Viewport, |_, _: MouseEvent<'_>| {
-            false
-        });
+    let _handler = processor.add_handler_self_aware::<category::Mouse>(layer, mouse);
     let bus: MessageBus<u32> = MessageBus::new();
     let bus_exact = line!() + 1;
     let _exact = bus.listen(&DAMAGE, |_, _| {});
