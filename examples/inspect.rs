@@ -5,7 +5,7 @@
 //! Run with `cargo run --example inspect --features svg [-- <folder>]`: it writes
 //! `notifications.dot` and `notifications.svg` to the folder (the current one by default). Each
 //! subscriber is labelled with where it subscribed (file:line), its priority, and whether it is
-//! muted, one-shot or a member binding whose owner lives.
+//! muted, one-shot, self-aware or a member binding whose owner lives.
 
 use std::path::PathBuf;
 use std::rc::Rc;

@@ -450,3 +450,97 @@ fn v1_a_dropped_owner_is_drawn_as_such() {
         assert_eq!(dot.nodes[node]["fillcolor"], "#e2e3e5");
     }
 }
+
+/// Self-aware subscribers (X6) of a delegate, a declared delegate, a script delegate and an
+/// event processor are drawn `self-aware`; the bus's `listen_*_once` listeners `one-shot`. The
+/// DOT, the JSON and the SVG show them.
+#[test]
+fn v1_self_aware_subscribers_and_one_shot_bus_listeners_are_flagged() {
+    let on_damage: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+    let plain = line!() + 1;
+    let _plain = on_damage.add_lambda(|_| {});
+    let aware = line!() + 1;
+    let _aware = on_damage.subscribe().self_aware().add_lambda(|_, _| {});
+    let on_hit = OnHit::new();
+    let declared = line!() + 1;
+    let _declared = on_hit.subscribe().self_aware().add_lambda(|_, _| {});
+    let on_spawned: ScriptDelegate<()> = ScriptDelegate::new();
+    let script = line!() + 1;
+    let _script = on_spawned.subscribe().self_aware().add_lambda(|_, _| {});
+    let processor = EventProcessor::new();
+    let layer = InputLayer::Viewport;
+    let mouse = |_: &lumina::ThisSubscription, _: MouseEvent<'_>| false;
+    let handler = line!() + 1;
+    let _handler = processor.add_handler_self_aware::<category::Mouse>(layer, mouse);
+    let bus: MessageBus<u32> = MessageBus::new();
+    let bus_exact = line!() + 1;
+    let _exact = bus.listen(&DAMAGE, |_, _| {});
+    let bus_once = line!() + 1;
+    let _once = bus.listen_once(&DAMAGE, |_, _| {});
+    let parent = DAMAGE.tag().parent().expect("InspectTest");
+    let bus_partial_once = line!() + 1;
+    let _partial_once = bus.listen_entity_partial_once(parent, 7, |_| {});
+
+    let mut inspector = Inspector::new();
+    inspector
+        .delegate("on_damage", &on_damage)
+        .delegate("on_hit", &on_hit.subscriptions())
+        .delegate("on_spawned", &on_spawned)
+        .processor("input", &processor)
+        .bus("bus", &bus);
+    let graph = inspector.finish();
+    let dot = parse(&graph.to_dot());
+    let labels = |name: &str| -> Vec<String> {
+        subscribers_of(&dot, source(&dot, name))
+            .into_iter()
+            .map(|(node, _)| dot.label(node).to_owned())
+            .collect()
+    };
+
+    assert_eq!(
+        labels("on_damage"),
+        [site(plain), format!("{}\nself-aware", site(aware))]
+    );
+    assert_eq!(
+        labels("on_hit"),
+        [format!("{}\nself-aware", site(declared))]
+    );
+    assert_eq!(
+        labels("on_spawned"),
+        [format!("{}\nself-aware", site(script))]
+    );
+    assert_eq!(
+        labels("input"),
+        [format!(
+            "{}\npriority 1000\nself-aware\nowner alive",
+            site(handler)
+        )]
+    );
+    assert_eq!(
+        labels("bus"),
+        [
+            format!("{}\none-shot", site(bus_partial_once)),
+            site(bus_exact),
+            format!("{}\none-shot", site(bus_once)),
+        ]
+    );
+
+    let aware: Vec<bool> = graph.sources[0]
+        .subscribers
+        .iter()
+        .map(|s| s.self_aware)
+        .collect();
+    assert_eq!(aware, [false, true]);
+    #[cfg(feature = "serde")]
+    {
+        let json = serde_json::to_string(&graph).expect("serializes");
+        assert_eq!(json.matches("\"self_aware\":true").count(), 4, "{json}");
+        assert_eq!(json.matches("\"one_shot\":true").count(), 2, "{json}");
+    }
+    #[cfg(feature = "svg")]
+    {
+        let svg = graph.to_svg();
+        assert_eq!(svg.matches(">self-aware</tspan>").count(), 4);
+        assert_eq!(svg.matches(">one-shot</tspan>").count(), 2);
+    }
+}

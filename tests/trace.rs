@@ -1,7 +1,8 @@
 //! V2, V3: the trace of every broadcast, as a `tracing` subscriber sees it. A small collector
 //! records each span's name, fields and parent; the tests check the broadcast span, one child
 //! span per subscriber call in call order named by its bind site (this file's own lines), the
-//! nesting of a broadcast made inside a subscriber call, and the bus send span with its tag.
+//! nesting of a broadcast made inside a subscriber call, the bus send span with its tag, and
+//! the subscriber calls of the processor's slow path and of the merging walk.
 //! Without the feature `trace` there is nothing to check: CI runs this file with it.
 #![cfg(feature = "trace")]
 
@@ -112,6 +113,27 @@ fn a_broadcast_is_a_span_with_one_child_per_subscriber_call_in_order() {
             "{span:?} at line {line}"
         );
     }
+}
+
+lumina::declare_multicast_delegate!(FOnScoreChanged(score: u32));
+
+/// A delegate declared with `declare_multicast_delegate!` names its broadcast span by its
+/// declared name, not by its subscribers' type (`dyn Fn(u32)`).
+#[test]
+fn a_declared_delegate_names_its_broadcast_span() {
+    let on_score = FOnScoreChanged::new();
+    let line = line!() + 1;
+    let _hud = on_score.add_lambda(|_| {});
+    let spans = collect(|| on_score.broadcast(3));
+
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    assert_eq!(spans[0].name, "broadcast");
+    assert_eq!(spans[0].field("source"), "FOnScoreChanged", "{spans:#?}");
+    assert_eq!(spans[1].parent, Some(0));
+    assert!(
+        spans[1].field("bind_site").contains(&format!(":{line}:")),
+        "{spans:#?}"
+    );
 }
 
 #[test]
@@ -226,13 +248,11 @@ impl lumina::event::EventHandler for Viewport {
     }
 }
 
-#[test]
-fn a_dispatch_is_a_span_named_by_its_event_type_over_its_handler_calls() {
-    use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
-    let processor = EventProcessor::new();
-    let viewport = Rc::new(Viewport);
-    let line = line!() + 1;
-    assert!(processor.register_event_handler(&viewport, InputLayer::Viewport));
+/// Dispatches a key press through `processor` (whose one handler, registered at `line`,
+/// consumes it) and checks the trace: a `dispatch` span named by the event type, with the
+/// handler's call a `subscriber` span under the handler list's broadcast under it.
+fn check_one_handler_call(processor: &lumina::event::EventProcessor, line: u32) {
+    use lumina::event::{Key, KeyPressedEvent, Modifiers};
     let spans = collect(|| {
         assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
     });
@@ -242,20 +262,78 @@ fn a_dispatch_is_a_span_named_by_its_event_type_over_its_handler_calls() {
         spans[0].field("event").ends_with("KeyPressedEvent"),
         "{spans:#?}"
     );
-    let call = spans
-        .iter()
-        .position(|s| s.name == "subscriber")
-        .expect("a handler call");
+    let calls: Vec<_> = spans.iter().filter(|s| s.name == "subscriber").collect();
+    assert_eq!(calls.len(), 1, "{spans:#?}");
     assert!(
-        spans[call]
-            .field("bind_site")
-            .contains(&format!(":{line}:")),
+        calls[0].field("bind_site").contains(&format!(":{line}:")),
         "{spans:#?}"
     );
     assert!(
-        spans[call]
-            .parent
-            .is_some_and(|p| spans[p].parent == Some(0)),
+        calls[0].parent.is_some_and(|p| spans[p].parent == Some(0)),
         "{spans:#?}"
     );
+}
+
+#[test]
+fn a_dispatch_is_a_span_named_by_its_event_type_over_its_handler_calls() {
+    use lumina::event::{EventProcessor, InputLayer};
+    let processor = EventProcessor::new();
+    let viewport = Rc::new(Viewport);
+    let line = line!() + 1;
+    assert!(processor.register_event_handler(&viewport, InputLayer::Viewport));
+    check_one_handler_call(&processor, line);
+}
+
+/// The processor's slow path (one-shot, blocked and owned handlers): a one-shot handler's call
+/// is a `subscriber` span too, named by its registration's line, under the dispatch.
+#[test]
+fn a_one_shot_handler_call_is_a_span_on_the_slow_dispatch_path() {
+    use lumina::event::{EventProcessor, InputLayer};
+    let processor = EventProcessor::new();
+    let viewport = Rc::new(Viewport);
+    let line = line!() + 1;
+    assert!(processor.register_event_handler_once(&viewport, InputLayer::Viewport));
+    check_one_handler_call(&processor, line);
+}
+
+/// The merging walk: a nested broadcast of a list while subscribers added during the outer
+/// broadcast wait to be merged still has one `subscriber` span per call, the waiting one's
+/// named by the line that added it.
+#[test]
+fn a_nested_broadcast_that_merges_added_subscribers_has_a_span_per_call() {
+    let on_tick: Rc<MulticastDelegate<dyn Fn()>> = Rc::new(MulticastDelegate::new());
+    let added_line = Rc::new(std::cell::Cell::new(0));
+    let (delegate, at) = (Rc::downgrade(&on_tick), Rc::clone(&added_line));
+    let nested = std::cell::Cell::new(false);
+    let first_line = line!() + 1;
+    let _first = on_tick.add_lambda(move || {
+        if nested.replace(true) {
+            return;
+        }
+        let delegate = delegate.upgrade().expect("alive");
+        at.set(line!() + 1);
+        let _ = delegate.add_lambda(|| {});
+        // Nested, while the subscriber just added waits: the merging walk.
+        delegate.broadcast();
+    });
+    let spans = collect(|| on_tick.broadcast());
+
+    let shape: Vec<_> = spans.iter().map(|s| (s.name, s.parent)).collect();
+    assert_eq!(
+        shape,
+        [
+            ("broadcast", None),
+            ("subscriber", Some(0)),
+            ("broadcast", Some(1)),
+            ("subscriber", Some(2)),
+            ("subscriber", Some(2)),
+        ],
+        "{spans:#?}"
+    );
+    for (span, line) in spans[3..].iter().zip([first_line, added_line.get()]) {
+        assert!(
+            span.field("bind_site").contains(&format!(":{line}:")),
+            "{span:?} at line {line}"
+        );
+    }
 }

@@ -204,6 +204,7 @@ impl ProjectLoaded {
     /// cloned for every subscriber but the last, which gets the original.
     pub fn broadcast(&self) {
         ::lumina::__private::broadcast_with(
+            ::core::marker::PhantomData::<Self>,
             &self.0,
             (),
             |()| (),
@@ -764,6 +765,7 @@ impl WindowResize {
     /// cloned for every subscriber but the last, which gets the original.
     pub fn broadcast(&self, window: &Window, size: UVec2) {
         ::lumina::__private::broadcast_with(
+            ::core::marker::PhantomData::<Self>,
             &self.0,
             (size,),
             |(size,)| (::lumina::__private::clone_arg::<UVec2>(size),),
@@ -1361,6 +1363,7 @@ impl SaveQuery {
     /// cloned for every subscriber but the last, which gets the original.
     pub fn broadcast(&self, path: &str) {
         ::lumina::__private::broadcast_with(
+            ::core::marker::PhantomData::<Self>,
             &self.0,
             (),
             |()| (),
@@ -1987,6 +1990,7 @@ impl AssetImported {
     pub fn broadcast(&self, path: String, bytes: usize) {
         if ::core::mem::needs_drop::<(String, usize)>() {
             ::lumina::__private::broadcast_with(
+                ::core::marker::PhantomData::<Self>,
                 &self.0,
                 (
                     ::lumina::__private::Guarded::new(path),
@@ -2012,6 +2016,7 @@ impl AssetImported {
             );
         } else {
             ::lumina::__private::broadcast_with(
+                ::core::marker::PhantomData::<Self>,
                 &self.0,
                 (path, bytes),
                 |(path, bytes)| (

@@ -184,8 +184,12 @@ pub struct Subscription {
     pub priority: i32,
     /// Whether it is muted (blocked, X4): it keeps its place but broadcasts skip it.
     pub muted: bool,
-    /// Whether it is one-shot (X3): removed right before its first call.
+    /// Whether it is one-shot (X3): removed right before its first call. A bus listener added
+    /// with a `listen_*_once` method is too (it removes itself at its first message).
     pub one_shot: bool,
+    /// Whether it is self-aware (X6): made with `.self_aware()` (or a `*_self_aware` method), its
+    /// callable receives its own subscription.
+    pub self_aware: bool,
 }
 
 impl fmt::Debug for Subscription {

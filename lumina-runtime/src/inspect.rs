@@ -168,9 +168,10 @@ pub struct Subscriber {
     pub priority: i32,
     /// Whether it is muted (blocked, X4).
     pub muted: bool,
-    /// Whether it is one-shot (X3). A bus listener added with a `listen_*_once` method removes
-    /// itself after its first message and is not flagged.
+    /// Whether it is one-shot (X3); a bus listener added with a `listen_*_once` method too.
     pub one_shot: bool,
+    /// Whether it is self-aware (X6): its callable receives its own subscription.
+    pub self_aware: bool,
     /// The game module whose code subscribed it, by the number of its
     /// [`ModuleId`](crate::module::ModuleId) (`module#N`), while that module is loaded (MB4).
     pub module: Option<u64>,
@@ -260,6 +261,7 @@ impl Subscriber {
             priority: subscription.priority,
             muted: subscription.muted,
             one_shot: subscription.one_shot,
+            self_aware: subscription.self_aware,
             module: crate::track::module_of(subscription.handle.id()),
             channel: None,
             viewport: None,
@@ -267,7 +269,8 @@ impl Subscriber {
     }
 
     /// Its label in a drawing: the bind site, then what differs from a plain subscriber
-    /// (`priority 5`, `muted`, `one-shot`, `owner alive` / `owner dropped`, `module#N`), each on
+    /// (`priority 5`, `muted`, `one-shot`, `self-aware`, `owner alive` / `owner dropped`,
+    /// `module#N`), each on
     /// a line.
     ///
     /// ```
@@ -296,6 +299,9 @@ impl Subscriber {
         }
         if self.one_shot {
             label.push_str("\none-shot");
+        }
+        if self.self_aware {
+            label.push_str("\nself-aware");
         }
         match self.owner {
             OwnerState::NoOwner => {}
@@ -491,6 +497,7 @@ impl Inspect for InputViewportRegistry {
                 priority: 0,
                 muted,
                 one_shot: false,
+                self_aware: false,
                 module: None,
                 channel: None,
                 viewport: Some(Viewport {

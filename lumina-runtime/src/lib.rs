@@ -132,10 +132,12 @@ pub mod __private {
 
     /// Not public API; used by expansions of `declare_multicast_delegate!`. Broadcasts `args` to
     /// every subscriber of `delegate`: `call(subscriber, args)` for each, with `args` cloned for
-    /// all but the last by `clone` (M11), before each subscriber is checked (M13).
+    /// all but the last by `clone` (M11), before each subscriber is checked (M13). `D` is the
+    /// declared delegate's type, which names the broadcast's trace span (V2; zero-sized).
     #[doc(hidden)]
     #[inline]
-    pub fn broadcast_with<F: ?Sized + 'static, A>(
+    pub fn broadcast_with<D: ?Sized, F: ?Sized + 'static, A>(
+        _declared: ::core::marker::PhantomData<D>,
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
         clone: impl Fn(&A) -> A + Copy,
@@ -144,9 +146,11 @@ pub mod __private {
         let args = ClonedBy { value: args, clone };
         // The loop out of line (an empty broadcast tests the list before any register is
         // saved); `call` is moved in, as a closure borrowing it would need its address.
-        delegate
-            .list()
-            .broadcast_with(args, move |subscriber, args| call(subscriber, args.value));
+        delegate.list().broadcast_traced(
+            args,
+            move |subscriber, args| call(subscriber, args.value),
+            crate::trace::broadcast_declared::<D>,
+        );
     }
 
     /// [`broadcast_with`] with an early stop once `call` returns `true` (X7).

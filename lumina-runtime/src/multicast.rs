@@ -255,7 +255,7 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     ) -> DelegateHandle {
         let handle = self
             .list
-            .insert_with(options.spec(owner, None), |handle, list| {
+            .insert_with(options.spec_self_aware(owner), |handle, list| {
                 Shared::new(make(ThisSubscription::new(handle, list)))
             });
         if options.muted {

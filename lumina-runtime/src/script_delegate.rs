@@ -770,7 +770,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         make: impl FnOnce(crate::ThisSubscription) -> Listener,
     ) -> DelegateHandle {
         let list = self.base.for_native();
-        let handle = list.insert_with(options.spec(owner, None), |handle, list| {
+        let handle = list.insert_with(options.spec_self_aware(owner), |handle, list| {
             make(crate::ThisSubscription::new(handle, list))
         });
         if options.muted {

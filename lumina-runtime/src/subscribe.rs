@@ -153,6 +153,19 @@ impl Options<'_> {
                 Some(removal) => Some(removal.weak()),
                 None => owner,
             },
+            self_aware: false,
+        }
+    }
+
+    /// [`spec`](Self::spec) for a self-aware subscription (X6), recorded as such for listings.
+    #[inline]
+    pub(crate) fn spec_self_aware(
+        self,
+        owner: Option<std::rc::Weak<dyn std::any::Any>>,
+    ) -> crate::invocation::Spec {
+        crate::invocation::Spec {
+            self_aware: true,
+            ..self.spec(owner, None)
         }
     }
 }

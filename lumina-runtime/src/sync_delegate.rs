@@ -546,6 +546,7 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
                 priority: entry.priority,
                 muted: entry.state.load(Ordering::Acquire) & BLOCKS != 0,
                 one_shot: entry.once,
+                self_aware: false,
             })
             .collect()
     }

@@ -27,24 +27,42 @@ pub(crate) struct Span(#[allow(dead_code)] tracing::span::EnteredSpan);
 pub(crate) struct Span;
 
 /// A broadcast of the list whose subscribers have type `C`: a span `broadcast` whose `source`
-/// field names that type.
+/// field names that type (a declared delegate's names the declared type instead:
+/// [`broadcast_declared`]).
 #[inline(always)]
-#[cfg_attr(
-    not(feature = "trace"),
-    expect(
-        clippy::extra_unused_type_parameters,
-        reason = "only the trace names the type"
-    )
-)]
 pub(crate) fn broadcast<C: ?Sized>() -> Span {
+    broadcast_of(std::any::type_name::<C>)
+}
+
+/// A broadcast of the delegate declared as the type `D` (`declare_multicast_delegate!`): a span
+/// `broadcast` whose `source` is the declared name (`D`'s type name without its module path,
+/// with its generic arguments if it has any), not its subscribers' type.
+#[inline(always)]
+pub(crate) fn broadcast_declared<D: ?Sized>() -> Span {
+    broadcast_of(|| declared_name(std::any::type_name::<D>()))
+}
+
+/// A span `broadcast` whose `source` field is what `source` returns (called only with the
+/// feature).
+#[inline(always)]
+fn broadcast_of(source: impl FnOnce() -> &'static str) -> Span {
     #[cfg(feature = "trace")]
     {
-        Span(tracing::trace_span!("broadcast", source = std::any::type_name::<C>()).entered())
+        Span(tracing::trace_span!("broadcast", source = source()).entered())
     }
     #[cfg(not(feature = "trace"))]
     {
+        let _ = source;
         Span
     }
+}
+
+/// `full`, a type name, without the module path of the type itself: `game::FOnScore<u32>` is
+/// `FOnScore<u32>`.
+fn declared_name(full: &'static str) -> &'static str {
+    let head = full.find('<').unwrap_or(full.len());
+    let start = full[..head].rfind("::").map_or(0, |at| at + 2);
+    &full[start..]
 }
 
 /// An event processor's dispatch of an event of type `E`: a span `dispatch` whose `event` field
@@ -102,5 +120,18 @@ pub(crate) fn subscriber(site: u32) -> Span {
     {
         let _ = site;
         Span
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_declared_name_loses_its_module_path_and_keeps_its_generic_arguments() {
+        assert_eq!(super::declared_name("game::hud::FOnScore"), "FOnScore");
+        assert_eq!(super::declared_name("FOnScore"), "FOnScore");
+        assert_eq!(
+            super::declared_name("game::FOnPick<alloc::string::String>"),
+            "FOnPick<alloc::string::String>"
+        );
     }
 }

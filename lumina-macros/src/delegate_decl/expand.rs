@@ -381,6 +381,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
     let broadcast = paths(&|wrapped, call| {
         quote! {
             ::lumina::__private::broadcast_with(
+                ::core::marker::PhantomData::<Self>,
                 &self.0,
                 #wrapped,
                 |#f, (#(#owned_names,)*)| { #call; },

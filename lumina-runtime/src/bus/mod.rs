@@ -730,6 +730,8 @@ struct Record<E> {
     tag: Tag,
     entity: Option<E>,
     partial: bool,
+    /// Added with a `listen_*_once` method (X3): listed as one-shot (V1).
+    once: bool,
 }
 
 /// A listener of the bus as [`MessageBus::listeners`] lists it (GB7, B5).
@@ -996,7 +998,7 @@ impl<E: EntityId> MessageBus<E> {
         listener: impl Fn(&P, &Message<'_, E>) + 'static,
     ) -> DelegateHandle {
         let (tag, listener) = resolve(key, listener);
-        self.add(tag, None, false, 0, once_exact(tag, listener))
+        self.add_once(tag, None, false, once_exact(tag, listener))
     }
 
     /// [`listen_partial`](Self::listen_partial), for one message only (X3; see
@@ -1008,7 +1010,7 @@ impl<E: EntityId> MessageBus<E> {
         listener: impl Fn(&Message<'_, E>) + 'static,
     ) -> DelegateHandle {
         let (tag, listener) = resolve(tag, listener);
-        self.add(tag, None, true, 0, once(None, |_| true, listener))
+        self.add_once(tag, None, true, once(None, |_| true, listener))
     }
 
     /// [`listen_entity`](Self::listen_entity), for one message only (X3; see
@@ -1021,7 +1023,7 @@ impl<E: EntityId> MessageBus<E> {
         listener: impl Fn(&P, &Message<'_, E>) + 'static,
     ) -> DelegateHandle {
         let (tag, listener) = resolve(key, listener);
-        self.add(tag, Some(entity), false, 0, once_exact(tag, listener))
+        self.add_once(tag, Some(entity), false, once_exact(tag, listener))
     }
 
     /// [`listen_entity_partial`](Self::listen_entity_partial), for one message only (X3; see
@@ -1034,7 +1036,7 @@ impl<E: EntityId> MessageBus<E> {
         listener: impl Fn(&Message<'_, E>) + 'static,
     ) -> DelegateHandle {
         let (tag, listener) = resolve(tag, listener);
-        self.add(tag, Some(entity), true, 0, once(None, |_| true, listener))
+        self.add_once(tag, Some(entity), true, once(None, |_| true, listener))
     }
 
     // ---- futures (X5) ----------------------------------------------------------------------
@@ -1150,6 +1152,24 @@ impl<E: EntityId> MessageBus<E> {
         self.add_with(tag, entity, is_partial, priority, true, make)
     }
 
+    /// [`add`](Self::add) for a `listen_*_once` listener, whose record says so for
+    /// [`listeners`](Self::listeners) (V1). The one-shot behaviour is `make`'s own.
+    #[track_caller]
+    fn add_once(
+        &self,
+        tag: Tag,
+        entity: Option<E>,
+        is_partial: bool,
+        make: impl FnOnce(DelegateHandle, Weak<dyn RemoveByHandle>) -> Callable<E>,
+    ) -> DelegateHandle {
+        let handle = self.add(tag, entity, is_partial, 0, make);
+        // Gone already if a retained message it heard at once spent it.
+        if let Some(record) = self.records.borrow_mut().get_mut(&handle.id()) {
+            record.once = true;
+        }
+        handle
+    }
+
     #[track_caller]
     fn add_with(
         &self,
@@ -1216,6 +1236,7 @@ impl<E: EntityId> MessageBus<E> {
                 tag,
                 entity,
                 partial: is_partial,
+                once: false,
             },
         );
         (handle, made)
@@ -1430,10 +1451,12 @@ impl<E: EntityId> MessageBus<E> {
         let records = self.records.borrow();
         let mut listed = Vec::new();
         for (tag, entity, channel) in channels {
-            for subscription in channel.list.subscriptions() {
-                let partial = records
-                    .get(&subscription.handle.id())
-                    .is_some_and(|record| record.partial);
+            for mut subscription in channel.list.subscriptions() {
+                let record = records.get(&subscription.handle.id());
+                let partial = record.is_some_and(|record| record.partial);
+                // A `listen_*_once` listener removes itself: its entry is not one-shot, its
+                // record is.
+                subscription.one_shot |= record.is_some_and(|record| record.once);
                 listed.push(ListenerInfo {
                     tag,
                     entity,

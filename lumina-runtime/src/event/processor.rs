@@ -196,6 +196,7 @@ impl EventProcessor {
             owner: Some(owner),
             once,
             key: None,
+            self_aware: false,
         };
         Some(self.handlers.insert_spec(spec, WeakShared::new(weak)))
     }
@@ -305,6 +306,7 @@ impl EventProcessor {
         let spec = crate::invocation::Spec {
             priority,
             owner: Some(owner),
+            self_aware: true,
             ..crate::invocation::Spec::default()
         };
         let handle = self.handlers.insert_with(spec, |handle, list| {

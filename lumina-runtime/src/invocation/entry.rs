@@ -22,8 +22,11 @@ pub(super) const BLOCKED: u64 = 4;
 pub(super) const ONCE: u64 = 8;
 /// The state bits of [`Entry::word`].
 const STATE_MASK: u64 = 15;
-/// Above the state bits: the number of the subscription's bind site (B5), then its id.
-const SITE_SHIFT: u32 = 4;
+/// Above the state bits, and not one of them (the loops never test it): the subscription is
+/// self-aware (X6: its callable was given its own `ThisSubscription`). For listings only (V1).
+const SELF_AWARE: u64 = 16;
+/// Above that bit: the number of the subscription's bind site (B5), then its id.
+const SITE_SHIFT: u32 = 5;
 const SITE_MASK: u64 = (1 << crate::bind_site::SITE_BITS) - 1;
 const ID_SHIFT: u32 = SITE_SHIFT + crate::bind_site::SITE_BITS;
 /// The bind site number of a tombstone a move left (`Entry::move_out`): no interned site has it
@@ -76,10 +79,11 @@ unsafe impl<T: ?Sized> Subscriber for std::rc::Weak<T> {
 /// (M4 allows no later), so no broadcast loop ever holds a reference into a slot that a removal
 /// empties. So an empty slot always has [`REMOVED`] set.
 pub(super) struct Entry<C> {
-    /// `id << 24 | bind site << 4 | state`, the state being [`REMOVED`] | [`OWNED`] |
-    /// [`BLOCKED`] | [`ONCE`]. The state is 0 for a live, unblocked, lasting entry without owner,
-    /// so the broadcast loop checks liveness with one load and one test. Ids fit in 40 bits (a
-    /// trillion subscriptions), bind sites in 20 (see `bind_site`).
+    /// `id << 25 | bind site << 5 | self-aware << 4 | state`, the state being [`REMOVED`] |
+    /// [`OWNED`] | [`BLOCKED`] | [`ONCE`]. The state is 0 for a live, unblocked, lasting entry
+    /// without owner, so the broadcast loop checks liveness with one load and one test; the
+    /// [`SELF_AWARE`] bit is outside it. Ids fit in 39 bits (half a trillion subscriptions),
+    /// bind sites in 20 (see `bind_site`).
     word: Cell<u64>,
     /// The callable; see `raw.rs` for who reads it how.
     pub(super) slot: UnsafeCell<Option<C>>,
@@ -99,14 +103,22 @@ impl<C> Drop for Entry<C> {
 }
 
 impl<C> Entry<C> {
-    /// A live entry; `once` makes it one-shot (X3).
-    pub(super) fn new(id: u64, owned: bool, once: bool, site: u32, callable: C) -> Self {
+    /// A live entry; `once` makes it one-shot (X3); `self_aware` records that its callable was
+    /// given its own subscription (X6, for listings).
+    pub(super) fn new(
+        id: u64,
+        (owned, once, self_aware): (bool, bool, bool),
+        site: u32,
+        callable: C,
+    ) -> Self {
         assert!(
             id < 1 << (64 - ID_SHIFT),
-            "lumina: more than 2^40 subscriptions were made in this process"
+            "lumina: more than 2^39 subscriptions were made in this process"
         );
         let site = u64::from(site) & SITE_MASK;
-        let state = if owned { OWNED } else { 0 } | if once { ONCE } else { 0 };
+        let state = if owned { OWNED } else { 0 }
+            | if once { ONCE } else { 0 }
+            | if self_aware { SELF_AWARE } else { 0 };
         Entry {
             word: Cell::new(id << ID_SHIFT | site << SITE_SHIFT | state),
             slot: UnsafeCell::new(Some(callable)),
@@ -188,6 +200,11 @@ impl<C> Entry<C> {
 
     pub(super) fn is_once(&self) -> bool {
         self.state() & ONCE != 0
+    }
+
+    /// Whether its callable was given its own subscription (X6).
+    pub(super) fn is_self_aware(&self) -> bool {
+        self.word.get() & SELF_AWARE != 0
     }
 
     /// This entry's address (a cold path's way back from the pointer a hot loop iterates with

@@ -347,6 +347,7 @@ impl<C: Subscriber> InvocationList<C> {
                         priority: block.priority_at(index),
                         muted: entry.is_blocked(),
                         one_shot: entry.is_once(),
+                        self_aware: entry.is_self_aware(),
                     },
                 ));
             }
@@ -369,6 +370,7 @@ impl<C: Subscriber> InvocationList<C> {
                     priority: pending.priority,
                     muted: pending.entry.is_blocked(),
                     one_shot: pending.entry.is_once(),
+                    self_aware: pending.entry.is_self_aware(),
                 },
             ));
         }
@@ -456,6 +458,8 @@ pub(crate) struct Spec {
     pub(crate) once: bool,
     /// The address of the plain function the subscription was made from (`add_static`).
     pub(crate) key: Option<usize>,
+    /// Its callable was given its own subscription (X6): recorded for listings (V1).
+    pub(crate) self_aware: bool,
 }
 
 /// Operations on one subscription through a type-erased weak reference to a list's block: what
@@ -978,6 +982,7 @@ impl<C: Subscriber> Block<C> {
             owner,
             once,
             key,
+            self_aware,
         } = spec;
         let handle = DelegateHandle::new_unique();
         if priority != 0 {
@@ -987,7 +992,12 @@ impl<C: Subscriber> Block<C> {
         // Module hook (MB4): a subscription whose code lies in a loaded game module's library is
         // recorded, so unloading the module removes it. One atomic load while none is loaded.
         let code = callable.code();
-        let entry = Entry::new(handle.id(), owner.is_some(), once, site, callable);
+        let entry = Entry::new(
+            handle.id(),
+            (owner.is_some(), once, self_aware),
+            site,
+            callable,
+        );
         // The largest id of this list so far: the indexes' ids stay sorted.
         if let Some(key) = key {
             self.keys

@@ -106,9 +106,22 @@ impl<C: Subscriber> InvocationList<C> {
     /// `call`, so it still inlines both (declared delegates' owned arguments carry their clone
     /// as a closure type for this, `__private::ClonedBy`).
     #[inline(always)]
-    pub fn broadcast_with<A: Clone>(&self, args: A, mut call: impl FnMut(&C, A)) {
+    pub fn broadcast_with<A: Clone>(&self, args: A, call: impl FnMut(&C, A)) {
+        self.broadcast_traced(args, call, crate::trace::broadcast::<C>);
+    }
+
+    /// [`broadcast_with`](Self::broadcast_with) whose trace span (V2) `span` makes, when there
+    /// is a subscriber: a declared delegate's names the declared type. Without the feature
+    /// `trace` the span is zero-sized and `span` an inlined empty function.
+    #[inline(always)]
+    pub(crate) fn broadcast_traced<A: Clone>(
+        &self,
+        args: A,
+        mut call: impl FnMut(&C, A),
+        span: impl FnOnce() -> crate::trace::Span,
+    ) {
         if let Some(block) = self.block() {
-            let _span = crate::trace::broadcast::<C>();
+            let _span = span();
             block.walk_outlined(args, move |subscriber, args| {
                 call(subscriber, args);
                 false
@@ -467,9 +480,10 @@ impl<C: Subscriber> Block<C> {
             };
             // None only if a subscriber followed the one that was the last (cannot happen).
             let Some(args) = args else { break };
-            let Some((_, current)) = broadcast.next_call() else {
+            let Some((_, site, current)) = broadcast.next_call() else {
                 break;
             };
+            let _call = crate::trace::subscriber(site);
             // Dropped under the guard if the call unwinds (R2).
             if Guarded::hold(current, |current| visit(current, args)) {
                 return true;
@@ -617,6 +631,7 @@ fn dispatch_slow<C: Subscriber, T>(
         // Removed before its call (X3); `strong` keeps the handler for it.
         block.claim(entry);
     }
+    let _call = crate::trace::subscriber(entry.site());
     call(strong)
 }
 
@@ -775,33 +790,44 @@ impl<C: Subscriber> Broadcast<'_, C> {
     /// The next live subscriber with its handle's id, advancing past it: a clone of the callable,
     /// taken for a moment (no borrow of the lists is held when this returns).
     pub fn next_entry(&mut self) -> Option<(u64, C)> {
+        self.next_sited().map(|(id, _, callable)| (id, callable))
+    }
+
+    /// [`next_entry`](Self::next_entry) with the subscriber's bind site (its number, for the
+    /// trace of its call, V2).
+    fn next_sited(&mut self) -> Option<(u64, u32, C)> {
         let id = self.peek_id()?;
         let block = self.block;
         let entries: &[Entry<C>] = self.entries.as_deref().map_or(&[], Vec::as_slice);
-        let (key, callable) = match entries.get(self.index).filter(|entry| entry.id() == id) {
+        let (key, site, callable) = match entries.get(self.index).filter(|entry| entry.id() == id) {
             Some(entry) => {
                 let key = block.key_at(entries, self.index);
                 self.index += 1;
-                (key, entry.clone_callable())
+                (key, entry.site(), entry.clone_callable())
             }
             None => {
                 let pending = block.pending.borrow();
                 // `peek_id` passed what came before it: the next pending entry is `id`.
                 let found = self.next_pending(&pending).filter(|p| p.entry.id() == id)?;
-                (found.key(), found.entry.clone_callable())
+                (
+                    found.key(),
+                    found.entry.site(),
+                    found.entry.clone_callable(),
+                )
             }
         };
         self.last_key = Some(key);
         // Live entries hold their callable.
-        Some((id, callable?))
+        Some((id, site, callable?))
     }
 
-    /// [`next_entry`](Self::next_entry) for a call about to be made: a one-shot subscriber is
-    /// claimed (removed before its call, X3). No user code runs between the check and the claim.
-    pub fn next_call(&mut self) -> Option<(u64, C)> {
-        let (id, callable) = self.next_entry()?;
+    /// [`next_entry`](Self::next_entry) for a call about to be made, with the subscriber's bind
+    /// site: a one-shot subscriber is claimed (removed before its call, X3). No user code runs
+    /// between the check and the claim.
+    pub fn next_call(&mut self) -> Option<(u64, u32, C)> {
+        let (id, site, callable) = self.next_sited()?;
         self.claim_passed(id);
-        Some((id, callable))
+        Some((id, site, callable))
     }
 
     /// Claims the subscriber `id` just passed by [`next_entry`](Self::next_entry) if it is
