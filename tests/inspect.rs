@@ -77,7 +77,7 @@ fn world() -> World {
     let _exact = bus.listen(&DAMAGE, |_, _| {});
     let parent = DAMAGE.tag().parent().expect("InspectTest");
     lines.insert("bus_partial_entity", line!() + 1);
-    let _partial = bus.listen_entity_partial(parent, 7, |_| {});
+    let _partial = bus.subscribe().partial().entity(7).listen(parent, |_| {});
 
     let processor = EventProcessor::new();
     let viewports = Rc::new(InputViewportRegistry::new());

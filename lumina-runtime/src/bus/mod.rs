@@ -33,7 +33,7 @@
 //! // Exact: the payload arrives typed.
 //! let _exact = bus.listen(&tags::COMBAT_DAMAGE, move |damage, _| sink.set(sink.get() + damage.amount));
 //! // Partial: every descendant of `Combat`, told the actual tag.
-//! let _ui = bus.listen_partial(&tags::COMBAT, |message| println!("{} {:?}", message.tag(), message.get(&tags::COMBAT_DAMAGE)));
+//! let _ui = bus.subscribe().partial().listen(&tags::COMBAT, |message| println!("{} {:?}", message.tag(), message.get(&tags::COMBAT_DAMAGE)));
 //! bus.send(&tags::COMBAT_DAMAGE, Damage { amount: 5 });
 //! bus.send(&tags::COMBAT_DAMAGE_CRITICAL, Damage { amount: 50 }); // not exact: `_exact` does not hear it
 //! assert_eq!(heard.get(), 5);
@@ -75,10 +75,14 @@
 
 mod poster;
 mod script;
+mod subscribe;
 mod tag;
 
 pub use poster::{BusGone, Poster};
 pub use script::{BusMessage, ScriptBusError, ScriptLayout};
+pub use subscribe::{AnyEntity, BusSubscribe, Exact, OneEntity, Partial};
+#[doc(hidden)]
+pub use subscribe::{NotAddressed, NotPartial};
 #[doc(hidden)]
 pub use tag::script_tag_key;
 pub use tag::{DeclaredTag, Tag, TagConflict, TagKey, UnknownTag, WrongPayload, register_tags};
@@ -758,7 +762,7 @@ pub struct ListenerInfo<E> {
 ///
 /// | operation | cost |
 /// |---|---|
-/// | `listen*` (exact, partial, entity, one-shot), `next*` | O(1), plus O(log t + k) to find the k retained messages it hears at once (retained tag or partial) |
+/// | [`listen`](Self::listen), [`next`](Self::next), and through [`subscribe`](Self::subscribe) (partial, entity, one-shot, priority) | O(1), plus O(log t + k) to find the k retained messages it hears at once (retained tag or partial) |
 /// | [`remove`](Self::remove), [`scoped`](Self::scoped), [`is_listening`](Self::is_listening) | O(log n) (O(log m) more for a managed listener); an entity's channel goes with its last listener |
 /// | [`forget_entity`](Self::forget_entity) | O(k) in the entity's own channels and listeners |
 /// | [`send`](Self::send), [`send_to`](Self::send_to), [`send_tag`](Self::send_tag) | O(1) per listener that hears it and per level of the tag and entity hierarchies |
@@ -890,82 +894,16 @@ impl<E: EntityId> MessageBus<E> {
         key: &TagKey<P>,
         listener: impl Fn(&P, &Message<'_, E>) + 'static,
     ) -> DelegateHandle {
-        let (tag, listener) = resolve(key, listener);
-        self.add(tag, None, false, 0, exact(tag, listener))
+        self.subscribe().listen(key, listener)
     }
 
-    /// [`listen`](Self::listen) with a priority: higher runs first within the tag (GB3).
-    #[track_caller]
-    pub fn listen_with_priority<P: 'static>(
-        &self,
-        key: &TagKey<P>,
-        priority: i32,
-        listener: impl Fn(&P, &Message<'_, E>) + 'static,
-    ) -> DelegateHandle {
-        let (tag, listener) = resolve(key, listener);
-        self.add(tag, None, false, priority, exact(tag, listener))
-    }
-
-    /// Listens to `tag` and every descendant (GB3): `listener(message)`, told the actual tag
-    /// ([`Message::tag`]) and reading the payload with [`Message::get`] or
-    /// [`Message::payload`]. Takes a [`Tag`], so a tag found by name works too.
+    /// A listener with options (A1): [`priority`](BusSubscribe::priority),
+    /// [`once`](BusSubscribe::once), [`partial`](BusSubscribe::partial) and
+    /// [`entity`](BusSubscribe::entity), one method each, in any order, then the finish:
+    /// [`listen`](BusSubscribe::listen) (the handle) or [`next`](BusSubscribe::next) (the future
+    /// of the next message). See [`BusSubscribe`].
     ///
-    /// Cost: O(1), plus O(log t + k) to find the k retained messages of descendants it hears at
-    /// once (t the tags retaining), whatever the number of tags registered.
-    #[track_caller]
-    pub fn listen_partial(
-        &self,
-        tag: impl Into<Tag>,
-        listener: impl Fn(&Message<'_, E>) + 'static,
-    ) -> DelegateHandle {
-        let (tag, listener) = resolve(tag, listener);
-        self.add(tag, None, true, 0, partial(listener))
-    }
-
-    /// [`listen_partial`](Self::listen_partial) with a priority.
-    #[track_caller]
-    pub fn listen_partial_with_priority(
-        &self,
-        tag: impl Into<Tag>,
-        priority: i32,
-        listener: impl Fn(&Message<'_, E>) + 'static,
-    ) -> DelegateHandle {
-        let (tag, listener) = resolve(tag, listener);
-        self.add(tag, None, true, priority, partial(listener))
-    }
-
-    /// Listens to `key`'s tag exactly, for messages addressed to `entity` or bubbling up through
-    /// it (GB4).
-    #[track_caller]
-    pub fn listen_entity<P: 'static>(
-        &self,
-        key: &TagKey<P>,
-        entity: E,
-        listener: impl Fn(&P, &Message<'_, E>) + 'static,
-    ) -> DelegateHandle {
-        let (tag, listener) = resolve(key, listener);
-        self.add(tag, Some(entity), false, 0, exact(tag, listener))
-    }
-
-    /// [`listen_partial`](Self::listen_partial) for one entity (GB4).
-    #[track_caller]
-    pub fn listen_entity_partial(
-        &self,
-        tag: impl Into<Tag>,
-        entity: E,
-        listener: impl Fn(&Message<'_, E>) + 'static,
-    ) -> DelegateHandle {
-        let (tag, listener) = resolve(tag, listener);
-        self.add(tag, Some(entity), true, 0, partial(listener))
-    }
-
-    // ---- one-shot listeners (X3) --------------------------------------------------------------
-
-    /// [`listen`](Self::listen), for one message only (X3): the listener is removed right
-    /// before its call starts, so a send nested in that call never runs it again, and its handle
-    /// names nothing from then on ([`remove`](Self::remove) returns `false`; a guard made from
-    /// it removes nothing). Removed before it heard anything, it never runs. On a retained tag
-    /// with a message, it hears that message at once and is gone before this returns.
+    /// Cost: nothing until the finish, which costs what the plain form costs (N4).
     ///
     /// ```
     /// use lumina::bus::MessageBus;
@@ -982,59 +920,16 @@ impl<E: EntityId> MessageBus<E> {
     /// let bus: MessageBus<u32> = MessageBus::new();
     /// let heard = Rc::new(Cell::new(0));
     /// let sink = Rc::clone(&heard);
-    /// let first = bus.listen_once(&tags::DOOR_OPENED, move |door, _| sink.set(*door));
+    /// let first = bus.subscribe().once().listen(&tags::DOOR_OPENED, move |door, _| sink.set(*door));
     /// bus.send(&tags::DOOR_OPENED, 3);
     /// bus.send(&tags::DOOR_OPENED, 4);
     /// assert_eq!(heard.get(), 3);
     /// assert!(!bus.is_listening(first));
     /// assert!(!bus.remove(first), "the handle is spent");
     /// ```
-    #[track_caller]
-    pub fn listen_once<P: 'static>(
-        &self,
-        key: &TagKey<P>,
-        listener: impl Fn(&P, &Message<'_, E>) + 'static,
-    ) -> DelegateHandle {
-        let (tag, listener) = resolve(key, listener);
-        self.add(tag, None, false, 0, once_exact(tag, listener))
-    }
-
-    /// [`listen_partial`](Self::listen_partial), for one message only (X3; see
-    /// [`listen_once`](Self::listen_once)).
-    #[track_caller]
-    pub fn listen_partial_once(
-        &self,
-        tag: impl Into<Tag>,
-        listener: impl Fn(&Message<'_, E>) + 'static,
-    ) -> DelegateHandle {
-        let (tag, listener) = resolve(tag, listener);
-        self.add(tag, None, true, 0, once(None, |_| true, listener))
-    }
-
-    /// [`listen_entity`](Self::listen_entity), for one message only (X3; see
-    /// [`listen_once`](Self::listen_once)).
-    #[track_caller]
-    pub fn listen_entity_once<P: 'static>(
-        &self,
-        key: &TagKey<P>,
-        entity: E,
-        listener: impl Fn(&P, &Message<'_, E>) + 'static,
-    ) -> DelegateHandle {
-        let (tag, listener) = resolve(key, listener);
-        self.add(tag, Some(entity), false, 0, once_exact(tag, listener))
-    }
-
-    /// [`listen_entity_partial`](Self::listen_entity_partial), for one message only (X3; see
-    /// [`listen_once`](Self::listen_once)).
-    #[track_caller]
-    pub fn listen_entity_partial_once(
-        &self,
-        tag: impl Into<Tag>,
-        entity: E,
-        listener: impl Fn(&Message<'_, E>) + 'static,
-    ) -> DelegateHandle {
-        let (tag, listener) = resolve(tag, listener);
-        self.add(tag, Some(entity), true, 0, once(None, |_| true, listener))
+    #[inline]
+    pub fn subscribe(&self) -> BusSubscribe<'_, E> {
+        BusSubscribe::new(self)
     }
 
     // ---- futures (X5) ----------------------------------------------------------------------
@@ -1048,6 +943,9 @@ impl<E: EntityId> MessageBus<E> {
     /// - Dropping it stops listening at once: a send running meanwhile does not reach it.
     /// - It is an ordinary `!Send` future: any single-threaded executor polls it, and
     ///   [`coroutine::spawn_local`](crate::coroutine::spawn_local) runs it on the game thread.
+    ///
+    /// The future of a partial or an entity's next message goes through the builder:
+    /// `bus.subscribe().partial().entity(e).next::<P>(&TAG)` ([`BusSubscribe::next`]).
     ///
     /// ```
     /// use lumina::bus::MessageBus;
@@ -1082,34 +980,7 @@ impl<E: EntityId> MessageBus<E> {
     /// ```
     #[track_caller]
     pub fn next<P: Clone + 'static>(&self, key: &TagKey<P>) -> NextBroadcast<P> {
-        self.next_of(key.tag(), None, false, |_, payload| payload)
-    }
-
-    /// The future of the next message on `tag` or a descendant whose payload is a `P` (X5):
-    /// resolves to `Ok((actual tag, payload clone))`, or `Err(Gone)` if the bus is dropped
-    /// first. Messages of other payload types pass it by. See [`next`](Self::next).
-    #[track_caller]
-    pub fn next_partial<P: Clone + 'static>(&self, tag: impl Into<Tag>) -> NextBroadcast<(Tag, P)> {
-        self.next_of(tag.into(), None, true, |tag, payload| (tag, payload))
-    }
-
-    /// [`next`](Self::next) for messages addressed to `entity` or bubbling up through it (GB4).
-    #[track_caller]
-    pub fn next_entity<P: Clone + 'static>(&self, key: &TagKey<P>, entity: E) -> NextBroadcast<P> {
-        self.next_of(key.tag(), Some(entity), false, |_, payload| payload)
-    }
-
-    /// [`next_partial`](Self::next_partial) for messages addressed to `entity` or bubbling up
-    /// through it (GB4).
-    #[track_caller]
-    pub fn next_entity_partial<P: Clone + 'static>(
-        &self,
-        tag: impl Into<Tag>,
-        entity: E,
-    ) -> NextBroadcast<(Tag, P)> {
-        self.next_of(tag.into(), Some(entity), true, |tag, payload| {
-            (tag, payload)
-        })
+        self.subscribe().next(key)
     }
 
     #[track_caller]
@@ -1118,6 +989,7 @@ impl<E: EntityId> MessageBus<E> {
         tag: Tag,
         entity: Option<E>,
         is_partial: bool,
+        priority: i32,
         value: impl Fn(Tag, P) -> T + 'static,
     ) -> NextBroadcast<T> {
         let (sender, next) = crate::next_broadcast::pair();
@@ -1127,7 +999,7 @@ impl<E: EntityId> MessageBus<E> {
             tag,
             entity,
             is_partial,
-            0,
+            priority,
             false,
             future(exact_tag, sender, value),
         );
@@ -2363,7 +2235,10 @@ mod tests {
         let heard = Rc::new(Cell::new(0));
         let sink = Rc::clone(&heard);
         static ORDER: TagKey<u32> = TagKey::new("BusUnit.Order", false);
-        let _squad = bus.listen_entity(&ORDER, 2, move |_, _| sink.set(sink.get() + 1));
+        let _squad = bus
+            .subscribe()
+            .entity(2)
+            .listen(&ORDER, move |_, _| sink.set(sink.get() + 1));
         bus.send_to(&ORDER, 1, 7);
         assert_eq!(heard.get(), 1);
         // As `Parents::track` records it when the code is a loaded module's.
