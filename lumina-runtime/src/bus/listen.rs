@@ -1,6 +1,8 @@
-//! Listening and removing: the plain `listen` and `next`, the builder's finishes, the
-//! callables they make (exact, partial, one-shot, future), the retained messages a new listener
-//! hears (GB6), removal by handle, the listing (GB7) and `forget_entity`.
+//! Listening and removing: what `listen`, `next` and the builder's finishes come to (`add`,
+//! `next_of`), the callables they make (exact, partial, one-shot, future), the retained messages
+//! a new listener hears (GB6), removal by handle, the listing (GB7) and `forget_entity`. (The
+//! plain `listen`, `subscribe` and `next` stay beside the type in `mod.rs`, so that rustc names
+//! them `MessageBus::listen` in its errors.)
 
 use super::*;
 
@@ -130,106 +132,6 @@ pub(super) fn future<P: Clone + 'static, T: 'static, E: EntityId>(
 }
 
 impl<E: EntityId> MessageBus<E> {
-    // ---- listening -------------------------------------------------------------------------
-
-    /// Listens to `key`'s tag exactly (GB3): `listener(payload, message)` for every message on
-    /// that tag, whichever entity it is addressed to. If the tag is retained and has a message,
-    /// the listener hears it before this returns (GB6).
-    #[track_caller]
-    pub fn listen<P: 'static>(
-        &self,
-        key: &TagKey<P>,
-        listener: impl Fn(&P, &Message<'_, E>) + 'static,
-    ) -> DelegateHandle {
-        self.subscribe().listen(key, listener)
-    }
-
-    /// A listener with options (A1): [`priority`](BusSubscribe::priority),
-    /// [`once`](BusSubscribe::once), [`partial`](BusSubscribe::partial) and
-    /// [`entity`](BusSubscribe::entity), one method each, in any order, then the finish:
-    /// [`listen`](BusSubscribe::listen) (the handle) or [`next`](BusSubscribe::next) (the future
-    /// of the next message). See [`BusSubscribe`].
-    ///
-    /// Cost: nothing until the finish, which costs what the plain form costs (N4).
-    ///
-    /// ```
-    /// use lumina::bus::MessageBus;
-    /// use lumina::gameplay_tags;
-    /// use std::cell::Cell;
-    /// use std::rc::Rc;
-    ///
-    /// gameplay_tags! {
-    ///     pub mod tags {
-    ///         Door.Opened: u32,
-    ///     }
-    /// }
-    ///
-    /// let bus: MessageBus<u32> = MessageBus::new();
-    /// let heard = Rc::new(Cell::new(0));
-    /// let sink = Rc::clone(&heard);
-    /// let first = bus.subscribe().once().listen(&tags::DOOR_OPENED, move |door, _| sink.set(*door));
-    /// bus.send(&tags::DOOR_OPENED, 3);
-    /// bus.send(&tags::DOOR_OPENED, 4);
-    /// assert_eq!(heard.get(), 3);
-    /// assert!(!bus.is_listening(first));
-    /// assert!(!bus.remove(first), "the handle is spent");
-    /// ```
-    #[inline]
-    pub fn subscribe(&self) -> BusSubscribe<'_, E> {
-        BusSubscribe::new(self)
-    }
-
-    // ---- futures (X5) ----------------------------------------------------------------------
-
-    /// The future of the next message on `key`'s tag exactly (X5): resolves to `Ok` with a
-    /// clone of its payload, or to `Err(`[`Gone`](crate::Gone)`)` if the bus is dropped first.
-    ///
-    /// - It listens from now on, not from its first poll; made during a send, it resolves at
-    ///   the next one (M2). A retained message already kept is not "next": read it with
-    ///   [`retained`](Self::retained).
-    /// - Dropping it stops listening at once: a send running meanwhile does not reach it.
-    /// - It is an ordinary `!Send` future: any single-threaded executor polls it, and
-    ///   [`coroutine::spawn_local`](crate::coroutine::spawn_local) runs it on the game thread.
-    ///
-    /// The future of a partial or an entity's next message goes through the builder:
-    /// `bus.subscribe().partial().entity(e).next::<P>(&TAG)` ([`BusSubscribe::next`]).
-    ///
-    /// ```
-    /// use lumina::bus::MessageBus;
-    /// use lumina::{coroutine, gameplay_tags, main_thread};
-    /// use std::cell::RefCell;
-    /// use std::rc::Rc;
-    ///
-    /// gameplay_tags! {
-    ///     pub mod tags {
-    ///         Quest.Stage: u32,
-    ///     }
-    /// }
-    ///
-    /// let _game = main_thread::GameThreadScope::enter();
-    /// let bus = Rc::new(MessageBus::<u32>::new());
-    /// let log = Rc::new(RefCell::new(Vec::new()));
-    /// let (waiting, sink) = (Rc::clone(&bus), Rc::clone(&log));
-    /// coroutine::spawn_local(async move {
-    ///     while let Ok(stage) = waiting.next(&tags::QUEST_STAGE).await {
-    ///         sink.borrow_mut().push(stage);
-    ///         if stage == 2 {
-    ///             break;
-    ///         }
-    ///     }
-    /// });
-    /// main_thread::process_queue(); // the task starts and waits
-    /// bus.send(&tags::QUEST_STAGE, 1);
-    /// main_thread::process_queue();
-    /// bus.send(&tags::QUEST_STAGE, 2);
-    /// main_thread::process_queue();
-    /// assert_eq!(*log.borrow(), [1, 2]);
-    /// ```
-    #[track_caller]
-    pub fn next<P: Clone + 'static>(&self, key: &TagKey<P>) -> NextBroadcast<P> {
-        self.subscribe().next(key)
-    }
-
     #[track_caller]
     pub(super) fn next_of<P: Clone + 'static, T: 'static>(
         &self,
