@@ -33,10 +33,16 @@ fn main() {
     // announcer calls the first hit only, the scoreboard follows the match.
     let bus: MessageBus<u32> = MessageBus::new();
     let _hud = bus.listen(&COMBAT_DAMAGE, |damage, _| println!("[hud] -{damage}"));
-    let _squad =
-        bus.listen_entity_partial(COMBAT_DAMAGE.tag().parent().expect("Combat"), 7, |_| {});
-    let _announcer =
-        bus.listen_partial_once(&COMBAT_DAMAGE, |_| println!("[announcer] first blood"));
+    let _squad = bus
+        .subscribe()
+        .partial()
+        .entity(7)
+        .listen(COMBAT_DAMAGE.tag().parent().expect("Combat"), |_| {});
+    let _announcer = bus
+        .subscribe()
+        .once()
+        .partial()
+        .listen(&COMBAT_DAMAGE, |_| println!("[announcer] first blood"));
     let _scoreboard = bus.listen(&MATCH_STATE, |state, _| println!("[scoreboard] {state}"));
 
     // Input: the editor chrome under a game viewport; the chrome's shortcuts are muted while

@@ -91,43 +91,54 @@ fn main() {
     // Each soldier hears damage addressed to it; the squad hears what bubbles up.
     for soldier in [ALICE, BOB] {
         let health = Rc::clone(&health);
-        let _ = bus.listen_entity(&tags::COMBAT_DAMAGE, soldier, move |damage, _| {
-            let mut health = health.borrow_mut();
-            let slot = health.iter_mut().find(|(id, _)| *id == soldier).unwrap();
-            slot.1 = slot.1.saturating_sub(damage.amount);
-            println!(
-                "  soldier {soldier}: -{} hp, {} left",
-                damage.amount, slot.1
-            );
-        });
+        let _ = bus
+            .subscribe()
+            .entity(soldier)
+            .listen(&tags::COMBAT_DAMAGE, move |damage, _| {
+                let mut health = health.borrow_mut();
+                let slot = health.iter_mut().find(|(id, _)| *id == soldier).unwrap();
+                slot.1 = slot.1.saturating_sub(damage.amount);
+                println!(
+                    "  soldier {soldier}: -{} hp, {} left",
+                    damage.amount, slot.1
+                );
+            });
     }
-    let _squad = bus.listen_entity_partial(&tags::COMBAT, SQUAD, |message| {
-        if let Some(damage) = message.get(&tags::COMBAT_DAMAGE_CRITICAL) {
-            println!(
-                "  squad: shields soldier {:?} from a critical {} (consumed)",
-                message.entity().unwrap(),
-                damage.amount
-            );
-            message.consume();
-        } else {
-            println!(
-                "  squad: {} reached the squad from soldier {:?}",
-                message.tag(),
-                message.entity().unwrap()
-            );
-        }
-    });
+    let _squad = bus
+        .subscribe()
+        .partial()
+        .entity(SQUAD)
+        .listen(&tags::COMBAT, |message| {
+            if let Some(damage) = message.get(&tags::COMBAT_DAMAGE_CRITICAL) {
+                println!(
+                    "  squad: shields soldier {:?} from a critical {} (consumed)",
+                    message.entity().unwrap(),
+                    damage.amount
+                );
+                message.consume();
+            } else {
+                println!(
+                    "  squad: {} reached the squad from soldier {:?}",
+                    message.tag(),
+                    message.entity().unwrap()
+                );
+            }
+        });
     // The UI hears every child of `Combat` that nobody consumed, told which tag it was.
-    let _ui = bus.listen_partial(&tags::COMBAT, |message| {
+    let _ui = bus.subscribe().partial().listen(&tags::COMBAT, |message| {
         println!("  ui: {} for {:?}", message.tag(), message.entity());
     });
     // The announcer calls the first blood only: a one-shot listener, gone once it heard one.
-    let _announcer = bus.listen_partial_once(&tags::COMBAT_DAMAGE, |message| {
-        println!(
-            "  announcer: first blood on {:?}",
-            message.entity().unwrap()
-        );
-    });
+    let _announcer = bus
+        .subscribe()
+        .once()
+        .partial()
+        .listen(&tags::COMBAT_DAMAGE, |message| {
+            println!(
+                "  announcer: first blood on {:?}",
+                message.entity().unwrap()
+            );
+        });
 
     println!("warmup:");
     bus.send(&tags::MATCH_STATE, MatchState::Warmup);

@@ -364,13 +364,16 @@ fn gb3_a_partial_listener_hears_descendants_and_is_told_the_tag() {
     let bus: MessageBus<u32> = MessageBus::new();
     let seen = log();
     let sink = Rc::clone(&seen);
-    let _ui = bus.listen_partial(&tags::TEST_COMBAT, move |message| {
-        let amount = message
-            .get(&tags::TEST_COMBAT_DAMAGE)
-            .map(|damage| damage.amount)
-            .or(message.payload::<u32>().copied());
-        push(&sink, format!("{} {amount:?}", message.tag()));
-    });
+    let _ui = bus
+        .subscribe()
+        .partial()
+        .listen(&tags::TEST_COMBAT, move |message| {
+            let amount = message
+                .get(&tags::TEST_COMBAT_DAMAGE)
+                .map(|damage| damage.amount)
+                .or(message.payload::<u32>().copied());
+            push(&sink, format!("{} {amount:?}", message.tag()));
+        });
     bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 3 });
     bus.send(
         &tags::TEST_COMBAT_DAMAGE_CRITICAL_HEADSHOT,
@@ -410,9 +413,12 @@ fn gb3_order_is_own_tag_then_parents_and_priority_then_order_added_within_a_tag(
     let seen = log();
     let add_partial = |tag: Tag, priority: i32, name: &'static str| {
         let sink = Rc::clone(&seen);
-        bus.listen_partial_with_priority(tag, priority, move |message| {
-            push(&sink, format!("{name}@{}", message.current_tag().leaf()))
-        })
+        bus.subscribe()
+            .priority(priority)
+            .partial()
+            .listen(tag, move |message| {
+                push(&sink, format!("{name}@{}", message.current_tag().leaf()))
+            })
     };
     let _a = add_partial(tags::TEST_COMBAT.tag(), 0, "combat-a");
     let _b = add_partial(tags::TEST_COMBAT_DAMAGE.tag(), 0, "damage-partial");
@@ -422,9 +428,12 @@ fn gb3_order_is_own_tag_then_parents_and_priority_then_order_added_within_a_tag(
         push(&sink, "critical-exact")
     });
     let sink = Rc::clone(&seen);
-    let _e = bus.listen_with_priority(&tags::TEST_COMBAT_DAMAGE_CRITICAL, 9, move |_, _| {
-        push(&sink, "critical-high")
-    });
+    let _e = bus
+        .subscribe()
+        .priority(9)
+        .listen(&tags::TEST_COMBAT_DAMAGE_CRITICAL, move |_, _| {
+            push(&sink, "critical-high")
+        });
     let _f = add_partial(tags::TEST.tag(), 0, "root");
     bus.send(&tags::TEST_COMBAT_DAMAGE_CRITICAL, Damage { amount: 1 });
     assert_eq!(
@@ -454,10 +463,13 @@ fn gb3_a_consumed_message_goes_no_further() {
     let sink = Rc::clone(&seen);
     let _b = bus.listen(&tags::TEST_COMBAT_DAMAGE, move |_, _| push(&sink, "second"));
     let sink = Rc::clone(&seen);
-    let _c = bus.listen_partial(&tags::TEST_COMBAT, move |message| {
-        assert!(!message.is_consumed());
-        push(&sink, "parent")
-    });
+    let _c = bus
+        .subscribe()
+        .partial()
+        .listen(&tags::TEST_COMBAT, move |message| {
+            assert!(!message.is_consumed());
+            push(&sink, "parent")
+        });
     bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 50 });
     assert_eq!(*seen.borrow(), ["first"]);
     bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 5 });
@@ -546,12 +558,15 @@ fn gb4_an_entity_listener_hears_its_entity_only() {
     let bus: MessageBus<u32> = MessageBus::new();
     let seen = log();
     let sink = Rc::clone(&seen);
-    let _h = bus.listen_entity(&tags::TEST_COMBAT_DAMAGE, 1, move |damage, message| {
-        push(
-            &sink,
-            format!("1 hit {} (to {:?})", damage.amount, message.entity()),
-        )
-    });
+    let _h = bus
+        .subscribe()
+        .entity(1)
+        .listen(&tags::TEST_COMBAT_DAMAGE, move |damage, message| {
+            push(
+                &sink,
+                format!("1 hit {} (to {:?})", damage.amount, message.entity()),
+            )
+        });
     bus.send_to(&tags::TEST_COMBAT_DAMAGE, 2, Damage { amount: 5 });
     bus.send(&tags::TEST_COMBAT_DAMAGE, Damage { amount: 6 });
     bus.send_to(&tags::TEST_COMBAT_DAMAGE, 1, Damage { amount: 7 });
@@ -565,20 +580,23 @@ fn gb4_an_addressed_message_bubbles_up_the_entity_hierarchy_until_consumed() {
     let seen = log();
     let listen = |entity: u32, consume_above: u32| {
         let sink = Rc::clone(&seen);
-        bus.listen_entity_partial(&tags::TEST_COMBAT, entity, move |message| {
-            let amount = message.payload::<Damage>().map_or(0, |d| d.amount);
-            push(
-                &sink,
-                format!(
-                    "{entity} heard {amount} for {:?} at {:?}",
-                    message.entity(),
-                    message.current_entity()
-                ),
-            );
-            if amount > consume_above {
-                message.consume();
-            }
-        })
+        bus.subscribe()
+            .partial()
+            .entity(entity)
+            .listen(&tags::TEST_COMBAT, move |message| {
+                let amount = message.payload::<Damage>().map_or(0, |d| d.amount);
+                push(
+                    &sink,
+                    format!(
+                        "{entity} heard {amount} for {:?} at {:?}",
+                        message.entity(),
+                        message.current_entity()
+                    ),
+                );
+                if amount > consume_above {
+                    message.consume();
+                }
+            })
     };
     let _soldier = listen(1, u32::MAX);
     let _squad = listen(10, 100);
@@ -608,9 +626,12 @@ fn gb4_forgetting_an_entity_removes_its_listeners() {
     let bus: MessageBus<u32> = MessageBus::new();
     let count = Rc::new(Cell::new(0));
     let sink = Rc::clone(&count);
-    let handle = bus.listen_entity(&tags::TEST_COMBAT_HEAL, 3, move |_, _| {
-        sink.set(sink.get() + 1)
-    });
+    let handle = bus
+        .subscribe()
+        .entity(3)
+        .listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+            sink.set(sink.get() + 1)
+        });
     assert_eq!(bus.forget_entity(3), 1);
     assert!(!bus.is_listening(handle));
     bus.send_to(&tags::TEST_COMBAT_HEAL, 3, 1);
@@ -666,27 +687,36 @@ fn gb5_an_exact_listener_added_where_the_message_goes_next_does_not_hear_it() {
         let listener =
             move |amount: &u32, _: &Message<'_, u32>| push(&sink, format!("{name} {amount}"));
         let _ = match entity {
-            Some(entity) => bus.listen_entity(&tags::TEST_COMBAT_HEAL, entity, listener),
+            Some(entity) => bus
+                .subscribe()
+                .entity(entity)
+                .listen(&tags::TEST_COMBAT_HEAL, listener),
             None => bus.listen(&tags::TEST_COMBAT_HEAL, listener),
         };
     }
     let (b, sink) = (Rc::downgrade(&bus), Rc::clone(&seen));
-    let _soldier = bus.listen_entity(&tags::TEST_COMBAT_HEAL, 1, move |amount, _| {
-        push(&sink, format!("soldier {amount}"));
-        let bus = b.upgrade().unwrap();
-        if *amount == 1 {
-            for (name, entity) in [("late squad", Some(10)), ("late global", None)] {
-                let late = Rc::clone(&sink);
-                let listener = move |amount: &u32, _: &Message<'_, u32>| {
-                    push(&late, format!("{name} {amount}"))
-                };
-                let _ = match entity {
-                    Some(entity) => bus.listen_entity(&tags::TEST_COMBAT_HEAL, entity, listener),
-                    None => bus.listen(&tags::TEST_COMBAT_HEAL, listener),
-                };
+    let _soldier = bus
+        .subscribe()
+        .entity(1)
+        .listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+            push(&sink, format!("soldier {amount}"));
+            let bus = b.upgrade().unwrap();
+            if *amount == 1 {
+                for (name, entity) in [("late squad", Some(10)), ("late global", None)] {
+                    let late = Rc::clone(&sink);
+                    let listener = move |amount: &u32, _: &Message<'_, u32>| {
+                        push(&late, format!("{name} {amount}"))
+                    };
+                    let _ = match entity {
+                        Some(entity) => bus
+                            .subscribe()
+                            .entity(entity)
+                            .listen(&tags::TEST_COMBAT_HEAL, listener),
+                        None => bus.listen(&tags::TEST_COMBAT_HEAL, listener),
+                    };
+                }
             }
-        }
-    });
+        });
     bus.send_to(&tags::TEST_COMBAT_HEAL, 1, 1);
     assert_eq!(*seen.borrow(), ["soldier 1", "squad 1", "global 1"]);
     seen.borrow_mut().clear();
@@ -860,9 +890,12 @@ fn gb6_a_late_listener_hears_the_retained_message_at_once() {
     assert_eq!(*seen.borrow(), ["Playing replay=true", "Over replay=false"]);
     // A partial listener on an ancestor hears the retained descendants too.
     let sink = Rc::clone(&seen);
-    let _all = bus.listen_partial(&tags::TEST, move |message| {
-        push(&sink, format!("partial {}", message.tag()))
-    });
+    let _all = bus
+        .subscribe()
+        .partial()
+        .listen(&tags::TEST, move |message| {
+            push(&sink, format!("partial {}", message.tag()))
+        });
     assert_eq!(seen.borrow().last().unwrap(), "partial Test.Match.State");
     assert!(bus.clear_retained(&tags::TEST_MATCH_STATE));
     let sink = Rc::clone(&seen);
@@ -937,8 +970,14 @@ fn gb7_the_listing_names_each_listener_with_its_bind_site() {
     let bus: MessageBus<u32> = MessageBus::new();
     let exact = bus.listen(&tags::TEST_COMBAT_HEAL, |_, _| {});
     let line = line!() - 1;
-    let partial = bus.listen_partial(&tags::TEST_COMBAT, |_: &Message<'_, u32>| {});
-    let entity = bus.listen_entity(&tags::TEST_COMBAT_HEAL, 4, |_, _| {});
+    let partial = bus
+        .subscribe()
+        .partial()
+        .listen(&tags::TEST_COMBAT, |_: &Message<'_, u32>| {});
+    let entity = bus
+        .subscribe()
+        .entity(4)
+        .listen(&tags::TEST_COMBAT_HEAL, |_, _| {});
     let listed = bus.listeners();
     let summary: Vec<(String, Option<u32>, bool)> = listed
         .iter()
@@ -969,7 +1008,7 @@ fn gb7_a_message_nobody_heard_is_visible_at_debug_level() {
         text.contains("a message on `Test.Combat.Heal` was sent and nobody heard it"),
         "{text}"
     );
-    let _h = bus.listen_partial(&tags::TEST_COMBAT, |_| {});
+    let _h = bus.subscribe().partial().listen(&tags::TEST_COMBAT, |_| {});
     let ((), text) = capture_debug(|| bus.send(&tags::TEST_COMBAT_HEAL, 1));
     assert!(!text.contains("nobody heard"), "{text}");
 }
@@ -999,13 +1038,16 @@ fn x3_gb7_a_one_shot_listener_hears_one_message_even_when_its_call_sends_again()
     let seen = log();
     let me = Rc::new(Cell::new(lumina::DelegateHandle::default()));
     let (b, sink, mine) = (Rc::downgrade(&bus), Rc::clone(&seen), Rc::clone(&me));
-    let once = bus.listen_once(&tags::TEST_COMBAT_HEAL, move |amount, _| {
-        push(&sink, format!("once {amount}"));
-        let bus = b.upgrade().unwrap();
-        // Removed before this call started: the handle is spent, a nested send misses it.
-        assert!(!bus.is_listening(mine.get()));
-        bus.send(&tags::TEST_COMBAT_HEAL, amount + 1);
-    });
+    let once = bus
+        .subscribe()
+        .once()
+        .listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+            push(&sink, format!("once {amount}"));
+            let bus = b.upgrade().unwrap();
+            // Removed before this call started: the handle is spent, a nested send misses it.
+            assert!(!bus.is_listening(mine.get()));
+            bus.send(&tags::TEST_COMBAT_HEAL, amount + 1);
+        });
     me.set(once);
     let sink = Rc::clone(&seen);
     let _always = bus.listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
@@ -1029,15 +1071,22 @@ fn x3_a_one_shot_exact_listener_waits_for_its_own_tag_and_a_partial_one_for_any_
     let seen = log();
     // A partial listener on the parent makes descendants' messages walk the parent's channel,
     // past the exact one-shot listener there: it must not be used up by them.
-    let _partial = bus.listen_partial(&tags::TEST_COMBAT, |_| {});
+    let _partial = bus.subscribe().partial().listen(&tags::TEST_COMBAT, |_| {});
     let sink = Rc::clone(&seen);
-    let exact = bus.listen_once(&tags::TEST_COMBAT_DAMAGE, move |damage, message| {
-        push(&sink, format!("exact {} {}", damage.amount, message.tag()))
-    });
+    let exact = bus
+        .subscribe()
+        .once()
+        .listen(&tags::TEST_COMBAT_DAMAGE, move |damage, message| {
+            push(&sink, format!("exact {} {}", damage.amount, message.tag()))
+        });
     let sink = Rc::clone(&seen);
-    let any = bus.listen_partial_once(&tags::TEST_COMBAT_DAMAGE, move |message| {
-        push(&sink, format!("partial {}", message.tag()))
-    });
+    let any = bus
+        .subscribe()
+        .once()
+        .partial()
+        .listen(&tags::TEST_COMBAT_DAMAGE, move |message| {
+            push(&sink, format!("partial {}", message.tag()))
+        });
     bus.send(&tags::TEST_COMBAT_DAMAGE_CRITICAL, Damage { amount: 9 });
     assert_eq!(*seen.borrow(), ["partial Test.Combat.Damage.Critical"]);
     assert!(bus.is_listening(exact));
@@ -1059,13 +1108,22 @@ fn x3_gb4_one_shot_entity_listeners_hear_their_entity_once() {
     bus.set_entity_parents(squads);
     let seen = log();
     let sink = Rc::clone(&seen);
-    let _soldier = bus.listen_entity_once(&tags::TEST_COMBAT_HEAL, 1, move |amount, _| {
-        push(&sink, format!("soldier {amount}"))
-    });
+    let _soldier = bus
+        .subscribe()
+        .once()
+        .entity(1)
+        .listen(&tags::TEST_COMBAT_HEAL, move |amount, _| {
+            push(&sink, format!("soldier {amount}"))
+        });
     let sink = Rc::clone(&seen);
-    let _squad = bus.listen_entity_partial_once(&tags::TEST_COMBAT, 10, move |message| {
-        push(&sink, format!("squad {:?}", message.entity()))
-    });
+    let _squad = bus
+        .subscribe()
+        .once()
+        .partial()
+        .entity(10)
+        .listen(&tags::TEST_COMBAT, move |message| {
+            push(&sink, format!("squad {:?}", message.entity()))
+        });
     // Entity 2 is in squad 10, as 1 is.
     bus.send_to(&tags::TEST_COMBAT_HEAL, 2, 1);
     bus.send_to(&tags::TEST_COMBAT_HEAL, 1, 2);
@@ -1080,17 +1138,24 @@ fn x3_gb6_a_one_shot_listener_on_a_retained_tag_hears_the_kept_message_and_is_go
     bus.send(&tags::TEST_MATCH_STATE, MatchState::Warmup);
     let seen = log();
     let sink = Rc::clone(&seen);
-    let late = bus.listen_once(&tags::TEST_MATCH_STATE, move |state, message| {
-        push(&sink, format!("{state:?} replay {}", message.is_replay()))
-    });
+    let late = bus
+        .subscribe()
+        .once()
+        .listen(&tags::TEST_MATCH_STATE, move |state, message| {
+            push(&sink, format!("{state:?} replay {}", message.is_replay()))
+        });
     assert!(!bus.is_listening(late));
     bus.send(&tags::TEST_MATCH_STATE, MatchState::Over);
     assert_eq!(*seen.borrow(), ["Warmup replay true"]);
     // On a partial one-shot listener, only the first kept message is replayed.
     let sink = Rc::clone(&seen);
-    let _p = bus.listen_partial_once(Tag::find("Test").unwrap(), move |message| {
-        push(&sink, format!("partial {}", message.tag()))
-    });
+    let _p = bus
+        .subscribe()
+        .once()
+        .partial()
+        .listen(Tag::find("Test").unwrap(), move |message| {
+            push(&sink, format!("partial {}", message.tag()))
+        });
     assert_eq!(seen.borrow().len(), 2);
 }
 
@@ -1099,17 +1164,23 @@ fn x3_a_one_shot_listener_removed_before_its_message_never_runs_and_a_panic_spen
     let bus: MessageBus<u32> = MessageBus::new();
     let runs = Rc::new(Cell::new(0));
     let sink = Rc::clone(&runs);
-    let removed = bus.listen_once(&tags::TEST_COMBAT_HEAL, move |_, _| {
-        sink.set(sink.get() + 1)
-    });
+    let removed = bus
+        .subscribe()
+        .once()
+        .listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+            sink.set(sink.get() + 1)
+        });
     assert!(bus.remove(removed));
     bus.send(&tags::TEST_COMBAT_HEAL, 1);
     assert_eq!(runs.get(), 0);
     let sink = Rc::clone(&runs);
-    let _boom = bus.listen_once(&tags::TEST_COMBAT_HEAL, move |_, _| {
-        sink.set(sink.get() + 1);
-        panic!("once and boom");
-    });
+    let _boom = bus
+        .subscribe()
+        .once()
+        .listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+            sink.set(sink.get() + 1);
+            panic!("once and boom");
+        });
     assert!(catch_unwind(AssertUnwindSafe(|| bus.send(&tags::TEST_COMBAT_HEAL, 1))).is_err());
     bus.send(&tags::TEST_COMBAT_HEAL, 1);
     assert_eq!(runs.get(), 1);
@@ -1163,7 +1234,7 @@ fn x5_a_future_resolves_with_a_clone_of_the_next_payload_and_stops_listening() {
 fn x5_gb3_a_partial_future_is_told_the_actual_tag_and_skips_other_payload_types() {
     let bus: MessageBus<u32> = MessageBus::new();
     let wakes = Arc::new(AtomicUsize::new(0));
-    let mut next = bus.next_partial::<Damage>(&tags::TEST_COMBAT);
+    let mut next = bus.subscribe().partial().next::<Damage>(&tags::TEST_COMBAT);
     bus.send(&tags::TEST_COMBAT_HEAL, 5);
     assert!(
         poll_once(&mut next, &wakes).is_pending(),
@@ -1182,8 +1253,12 @@ fn x5_gb4_entity_futures_hear_their_entity_only() {
     let bus: MessageBus<u32> = MessageBus::new();
     bus.set_entity_parents(squads);
     let wakes = Arc::new(AtomicUsize::new(0));
-    let mut soldier = bus.next_entity(&tags::TEST_COMBAT_HEAL, 1);
-    let mut squad = bus.next_entity_partial::<u32>(&tags::TEST_COMBAT, 10);
+    let mut soldier = bus.subscribe().entity(1).next(&tags::TEST_COMBAT_HEAL);
+    let mut squad = bus
+        .subscribe()
+        .partial()
+        .entity(10)
+        .next::<u32>(&tags::TEST_COMBAT);
     bus.send_to(&tags::TEST_COMBAT_HEAL, 2, 4);
     assert!(poll_once(&mut soldier, &wakes).is_pending());
     assert_eq!(
@@ -1230,12 +1305,15 @@ fn x5_gb5_a_future_made_during_a_send_resolves_at_the_next_one_on_any_channel() 
         if *amount == 1 {
             made.borrow_mut().push((
                 bus.next(&tags::TEST_COMBAT_HEAL),
-                bus.next_partial::<u32>(&tags::TEST_COMBAT),
+                bus.subscribe().partial().next::<u32>(&tags::TEST_COMBAT),
             ));
             let sink = Rc::clone(&sink);
-            let _ = bus.listen_partial(&tags::TEST_COMBAT, move |message| {
-                push(&sink, format!("late {}", message.payload::<u32>().unwrap()))
-            });
+            let _ = bus
+                .subscribe()
+                .partial()
+                .listen(&tags::TEST_COMBAT, move |message| {
+                    push(&sink, format!("late {}", message.payload::<u32>().unwrap()))
+                });
         }
     });
     bus.send(&tags::TEST_COMBAT_HEAL, 1);
@@ -1298,7 +1376,9 @@ fn x5_a_coroutine_on_the_game_thread_awaits_bus_messages() {
         let damage = waiting.next(&tags::TEST_COMBAT_DAMAGE).await.unwrap();
         push(&sink, format!("damage {}", damage.amount));
         let (tag, amount) = waiting
-            .next_partial::<u32>(&tags::TEST_COMBAT)
+            .subscribe()
+            .partial()
+            .next::<u32>(&tags::TEST_COMBAT)
             .await
             .unwrap();
         push(&sink, format!("{tag} {amount}"));
@@ -1611,12 +1691,14 @@ fn m13_an_entity_ids_hash_and_eq_may_reenter_the_bus() {
     let count = Rc::new(Cell::new(0));
     let listen = |entity: u32| {
         let sink = Rc::clone(&count);
-        bus.listen_entity(&tags::TEST_COMBAT_HEAL, Reentrant(entity), move |_, _| {
-            sink.set(sink.get() + 1)
-        })
+        bus.subscribe()
+            .entity(Reentrant(entity))
+            .listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+                sink.set(sink.get() + 1)
+            })
     };
     let _first = listen(1);
-    // `send_to` from inside `listen_entity`'s hashing.
+    // `send_to` from inside the hashing of an entity's listener's add.
     let b = Rc::clone(&bus);
     reenter_once(move || b.send_to(&tags::TEST_COMBAT_HEAL, Reentrant(1), 1));
     let _second = listen(2);
@@ -1626,12 +1708,15 @@ fn m13_an_entity_ids_hash_and_eq_may_reenter_the_bus() {
         1,
         "the send from the hash reached entity 1's listener"
     );
-    // `listen_entity` from inside `send_to`'s hashing.
+    // An entity's listener added from inside `send_to`'s hashing.
     let (b, sink) = (Rc::clone(&bus), Rc::clone(&count));
     reenter_once(move || {
-        let _third = b.listen_entity(&tags::TEST_COMBAT_HEAL, Reentrant(2), move |_, _| {
-            sink.set(sink.get() + 100)
-        });
+        let _third = b
+            .subscribe()
+            .entity(Reentrant(2))
+            .listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+                sink.set(sink.get() + 100)
+            });
     });
     bus.send_to(&tags::TEST_COMBAT_HEAL, Reentrant(2), 1);
     assert!(!reentry_pending());
@@ -1655,21 +1740,27 @@ fn m13_the_sweep_of_listener_records_runs_no_entity_code_under_a_borrow() {
     // The records are swept as their table reaches 64: listeners removed by guards go then.
     let bus = Rc::new(MessageBus::<Reentrant>::new());
     for entity in 0..62 {
-        let handle = bus.listen_entity(&tags::TEST_COMBAT_HEAL, Reentrant(entity), |_, _| {});
+        let handle = bus
+            .subscribe()
+            .entity(Reentrant(entity))
+            .listen(&tags::TEST_COMBAT_HEAL, |_, _| {});
         drop(bus.scoped(handle));
     }
-    let _kept = bus.listen_entity(&tags::TEST_COMBAT_HEAL, Reentrant(100), |_, _| {});
+    let _kept = bus
+        .subscribe()
+        .entity(Reentrant(100))
+        .listen(&tags::TEST_COMBAT_HEAL, |_, _| {});
     let b = Rc::clone(&bus);
     let added = Rc::new(Cell::new(None));
     let out = Rc::clone(&added);
     // The 64th listener's record makes the sweep, which asks each record's channel: the first
     // id it hashes adds a listener.
     reenter_once(move || {
-        out.set(Some(b.listen_entity(
-            &tags::TEST_COMBAT_HEAL,
-            Reentrant(7),
-            |_, _| {},
-        )))
+        out.set(Some(
+            b.subscribe()
+                .entity(Reentrant(7))
+                .listen(&tags::TEST_COMBAT_HEAL, |_, _| {}),
+        ))
     });
     let last = bus.listen(&tags::TEST_COMBAT_HEAL, |_, _| {});
     assert!(!reentry_pending());
@@ -1688,9 +1779,11 @@ fn gb4_a_parent_relation_with_a_cycle_delivers_once_per_listener_with_one_warnin
     for entity in 0..3 {
         let sink = Rc::clone(&count);
         handles.push(
-            bus.listen_entity(&tags::TEST_COMBAT_HEAL, entity, move |_, _| {
-                sink.set(sink.get() + 1)
-            }),
+            bus.subscribe()
+                .entity(entity)
+                .listen(&tags::TEST_COMBAT_HEAL, move |_, _| {
+                    sink.set(sink.get() + 1)
+                }),
         );
     }
     let ((), warnings) = support::capture_tracing_at(tracing::Level::WARN, || {

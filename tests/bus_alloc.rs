@@ -98,18 +98,22 @@ fn gb9_partial_matching_bubbling_consuming_and_retained_sends_allocate_nothing()
     let hits = Rc::new(Cell::new(0_u64));
     for tag in [tags::ALLOC.tag(), tags::ALLOC_DAMAGE.tag()] {
         let hits = Rc::clone(&hits);
-        let _ = bus.listen_partial(tag, move |message| {
+        let _ = bus.subscribe().partial().listen(tag, move |message| {
             hits.set(hits.get() + message.payload::<Damage>().map_or(1, |d| d.amount));
         });
     }
     for entity in [1, 2, 4] {
         let hits = Rc::clone(&hits);
-        let _ = bus.listen_entity_partial(&tags::ALLOC_DAMAGE, entity, move |message| {
-            hits.set(hits.get() + 1);
-            if message.payload::<Damage>().is_some_and(|d| d.amount == 99) {
-                message.consume();
-            }
-        });
+        let _ =
+            bus.subscribe()
+                .partial()
+                .entity(entity)
+                .listen(&tags::ALLOC_DAMAGE, move |message| {
+                    hits.set(hits.get() + 1);
+                    if message.payload::<Damage>().is_some_and(|d| d.amount == 99) {
+                        message.consume();
+                    }
+                });
     }
     let _score = bus.listen(&tags::ALLOC_SCORE, |_, _| {});
     // Warm up: keys resolved, the retained slot made.
@@ -267,10 +271,17 @@ fn bytes_left_by_entities(n: u32, one_shot: bool) -> i64 {
     let (bytes, ()) = live_bytes_in(|| {
         for entity in 0..n {
             if one_shot {
-                let _ = bus.listen_entity_once(&tags::ALLOC_DAMAGE, entity, |_, _| {});
+                let _ = bus
+                    .subscribe()
+                    .once()
+                    .entity(entity)
+                    .listen(&tags::ALLOC_DAMAGE, |_, _| {});
                 bus.send_to(&tags::ALLOC_DAMAGE, entity, Damage { amount: 1 });
             } else {
-                let handle = bus.listen_entity(&tags::ALLOC_DAMAGE, entity, |_, _| {});
+                let handle = bus
+                    .subscribe()
+                    .entity(entity)
+                    .listen(&tags::ALLOC_DAMAGE, |_, _| {});
                 assert!(bus.remove(handle));
             }
         }

@@ -1,9 +1,10 @@
 //! Model-based property test of the gameplay message bus (rules GB3-GB5, X3, X5, M1-M4, M7, M13,
 //! R2).
 //!
-//! Random scripts of operations (listen exactly or partially, for one entity or none, with a
-//! priority, consuming or not, lasting or one-shot; remove by handle; make a future of the next
-//! message, poll it, drop it; send, addressed or not; post; deliver the posted messages; panic)
+//! Random scripts of operations (listen through the builder, A1: exactly or partially, for one
+//! entity or none, with a priority, consuming or not, lasting or one-shot; remove by handle; make a
+//! future of the next message, poll it, drop it; send, addressed or not; post; deliver the posted
+//! messages; panic)
 //! run against the real `MessageBus` and against `Model`, a deliberately naive
 //! interpreter of the rules: a `Vec` of listeners with flags, where a send walks the addressed
 //! entity and its ancestors, and for each the message's tag and its ancestors, taking the
@@ -114,7 +115,10 @@ fn id_code() {
     if IN_ID_CODE.with(|inside| inside.replace(true)) {
         return;
     }
-    let handle = bus.listen_entity(&SILENT, Ent(SILENT_ENTITY), |_, _| {});
+    let handle = bus
+        .subscribe()
+        .entity(Ent(SILENT_ENTITY))
+        .listen(&SILENT, |_, _| {});
     bus.send_to(&SILENT, Ent(SILENT_ENTITY), 1);
     assert!(bus.remove(handle));
     assert_eq!(bus.forget_entity(Ent(SILENT_ENTITY + 1)), 0);
@@ -164,7 +168,7 @@ struct Listen {
     entity: Option<u8>,
     priority: i32,
     consume: bool,
-    /// One-shot (X3); always priority 0 (the one-shot forms take none).
+    /// One-shot (X3).
     once: bool,
     actions: Vec<Op>,
     on_drop: Vec<Op>,
@@ -520,25 +524,18 @@ impl Target for Real {
             }
         };
         let key = &KEYS[listen.tag];
-        let handle = match (listen.once, listen.partial, listen.entity.map(Ent)) {
-            (true, true, None) => bus.listen_partial_once(key, on_message),
-            (true, true, Some(entity)) => bus.listen_entity_partial_once(key, entity, on_message),
-            (true, false, None) => bus.listen_once(key, move |_, message| on_message(message)),
-            (true, false, Some(entity)) => {
-                bus.listen_entity_once(key, entity, move |_, message| on_message(message))
-            }
-            (false, true, None) => {
-                bus.listen_partial_with_priority(key, listen.priority, on_message)
-            }
-            (false, true, Some(entity)) => bus.listen_entity_partial(key, entity, on_message),
-            (false, false, None) => {
-                bus.listen_with_priority(key, listen.priority, move |_, message| {
-                    on_message(message)
-                })
-            }
-            (false, false, Some(entity)) => {
-                bus.listen_entity(key, entity, move |_, message| on_message(message))
-            }
+        // Every listener through the builder (A1), each option as the script says.
+        let mut builder = bus.subscribe().priority(listen.priority);
+        if listen.once {
+            builder = builder.once();
+        }
+        let handle = match (listen.partial, listen.entity.map(Ent)) {
+            (true, None) => builder.partial().listen(key, on_message),
+            (true, Some(entity)) => builder.partial().entity(entity).listen(key, on_message),
+            (false, None) => builder.listen(key, move |_, message| on_message(message)),
+            (false, Some(entity)) => builder
+                .entity(entity)
+                .listen(key, move |_, message| on_message(message)),
         };
         self.handles.borrow_mut().push(handle);
     }
@@ -582,9 +579,13 @@ impl Target for Real {
         let key = &KEYS[tag];
         let future = match (partial, entity.map(Ent)) {
             (false, None) => RealFuture::Exact(bus.next(key), tag),
-            (false, Some(entity)) => RealFuture::Exact(bus.next_entity(key, entity), tag),
-            (true, None) => RealFuture::Partial(bus.next_partial(key)),
-            (true, Some(entity)) => RealFuture::Partial(bus.next_entity_partial(key, entity)),
+            (false, Some(entity)) => {
+                RealFuture::Exact(bus.subscribe().entity(entity).next(key), tag)
+            }
+            (true, None) => RealFuture::Partial(bus.subscribe().partial().next(key)),
+            (true, Some(entity)) => {
+                RealFuture::Partial(bus.subscribe().partial().entity(entity).next(key))
+            }
         };
         // No handle to remove it by: `Remove` of its place finds nothing.
         self.handles.borrow_mut().push(DelegateHandle::default());
@@ -793,13 +794,12 @@ impl Model {
 
     /// The dispatch-order key of a listener in its channel.
     fn key(listener: &ModelListener) -> (i32, usize) {
-        // Entity listeners, one-shot listeners and futures are added with priority 0.
-        let priority =
-            if listener.spec.entity.is_some() || listener.spec.once || listener.future.is_some() {
-                0
-            } else {
-                listener.spec.priority
-            };
+        // Futures are added with priority 0; every listener with its own (the builder's).
+        let priority = if listener.future.is_some() {
+            0
+        } else {
+            listener.spec.priority
+        };
         (-priority, listener.label)
     }
 
@@ -1308,8 +1308,7 @@ fn listen(
                     tag,
                     partial,
                     entity,
-                    // The one-shot forms take no priority.
-                    priority: if once { 0 } else { priority },
+                    priority,
                     consume,
                     once,
                     actions,

@@ -134,9 +134,12 @@ fn expanded_message_bus_tags_work_without_the_macro() {
     let bus: lumina::MessageBus<u32> = lumina::MessageBus::new();
     let heard = Rc::new(std::cell::Cell::new(0));
     let sink = Rc::clone(&heard);
-    let _ui = bus.listen_partial(&tags::COMBAT, move |message| {
-        sink.set(sink.get() + message.get(&tags::COMBAT_DAMAGE).map_or(0, |d| d.amount));
-    });
+    let _ui = bus
+        .subscribe()
+        .partial()
+        .listen(&tags::COMBAT, move |message| {
+            sink.set(sink.get() + message.get(&tags::COMBAT_DAMAGE).map_or(0, |d| d.amount));
+        });
     bus.send(&tags::COMBAT_DAMAGE_CRITICAL, Damage { amount: 9 });
     assert_eq!(heard.get(), 9);
     assert_eq!(tags::MATCH_STATE.tag().parent(), Some(tags::MATCH.tag()));

@@ -963,12 +963,15 @@ fn r2_the_retained_messages_a_replay_holds_are_dropped_under_the_guard() {
             let weak = Rc::downgrade(&bus);
             let parent = KEPT_A.tag().parent().expect("a parent tag");
             assert_guarded("bomb dropped", || {
-                let _ = bus.listen_partial(parent, move |_: &Message<'_, u32>| {
-                    if let Some(bus) = weak.upgrade() {
-                        bus.clear_retained(&KEPT_A);
-                        bus.clear_retained(&KEPT_B);
-                    }
-                });
+                let _ = bus
+                    .subscribe()
+                    .partial()
+                    .listen(parent, move |_: &Message<'_, u32>| {
+                        if let Some(bus) = weak.upgrade() {
+                            bus.clear_retained(&KEPT_A);
+                            bus.clear_retained(&KEPT_B);
+                        }
+                    });
             });
         },
     );
@@ -990,10 +993,13 @@ fn r2_the_listener_a_replay_holds_is_dropped_under_the_guard() {
             bus.send(&KEPT_NUMBER, 1);
             let loud = Loud("listener dropped");
             assert_guarded("listener", || {
-                let _ = bus.listen_once(&KEPT_NUMBER, move |_: &u32, _: &Message<'_, u32>| {
-                    let _ = &loud;
-                    panic!("listener");
-                });
+                let _ = bus.subscribe().once().listen(
+                    &KEPT_NUMBER,
+                    move |_: &u32, _: &Message<'_, u32>| {
+                        let _ = &loud;
+                        panic!("listener");
+                    },
+                );
             });
             assert!(bus.listeners().is_empty());
         },
@@ -1020,9 +1026,12 @@ fn r3_a_bus_clear_clears_every_channel_when_a_listener_drop_panics() {
         });
     }
     let loud = Loud("listener dropped");
-    let _ = bus.listen_entity(&CLEARED_A, 7, move |_: &u32, _: &Message<'_, u32>| {
-        let _ = &loud;
-    });
+    let _ = bus
+        .subscribe()
+        .entity(7)
+        .listen(&CLEARED_A, move |_: &u32, _: &Message<'_, u32>| {
+            let _ = &loud;
+        });
     let (got, _) = panics_with_log(|| bus.clear());
     assert_eq!(got, "listener dropped");
     assert!(bus.listeners().is_empty(), "R3: a clear still clears");
@@ -1176,7 +1185,10 @@ fn r2_an_entity_relation_that_replaces_itself_and_panics_is_dropped_under_the_gu
         || {
             let bus = Rc::new(MessageBus::<u32>::new());
             // An entity channel, so that addressed messages bubble.
-            let _ = bus.listen_entity(&CLEARED_A, 9, |_: &u32, _: &Message<'_, u32>| {});
+            let _ = bus
+                .subscribe()
+                .entity(9)
+                .listen(&CLEARED_A, |_: &u32, _: &Message<'_, u32>| {});
             let weak = Rc::downgrade(&bus);
             let loud = Loud("relation dropped");
             bus.set_entity_parents(move |_| {
@@ -1700,32 +1712,53 @@ fn r2_gb2_a_key_that_fails_to_resolve_drops_the_callers_payload_or_listener_guar
             conflict("listen", &mut || {
                 let _ = bus.listen(&CONFLICT_BOMB, exact());
             });
-            conflict("listen_with_priority", &mut || {
-                let _ = bus.listen_with_priority(&CONFLICT_BOMB, 1, exact());
+            conflict("subscribe().priority", &mut || {
+                let _ = bus.subscribe().priority(1).listen(&CONFLICT_BOMB, exact());
             });
-            conflict("listen_entity", &mut || {
-                let _ = bus.listen_entity(&CONFLICT_BOMB, 3, exact());
+            conflict("subscribe().entity", &mut || {
+                let _ = bus.subscribe().entity(3).listen(&CONFLICT_BOMB, exact());
             });
-            conflict("listen_once", &mut || {
-                let _ = bus.listen_once(&CONFLICT_BOMB, exact());
+            conflict("subscribe().once", &mut || {
+                let _ = bus.subscribe().once().listen(&CONFLICT_BOMB, exact());
             });
-            conflict("listen_entity_once", &mut || {
-                let _ = bus.listen_entity_once(&CONFLICT_BOMB, 3, exact());
+            conflict("subscribe().once().entity", &mut || {
+                let _ = bus
+                    .subscribe()
+                    .once()
+                    .entity(3)
+                    .listen(&CONFLICT_BOMB, exact());
             });
-            conflict("listen_partial", &mut || {
-                let _ = bus.listen_partial(&CONFLICT_BOMB, partial());
+            conflict("subscribe().partial", &mut || {
+                let _ = bus.subscribe().partial().listen(&CONFLICT_BOMB, partial());
             });
-            conflict("listen_partial_with_priority", &mut || {
-                let _ = bus.listen_partial_with_priority(&CONFLICT_BOMB, 1, partial());
+            conflict("subscribe().priority().partial", &mut || {
+                let _ = bus
+                    .subscribe()
+                    .priority(1)
+                    .partial()
+                    .listen(&CONFLICT_BOMB, partial());
             });
-            conflict("listen_entity_partial", &mut || {
-                let _ = bus.listen_entity_partial(&CONFLICT_BOMB, 3, partial());
+            conflict("subscribe().partial().entity", &mut || {
+                let _ = bus
+                    .subscribe()
+                    .partial()
+                    .entity(3)
+                    .listen(&CONFLICT_BOMB, partial());
             });
-            conflict("listen_partial_once", &mut || {
-                let _ = bus.listen_partial_once(&CONFLICT_BOMB, partial());
+            conflict("subscribe().once().partial", &mut || {
+                let _ = bus
+                    .subscribe()
+                    .once()
+                    .partial()
+                    .listen(&CONFLICT_BOMB, partial());
             });
-            conflict("listen_entity_partial_once", &mut || {
-                let _ = bus.listen_entity_partial_once(&CONFLICT_BOMB, 3, partial());
+            conflict("subscribe().once().partial().entity", &mut || {
+                let _ = bus
+                    .subscribe()
+                    .once()
+                    .partial()
+                    .entity(3)
+                    .listen(&CONFLICT_BOMB, partial());
             });
             assert!(bus.listeners().is_empty());
         },

@@ -77,7 +77,7 @@ fn world() -> World {
     let _exact = bus.listen(&DAMAGE, |_, _| {});
     let parent = DAMAGE.tag().parent().expect("InspectTest");
     lines.insert("bus_partial_entity", line!() + 1);
-    let _partial = bus.listen_entity_partial(parent, 7, |_| {});
+    let _partial = bus.subscribe().partial().entity(7).listen(parent, |_| {});
 
     let processor = EventProcessor::new();
     let viewports = Rc::new(InputViewportRegistry::new());
@@ -471,15 +471,24 @@ fn v1_self_aware_subscribers_and_one_shot_bus_listeners_are_flagged() {
     let layer = InputLayer::Viewport;
     let mouse = |_: &lumina::ThisSubscription, _: MouseEvent<'_>| false;
     let handler = line!() + 1;
-    let _handler = processor.add_handler_self_aware::<category::Mouse>(layer, mouse);
+    let _handler = processor
+        .subscribe()
+        .priority(layer)
+        .self_aware()
+        .add_handler::<category::Mouse>(mouse);
     let bus: MessageBus<u32> = MessageBus::new();
     let bus_exact = line!() + 1;
     let _exact = bus.listen(&DAMAGE, |_, _| {});
     let bus_once = line!() + 1;
-    let _once = bus.listen_once(&DAMAGE, |_, _| {});
+    let _once = bus.subscribe().once().listen(&DAMAGE, |_, _| {});
     let parent = DAMAGE.tag().parent().expect("InspectTest");
     let bus_partial_once = line!() + 1;
-    let _partial_once = bus.listen_entity_partial_once(parent, 7, |_| {});
+    let _partial_once = bus
+        .subscribe()
+        .partial()
+        .entity(7)
+        .once()
+        .listen(parent, |_| {});
 
     let mut inspector = Inspector::new();
     inspector

@@ -1006,7 +1006,7 @@ pub mod bus {
             let sink: &'static AtomicU64 = &SINK;
             for tag in DEEP.tag().ancestors().take(3) {
                 for _ in 0..n / 3 {
-                    let _ = bus.listen_partial(tag, move |message| {
+                    let _ = bus.subscribe().partial().listen(tag, move |message| {
                         work(sink, *message.payload::<i32>().expect("an i32"));
                     });
                 }

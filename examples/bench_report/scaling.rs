@@ -465,7 +465,7 @@ fn tagged(n: usize) -> (MessageBus<u32>, Vec<Tag>) {
         .map(|i| Tag::register(&format!("Scaling.Tags{n}.T{}.Leaf{i}", i % 8)).unwrap())
         .collect();
     for tag in &tags {
-        let _ = bus.listen_partial(*tag, |_| {});
+        let _ = bus.subscribe().partial().listen(*tag, |_| {});
     }
     bus.send(&SCALE_KEPT, 1);
     (bus, tags)
@@ -506,7 +506,7 @@ fn bus_rows() -> Vec<Row> {
         row("bus listen_partial + remove, n tags", |n| {
             let (bus, tags) = tagged(n);
             op(move |i| {
-                let handle = bus.listen_partial(tags[spread(i, n)], |_| {});
+                let handle = bus.subscribe().partial().listen(tags[spread(i, n)], |_| {});
                 assert!(bus.remove(handle));
             })
         }),
@@ -530,12 +530,18 @@ fn bus_rows() -> Vec<Row> {
         row("bus forget_entity + listen_entity, n entities", |n| {
             let bus = MessageBus::<u32>::new();
             for entity in 0..n as u32 {
-                let _ = bus.listen_entity(&SCALE_PLAIN, entity, |_, _| {});
+                let _ = bus
+                    .subscribe()
+                    .entity(entity)
+                    .listen(&SCALE_PLAIN, |_, _| {});
             }
             op(move |i| {
                 let entity = spread(i, n) as u32;
                 assert_eq!(bus.forget_entity(entity), 1);
-                let _ = bus.listen_entity(&SCALE_PLAIN, entity, |_, _| {});
+                let _ = bus
+                    .subscribe()
+                    .entity(entity)
+                    .listen(&SCALE_PLAIN, |_, _| {});
             })
         }),
         row("bus remove, n managed", |n| {
@@ -568,7 +574,10 @@ fn bus_rows() -> Vec<Row> {
             let levels = n / 16;
             bus.set_entity_parents(|entity: u32| entity.checked_sub(1));
             for entity in 0..levels as u32 {
-                let _ = bus.listen_entity(&SCALE_PLAIN, entity, |_, _| {});
+                let _ = bus
+                    .subscribe()
+                    .entity(entity)
+                    .listen(&SCALE_PLAIN, |_, _| {});
             }
             per(levels, move |_| {
                 bus.send_to(&SCALE_PLAIN, levels as u32 - 1, 1)

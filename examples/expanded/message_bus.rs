@@ -143,9 +143,10 @@ fn main() {
     for soldier in [ALICE, BOB] {
         let health = Rc::clone(&health);
         let _ = bus
-            .listen_entity(
+            .subscribe()
+            .entity(soldier)
+            .listen(
                 &tags::COMBAT_DAMAGE,
-                soldier,
                 move |damage, _| {
                     let mut health = health.borrow_mut();
                     let slot = health.iter_mut().find(|(id, _)| *id == soldier).unwrap();
@@ -157,9 +158,11 @@ fn main() {
             );
     }
     let _squad = bus
-        .listen_entity_partial(
+        .subscribe()
+        .partial()
+        .entity(SQUAD)
+        .listen(
             &tags::COMBAT,
-            SQUAD,
             |message| {
                 if let Some(damage) = message.get(&tags::COMBAT_DAMAGE_CRITICAL) {
                     println!(
@@ -176,14 +179,19 @@ fn main() {
             },
         );
     let _ui = bus
-        .listen_partial(
+        .subscribe()
+        .partial()
+        .listen(
             &tags::COMBAT,
             |message| {
                 println!("  ui: {} for {:?}", message.tag(), message.entity());
             },
         );
     let _announcer = bus
-        .listen_partial_once(
+        .subscribe()
+        .once()
+        .partial()
+        .listen(
             &tags::COMBAT_DAMAGE,
             |message| {
                 println!("  announcer: first blood on {:?}", message.entity().unwrap());

@@ -21,6 +21,6 @@ fn main() {
     assert_eq!(tags::all().len(), 2);
     let bus: MessageBus<u32> = MessageBus::new();
     let _h = bus.listen(&tags::COMBAT_DAMAGE, |damage, _| println!("{}", damage.amount));
-    let _ui = bus.listen_partial(&tags::COMBAT, |message| println!("{}", message.tag()));
+    let _ui = bus.subscribe().partial().listen(&tags::COMBAT, |message| println!("{}", message.tag()));
     bus.send(&tags::COMBAT_DAMAGE, Damage { amount: 1 });
 }

@@ -742,7 +742,10 @@ fn gb3_a_managed_listener_on_a_child_tag_consumes_and_the_parent_does_not_hear()
         );
         let rust_parent = Rc::new(Cell::new(0));
         let sink = Rc::clone(&rust_parent);
-        let _rust = bus.listen_partial(&tags::FFI_GB8, move |_| sink.set(sink.get() + 1));
+        let _rust = bus
+            .subscribe()
+            .partial()
+            .listen(&tags::FFI_GB8, move |_| sink.set(sink.get() + 1));
         let layout = layout_of("FfiHit");
         let size = size_of::<FfiHit>();
         // Not consumed: it goes up.

@@ -22,7 +22,7 @@ fn tagged(n: usize) -> (MessageBus<u32>, Vec<Tag>) {
         .map(|i| Tag::register(&format!("N4Bus.Tags{n}.T{}.Leaf{i}", i % 8)).unwrap())
         .collect();
     for tag in &tags {
-        let _ = bus.listen_partial(*tag, |_| {});
+        let _ = bus.subscribe().partial().listen(*tag, |_| {});
     }
     bus.send(&KEPT, 1);
     (bus, tags)
@@ -35,7 +35,7 @@ fn n4_bus_listen_partial_and_retained_look_up_what_they_hear() {
     assert_flat("bus listen_partial", |n| {
         let (bus, tags) = tagged(n);
         move |i| {
-            let _ = bus.listen_partial(tags[i * 7], |_| {});
+            let _ = bus.subscribe().partial().listen(tags[i * 7], |_| {});
         }
     });
     assert_flat("bus listen on a retained tag", |n| {
@@ -68,19 +68,19 @@ fn n4_bus_forget_entity_walks_the_entitys_own_channels() {
     assert_flat("bus forget_entity", |n| {
         let bus = MessageBus::<u32>::new();
         for entity in 0..n as u32 {
-            let _ = bus.listen_entity(&PLAIN, entity, |_, _| {});
+            let _ = bus.subscribe().entity(entity).listen(&PLAIN, |_, _| {});
         }
         move |i| assert_eq!(bus.forget_entity(i as u32 * 7), 1)
     });
     assert_flat("bus forget_entity + listen_entity", |n| {
         let bus = MessageBus::<u32>::new();
         for entity in 0..n as u32 {
-            let _ = bus.listen_entity(&PLAIN, entity, |_, _| {});
+            let _ = bus.subscribe().entity(entity).listen(&PLAIN, |_, _| {});
         }
         move |i| {
             let entity = (n - 1 - i) as u32;
             assert_eq!(bus.forget_entity(entity), 1);
-            let _ = bus.listen_entity(&PLAIN, entity, |_, _| {});
+            let _ = bus.subscribe().entity(entity).listen(&PLAIN, |_, _| {});
         }
     });
 }

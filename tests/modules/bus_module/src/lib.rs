@@ -41,12 +41,18 @@ fn start_up() {
     let _ = bus.listen(&bus_tags::ENGINE_FRAME, |frame, _| {
         println!("bus_module: heard frame {frame}");
     });
-    let _ = bus.listen_once(&bus_tags::ENGINE_FRAME, |frame, _| {
-        println!("bus_module: heard frame {frame} once");
-    });
-    let _ = bus.listen_partial(&tags::BUS_MODULE, |message| {
-        println!("bus_module: heard {}", message.tag());
-    });
+    let _ = bus
+        .subscribe()
+        .once()
+        .listen(&bus_tags::ENGINE_FRAME, |frame, _| {
+            println!("bus_module: heard frame {frame} once");
+        });
+    let _ = bus
+        .subscribe()
+        .partial()
+        .listen(&tags::BUS_MODULE, |message| {
+            println!("bus_module: heard {}", message.tag());
+        });
     // Soldiers 1-9 are in squad 10: this module's code, called as addressed messages bubble.
     bus.set_entity_parents(|entity: u32| (entity < 10).then_some(10));
     bus.send(&tags::BUS_MODULE_LOOT, Loot(1));

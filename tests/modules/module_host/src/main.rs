@@ -325,12 +325,15 @@ fn bus(dir: &Path) {
     let _ = std::fs::remove_file(&path);
     std::fs::copy(dir.join("bus.so"), &path).unwrap();
     // Squad 10 hears what bubbles up to it, through the parent relation the module gives.
-    let _squad = bus.listen_entity(&engine_api::bus_tags::ENGINE_FRAME, 10, |frame, message| {
-        println!(
-            "engine: squad 10 heard frame {frame} for {:?}",
-            message.entity()
-        );
-    });
+    let _squad =
+        bus.subscribe()
+            .entity(10)
+            .listen(&engine_api::bus_tags::ENGINE_FRAME, |frame, message| {
+                println!(
+                    "engine: squad 10 heard frame {frame} for {:?}",
+                    message.entity()
+                );
+            });
     for round in 1..=2 {
         let id = module::load(&path).unwrap();
         println!(
