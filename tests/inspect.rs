@@ -470,7 +470,8 @@ fn v1_self_aware_subscribers_and_one_shot_bus_listeners_are_flagged() {
     let processor = EventProcessor::new();
     let layer = InputLayer::Viewport;
     let mouse = |_: &lumina::ThisSubscription, _: MouseEvent<'_>| false;
-    let handler = line!() + 1;
+    // The bind site is the finish's line (`add_handler`, four lines down).
+    let handler = line!() + 5;
     let _handler = processor
         .subscribe()
         .priority(layer)
@@ -482,7 +483,8 @@ fn v1_self_aware_subscribers_and_one_shot_bus_listeners_are_flagged() {
     let bus_once = line!() + 1;
     let _once = bus.subscribe().once().listen(&DAMAGE, |_, _| {});
     let parent = DAMAGE.tag().parent().expect("InspectTest");
-    let bus_partial_once = line!() + 1;
+    // The finish's line (`listen`, five lines down).
+    let bus_partial_once = line!() + 6;
     let _partial_once = bus
         .subscribe()
         .partial()
