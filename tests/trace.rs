@@ -291,8 +291,9 @@ fn a_one_shot_handler_call_is_a_span_on_the_slow_dispatch_path() {
     use lumina::event::{EventProcessor, InputLayer};
     let processor = EventProcessor::new();
     let viewport = Rc::new(Viewport);
+    let once = processor.subscribe().priority(InputLayer::Viewport).once();
     let line = line!() + 1;
-    assert!(processor.register_event_handler_once(&viewport, InputLayer::Viewport));
+    assert!(once.register_event_handler(&viewport));
     check_one_handler_call(&processor, line);
 }
 
