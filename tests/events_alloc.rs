@@ -145,10 +145,13 @@ fn x4_x6_muted_and_self_aware_dispatch_allocates_nothing() {
     let processor = Rc::new(EventProcessor::new());
     let registry = Rc::new(InputViewportRegistry::new());
     assert!(registry.register(&processor));
-    let muted_view = registry.add_viewport_handler_self_aware::<MouseButtonPressedEvent>(
-        Rect::new(0.0, 0.0, 640.0, 480.0),
-        |this, _| this.block(),
-    );
+    let muted_view = registry
+        .subscribe()
+        .self_aware()
+        .add_viewport_handler::<MouseButtonPressedEvent>(
+            Rect::new(0.0, 0.0, 640.0, 480.0),
+            |this, _| this.block(),
+        );
     let mut guards = Vec::new();
     // Self-aware handlers that mute and unmute each other mid-dispatch: the Q handler mutes
     // itself on Q; the chrome handler unmutes it on the next event, and consumes a mouse move

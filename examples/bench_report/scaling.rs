@@ -406,7 +406,7 @@ fn event_rows() -> Vec<Row> {
                 let _ = &views;
                 let view = view();
                 let id = registry.add_viewport(&view, Rect::new(0.0, 0.0, 1.0, 1.0));
-                assert!(registry.remove_viewport(id));
+                assert!(registry.remove(id));
             })
         }),
         row("viewports: a key to the focused one, n viewports", |n| {

@@ -610,6 +610,7 @@ pub struct ScriptDelegate<P: 'static> {
 
 /// A removal key names its native subscriptions (`.key(&rc)`, then `remove_all(&rc)`).
 impl<P: ScriptPayload> crate::subscribe::TakesKey for ScriptDelegate<P> {}
+impl<P: ScriptPayload> crate::subscribe::TakesPriority for ScriptDelegate<P> {}
 
 impl<P: ScriptPayload> ScriptDelegate<P> {
     /// Fails to compile (at monomorphization) if the base were not at offset 0.
@@ -789,7 +790,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
             && self.base.list.set_blocked(handle, true)
     }
 
-    /// Unblocks the native listener of `handle` (X4).
+    /// Lifts one block of the native listener of `handle` (X4, A2: blocks are counted).
     pub fn unblock(&self, handle: DelegateHandle) -> bool {
         self.base
             .list
@@ -800,6 +801,18 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// Whether the native listener of `handle` is present and blocked (X4).
     pub fn is_blocked(&self, handle: DelegateHandle) -> bool {
         self.base.list.is_blocked(handle)
+    }
+
+    /// Mutes the whole delegate while the returned guard lives (A2): no broadcast, from Rust or through the C ABI, calls a native listener or a managed binding meanwhile; subscribers keep
+    /// their place, blocks and handles, and one-shots are not used up. Counted: guards nest and
+    /// drop in any order. See [`ScopedMute`](crate::ScopedMute). O(1).
+    pub fn mute(&self) -> crate::scoped::ScopedMute {
+        crate::scoped::ScopedMute::new(self.base.list.mute())
+    }
+
+    /// Whether a [`mute`](Self::mute) guard of this delegate lives. O(1).
+    pub fn is_muted(&self) -> bool {
+        self.base.list.is_muted()
     }
 
     /// `handle` if it names a native listener of this delegate, else the invalid handle: what a

@@ -337,6 +337,8 @@ pub struct SyncMulticastDelegate<F: ?Sized + 'static> {
     shared: std::sync::Arc<Shared<F>>,
 }
 
+impl<F: ?Sized + 'static> crate::subscribe::TakesPriority for SyncMulticastDelegate<F> {}
+
 impl<F: ?Sized + 'static> Default for SyncMulticastDelegate<F> {
     fn default() -> Self {
         Self::new()

@@ -123,6 +123,17 @@ pub(crate) struct Block<C> {
     /// Rows of `owners` (and ids of `keys`) may name subscriptions taken out of the deferred
     /// list: the next compaction sweeps the indexes.
     pub(super) stale_rows: Cell<bool>,
+    /// How many mutes of the whole list are in force (A2: counted, so mute guards nest and drop
+    /// in any order): while above 0 no broadcast, dispatch or walk of the list calls anyone.
+    /// Tested once per broadcast, before its loop.
+    pub(super) mutes: Cell<u32>,
+    /// The blocks of a subscription beyond its first (A2: counted blocks), by id. Its entry's
+    /// `BLOCKED` bit says it is blocked at all (what the loops test); this counts only the
+    /// nested ones, so a list whose subscriptions are blocked once has it empty, and the count
+    /// of a subscription that left goes at the next [`Block::sweep_blocks`].
+    pub(super) more_blocks: RefCell<HashMap<u64, u32>>,
+    /// `more_blocks`' size after its last sweep.
+    pub(super) blocks_swept: Cell<usize>,
 }
 
 impl<C> Default for InvocationList<C> {
@@ -472,6 +483,9 @@ pub(crate) trait RemoveByHandle {
     fn set_blocked_handle(&self, handle: DelegateHandle, blocked: bool) -> bool;
     /// [`InvocationList::is_blocked`].
     fn is_blocked_handle(&self, handle: DelegateHandle) -> bool;
+    /// Adds one mute of the whole list (`true`) or lifts one (A2); nothing for a remover that
+    /// is no list.
+    fn mute_list(&self, _muted: bool) {}
     /// [`InvocationList::set_priority`].
     fn set_priority_handle(&self, handle: DelegateHandle, priority: i32) -> bool;
     /// Whether the subscription of `handle` is present (not removed; its owner may be dead).
@@ -498,6 +512,17 @@ impl<C: Subscriber> RemoveByHandle for Block<C> {
             && self
                 .with_entry(handle.id(), Entry::is_blocked)
                 .unwrap_or(false)
+    }
+
+    fn mute_list(&self, muted: bool) {
+        let mutes = self.mutes.get();
+        self.mutes.set(if muted {
+            mutes
+                .checked_add(1)
+                .expect("lumina: more than 2^32 mutes of one list")
+        } else {
+            mutes.saturating_sub(1)
+        });
     }
 
     fn set_priority_handle(&self, handle: DelegateHandle, priority: i32) -> bool {
@@ -549,6 +574,22 @@ impl<C: Subscriber> Block<C> {
 }
 
 impl<C: Subscriber + 'static> InvocationList<C> {
+    /// Adds one mute of the whole list (A2; sigslot's signal blocking, Qt's `blockSignals`) and
+    /// returns what lifts it (`RemoveByHandle::mute_list(false)`), for the caller's guard:
+    /// while a mute is in force no broadcast, dispatch or walk calls anyone; subscribers keep
+    /// their place, blocks and handles, and one-shots are not used up. Mutes are counted:
+    /// guards nest and drop in any order. A broadcast already running finishes. O(1).
+    pub(crate) fn mute(&self) -> Weak<dyn RemoveByHandle> {
+        let block = self.block_or_new();
+        block.mute_list(true);
+        Rc::downgrade(block) as Weak<dyn RemoveByHandle>
+    }
+
+    /// Whether a [`mute`](Self::mute) guard of this list lives. O(1).
+    pub(crate) fn is_muted(&self) -> bool {
+        self.block().is_some_and(|block| block.mutes.get() > 0)
+    }
+
     /// A weak reference that removes by handle from this list while it lives: `None` before the
     /// first add.
     pub(crate) fn weak_remover(&self) -> Option<Weak<dyn RemoveByHandle>> {
@@ -583,11 +624,11 @@ impl<C: Subscriber> InvocationList<C> {
         self.block_or_new().insert(spec, site, |_| callable)
     }
 
-    /// Blocks (`true`) or unblocks the subscription of `handle` (X4): a blocked subscriber keeps
-    /// its place, priority and handle, still counts in `len`, and is skipped by broadcasts;
-    /// during a broadcast this applies to the subscribers not yet reached (as M3). `false`,
-    /// changing nothing, for an invalid, foreign or removed handle. Blocking is a flag, not a
-    /// count: one unblock undoes any number of blocks.
+    /// Adds a block to (`true`), or lifts one from, the subscription of `handle` (X4): a blocked
+    /// subscriber keeps its place, priority and handle, still counts in `len`, and is skipped by
+    /// broadcasts; during a broadcast this applies to the subscribers not yet reached (as M3).
+    /// Blocks are counted (A2): it runs again once every block is lifted. `false`, changing
+    /// nothing, for an invalid, foreign or removed handle, and for a lift from an unblocked one.
     pub fn set_blocked(&self, handle: DelegateHandle, blocked: bool) -> bool {
         handle.is_valid()
             && self
@@ -681,6 +722,9 @@ impl<C> Block<C> {
             state: Cell::new(0),
             tombstones: Cell::new(0),
             stale_rows: Cell::new(false),
+            mutes: Cell::new(0),
+            more_blocks: RefCell::new(HashMap::new()),
+            blocks_swept: Cell::new(0),
         }
     }
 }
@@ -752,10 +796,51 @@ impl<C: Subscriber> Block<C> {
         self.note_tombstone();
     }
 
-    /// Blocks or unblocks the subscription `id`, in the main list or waiting in `pending`.
+    /// Adds one block to (`true`), or lifts one from, the subscription `id`, in the main list or
+    /// waiting (A2: counted). `false`, changing nothing, when it is not present, or when a lift
+    /// finds it unblocked. O(log n) amortized (N4): a search by id, a hash probe for a nested
+    /// block, and once the nested counts have doubled since their last sweep, a sweep of the
+    /// counts of subscriptions that left.
     fn set_blocked(&self, id: u64, blocked: bool) -> bool {
-        self.with_entry(id, |entry| entry.set_blocked(blocked))
-            .is_some()
+        let Some(was_blocked) = self.with_entry(id, Entry::is_blocked) else {
+            return false;
+        };
+        let mut more = self.more_blocks.borrow_mut();
+        match (blocked, was_blocked) {
+            (true, false) => {
+                drop(more);
+                self.with_entry(id, |entry| entry.set_blocked(true));
+            }
+            (true, true) => {
+                *more.entry(id).or_insert(0) += 1;
+                let len = more.len();
+                drop(more);
+                if len >= 2 * self.blocks_swept.get().max(8) {
+                    self.sweep_blocks();
+                }
+            }
+            (false, false) => return false,
+            (false, true) => match more.get_mut(&id) {
+                Some(count) if *count > 1 => *count -= 1,
+                Some(_) => {
+                    more.remove(&id);
+                }
+                None => {
+                    drop(more);
+                    self.with_entry(id, |entry| entry.set_blocked(false));
+                }
+            },
+        }
+        true
+    }
+
+    /// Drops the nested block counts of subscriptions no longer present (removed, their owner
+    /// gone): O(k log n) for k counts, run when they have doubled since the last sweep.
+    fn sweep_blocks(&self) {
+        let mut more = std::mem::take(&mut *self.more_blocks.borrow_mut());
+        more.retain(|&id, _| self.with_entry(id, |_| ()).is_some());
+        self.blocks_swept.set(more.len());
+        *self.more_blocks.borrow_mut() = more;
     }
 
     /// `visit` on the present (not removed) entry `id`, main or pending, without user code.

@@ -424,7 +424,7 @@ mod events {
     }
 
     /// Viewports (N4): add + remove, a key to the focused viewport, `set_rect`, `focus` and
-    /// `remove_viewport` of a dropped one: a binary search by id, the sweep of dropped ones
+    /// `remove` of a dropped one: a binary search by id, the sweep of dropped ones
     /// amortized.
     #[test]
     fn n4_viewports_by_id() {
@@ -435,7 +435,7 @@ mod events {
             move |_| {
                 let live = viewport();
                 let id = registry.add_viewport(&live, rect);
-                assert!(registry.remove_viewport(id));
+                assert!(registry.remove(id));
             }
         });
         assert_flat("viewport add + drop", |n| {
@@ -460,11 +460,11 @@ mod events {
                 assert!(registry.focus(ids[n - 1 - i * 7]));
             }
         });
-        assert_flat("remove_viewport of a dropped one", |n| {
+        assert_flat("remove of a viewport, a dropped one", |n| {
             let (_processor, registry, ids, mut kept) = viewports(n);
             move |i| {
                 drop(std::mem::replace(&mut kept[n - 1 - i * 7], viewport()));
-                assert!(!registry.remove_viewport(ids[n - 1 - i * 7]));
+                assert!(!registry.remove(ids[n - 1 - i * 7]));
             }
         });
     }
