@@ -200,7 +200,7 @@ impl From<&Window> for WindowInput<'_> {
 /// [`WinitInput::set_state`] replaces it without reporting anything.
 ///
 /// ```
-/// use lumina::event::{Modifiers, Vec2};
+/// use lumina::event::Modifiers;
 /// use lumina::platform::{WindowState, WinitInput};
 ///
 /// let mut input = WinitInput::new();
