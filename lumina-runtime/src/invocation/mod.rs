@@ -43,7 +43,9 @@
 //!   pending subscribers).
 //!
 //! Files by concern: `entry.rs` (one subscriber: an id-and-state word and its callable),
-//! `list.rs` (the list and its block: adding, removing, clearing, queries), `walk.rs` (the
+//! `list.rs` (the list, its block's fields, and the operations the crate calls), `block.rs` (one
+//! subscription: liveness, lookup by id, adding, changes of priority, the counts), `remove.rs`
+//! (removal by handle, by owner, by selector, the first phase of a clear), `walk.rs` (the
 //! broadcast and dispatch loops, the `Broadcast` iterator), `settle.rs` (dropping what was
 //! removed, merging and compacting, and R2's guard `Guarded`, whose three `unsafe` blocks take a
 //! value out of its `ManuallyDrop` or drop it there), and `raw.rs`, every other `unsafe` block of the module,
@@ -103,9 +105,11 @@
 //! internal filters and predicates (script delegates' native or managed test) and the subscribers'
 //! own `Clone` run no user code; they are called without any borrow of the lists held anyway.
 
+mod block;
 mod entry;
 mod list;
 mod raw;
+mod remove;
 mod settle;
 mod walk;
 

@@ -4,8 +4,11 @@
 
 use std::ops::Bound;
 
-use super::entry::{Entry, Subscriber};
-use super::list::{Block, LOCK_ONE, STOP};
+use smallvec::SmallVec;
+
+use super::entry::{Entry, Pending, Subscriber};
+use super::list::{Block, HAS_PENDING, LOCK_ONE, NEEDS_SETTLE, Run, STOP};
+use crate::steps;
 // The walk names them here; they live below the list, in `drops`.
 use crate::drops::Drops;
 
@@ -158,5 +161,189 @@ impl<C> Drop for Block<C> {
             drops.drop(pending);
         }
         drops.finish();
+    }
+}
+
+impl<C: Subscriber> Block<C> {
+    /// Applies the changes of priority asked for during the broadcasts, drops every tombstone
+    /// whose callable is already gone, and merges the pending subscribers in. Only runs when no
+    /// broadcast is running. Dropping an entry here only drops its id and weak owner: no user
+    /// code runs. If the main list is borrowed (it cannot be, while no broadcast runs), nothing
+    /// happens and the next settle compacts. O(n + m log m) for m pending: a backward merge in
+    /// place, into room reserved when they were deferred (so a broadcast's settle allocates
+    /// nothing for them, M12), then the priority runs rebuilt.
+    pub(super) fn compact(&self) {
+        let Ok(mut entries) = self.entries.try_borrow_mut() else {
+            return;
+        };
+        steps::add(entries.len() + self.pending.borrow().len());
+        self.apply_moves(&mut entries);
+        // Pending entries removed and already emptied: dropped; the indexes forget them.
+        let mut discarded = false;
+        let mut keep = |pending: &Pending<C>| {
+            let keep = !pending.entry.is_removed() || pending.entry.has_callable();
+            if !keep {
+                discarded = true;
+                self.set_priority_of(pending.entry.id(), 0);
+            }
+            keep
+        };
+        self.pending.borrow_mut().retain(|pending| keep(pending));
+        self.deferred
+            .borrow_mut()
+            .retain(|_, pending| keep(pending));
+        let compacting = self.tombstones.get() > 0;
+        if compacting {
+            entries.retain(|entry| {
+                let keep = entry.has_callable();
+                // A moved-away tombstone's id lives on in its copy, at its new priority.
+                if !keep && !entry.is_moved_away() {
+                    // Allocates nothing: a removal from the index.
+                    self.set_priority_of(entry.id(), 0);
+                }
+                keep
+            });
+        }
+        let merged = self.merge_pending(&mut entries);
+        if compacting || merged {
+            self.rebuild_runs(&entries);
+        }
+        if compacting || discarded || self.stale_rows.replace(false) {
+            let mut owners = self.owners.borrow_mut();
+            owners.retain(|(id, _)| self.find(&entries, *id).is_some());
+            steps::add(owners.len());
+            drop(owners);
+            let present = |ids: &mut SmallVec<[u64; 1]>| {
+                steps::add(ids.len());
+                ids.retain(|id| self.find(&entries, *id).is_some());
+                !ids.is_empty()
+            };
+            self.by_owner.borrow_mut().retain(|_, ids| present(ids));
+            self.keys.borrow_mut().retain(|_, ids| present(ids));
+        }
+        // Normally 0: every removed entry's callable was dropped already (by its removal outside
+        // a broadcast, or by the settle); one still held would be dropped by the next settle.
+        let left = entries.iter().filter(|entry| entry.is_removed()).count();
+        self.tombstones.set(left);
+        let settled = self.state.get() & !(NEEDS_SETTLE | HAS_PENDING);
+        self.state.set(if left > 0 {
+            settled | NEEDS_SETTLE
+        } else {
+            settled
+        });
+    }
+
+    /// The changes of priority asked for during the broadcasts (the last one asked for each
+    /// subscriber wins): a main-list entry is moved out into the pending list (a moved-away
+    /// tombstone stays), a pending one takes its new priority; then the pending list is sorted
+    /// again. O(k log k + k log n) for k moves; allocates nothing (`set_priority` reserved the
+    /// room).
+    pub(super) fn apply_moves(&self, entries: &mut [Entry<C>]) {
+        let mut moves = self.moves.borrow_mut();
+        if moves.is_empty() {
+            return;
+        }
+        steps::add(moves.len());
+        moves.sort_unstable_by_key(|&(id, rank, _)| (id, std::cmp::Reverse(rank)));
+        moves.dedup_by_key(|&mut (id, _, _)| id);
+        let mut pending = self.pending.borrow_mut();
+        // The pending entries present before the moves: sorted, and keyed by the priorities
+        // recorded (changed below only for ids already passed: each id comes once).
+        let sorted = pending.len();
+        for &(id, _, priority) in moves.iter() {
+            if let Some(index) = self.find(entries, id) {
+                let entry = &entries[index];
+                if entry.is_removed() || self.priority_at(index) == priority {
+                    continue;
+                }
+                let owner = if entry.is_owned() {
+                    self.owner(id)
+                } else {
+                    None
+                };
+                let moved = entry.move_out();
+                self.note_tombstone();
+                self.set_priority_of(id, priority);
+                pending.push(Pending {
+                    entry: moved,
+                    priority,
+                    owner,
+                });
+            } else if self
+                .pending_index(&pending[..sorted], id)
+                .is_some_and(|index| !pending[index].entry.is_removed())
+            {
+                self.set_priority_of(id, priority);
+            }
+        }
+        moves.clear();
+        for waiting in pending.iter_mut() {
+            waiting.priority = self.priority_of(waiting.entry.id());
+        }
+        steps::search(pending.len());
+        steps::add(pending.len());
+        pending.sort_unstable_by_key(Pending::key);
+        self.state.set(self.state.get() | HAS_PENDING);
+    }
+
+    /// Merges the pending list and the deferred one (each sorted by key) into the main list
+    /// (sorted by key, no moved-away tombstone left), from the back, in place: vacant slots at
+    /// the end take the largest of the three lists' last entries in turn. O(n + m); allocates
+    /// only when the room reserved at the deferral is not there (subscribers added during a
+    /// broadcast: their add's cost). Whether anything was merged.
+    pub(super) fn merge_pending(&self, entries: &mut Vec<Entry<C>>) -> bool {
+        let mut pending = self.pending.borrow_mut();
+        let mut deferred = self.deferred.borrow_mut();
+        let waiting = pending.len() + deferred.len();
+        if waiting == 0 {
+            return false;
+        }
+        let key = |entry: &Entry<C>| (-i64::from(self.priority_of(entry.id())), entry.id());
+        let mut main = entries.len();
+        entries.reserve(waiting);
+        entries.resize_with(main + waiting, Entry::vacant);
+        // Slots main..write are vacant; as many as the pending and deferred entries left.
+        let mut write = main + waiting;
+        while write > main {
+            write -= 1;
+            let from_pending = pending.last().map(Pending::key);
+            let from_deferred = deferred.last_key_value().map(|(key, _)| *key);
+            let waiting_key = from_pending.max(from_deferred);
+            if main > 0 && Some(key(&entries[main - 1])) > waiting_key {
+                entries.swap(main - 1, write);
+                main -= 1;
+                continue;
+            }
+            let next = if from_pending > from_deferred {
+                pending.pop()
+            } else {
+                deferred.pop_last().map(|(_, next)| next)
+            };
+            if let Some(Pending { entry, .. }) = next {
+                if entry.is_removed() {
+                    // Removed during the broadcast, its callable dropped by the next settle.
+                    self.tombstones.set(self.tombstones.get() + 1);
+                }
+                entries[write] = entry;
+            }
+        }
+        true
+    }
+
+    /// The priority runs of `entries`, from the index by id (O(n); no run is allocated beyond
+    /// the room reserved when a subscriber was deferred).
+    pub(super) fn rebuild_runs(&self, entries: &[Entry<C>]) {
+        let mut runs = self.runs.borrow_mut();
+        runs.clear();
+        for (index, entry) in entries.iter().enumerate() {
+            let priority = self.priority_of(entry.id());
+            match runs.last_mut() {
+                Some(run) if run.priority == priority => run.end = index + 1,
+                _ => runs.push(Run {
+                    priority,
+                    end: index + 1,
+                }),
+            }
+        }
     }
 }
