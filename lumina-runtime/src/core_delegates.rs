@@ -396,7 +396,7 @@ impl LifecycleSignal {
     /// if it is dropped first, and at once `Err(Gone)` if it has fired already (it never fires
     /// again; reported like a late [`add_lambda`](Self::add_lambda)).
     #[track_caller]
-    pub fn next(&self) -> crate::NextBroadcast<()> {
+    pub fn next(&self) -> crate::next_broadcast::NextBroadcast<()> {
         if self.too_late() {
             // Subscribed to nothing: the future's subscriber is dropped at once, and it is gone.
             return MulticastDelegate::<dyn Fn()>::new().next();
@@ -462,7 +462,7 @@ impl LifecycleSignal {
     }
 
     /// Blocks the subscription of `handle` while the returned guard lives (X4; counted, A2).
-    pub fn block_scoped(&self, handle: DelegateHandle) -> crate::ScopedBlock {
+    pub fn block_scoped(&self, handle: DelegateHandle) -> crate::scoped::ScopedBlock {
         self.delegate.block_scoped(handle)
     }
 

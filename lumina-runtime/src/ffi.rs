@@ -796,7 +796,7 @@ mod bus_tests;
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::ScriptDelegate;
+    use crate::script_delegate::ScriptDelegate;
     use std::cell::Cell;
 
     extern "C" fn count_thunk(context: *mut c_void, _payload: *const c_void) {

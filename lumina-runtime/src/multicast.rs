@@ -287,8 +287,8 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
 
     /// Turns `handle` (a subscription of this delegate) into a guard that unsubscribes when it is
     /// dropped (B1); see [`ScopedSubscription`](crate::ScopedSubscription).
-    pub fn scoped(&self, handle: DelegateHandle) -> crate::ScopedSubscription {
-        crate::ScopedSubscription::new(handle, self.list.weak_remover())
+    pub fn scoped(&self, handle: DelegateHandle) -> crate::scoped::ScopedSubscription {
+        crate::scoped::ScopedSubscription::new(handle, self.list.weak_remover())
     }
 
     /// Every subscription present, in the order they run, with where it was made and whether
@@ -730,7 +730,7 @@ macro_rules! impl_multicast_arity {
             /// return type, its subscriber returns `R::default()`. See
             /// [`NextBroadcast`](crate::NextBroadcast).
             #[track_caller]
-            pub fn next(&self) -> crate::NextBroadcast<($($Arg,)*)>
+            pub fn next(&self) -> crate::next_broadcast::NextBroadcast<($($Arg,)*)>
             where
                 R: Default,
             {
@@ -773,7 +773,7 @@ macro_rules! impl_registration_next {
             /// The future of the delegate's next broadcast: see
             /// [`MulticastDelegate::next`](MulticastDelegate#method.next) (X5).
             #[track_caller]
-            pub fn next(&self) -> crate::NextBroadcast<($($Arg,)*)> {
+            pub fn next(&self) -> crate::next_broadcast::NextBroadcast<($($Arg,)*)> {
                 self.delegate().next()
             }
         }

@@ -687,7 +687,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// native listener that ends after one call; dropping the future unsubscribes. See
     /// [`NextBroadcast`](crate::NextBroadcast).
     #[track_caller]
-    pub fn next(&self) -> crate::NextBroadcast<P>
+    pub fn next(&self) -> crate::next_broadcast::NextBroadcast<P>
     where
         P: Clone,
     {
@@ -768,11 +768,11 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         &self,
         options: Options<'_>,
         owner: Option<Weak<dyn Any>>,
-        make: impl FnOnce(crate::ThisSubscription) -> Listener,
+        make: impl FnOnce(crate::scoped::ThisSubscription) -> Listener,
     ) -> DelegateHandle {
         let list = self.base.for_native();
         let handle = list.insert_with(options.spec_self_aware(owner), |handle, list| {
-            make(crate::ThisSubscription::new(handle, list))
+            make(crate::scoped::ThisSubscription::new(handle, list))
         });
         if options.muted {
             list.set_blocked(handle, true);
@@ -830,8 +830,8 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     }
 
     /// Blocks the native listener of `handle` while the returned guard lives (X4).
-    pub fn block_scoped(&self, handle: DelegateHandle) -> crate::ScopedBlock {
-        crate::ScopedBlock::new(self.native_handle(handle), self.base.list.weak_remover())
+    pub fn block_scoped(&self, handle: DelegateHandle) -> crate::scoped::ScopedBlock {
+        crate::scoped::ScopedBlock::new(self.native_handle(handle), self.base.list.weak_remover())
     }
 
     /// Removes the native listener of `handle`; `false` (no change) for an invalid, foreign or
@@ -847,8 +847,11 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// Turns `handle` (a native listener of this delegate) into a guard that removes it when it
     /// is dropped (B1); see [`ScopedSubscription`](crate::ScopedSubscription). A managed binding's
     /// id is not a native handle: such a guard removes nothing.
-    pub fn scoped(&self, handle: DelegateHandle) -> crate::ScopedSubscription {
-        crate::ScopedSubscription::new(self.native_handle(handle), self.base.list.weak_remover())
+    pub fn scoped(&self, handle: DelegateHandle) -> crate::scoped::ScopedSubscription {
+        crate::scoped::ScopedSubscription::new(
+            self.native_handle(handle),
+            self.base.list.weak_remover(),
+        )
     }
 
     /// Removes every native member binding of `owner`; returns how many (M9).
@@ -932,7 +935,10 @@ impl<P: ScriptPayload> Subscribe<'_, ScriptDelegate<P>, Plain> {
 impl<P: ScriptPayload> Subscribe<'_, ScriptDelegate<P>, SelfAware> {
     /// Finishes with a closure that receives its own subscription first (X6).
     #[track_caller]
-    pub fn add_lambda(self, f: impl Fn(&crate::ThisSubscription, &P) + 'static) -> DelegateHandle {
+    pub fn add_lambda(
+        self,
+        f: impl Fn(&crate::scoped::ThisSubscription, &P) + 'static,
+    ) -> DelegateHandle {
         let (delegate, options) = self.parts();
         delegate.insert_built_self_aware(options, None, |this| {
             Listener::Native(native(move |payload: &P| f(&this, payload)))
@@ -945,7 +951,7 @@ impl<P: ScriptPayload> Subscribe<'_, ScriptDelegate<P>, SelfAware> {
     pub fn add_member<T: Any>(
         self,
         owner: &Rc<T>,
-        method: impl Fn(&T, &crate::ThisSubscription, &P) + 'static,
+        method: impl Fn(&T, &crate::scoped::ThisSubscription, &P) + 'static,
     ) -> DelegateHandle {
         let weak = Rc::downgrade(owner);
         let (delegate, options) = self.parts();

@@ -237,10 +237,10 @@ impl EventProcessor {
         &self,
         handler: &Rc<H>,
         priority: impl Into<i32>,
-    ) -> Option<crate::ScopedSubscription> {
+    ) -> Option<crate::scoped::ScopedSubscription> {
         let handler: Rc<dyn EventHandler> = Rc::<H>::clone(handler);
         let handle = self.register_handle(&handler, priority.into())?;
-        Some(crate::ScopedSubscription::new(
+        Some(crate::scoped::ScopedSubscription::new(
             handle,
             self.handlers.weak_remover(),
         ))
@@ -287,7 +287,7 @@ impl EventProcessor {
             .register_handle(&handler, priority.into())
             .expect("a new handler is never registered yet");
         EventSubscription::new(
-            crate::ScopedSubscription::new(handle, self.handlers.weak_remover()),
+            crate::scoped::ScopedSubscription::new(handle, self.handlers.weak_remover()),
             handler,
         )
     }
@@ -316,7 +316,7 @@ impl EventProcessor {
             WeakShared::new(weak)
         });
         EventSubscription::new(
-            crate::ScopedSubscription::new(handle, self.handlers.weak_remover()),
+            crate::scoped::ScopedSubscription::new(handle, self.handlers.weak_remover()),
             handler,
         )
     }

@@ -6,7 +6,8 @@
 use std::rc::Rc;
 
 use super::count;
-use crate::{DelegateHandle, MulticastDelegate};
+use crate::handle::DelegateHandle;
+use crate::multicast::MulticastDelegate;
 
 mod bus;
 
