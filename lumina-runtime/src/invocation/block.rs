@@ -85,16 +85,32 @@ impl<C: Subscriber> Block<C> {
     /// block, and once the nested counts have doubled since their last sweep, a sweep of the
     /// counts of subscriptions that left.
     pub(super) fn set_blocked(&self, id: u64, blocked: bool) -> bool {
-        let Some(was_blocked) = self.with_entry(id, Entry::is_blocked) else {
-            return false;
+        // The common cases, a first block and the lift of the only one, in one search.
+        let only = |entry: &Entry<C>| {
+            let was_blocked = entry.is_blocked();
+            if blocked && !was_blocked {
+                entry.set_blocked(true);
+                return None;
+            }
+            let nested = || {
+                let more = self.more_blocks.borrow();
+                !more.is_empty() && more.contains_key(&id)
+            };
+            if !blocked && was_blocked && !nested() {
+                entry.set_blocked(false);
+                return None;
+            }
+            Some(was_blocked)
         };
+        let was_blocked = match self.with_entry(id, only) {
+            None => return false,
+            Some(None) => return true,
+            Some(Some(was_blocked)) => was_blocked,
+        };
+        // A nested block, or the lift of one (the search made the other cases).
         let mut more = self.more_blocks.borrow_mut();
         match (blocked, was_blocked) {
-            (true, false) => {
-                drop(more);
-                self.with_entry(id, |entry| entry.set_blocked(true));
-            }
-            (true, true) => {
+            (true, _) => {
                 *more.entry(id).or_insert(0) += 1;
                 let len = more.len();
                 drop(more);
@@ -105,12 +121,8 @@ impl<C: Subscriber> Block<C> {
             (false, false) => return false,
             (false, true) => match more.get_mut(&id) {
                 Some(count) if *count > 1 => *count -= 1,
-                Some(_) => {
+                _ => {
                     more.remove(&id);
-                }
-                None => {
-                    drop(more);
-                    self.with_entry(id, |entry| entry.set_blocked(false));
                 }
             },
         }
