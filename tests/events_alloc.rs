@@ -230,3 +230,32 @@ fn n4_dropped_viewports_do_not_keep_their_memory() {
     );
     assert_eq!(registry.len(), 1);
 }
+
+/// N4, M9 (issue 32): registering a handler whose last strong reference then goes, 20 000 times
+/// with no dispatch (nothing prunes on the way): the registration's sweep of dead owners (once
+/// the owners table has doubled since the last one) keeps the processor bounded by its live
+/// handlers. Without the sweep: 2.4 MB after 20 000.
+#[test]
+fn n4_handlers_of_dropped_owners_do_not_pile_up_without_a_dispatch() {
+    let processor = EventProcessor::new();
+    let kept = Rc::new(|_: &mut dyn Event| false);
+    assert!(processor.register_event_handler(&kept, 0));
+    let cycles = |n: usize| {
+        counting_alloc::live_bytes_in(|| {
+            for i in 0..n {
+                let handler = Rc::new(|_: &mut dyn Event| false);
+                let priority = i32::try_from(i % 7).expect("small");
+                assert!(processor.register_event_handler(&handler, priority));
+            }
+        })
+        .0
+    };
+    let small = cycles(1_000);
+    let large = cycles(20_000);
+    println!("N4 bytes left by dropped handlers: {small} after 1 000, {large} after 20 000 more");
+    assert!(
+        large <= 4_096,
+        "{large} bytes left by 20 000 dropped handlers"
+    );
+    assert_eq!(processor.len(), 1);
+}

@@ -311,6 +311,14 @@ impl<C: Subscriber> Block<C> {
             key,
             self_aware,
         } = spec;
+        if owner.is_some() {
+            // Before the handle is made: what the sweep's drops add gets smaller ids (the
+            // indexes' ids stay sorted), and a panic there adds nothing.
+            if !self.is_broadcasting() {
+                self.sweep_dead_owners_if_doubled();
+            }
+            self.owned_since_sweep.set(self.owned_since_sweep.get() + 1);
+        }
         let handle = DelegateHandle::new_unique();
         if priority != 0 {
             self.set_priority_of(handle.id(), priority);
@@ -478,7 +486,8 @@ impl<C: Subscriber> Block<C> {
 
     pub(super) fn is_bound(&self) -> bool {
         // Present entries without owner are live: at least `len - tombstones - owners` of them
-        // (every owned main-list entry has a row in `owners`, removed or not).
+        // (every present owned main-list entry has a row in `owners`; a removed one may keep
+        // its row until the next compaction or sweep).
         let entries = self.entries.borrow();
         if entries.len() > self.tombstones.get() + self.owners.borrow().len() {
             return true;

@@ -123,6 +123,12 @@ pub(crate) struct Block<C> {
     /// Rows of `owners` (and ids of `keys`) may name subscriptions taken out of the deferred
     /// list: the next compaction sweeps the indexes.
     pub(super) stale_rows: Cell<bool>,
+    /// Subscriptions with an owner added since the last sweep of dead owners (N4, M9), during
+    /// broadcasts too ([`Block::sweep_dead_owners_if_doubled`]).
+    pub(super) owned_since_sweep: Cell<usize>,
+    /// The rows of `owners` the last sweep of dead owners left (its live owned subscriptions):
+    /// the owners table has doubled since when `owned_since_sweep` reaches it (at least 8).
+    pub(super) owned_at_sweep: Cell<usize>,
 }
 
 impl<C> Default for InvocationList<C> {
@@ -178,7 +184,11 @@ impl<C: Subscriber> InvocationList<C> {
     }
 
     /// Appends a subscriber bound to `owner`: it runs only while `owner` is alive, is removed by
-    /// [`remove_owner`](Self::remove_owner), and is pruned once `owner` is dropped (M9).
+    /// [`remove_owner`](Self::remove_owner), and is pruned once `owner` is dropped (M9): by the
+    /// next broadcast that reaches it, or by the sweep an add with an owner makes (outside
+    /// broadcasts, before it adds) once the owners table has doubled since the last sweep, so
+    /// a list never broadcast stays bounded. O(log n) amortized (N4), the sweep included; the
+    /// swept callables' `Drop`s run in that add (see [`insert`](Self::insert)).
     #[track_caller]
     pub fn add_owned<T: Any>(&self, owner: &Rc<T>, callable: C) -> DelegateHandle {
         let weak: Weak<dyn Any> = Rc::downgrade(owner) as Weak<dyn Any>;
@@ -195,6 +205,11 @@ impl<C: Subscriber> InvocationList<C> {
     /// above it (outside broadcasts) it waits in the deferred list, O(log m), merged in place by
     /// the next broadcast or walk into room reserved now (O(n + m) shared by the m deferred,
     /// no allocation during the broadcast, M12), or once the deferred list is half the list.
+    /// With an owner, outside broadcasts, the add first sweeps the subscriptions whose owner
+    /// died once the owners table has doubled since the last sweep (O(r log n) for its r rows,
+    /// every r / 2 adds with an owner at least): their callables are dropped there, user code
+    /// that may re-enter the list; a panic there is resumed once every one was dropped, and
+    /// nothing is added then (M13).
     #[track_caller]
     pub fn insert(
         &self,
@@ -681,6 +696,8 @@ impl<C> Block<C> {
             state: Cell::new(0),
             tombstones: Cell::new(0),
             stale_rows: Cell::new(false),
+            owned_since_sweep: Cell::new(0),
+            owned_at_sweep: Cell::new(0),
         }
     }
 }
