@@ -3,8 +3,8 @@
 //! not disturb the count).
 
 use lumina::event::{
-    Event, EventProcessor, InputLayer, InputViewportRegistry, Key, KeyPressedEvent, Modifiers,
-    MouseButton, MouseButtonPressedEvent, MouseMovedEvent, Rect, Vec2,
+    Event, EventHandler, EventProcessor, InputLayer, InputViewportRegistry, Key, KeyPressedEvent,
+    Modifiers, MouseButton, MouseButtonPressedEvent, MouseMovedEvent, Rect, Vec2,
 };
 use std::rc::Rc;
 
@@ -256,6 +256,40 @@ fn n4_handlers_of_dropped_owners_do_not_pile_up_without_a_dispatch() {
     assert!(
         large <= 4_096,
         "{large} bytes left by 20 000 dropped handlers"
+    );
+    assert_eq!(processor.len(), 1);
+}
+
+/// N4 (issue 32): 20 000 handlers registered (at 7 priorities), then every one unregistered: the
+/// processor's tables shrink once under a quarter full, so the burst gives its memory back.
+#[test]
+fn n4_a_burst_of_handlers_gives_its_memory_back() {
+    let processor = EventProcessor::new();
+    let kept = Rc::new(|_: &mut dyn Event| false);
+    assert!(processor.register_event_handler(&kept, 0));
+    let burst = |n: usize| {
+        counting_alloc::live_bytes_in(|| {
+            let handlers: Vec<Rc<dyn EventHandler>> = (0..n)
+                .map(|_| Rc::new(|_: &mut dyn Event| false) as Rc<dyn EventHandler>)
+                .collect();
+            for (i, handler) in handlers.iter().enumerate() {
+                let priority = i32::try_from(i % 7).expect("small");
+                assert!(processor.register_dyn_event_handler(handler, priority));
+            }
+            for handler in &handlers {
+                assert!(processor.unregister_event_handler(handler));
+            }
+        })
+        .0
+    };
+    let small = burst(1_000);
+    let large = burst(20_000);
+    println!(
+        "N4 bytes left by a burst of handlers: {small} after 1 000, {large} after 20 000 more"
+    );
+    assert!(
+        large <= 4_096,
+        "{large} bytes left by a burst of 20 000 handlers"
     );
     assert_eq!(processor.len(), 1);
 }

@@ -160,6 +160,22 @@ impl<C> InvocationList<C> {
         self.block.get().map(|block| &**block)
     }
 
+    /// The slots its tables hold room for (main list, owners, pending, moves, runs, and the
+    /// indexes by owner, key and id): what N4's test of shrinking after a burst reads.
+    #[cfg(test)]
+    pub(crate) fn capacities(&self) -> usize {
+        self.block().map_or(0, |block| {
+            block.entries.borrow().capacity()
+                + block.owners.borrow().capacity()
+                + block.pending.borrow().capacity()
+                + block.moves.borrow().capacity()
+                + block.runs.borrow().capacity()
+                + block.by_owner.borrow().capacity()
+                + block.keys.borrow().capacity()
+                + block.priorities.borrow().capacity()
+        })
+    }
+
     /// How the module loader reaches this list, as [`track`](crate::track::track)
     /// records it (unit tests of MB4 and R1 call what the loader calls).
     #[cfg(test)]
@@ -236,6 +252,10 @@ impl<C: Subscriber> InvocationList<C> {
     /// becomes a tombstone that no running or later broadcast invokes (M3), and its callable is
     /// dropped when the outermost broadcast ends, so the subscriber currently running (if it is
     /// this one) finishes safely (M4).
+    ///
+    /// O(log n) amortized (N4): a binary search by id; the compaction once the tombstones are
+    /// half the list, and the shrink of its tables once they hold under a quarter of their
+    /// room (to twice what they hold), are O(1) amortized per removal.
     pub fn remove(&self, handle: DelegateHandle) -> bool {
         handle.is_valid() && self.block().is_some_and(|block| block.remove(handle.id()))
     }

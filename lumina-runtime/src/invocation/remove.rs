@@ -6,6 +6,7 @@ use smallvec::SmallVec;
 
 use super::entry::{BLOCKED, Entry, ONCE, OWNED, Pending, Subscriber};
 use super::list::{Block, HAS_PENDING, NEEDS_SETTLE, is_owner};
+use super::settle::{shrink_map, shrink_vec};
 use crate::drops::Drops;
 use crate::handle::DelegateHandle;
 use crate::steps;
@@ -237,6 +238,8 @@ impl<C: Subscriber> Block<C> {
         self.moves.borrow_mut().clear();
         self.priorities.borrow_mut().clear();
         self.tombstones.set(0);
+        // The tables emptied give their storage back (the main list and the owners went whole).
+        self.shrink_sparse(&mut Vec::new());
         // Outside broadcasts nothing is pending: nothing is left to settle.
         self.state
             .set(self.state.get() & !(NEEDS_SETTLE | HAS_PENDING));
@@ -381,6 +384,7 @@ impl<C: Subscriber> Block<C> {
         });
         self.owned_at_sweep.set(owners.len());
         self.owned_since_sweep.set(0);
+        shrink_vec(&mut owners);
         drop(owners);
         if !dead.is_empty() {
             let mut addresses: Vec<usize> = dead.iter().map(|&(_, address)| address).collect();
@@ -396,6 +400,7 @@ impl<C: Subscriber> Block<C> {
                     }
                 }
             }
+            shrink_map(&mut by_owner);
         }
         self.compact_if_worthwhile();
         let mut drops = Drops::default();

@@ -2,6 +2,8 @@
 //! them, always outside any borrow (a drop is user code, M13), and the end of the outermost
 //! broadcast merges the pending subscribers in and compacts the main list.
 
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::ops::Bound;
 
 use smallvec::SmallVec;
@@ -225,6 +227,7 @@ impl<C: Subscriber> Block<C> {
         // a broadcast, or by the settle); one still held would be dropped by the next settle.
         let left = entries.iter().filter(|entry| entry.is_removed()).count();
         self.tombstones.set(left);
+        self.shrink_sparse(&mut entries);
         let settled = self.state.get() & !(NEEDS_SETTLE | HAS_PENDING);
         self.state.set(if left > 0 {
             settled | NEEDS_SETTLE
@@ -345,5 +348,50 @@ impl<C: Subscriber> Block<C> {
                 }),
             }
         }
+    }
+
+    /// Gives back the storage of the tables that hold under a quarter of their capacity (see
+    /// [`shrink_vec`]): the main list, the owners table, the indexes by owner, key and id, the
+    /// pending list, the moves and the runs. O(1) amortized per subscription that came and went
+    /// (N4: a burst of subscriptions does not keep its memory once they are gone). Outside
+    /// broadcasts (the compaction, a sweep, a clear): no loop reads the tables; a settle's
+    /// compaction may reallocate here, only after its list lost three quarters of its room.
+    pub(super) fn shrink_sparse(&self, entries: &mut Vec<Entry<C>>) {
+        shrink_vec(entries);
+        shrink_vec(&mut self.owners.borrow_mut());
+        shrink_vec(&mut self.pending.borrow_mut());
+        shrink_vec(&mut self.moves.borrow_mut());
+        shrink_map(&mut self.by_owner.borrow_mut());
+        shrink_map(&mut self.keys.borrow_mut());
+        shrink_map(&mut self.priorities.borrow_mut());
+        let mut runs = self.runs.borrow_mut();
+        if sparse(runs.len(), runs.capacity()) {
+            steps::add(runs.len());
+            runs.shrink_to_fit();
+        }
+    }
+}
+
+/// Whether a table of `len` entries wastes its `capacity`: more than 64 slots, under a quarter
+/// used.
+fn sparse(len: usize, capacity: usize) -> bool {
+    capacity > 64 && len < capacity / 4
+}
+
+/// Shrinks a sparse `vec` to twice its length: it must lose half of that again before the next
+/// shrink, or double before it grows, so each reallocation is paid by as many adds or
+/// removals as it moves (O(1) amortized, N4).
+pub(super) fn shrink_vec<T>(vec: &mut Vec<T>) {
+    if sparse(vec.len(), vec.capacity()) {
+        steps::add(vec.len());
+        vec.shrink_to(vec.len() * 2);
+    }
+}
+
+/// [`shrink_vec`] for a hash map.
+pub(super) fn shrink_map<K: Eq + Hash, V>(map: &mut HashMap<K, V>) {
+    if sparse(map.len(), map.capacity()) {
+        steps::add(map.len());
+        map.shrink_to(map.len() * 2);
     }
 }

@@ -372,6 +372,46 @@ fn n4_adds_sweep_dead_owners_when_the_owners_table_doubled() {
     );
 }
 
+/// A burst of n subscriptions (closures, members of live owners, higher priorities), then
+/// every one removed by handle, twice: the tables shrink once under a quarter full, to twice
+/// what they hold, so each reallocation is paid by the subscriptions that came and went
+/// (O(1) amortized: the moves are counted), and afterwards they hold room for a few slots, not
+/// for the burst (a list that never shrank keeps room for n).
+#[test]
+fn n4_tables_shrink_after_a_burst() {
+    let per_subscription = |n: usize| {
+        let list = List::new();
+        let _kept = list.add(callable());
+        let owners: Vec<Rc<Actor>> = (0..n).map(|_| Rc::new(Actor)).collect();
+        let steps = count(|| {
+            for _ in 0..2 {
+                let handles: Vec<DelegateHandle> = (0..n)
+                    .map(|i| match i % 3 {
+                        0 => list.add_owned(&owners[i], callable()),
+                        1 => list.insert(i32::try_from(i % 5).unwrap(), None, callable()),
+                        _ => list.add(callable()),
+                    })
+                    .collect();
+                for handle in handles {
+                    assert!(list.remove(handle));
+                }
+            }
+        });
+        assert_eq!(list.len(), 1);
+        let room = list.capacities();
+        assert!(
+            room <= 512,
+            "N4: {room} slots of room left after a burst of {n}"
+        );
+        steps as f64 / (2 * n) as f64
+    };
+    assert_within(
+        "a burst of subscriptions then their removal, shrinks included",
+        per_subscription(SMALL),
+        per_subscription(LARGE),
+    );
+}
+
 mod events {
     //! The event processor's registrations (N4).
 
