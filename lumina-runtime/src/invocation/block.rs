@@ -169,9 +169,10 @@ impl<C: Subscriber> Block<C> {
             let mut moves = self.moves.borrow_mut();
             let rank = moves.len();
             moves.push((id, rank, priority));
-            // Room for the moved copies and their runs, so that the settle allocates nothing.
+            // Room for the moved copies and their runs (and the merge's one spare run), so that
+            // the settle allocates nothing.
             self.pending.borrow_mut().reserve(moves.len());
-            self.runs.borrow_mut().reserve(moves.len());
+            self.runs.borrow_mut().reserve(moves.len() + 1);
             self.state.set(self.state.get() | NEEDS_SETTLE);
         } else {
             self.move_now(&mut self.entries.borrow_mut(), id, priority);
@@ -228,7 +229,7 @@ impl<C: Subscriber> Block<C> {
         steps::search(deferred.len());
         deferred.insert(new.key(), new);
         entries.reserve(deferred.len());
-        self.runs.borrow_mut().reserve(deferred.len());
+        self.runs.borrow_mut().reserve(deferred.len() + 1);
         // Walks merge them first (`merge_deferred`): the flag takes them off the hot path.
         self.state
             .set(self.state.get() | HAS_PENDING | NEEDS_SETTLE);
