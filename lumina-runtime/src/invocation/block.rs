@@ -222,9 +222,10 @@ impl<C: Subscriber> Block<C> {
             let mut moves = self.moves.borrow_mut();
             let rank = moves.len();
             moves.push((id, rank, priority));
-            // Room for the moved copies and their runs, so that the settle allocates nothing.
+            // Room for the moved copies and their runs (and the merge's one spare run), so that
+            // the settle allocates nothing.
             self.pending.borrow_mut().reserve(moves.len());
-            self.runs.borrow_mut().reserve(moves.len());
+            self.runs.borrow_mut().reserve(moves.len() + 1);
             self.state.set(self.state.get() | NEEDS_SETTLE);
         } else {
             self.move_now(&mut self.entries.borrow_mut(), id, priority);
@@ -281,7 +282,7 @@ impl<C: Subscriber> Block<C> {
         steps::search(deferred.len());
         deferred.insert(new.key(), new);
         entries.reserve(deferred.len());
-        self.runs.borrow_mut().reserve(deferred.len());
+        self.runs.borrow_mut().reserve(deferred.len() + 1);
         // Walks merge them first (`merge_deferred`): the flag takes them off the hot path.
         self.state
             .set(self.state.get() | HAS_PENDING | NEEDS_SETTLE);
@@ -364,6 +365,14 @@ impl<C: Subscriber> Block<C> {
             key,
             self_aware,
         } = spec;
+        if owner.is_some() {
+            // Before the handle is made: what the sweep's drops add gets smaller ids (the
+            // indexes' ids stay sorted), and a panic there adds nothing.
+            if !self.is_broadcasting() {
+                self.sweep_dead_owners_if_doubled();
+            }
+            self.owned_since_sweep.set(self.owned_since_sweep.get() + 1);
+        }
         let handle = DelegateHandle::new_unique();
         if priority != 0 {
             self.set_priority_of(handle.id(), priority);
@@ -531,7 +540,8 @@ impl<C: Subscriber> Block<C> {
 
     pub(super) fn is_bound(&self) -> bool {
         // Present entries without owner are live: at least `len - tombstones - owners` of them
-        // (every owned main-list entry has a row in `owners`, removed or not).
+        // (every present owned main-list entry has a row in `owners`; a removed one may keep
+        // its row until the next compaction or sweep).
         let entries = self.entries.borrow();
         if entries.len() > self.tombstones.get() + self.owners.borrow().len() {
             return true;
