@@ -555,3 +555,127 @@ fn v1_self_aware_subscribers_and_one_shot_bus_listeners_are_flagged() {
         assert_eq!(svg.matches(">one-shot</tspan>").count(), 2);
     }
 }
+
+/// The processor's viewports flag their handlers as their entries were made: a self-aware one
+/// (X6) `self-aware`, a one-event one (X3) `one-shot`, a plain one neither. The DOT, the JSON and
+/// the SVG show them.
+#[test]
+fn v1_self_aware_and_one_shot_viewport_handlers_are_flagged() {
+    use lumina::event::{KeyPressedEvent, MouseButtonPressedEvent};
+    let processor = EventProcessor::new();
+    let viewports = Rc::new(InputViewportRegistry::new());
+    assert!(viewports.register(&processor));
+    let full = Rect::new(0.0, 0.0, 800.0, 600.0);
+    let _plain = viewports.add_viewport_handler::<KeyPressedEvent>(full, |_| true);
+    let _aware =
+        viewports.add_viewport_handler_self_aware::<MouseButtonPressedEvent>(full, |_, _| true);
+    let _once = viewports.add_viewport_handler_once::<MouseButtonPressedEvent>(full, |_| true);
+    let mut inspector = Inspector::new();
+    inspector.viewports("viewports", &viewports);
+    let graph = inspector.finish();
+
+    let flags: Vec<(bool, bool)> = graph.sources[0]
+        .subscribers
+        .iter()
+        .map(|s| (s.self_aware, s.one_shot))
+        .collect();
+    assert_eq!(flags, [(false, false), (true, false), (false, true)]);
+    let dot = parse(&graph.to_dot());
+    let labels: Vec<&str> = subscribers_of(&dot, source(&dot, "viewports"))
+        .into_iter()
+        .map(|(node, _)| dot.label(node))
+        .collect();
+    assert_eq!(labels.len(), 3);
+    assert!(labels[0].ends_with("800x600 at (0, 0)"), "{labels:?}");
+    assert!(
+        labels[1].ends_with("800x600 at (0, 0)\nself-aware"),
+        "{labels:?}"
+    );
+    assert!(
+        labels[2].ends_with("800x600 at (0, 0)\none-shot"),
+        "{labels:?}"
+    );
+    #[cfg(feature = "serde")]
+    {
+        let json = serde_json::to_string(&graph).expect("serializes");
+        assert_eq!(json.matches("\"self_aware\":true").count(), 1, "{json}");
+        assert_eq!(json.matches("\"one_shot\":true").count(), 1, "{json}");
+    }
+    #[cfg(feature = "svg")]
+    {
+        let svg = graph.to_svg();
+        assert_eq!(svg.matches(">self-aware</tspan>").count(), 1);
+        assert_eq!(svg.matches(">one-shot</tspan>").count(), 1);
+    }
+}
+
+/// A bus `next()` waiting on a tag is a listener for the picture: listed under its tag, exact
+/// or partial, labelled as a future with the `next()` call's bind site, drawn dashed; gone from
+/// the picture once it resolved.
+#[test]
+fn v1_pending_bus_futures_are_drawn_as_futures_at_their_bind_site() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let listener = line!() + 1;
+    let _exact = bus.listen(&DAMAGE, |_, _| {});
+    let exact = line!() + 1;
+    let waiting = bus.next(&DAMAGE);
+    let parent = DAMAGE.tag().parent().expect("InspectTest");
+    let partial = line!() + 1;
+    let any_below = bus.subscribe().partial().next::<u32>(parent);
+    let mut inspector = Inspector::new();
+    inspector.bus("bus", &bus);
+    let graph = inspector.finish();
+
+    let futures: Vec<bool> = graph.sources[0]
+        .subscribers
+        .iter()
+        .map(|s| s.future)
+        .collect();
+    assert_eq!(futures, [true, false, true]);
+    let dot = parse(&graph.to_dot());
+    let drawn: Vec<(&str, &str, &str)> = subscribers_of(&dot, source(&dot, "bus"))
+        .into_iter()
+        .map(|(node, edge)| (dot.label(node), edge, dot.nodes[node]["style"].as_str()))
+        .collect();
+    assert_eq!(
+        drawn,
+        [
+            (
+                &*format!("future: next()\n{}", site(partial)),
+                "#1 partial",
+                "filled,dashed"
+            ),
+            (&*site(listener), "#2 exact", "filled"),
+            (
+                &*format!("future: next()\n{}", site(exact)),
+                "#3 exact",
+                "filled,dashed"
+            ),
+        ]
+    );
+    #[cfg(feature = "serde")]
+    {
+        let json = serde_json::to_string(&graph).expect("serializes");
+        assert_eq!(json.matches("\"future\":true").count(), 2, "{json}");
+        let back: NotificationGraph = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back, graph);
+    }
+    #[cfg(feature = "svg")]
+    {
+        let svg = graph.to_svg();
+        assert_eq!(svg.matches(">future: next()</tspan>").count(), 2);
+    }
+
+    // Both resolve on one send: the picture shows the listener alone.
+    bus.send(&DAMAGE, 3);
+    drop((waiting, any_below));
+    let mut inspector = Inspector::new();
+    inspector.bus("bus", &bus);
+    let after = inspector.finish();
+    let left: Vec<(u32, bool)> = after.sources[0]
+        .subscribers
+        .iter()
+        .map(|s| (s.site.as_ref().map_or(0, |site| site.line), s.future))
+        .collect();
+    assert_eq!(left, [(listener, false)]);
+}

@@ -61,6 +61,34 @@ struct Viewport {
     handler: Weak<dyn EventHandler>,
     /// Its code may be a game module's: the module loader may know it by its id (R5).
     recorded: bool,
+    /// What its handler is, for listings (V1): set where the entry is made, whichever way of
+    /// adding a viewport asked for it.
+    kind: HandlerKind,
+}
+
+/// What a viewport's handler is, as the registry's listing reports it (V1): whether it receives
+/// its own viewport (X6) and whether it goes after one event (X3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HandlerKind {
+    /// The handler receives its own viewport first (X6).
+    pub(crate) self_aware: bool,
+    /// The viewport is removed before its first call (X3).
+    pub(crate) one_shot: bool,
+}
+
+/// One live viewport as [`InputViewportRegistry::listing`] reports it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ViewportListing {
+    /// Its id's number.
+    pub(crate) id: u64,
+    /// Its rectangle.
+    pub(crate) rect: Rect,
+    /// Whether it is blocked (X4).
+    pub(crate) muted: bool,
+    /// Whether it has the focus.
+    pub(crate) focused: bool,
+    /// What its handler is.
+    pub(crate) kind: HandlerKind,
 }
 
 /// The viewports of a registry, in a heap block of their own that stays put however the
@@ -293,6 +321,16 @@ impl InputViewportRegistry {
     /// ones where they overlap. O(1) amortized (N4): an append, and once the list has doubled
     /// since the last sweep, a sweep of the gone entries.
     pub fn add_viewport<V: EventHandler>(&self, viewport: &Rc<V>, rect: Rect) -> ViewportId {
+        self.add_viewport_of_kind(viewport, rect, HandlerKind::default())
+    }
+
+    /// [`add_viewport`](Self::add_viewport) with what its handler is, for listings (V1).
+    pub(crate) fn add_viewport_of_kind<V: EventHandler>(
+        &self,
+        viewport: &Rc<V>,
+        rect: Rect,
+        kind: HandlerKind,
+    ) -> ViewportId {
         // Numbered like subscriptions, so that a viewport's id is its registration's handle
         // (`ThisSubscription`, `ScopedBlock`, X4/X6).
         let id = ViewportId(DelegateHandle::new_unique().id());
@@ -310,6 +348,7 @@ impl InputViewportRegistry {
             blocked: false,
             handler: Rc::downgrade(&handler),
             recorded: code.is_some(),
+            kind,
         });
         drop(viewports);
         if code.is_some() {
@@ -434,15 +473,18 @@ impl InputViewportRegistry {
 
     /// The live viewports in the order added, topmost last: `(id number, rectangle, muted,
     /// focused)`, for the [inspector](crate::inspect). O(n), allocates.
-    pub(crate) fn listing(&self) -> Vec<(u64, Rect, bool, bool)> {
+    pub(crate) fn listing(&self) -> Vec<ViewportListing> {
         let focused = self.focused.get();
         self.viewports
             .borrow()
             .iter()
             .filter(|viewport| viewport.handler.strong_count() > 0)
-            .map(|viewport| {
-                let id = viewport.id;
-                (id.0, viewport.rect, viewport.blocked, focused == Some(id))
+            .map(|viewport| ViewportListing {
+                id: viewport.id.0,
+                rect: viewport.rect,
+                muted: viewport.blocked,
+                focused: focused == Some(viewport.id),
+                kind: viewport.kind,
             })
             .collect()
     }
@@ -541,10 +583,25 @@ impl InputViewportRegistry {
         rect: Rect,
         handler: impl for<'a> Fn(&ThisSubscription, S::View<'a>) -> bool + 'static,
     ) -> ViewportSubscription {
+        let kind = HandlerKind {
+            self_aware: true,
+            one_shot: false,
+        };
+        self.add_self_aware_of_kind::<S>(rect, handler, kind)
+    }
+
+    /// [`add_viewport_handler_self_aware`](Self::add_viewport_handler_self_aware), listed as
+    /// `kind` (V1).
+    fn add_self_aware_of_kind<S: EventSelector>(
+        self: &Rc<Self>,
+        rect: Rect,
+        handler: impl for<'a> Fn(&ThisSubscription, S::View<'a>) -> bool + 'static,
+        kind: HandlerKind,
+    ) -> ViewportSubscription {
         let aware = Rc::new(SelfAware::new(super::typed::select_self_aware::<S>(
             handler,
         )));
-        let id = self.add_viewport(&aware, rect);
+        let id = self.add_viewport_of_kind(&aware, rect, kind);
         aware.bind(ThisSubscription::new(
             DelegateHandle::from_id(id.0),
             self.weak_registry(),
@@ -585,11 +642,20 @@ impl InputViewportRegistry {
         handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
     ) -> ViewportSubscription {
         // As the processor's one-shot typed handler: the viewport removes itself through its own
-        // registration (X6) before the closure runs.
-        self.add_viewport_handler_self_aware::<S>(rect, move |this, view| {
-            this.remove();
-            handler(view)
-        })
+        // registration (X6) before the closure runs. Listed as one-shot: its closure does not
+        // receive the viewport.
+        let kind = HandlerKind {
+            self_aware: false,
+            one_shot: true,
+        };
+        self.add_self_aware_of_kind::<S>(
+            rect,
+            move |this, view| {
+                this.remove();
+                handler(view)
+            },
+            kind,
+        )
     }
 
     /// This registry as the type-erased list a [`ThisSubscription`] or [`ScopedBlock`] holds
