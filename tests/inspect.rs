@@ -18,6 +18,9 @@ use lumina::event::{
 use lumina::inspect::{Inspector, NotificationGraph, SourceKind};
 use lumina::{MulticastDelegate, ScriptDelegate, declare_multicast_delegate};
 
+#[cfg(feature = "svg")]
+mod support;
+
 declare_multicast_delegate!(
     /// A declared delegate, listed through its `subscriptions()`.
     OnHit(amount: u32)
@@ -678,4 +681,76 @@ fn v1_pending_bus_futures_are_drawn_as_futures_at_their_bind_site() {
         .map(|s| (s.site.as_ref().map_or(0, |site| site.line), s.future))
         .collect();
     assert_eq!(left, [(listener, false)]);
+}
+
+/// The `inspect` example, run with the cargo that runs this test: its picture holds every kind
+/// of source the inspector draws (core delegates, a named delegate, a script delegate, a
+/// thread-safe delegate, a bus with a pending future, a processor and its viewports with a
+/// self-aware one), each subscriber at its bind site in the examples; and
+/// `docs/notifications.svg`, the picture the README shows, is what it makes
+/// (`LUMINA_BLESS=1` rewrites it).
+#[cfg(feature = "svg")]
+#[test]
+fn v3_the_inspect_example_draws_every_kind_of_source_and_the_readme_shows_its_picture() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let folder = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("inspect-example");
+    support::run_example_into("inspect", "svg", &folder);
+    let dot_text = std::fs::read_to_string(folder.join("notifications.dot")).expect("the DOT");
+    let dot = parse(&dot_text);
+    for (name, kind) in [
+        ("core.on_world_travelled", "core delegate"),
+        ("on_score_changed", "delegate"),
+        ("on_damaged", "script delegate"),
+        ("on_level_loaded", "thread-safe delegate"),
+        ("gameplay bus", "message bus"),
+        ("input", "event processor"),
+        ("viewports", "viewports"),
+    ] {
+        let id = source(&dot, name);
+        assert_eq!(dot.label(id), format!("{name}\n({kind})"));
+        assert!(
+            !subscribers_of(&dot, id).is_empty(),
+            "{name} has subscribers in the picture"
+        );
+    }
+    let labels: Vec<&str> = dot
+        .nodes
+        .keys()
+        .filter(|id| id.contains("_n"))
+        .map(|id| dot.label(id))
+        .collect();
+    for label in &labels {
+        let place = label
+            .lines()
+            .find(|line| !line.starts_with("future") && !line.starts_with("viewport "))
+            .expect("a label");
+        assert!(
+            place.starts_with("examples/inspect.rs:")
+                || place.starts_with("examples/engine_loop.rs:")
+                || place.contains(" at ("),
+            "{label}"
+        );
+    }
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.starts_with("future: next()\nexamples/inspect.rs:"))
+    );
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.starts_with("viewport ") && l.ends_with("\nself-aware"))
+    );
+
+    let made = std::fs::read_to_string(folder.join("notifications.svg")).expect("the SVG");
+    let committed = root.join("docs/notifications.svg");
+    if std::env::var_os("LUMINA_BLESS").is_some() {
+        std::fs::write(&committed, &made).expect("write docs/notifications.svg");
+    }
+    let shown = std::fs::read_to_string(&committed).expect("docs/notifications.svg");
+    assert!(
+        shown == made,
+        "docs/notifications.svg is not what `cargo run --example inspect --features svg` makes \
+         now: run `LUMINA_BLESS=1 cargo test --features serde,svg --test inspect` and commit it"
+    );
 }

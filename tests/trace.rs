@@ -16,6 +16,8 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
+mod support;
+
 /// One span as recorded: its name, its fields as text, and its parent's index.
 #[derive(Debug, Clone)]
 struct Recorded {
@@ -200,25 +202,7 @@ fn a_bus_send_is_a_span_named_by_its_tag() {
 #[test]
 fn the_trace_example_writes_broadcasts_and_bind_sites_as_chrome_json() {
     let folder = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-example");
-    let output = std::process::Command::new(env!("CARGO"))
-        .args([
-            "run",
-            "--quiet",
-            "--example",
-            "trace",
-            "--features",
-            "trace",
-            "--",
-        ])
-        .arg(&folder)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo runs");
-    assert!(
-        output.status.success(),
-        "the example failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    support::run_example_into("trace", "trace", &folder);
     let text = std::fs::read_to_string(folder.join("trace.json")).expect("trace.json written");
     let events: Vec<serde_json::Value> = serde_json::from_str(&text).expect("a JSON array");
     let named = |name: &str| {
