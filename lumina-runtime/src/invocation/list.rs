@@ -4,13 +4,14 @@
 
 use std::any::Any;
 use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::{Rc, Weak};
 
 use smallvec::SmallVec;
 
 use super::entry::{Entry, Pending, Subscriber};
+use super::id_map::IdMap;
 use crate::drops::{Drops, Guarded};
 use crate::handle::DelegateHandle;
 use crate::steps;
@@ -86,13 +87,13 @@ pub(crate) struct Block<C> {
     /// subscriptions (N4). An address, compared only: each id's row in `owners` (or its pending
     /// entry) says whether it is still that owner's, as an address is reused once its object
     /// and every weak reference to it are gone. Ids of entries compacted away leave with them.
-    pub(super) by_owner: RefCell<HashMap<usize, SmallVec<[u64; 1]>>>,
+    pub(super) by_owner: RefCell<IdMap<usize, SmallVec<[u64; 1]>>>,
     /// The identity keys of subscriptions made from a plain function (`add_static`, X7): the
     /// function pointer's address, with the ids made from it (ascending), so a removal by
     /// function looks up its key (N4). An address, not a pointer: it is only compared with the
     /// address of the function a `remove_static` names, never called nor dereferenced; the
     /// entry's own callable holds the function it came from.
-    pub(super) keys: RefCell<HashMap<usize, SmallVec<[u64; 1]>>>,
+    pub(super) keys: RefCell<IdMap<usize, SmallVec<[u64; 1]>>>,
     /// Changes of priority asked for while a broadcast runs (X6), applied in order when the
     /// outermost broadcast ends, after the pending subscribers are merged: the running
     /// broadcasts keep the order they started with (M2).
@@ -102,7 +103,7 @@ pub(crate) struct Block<C> {
     /// it sits now: what makes a lookup by id O(log n) whatever the number of priorities (N4),
     /// a binary search for its run, then one in the run (main), or one by key (pending). Empty,
     /// and never hashed, for a list without priorities.
-    pub(super) priorities: RefCell<HashMap<u64, i32>>,
+    pub(super) priorities: RefCell<IdMap<u64, i32>>,
     /// Subscribers added while a broadcast runs, in dispatch order; merged into `entries` when
     /// the outermost broadcast ends. Never borrowed across user code. An entry removed meanwhile
     /// stays as a tombstone until then, so positions never move under a drop's code.
@@ -131,7 +132,7 @@ pub(crate) struct Block<C> {
     /// `BLOCKED` bit says it is blocked at all (what the loops test); this counts only the
     /// nested ones, so a list whose subscriptions are blocked once has it empty, and the count
     /// of a subscription that left goes at the next [`Block::sweep_blocks`].
-    pub(super) more_blocks: RefCell<HashMap<u64, u32>>,
+    pub(super) more_blocks: RefCell<IdMap<u64, u32>>,
     /// `more_blocks`' size after its last sweep.
     pub(super) blocks_swept: Cell<usize>,
     /// Subscriptions with an owner added since the last sweep of dead owners (N4, M9), during
@@ -748,17 +749,17 @@ impl<C> Block<C> {
             entries: RefCell::new(Vec::new()),
             runs: RefCell::new(SmallVec::new()),
             owners: RefCell::new(Vec::new()),
-            by_owner: RefCell::new(HashMap::new()),
-            keys: RefCell::new(HashMap::new()),
+            by_owner: RefCell::new(IdMap::default()),
+            keys: RefCell::new(IdMap::default()),
             moves: RefCell::new(Vec::new()),
-            priorities: RefCell::new(HashMap::new()),
+            priorities: RefCell::new(IdMap::default()),
             pending: RefCell::new(Vec::new()),
             deferred: RefCell::new(BTreeMap::new()),
             state: Cell::new(0),
             tombstones: Cell::new(0),
             stale_rows: Cell::new(false),
             mutes: Cell::new(0),
-            more_blocks: RefCell::new(HashMap::new()),
+            more_blocks: RefCell::new(IdMap::default()),
             blocks_swept: Cell::new(0),
             owned_since_sweep: Cell::new(0),
             owned_at_sweep: Cell::new(0),

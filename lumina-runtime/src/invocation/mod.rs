@@ -111,6 +111,7 @@
 
 mod block;
 mod entry;
+mod id_map;
 mod list;
 mod raw;
 mod remove;

@@ -2,8 +2,7 @@
 //! them, always outside any borrow (a drop is user code, M13), and the end of the outermost
 //! broadcast merges the pending subscribers in and compacts the main list.
 
-use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 use std::ops::Bound;
 
 use smallvec::SmallVec;
@@ -460,7 +459,9 @@ pub(super) fn shrink_vec<T>(vec: &mut Vec<T>) {
 }
 
 /// [`shrink_vec`] for a hash map.
-pub(super) fn shrink_map<K: Eq + Hash, V>(map: &mut HashMap<K, V>) {
+pub(super) fn shrink_map<K: Eq + Hash, V, S: BuildHasher>(
+    map: &mut std::collections::HashMap<K, V, S>,
+) {
     if sparse(map.len(), map.capacity()) {
         steps::add(map.len());
         map.shrink_to(map.len() * 2);
