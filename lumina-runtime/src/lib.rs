@@ -32,6 +32,9 @@
 
 // On docs.rs (`--cfg docsrs`, nightly): each item says which cargo feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// A `pub` item no user can reach is crate-private in fact: say so, so the public API (and its
+// count, issue 33) is what users see.
+#![warn(unreachable_pub)]
 
 // Lets expansions of lumina's own macros inside this crate use the same `::lumina::...` paths as
 // in game code.

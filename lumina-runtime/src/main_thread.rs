@@ -124,7 +124,7 @@ mod sealed {
 
     /// No value of it exists: the only implementor of `StaysOnItsThread`, so the trait has one.
     #[allow(dead_code)] // only named in the impl below
-    pub enum Never {}
+    pub(crate) enum Never {}
 
     impl Sealed for Never {}
 }

@@ -160,7 +160,7 @@ impl<C: Subscriber> fmt::Debug for InvocationList<C> {
 
 impl<C> InvocationList<C> {
     /// An empty list. Allocates nothing (M12).
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         InvocationList {
             block: OnceCell::new(),
         }
@@ -207,7 +207,7 @@ impl<C> InvocationList<C> {
 impl<C: Subscriber> InvocationList<C> {
     /// Appends a subscriber with priority 0 and no owner.
     #[track_caller]
-    pub fn add(&self, callable: C) -> DelegateHandle {
+    pub(crate) fn add(&self, callable: C) -> DelegateHandle {
         self.insert(0, None, callable)
     }
 
@@ -218,7 +218,7 @@ impl<C: Subscriber> InvocationList<C> {
     /// a list never broadcast stays bounded. O(log n) amortized (N4), the sweep included; the
     /// swept callables' `Drop`s run in that add (see [`insert`](Self::insert)).
     #[track_caller]
-    pub fn add_owned<T: Any>(&self, owner: &Rc<T>, callable: C) -> DelegateHandle {
+    pub(crate) fn add_owned<T: Any>(&self, owner: &Rc<T>, callable: C) -> DelegateHandle {
         let weak: Weak<dyn Any> = Rc::downgrade(owner) as Weak<dyn Any>;
         self.insert(0, Some(weak), callable)
     }
@@ -239,7 +239,7 @@ impl<C: Subscriber> InvocationList<C> {
     /// that may re-enter the list; a panic there is resumed once every one was dropped, and
     /// nothing is added then (M13).
     #[track_caller]
-    pub fn insert(
+    pub(crate) fn insert(
         &self,
         priority: i32,
         owner: Option<Weak<dyn Any>>,
@@ -268,7 +268,7 @@ impl<C: Subscriber> InvocationList<C> {
     /// O(log n) amortized (N4): a binary search by id; the compaction once the tombstones are
     /// half the list, and the shrink of its tables once they hold under a quarter of their
     /// room (to twice what they hold), are O(1) amortized per removal.
-    pub fn remove(&self, handle: DelegateHandle) -> bool {
+    pub(crate) fn remove(&self, handle: DelegateHandle) -> bool {
         handle.is_valid() && self.block().is_some_and(|block| block.remove(handle.id()))
     }
 
@@ -276,19 +276,19 @@ impl<C: Subscriber> InvocationList<C> {
     /// during a broadcast (M12), nor outside one for an owner with up to 8 subscriptions.
     /// O(k log n) in the owner's own k subscriptions, through the
     /// index by owner (N4).
-    pub fn remove_owner<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
+    pub(crate) fn remove_owner<T: ?Sized>(&self, owner: &Rc<T>) -> usize {
         let owner = Rc::as_ptr(owner).cast::<()>();
         self.block().map_or(0, |block| block.remove_owned_by(owner))
     }
 
     /// Whether a live subscriber is bound to `owner`.
-    pub fn is_bound_to<T: ?Sized>(&self, owner: &Rc<T>) -> bool {
+    pub(crate) fn is_bound_to<T: ?Sized>(&self, owner: &Rc<T>) -> bool {
         self.handle_of_owner(owner).is_some()
     }
 
     /// The handle of the first live subscriber (in dispatch order, then pending ones) bound to
     /// `owner`. Allocates nothing. O(k log n) in the owner's own k subscriptions (N4).
-    pub fn handle_of_owner<T: ?Sized>(&self, owner: &Rc<T>) -> Option<DelegateHandle> {
+    pub(crate) fn handle_of_owner<T: ?Sized>(&self, owner: &Rc<T>) -> Option<DelegateHandle> {
         let owner = Rc::as_ptr(owner).cast::<()>();
         let block = self.block()?;
         let by_owner = block.by_owner.borrow();
@@ -322,7 +322,7 @@ impl<C: Subscriber> InvocationList<C> {
     /// Removes every subscriber. During a broadcast nothing further runs in it (or in any
     /// enclosing broadcast), and subscribers added after the clear run from the next broadcast
     /// on (M6).
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.clear_with(|_, _, _| {});
     }
 
@@ -330,7 +330,7 @@ impl<C: Subscriber> InvocationList<C> {
     /// every live subscriber
     /// it removes, before any of them is dropped (script delegates collect their managed bindings
     /// there, so a drop's code cannot unbind one in between). `removed` must not run user code.
-    pub fn clear_with(&self, removed: impl FnMut(u64, u32, &C)) {
+    pub(crate) fn clear_with(&self, removed: impl FnMut(u64, u32, &C)) {
         let mut drops = Drops::default();
         self.take_all(removed).drop_into(&mut drops);
         drops.finish();
@@ -350,24 +350,24 @@ impl<C: Subscriber> InvocationList<C> {
 
     /// Whether at least one live subscriber exists (M8). O(1) while a subscriber without owner is
     /// present, whatever was removed (N4); otherwise a walk to the first live subscriber.
-    pub fn is_bound(&self) -> bool {
+    pub(crate) fn is_bound(&self) -> bool {
         self.block().is_some_and(Block::is_bound)
     }
 
     /// How many live subscribers there are: removed ones and those whose owner died do not
     /// count (M8).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.block().map_or(0, Block::len)
     }
 
     /// `true` when [`len`](Self::len) is 0.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         !self.is_bound()
     }
 
     /// The subscriptions present (not removed), in dispatch order, with where each was made and
     /// whether its owner lives (B5). Allocates: for diagnostics.
-    pub fn subscriptions(&self) -> Vec<crate::bind_site::Subscription> {
+    pub(crate) fn subscriptions(&self) -> Vec<crate::bind_site::Subscription> {
         use crate::bind_site::{OwnerState, Subscription, location};
         let Some(block) = self.block() else {
             return Vec::new();
@@ -428,14 +428,14 @@ impl<C: Subscriber> InvocationList<C> {
     }
 
     /// Whether a broadcast over this list is running (on this thread's stack).
-    pub fn is_broadcasting(&self) -> bool {
+    pub(crate) fn is_broadcasting(&self) -> bool {
         self.block().is_some_and(Block::is_broadcasting)
     }
 
     /// Whether `handle` names a live subscriber for which `predicate` holds. Lets a mechanism
     /// with several kinds of subscriber in one list (script delegates: native and managed)
     /// remove only its own kind, without keeping a second record of which is which.
-    pub fn subscriber_matches(
+    pub(crate) fn subscriber_matches(
         &self,
         handle: DelegateHandle,
         predicate: impl FnOnce(&C) -> bool,
@@ -466,7 +466,7 @@ impl<C: Subscriber> InvocationList<C> {
     }
 
     /// How many live subscribers `predicate` accepts.
-    pub fn count_matching(&self, mut predicate: impl FnMut(&C) -> bool) -> usize {
+    pub(crate) fn count_matching(&self, mut predicate: impl FnMut(&C) -> bool) -> usize {
         let Some(block) = self.block() else { return 0 };
         let mut count = 0;
         let mut broadcast = block.begin();
@@ -478,7 +478,7 @@ impl<C: Subscriber> InvocationList<C> {
 
     /// The live subscribers with their handles, in the order they were added. Allocates: for
     /// cold paths such as handing bindings to a host when a delegate is destroyed.
-    pub fn snapshot(&self) -> Vec<(DelegateHandle, C)> {
+    pub(crate) fn snapshot(&self) -> Vec<(DelegateHandle, C)> {
         let Some(block) = self.block() else {
             return Vec::new();
         };
@@ -665,7 +665,7 @@ impl<C: Subscriber> InvocationList<C> {
     /// broadcasts; during a broadcast this applies to the subscribers not yet reached (as M3).
     /// Blocks are counted (A2): it runs again once every block is lifted. `false`, changing
     /// nothing, for an invalid, foreign or removed handle, and for a lift from an unblocked one.
-    pub fn set_blocked(&self, handle: DelegateHandle, blocked: bool) -> bool {
+    pub(crate) fn set_blocked(&self, handle: DelegateHandle, blocked: bool) -> bool {
         handle.is_valid()
             && self
                 .block()
@@ -673,7 +673,7 @@ impl<C: Subscriber> InvocationList<C> {
     }
 
     /// Whether the subscription of `handle` is present and blocked (X4).
-    pub fn is_blocked(&self, handle: DelegateHandle) -> bool {
+    pub(crate) fn is_blocked(&self, handle: DelegateHandle) -> bool {
         self.block()
             .is_some_and(|block| block.is_blocked_handle(handle))
     }
@@ -684,7 +684,7 @@ impl<C: Subscriber> InvocationList<C> {
     /// when the outermost one ends (M2). `false` for an invalid, foreign or removed handle.
     /// O(log n) amortized (N4): outside a broadcast the subscription waits in the deferred list
     /// (merged by the next broadcast); during one, the settle applies every move at once.
-    pub fn set_priority(&self, handle: DelegateHandle, priority: i32) -> bool {
+    pub(crate) fn set_priority(&self, handle: DelegateHandle, priority: i32) -> bool {
         handle.is_valid()
             && self
                 .block()

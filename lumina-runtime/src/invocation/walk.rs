@@ -106,7 +106,7 @@ impl<C: Subscriber> InvocationList<C> {
     /// `call`, so it still inlines both (declared delegates' owned arguments carry their clone
     /// as a closure type for this, `__private::ClonedBy`).
     #[inline(always)]
-    pub fn broadcast_with<A: Clone>(&self, args: A, call: impl FnMut(&C, A)) {
+    pub(crate) fn broadcast_with<A: Clone>(&self, args: A, call: impl FnMut(&C, A)) {
         self.broadcast_traced(args, call, crate::trace::broadcast::<C>);
     }
 
@@ -144,7 +144,11 @@ impl<C: Subscriber> InvocationList<C> {
     /// Always inlined: with the empty list's guarded drop of the argument, `#[inline]` no longer
     /// was, and the bus's send paid 12 to 17 instructions for the call (callgrind).
     #[inline(always)]
-    pub fn broadcast_until_with<A: Clone>(&self, args: A, call: impl FnMut(&C, A) -> bool) -> bool {
+    pub(crate) fn broadcast_until_with<A: Clone>(
+        &self,
+        args: A,
+        call: impl FnMut(&C, A) -> bool,
+    ) -> bool {
         self.broadcast_until_traced(args, call, crate::trace::none)
     }
 
@@ -237,7 +241,7 @@ impl<C: Subscriber> InvocationList<C> {
     /// Starts a broadcast: locks the list until the returned [`Broadcast`] is dropped and yields
     /// the live subscribers that were present at this moment, in order (M1, M2). `None` for a
     /// list that never had a subscriber, and for a muted one (A2).
-    pub fn begin(&self) -> Option<Broadcast<'_, C>> {
+    pub(crate) fn begin(&self) -> Option<Broadcast<'_, C>> {
         self.unmuted().map(Block::begin)
     }
 
@@ -820,14 +824,14 @@ impl<C: Subscriber> Broadcast<'_, C> {
     /// Starts over from the first subscriber, keeping the same set of subscribers (those present
     /// when the broadcast began) and the same lock. Script delegates use this for their second,
     /// managed pass.
-    pub fn rewind(&mut self) {
+    pub(crate) fn rewind(&mut self) {
         self.index = 0;
         self.last_key = None;
     }
 
     /// The next live subscriber with its handle's id, advancing past it: a clone of the callable,
     /// taken for a moment (no borrow of the lists is held when this returns).
-    pub fn next_entry(&mut self) -> Option<(u64, C)> {
+    pub(crate) fn next_entry(&mut self) -> Option<(u64, C)> {
         self.next_sited().map(|(id, _, callable)| (id, callable))
     }
 
@@ -862,7 +866,7 @@ impl<C: Subscriber> Broadcast<'_, C> {
     /// [`next_entry`](Self::next_entry) for a call about to be made, with the subscriber's bind
     /// site: a one-shot subscriber is claimed (removed before its call, X3). No user code runs
     /// between the check and the claim.
-    pub fn next_call(&mut self) -> Option<(u64, u32, C)> {
+    pub(crate) fn next_call(&mut self) -> Option<(u64, u32, C)> {
         let (id, site, callable) = self.next_sited()?;
         self.claim_passed(id);
         Some((id, site, callable))
@@ -911,7 +915,7 @@ impl<C: Subscriber> Broadcast<'_, C> {
     /// is one-shot (X3). `filter` runs with no borrow of the lists held; a subscriber it removed
     /// is skipped.
     #[cfg(test)]
-    pub fn next_matching(&mut self, filter: impl FnMut(&C) -> bool) -> Option<C> {
+    pub(crate) fn next_matching(&mut self, filter: impl FnMut(&C) -> bool) -> Option<C> {
         self.next_matching_sited(filter)
             .map(|(_, callable)| callable)
     }
@@ -931,7 +935,7 @@ impl<C: Subscriber> Broadcast<'_, C> {
     /// order, through a reference (no clone), and advances past them: what a `while let` loop
     /// over [`next_matching`](Self::next_matching) does, faster. Script delegates use it for
     /// their native pass, then [`rewind`](Self::rewind) and their managed pass.
-    pub fn for_each_matching(
+    pub(crate) fn for_each_matching(
         &mut self,
         mut filter: impl FnMut(&C) -> bool,
         mut call: impl FnMut(&C),
