@@ -83,6 +83,10 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
 
     /// Adds a callable bound to `owner`, held weakly: it never runs after `owner` is dropped, stops
     /// counting in [`len`](Self::len), and is pruned (M9). The building block of `add_member`.
+    ///
+    /// Cost: O(log n) amortized (N4), the sweep included: an add with an owner, outside a
+    /// broadcast, first removes the subscriptions whose owner died once the owners table has
+    /// doubled since the last sweep (their callables are dropped there, M9, M13).
     #[track_caller]
     pub fn add_shared_member<T: Any>(&self, owner: &Rc<T>, callable: Rc<F>) -> DelegateHandle {
         self.subscribe().add_shared_member(owner, callable)
@@ -606,6 +610,10 @@ macro_rules! impl_multicast_arity {
             /// on_score.broadcast(7);
             /// assert_eq!((left.shown.get(), right.shown.get()), (0, 7));
             /// ```
+            ///
+            /// Cost: O(log n) amortized (N4), the sweep included: an add with an owner, outside a
+            /// broadcast, first removes the subscriptions whose owner died once the owners table has
+            /// doubled since the last sweep (their callables are dropped there, M9, M13).
             #[track_caller]
             pub fn add_method<T: Any>(
                 &self,
@@ -704,6 +712,10 @@ macro_rules! impl_multicast_arity {
             }
 
             /// Adds a method of `owner`, held weakly (M9): it never runs once `owner` is dropped.
+            ///
+            /// Cost: O(log n) amortized (N4), the sweep included: an add with an owner, outside a
+            /// broadcast, first removes the subscriptions whose owner died once the owners table has
+            /// doubled since the last sweep (their callables are dropped there, M9, M13).
             #[track_caller]
             pub fn add_member<T: Any>(
                 &self,

@@ -209,7 +209,7 @@ impl<C: Subscriber> Block<C> {
         }
     }
 
-    /// Moves the subscription `id` to `priority` (see [`InvocationList::set_priority`]).
+    /// Moves the subscription `id` to `priority` (see [`InvocationList::set_priority`](super::InvocationList::set_priority)).
     /// Outside broadcasts O(log n): the subscriber waits in the deferred list, merged by the
     /// next broadcast (O(n + m), shared by the m deferred). During one, O(1) amortized: the
     /// settle applies every move at once, O(n + k log k) for k moves, and allocates nothing
@@ -328,7 +328,7 @@ impl<C: Subscriber> Block<C> {
         self.state.get() >= LOCK_ONE
     }
 
-    /// Removes `handle`'s subscriber like [`InvocationList::remove`] and, outside a broadcast,
+    /// Removes `handle`'s subscriber like [`InvocationList::remove`](super::InvocationList::remove) and, outside a broadcast,
     /// compacts at once: nothing of it (callable, weak owner) is left afterwards. What a game
     /// module's unload uses before its library is unmapped (MB4).
     pub(crate) fn remove_now(&self, handle: DelegateHandle) -> bool {

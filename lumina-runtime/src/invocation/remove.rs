@@ -216,7 +216,7 @@ impl<C: Subscriber> Block<C> {
         found.owner_alive()
     }
 
-    /// The first phase of a clear (see [`InvocationList::take_all`]): outside a broadcast, the
+    /// The first phase of a clear (see [`InvocationList::take_all`](super::InvocationList::take_all)): outside a broadcast, the
     /// entries taken out of the list, empty now; during one, nothing (every entry is marked
     /// removed, and the outermost broadcast's end drops the callables, M4).
     pub(super) fn take_all(&self, mut removed: impl FnMut(u64, u32, &C)) -> Vec<Entry<C>> {
