@@ -692,7 +692,7 @@ fn x2_a_listener_given_only_views_keeps_scoped_guards_and_lists_subscriptions() 
     assert_eq!(listed[0].handle, died.handle());
     let site = listed[0].bind_site.expect("recorded");
     assert_eq!(
-        (site.file(), site.line()),
+        (site.file, site.line),
         (file!(), died_line),
         "the caller's bind site"
     );

@@ -22,7 +22,7 @@
 //!     pub on_dashed: ScriptDelegate<Dashed>,
 //! }
 //!
-//! let jumper = reflect::find_component("Dasher").unwrap();
+//! let jumper = reflect::ComponentInfo::find("Dasher").unwrap();
 //! let code = csharp::generate("Game.Bindings", "game", &[jumper]);
 //! assert!(code.contains("public struct Dashed"));
 //! assert!(code.contains("public float Distance;"));
