@@ -43,6 +43,11 @@ impl<F: Fn(&mut dyn Event) -> bool + 'static> EventHandler for F {
 /// assert!(processor.register_event_handler(&erased, 0));
 /// assert_eq!(processor.len(), 2);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an event handler",
+    label = "not an event handler",
+    note = "implement `lumina::event::EventHandler` for `{Self}` (`fn on_event(&self, event: &mut dyn Event) -> bool`), or register a closure `Fn(&mut dyn Event) -> bool`"
+)]
 pub trait AnyEventHandler: EventHandler + sealed::Sealed {
     /// The same handler, as the processor holds it. Not public API; the processor uses it.
     #[doc(hidden)]

@@ -604,6 +604,13 @@ impl Subscribe<'_, EventProcessor, SelfAwareMode> {
 /// What [`EventProcessor::dispatch`] takes: an event class value (put in an [`Envelope`] on the
 /// stack), an `&mut Envelope<E>` the caller keeps (to read its handled flag after), or an
 /// `&mut dyn Event` (a handler forwarding the event it received). Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an event class",
+    label = "not an event class",
+    note = "put `#[lumina::event_class]` on the struct `{Self}` (a game's own event), or \
+            `#[lumina::event_class(KeyPressed)]` naming the event type of an input or window \
+            event; `dispatch` also takes an `&mut Envelope<E>` or an `&mut dyn Event`"
+)]
 pub trait Dispatchable: sealed::Sealed {
     /// Dispatches `self` on `processor`. Not public API; [`EventProcessor::dispatch`] calls it.
     #[doc(hidden)]
