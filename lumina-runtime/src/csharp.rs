@@ -93,7 +93,7 @@ fn csharp_type(ty: FieldType) -> &'static str {
 }
 
 /// `on_hit` -> `OnHit`.
-pub fn pascal_case(snake: &str) -> String {
+fn pascal_case(snake: &str) -> String {
     snake
         .split('_')
         .filter(|part| !part.is_empty())
