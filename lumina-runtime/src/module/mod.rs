@@ -453,7 +453,7 @@ pub fn containing(address: usize) -> Option<ModuleId> {
 ///
 /// For a loaded module: what unloading it will remove. One the module removed itself still
 /// counts until its list lets go of it (outside a broadcast when the list compacts, or when the
-/// list is dropped). For an [unloaded](unloaded) version: what the loader still knows of that
+/// list is dropped). For a version [`unloaded`] lists: what the loader still knows of that
 /// refers to its code (0 once everything the unload left went): those on other threads'
 /// delegates, and those a broadcast held during the unload until it ends. What the loader
 /// could not attribute is not counted.
