@@ -18,6 +18,9 @@ use lumina::event::{
 use lumina::inspect::{Inspector, NotificationGraph, SourceKind};
 use lumina::{MulticastDelegate, ScriptDelegate, declare_multicast_delegate};
 
+#[cfg(feature = "svg")]
+mod support;
+
 declare_multicast_delegate!(
     /// A declared delegate, listed through its `subscriptions()`.
     OnHit(amount: u32)
@@ -554,4 +557,205 @@ fn v1_self_aware_subscribers_and_one_shot_bus_listeners_are_flagged() {
         assert_eq!(svg.matches(">self-aware</tspan>").count(), 4);
         assert_eq!(svg.matches(">one-shot</tspan>").count(), 2);
     }
+}
+
+/// The processor's viewports flag their handlers as their entries were made: a self-aware one
+/// (X6) `self-aware`, a one-event one (X3) `one-shot`, a plain one neither. The DOT, the JSON and
+/// the SVG show them.
+#[test]
+fn v1_self_aware_and_one_shot_viewport_handlers_are_flagged() {
+    use lumina::event::{KeyPressedEvent, MouseButtonPressedEvent};
+    let processor = EventProcessor::new();
+    let viewports = Rc::new(InputViewportRegistry::new());
+    assert!(viewports.register(&processor));
+    let full = Rect::new(0.0, 0.0, 800.0, 600.0);
+    let _plain = viewports.add_viewport_handler::<KeyPressedEvent>(full, |_| true);
+    let _aware = viewports
+        .subscribe()
+        .self_aware()
+        .add_viewport_handler::<MouseButtonPressedEvent>(full, |_, _| true);
+    let _once = viewports
+        .subscribe()
+        .once()
+        .add_viewport_handler::<MouseButtonPressedEvent>(full, |_| true);
+    let mut inspector = Inspector::new();
+    inspector.viewports("viewports", &viewports);
+    let graph = inspector.finish();
+
+    let flags: Vec<(bool, bool)> = graph.sources[0]
+        .subscribers
+        .iter()
+        .map(|s| (s.self_aware, s.one_shot))
+        .collect();
+    assert_eq!(flags, [(false, false), (true, false), (false, true)]);
+    let dot = parse(&graph.to_dot());
+    let labels: Vec<&str> = subscribers_of(&dot, source(&dot, "viewports"))
+        .into_iter()
+        .map(|(node, _)| dot.label(node))
+        .collect();
+    assert_eq!(labels.len(), 3);
+    assert!(labels[0].ends_with("800x600 at (0, 0)"), "{labels:?}");
+    assert!(
+        labels[1].ends_with("800x600 at (0, 0)\nself-aware"),
+        "{labels:?}"
+    );
+    assert!(
+        labels[2].ends_with("800x600 at (0, 0)\none-shot"),
+        "{labels:?}"
+    );
+    #[cfg(feature = "serde")]
+    {
+        let json = serde_json::to_string(&graph).expect("serializes");
+        assert_eq!(json.matches("\"self_aware\":true").count(), 1, "{json}");
+        assert_eq!(json.matches("\"one_shot\":true").count(), 1, "{json}");
+    }
+    #[cfg(feature = "svg")]
+    {
+        let svg = graph.to_svg();
+        assert_eq!(svg.matches(">self-aware</tspan>").count(), 1);
+        assert_eq!(svg.matches(">one-shot</tspan>").count(), 1);
+    }
+}
+
+/// A bus `next()` waiting on a tag is a listener for the picture: listed under its tag, exact
+/// or partial, labelled as a future with the `next()` call's bind site, drawn dashed; gone from
+/// the picture once it resolved.
+#[test]
+fn v1_pending_bus_futures_are_drawn_as_futures_at_their_bind_site() {
+    let bus: MessageBus<u32> = MessageBus::new();
+    let listener = line!() + 1;
+    let _exact = bus.listen(&DAMAGE, |_, _| {});
+    let exact = line!() + 1;
+    let waiting = bus.next(&DAMAGE);
+    let parent = DAMAGE.tag().parent().expect("InspectTest");
+    let partial = line!() + 1;
+    let any_below = bus.subscribe().partial().next::<u32>(parent);
+    let mut inspector = Inspector::new();
+    inspector.bus("bus", &bus);
+    let graph = inspector.finish();
+
+    let futures: Vec<bool> = graph.sources[0]
+        .subscribers
+        .iter()
+        .map(|s| s.future)
+        .collect();
+    assert_eq!(futures, [true, false, true]);
+    let dot = parse(&graph.to_dot());
+    let drawn: Vec<(&str, &str, &str)> = subscribers_of(&dot, source(&dot, "bus"))
+        .into_iter()
+        .map(|(node, edge)| (dot.label(node), edge, dot.nodes[node]["style"].as_str()))
+        .collect();
+    assert_eq!(
+        drawn,
+        [
+            (
+                &*format!("future: next()\n{}", site(partial)),
+                "#1 partial",
+                "filled,dashed"
+            ),
+            (&*site(listener), "#2 exact", "filled"),
+            (
+                &*format!("future: next()\n{}", site(exact)),
+                "#3 exact",
+                "filled,dashed"
+            ),
+        ]
+    );
+    #[cfg(feature = "serde")]
+    {
+        let json = serde_json::to_string(&graph).expect("serializes");
+        assert_eq!(json.matches("\"future\":true").count(), 2, "{json}");
+        let back: NotificationGraph = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back, graph);
+    }
+    #[cfg(feature = "svg")]
+    {
+        let svg = graph.to_svg();
+        assert_eq!(svg.matches(">future: next()</tspan>").count(), 2);
+    }
+
+    // Both resolve on one send: the picture shows the listener alone.
+    bus.send(&DAMAGE, 3);
+    drop((waiting, any_below));
+    let mut inspector = Inspector::new();
+    inspector.bus("bus", &bus);
+    let after = inspector.finish();
+    let left: Vec<(u32, bool)> = after.sources[0]
+        .subscribers
+        .iter()
+        .map(|s| (s.site.as_ref().map_or(0, |site| site.line), s.future))
+        .collect();
+    assert_eq!(left, [(listener, false)]);
+}
+
+/// The `inspect` example, run with the cargo that runs this test: its picture holds every kind
+/// of source the inspector draws (core delegates, a named delegate, a script delegate, a
+/// thread-safe delegate, a bus with a pending future, a processor and its viewports with a
+/// self-aware one), each subscriber at its bind site in the examples; and
+/// `docs/notifications.svg`, the picture the README shows, is what it makes
+/// (`LUMINA_BLESS=1` rewrites it).
+#[cfg(feature = "svg")]
+#[test]
+fn v3_the_inspect_example_draws_every_kind_of_source_and_the_readme_shows_its_picture() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let folder = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("inspect-example");
+    support::run_example_into("inspect", "svg", &folder);
+    let dot_text = std::fs::read_to_string(folder.join("notifications.dot")).expect("the DOT");
+    let dot = parse(&dot_text);
+    for (name, kind) in [
+        ("core.on_world_travelled", "core delegate"),
+        ("on_score_changed", "delegate"),
+        ("on_damaged", "script delegate"),
+        ("on_level_loaded", "thread-safe delegate"),
+        ("gameplay bus", "message bus"),
+        ("input", "event processor"),
+        ("viewports", "viewports"),
+    ] {
+        let id = source(&dot, name);
+        assert_eq!(dot.label(id), format!("{name}\n({kind})"));
+        assert!(
+            !subscribers_of(&dot, id).is_empty(),
+            "{name} has subscribers in the picture"
+        );
+    }
+    let labels: Vec<&str> = dot
+        .nodes
+        .keys()
+        .filter(|id| id.contains("_n"))
+        .map(|id| dot.label(id))
+        .collect();
+    for label in &labels {
+        let place = label
+            .lines()
+            .find(|line| !line.starts_with("future") && !line.starts_with("viewport "))
+            .expect("a label");
+        assert!(
+            place.starts_with("examples/inspect.rs:")
+                || place.starts_with("examples/engine_loop.rs:")
+                || place.contains(" at ("),
+            "{label}"
+        );
+    }
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.starts_with("future: next()\nexamples/inspect.rs:"))
+    );
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.starts_with("viewport ") && l.ends_with("\nself-aware"))
+    );
+
+    let made = std::fs::read_to_string(folder.join("notifications.svg")).expect("the SVG");
+    let committed = root.join("docs/notifications.svg");
+    if std::env::var_os("LUMINA_BLESS").is_some() {
+        std::fs::write(&committed, &made).expect("write docs/notifications.svg");
+    }
+    let shown = std::fs::read_to_string(&committed).expect("docs/notifications.svg");
+    assert!(
+        shown == made,
+        "docs/notifications.svg is not what `cargo run --example inspect --features svg` makes \
+         now: run `LUMINA_BLESS=1 cargo test --features serde,svg --test inspect` and commit it"
+    );
 }

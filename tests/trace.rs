@@ -16,6 +16,8 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
+mod support;
+
 /// One span as recorded: its name, its fields as text, and its parent's index.
 #[derive(Debug, Clone)]
 struct Recorded {
@@ -200,25 +202,7 @@ fn a_bus_send_is_a_span_named_by_its_tag() {
 #[test]
 fn the_trace_example_writes_broadcasts_and_bind_sites_as_chrome_json() {
     let folder = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-example");
-    let output = std::process::Command::new(env!("CARGO"))
-        .args([
-            "run",
-            "--quiet",
-            "--example",
-            "trace",
-            "--features",
-            "trace",
-            "--",
-        ])
-        .arg(&folder)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo runs");
-    assert!(
-        output.status.success(),
-        "the example failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    support::run_example_into("trace", "trace", &folder);
     let text = std::fs::read_to_string(folder.join("trace.json")).expect("trace.json written");
     let events: Vec<serde_json::Value> = serde_json::from_str(&text).expect("a JSON array");
     let named = |name: &str| {
@@ -337,4 +321,179 @@ fn a_nested_broadcast_that_merges_added_subscribers_has_a_span_per_call() {
             "{span:?} at line {line}"
         );
     }
+}
+
+/// Checks that `spans` are one broadcast whose `source` is `source`, with one `subscriber`
+/// child per call in call order, each named by its bind site, one of `lines` of this file.
+fn check_broadcast(spans: &[Recorded], source: impl Fn(&str) -> bool, lines: &[u32]) {
+    assert_eq!(spans.len(), 1 + lines.len(), "{spans:#?}");
+    assert_eq!(spans[0].name, "broadcast", "{spans:#?}");
+    assert_eq!(spans[0].parent, None, "{spans:#?}");
+    assert!(source(spans[0].field("source")), "{spans:#?}");
+    for (span, line) in spans[1..].iter().zip(lines) {
+        assert_eq!(span.name, "subscriber", "{spans:#?}");
+        assert_eq!(span.parent, Some(0), "{spans:#?}");
+        assert!(
+            span.field("bind_site")
+                .starts_with(&format!("{}:{line}:", file!())),
+            "{span:?} at line {line}"
+        );
+    }
+}
+
+/// A fold that stops at the first `false` (and returns it).
+fn all_yes(_: bool, yes: bool) -> std::ops::ControlFlow<bool, bool> {
+    if yes {
+        std::ops::ControlFlow::Continue(true)
+    } else {
+        std::ops::ControlFlow::Break(false)
+    }
+}
+
+/// A stop at the first `false`.
+fn first_no(yes: bool) -> std::ops::ControlFlow<()> {
+    if yes {
+        std::ops::ControlFlow::Continue(())
+    } else {
+        std::ops::ControlFlow::Break(())
+    }
+}
+
+/// Every broadcast form of a generic multicast delegate is a span with one child per
+/// subscriber call: `broadcast_fold` and `broadcast_until` stop at the second subscriber, so the
+/// third has no span; `broadcast_collect` and `broadcast_and_clear` call all three.
+#[test]
+fn every_broadcast_form_of_a_multicast_delegate_is_a_span_over_its_calls() {
+    let on_ask: MulticastDelegate<dyn Fn(u32) -> bool> = MulticastDelegate::new();
+    let lines = [line!() + 1, line!() + 2, line!() + 3];
+    let _a = on_ask.add_lambda(|_| true);
+    let _b = on_ask.add_lambda(|_| false);
+    let _c = on_ask.add_lambda(|_| true);
+    let generic = |source: &str| source.contains("Fn(u32) -> bool");
+
+    let spans = collect(|| assert!(!on_ask.broadcast_fold(1, true, all_yes)));
+    check_broadcast(&spans, generic, &lines[..2]);
+
+    let spans = collect(|| assert_eq!(on_ask.broadcast_until(2, first_no), Some(())));
+    check_broadcast(&spans, generic, &lines[..2]);
+
+    let spans = collect(|| assert_eq!(on_ask.broadcast_collect(3), [true, false, true]));
+    check_broadcast(&spans, generic, &lines);
+
+    let spans = collect(|| on_ask.broadcast_and_clear(4));
+    check_broadcast(&spans, generic, &lines);
+    assert!(on_ask.is_empty());
+}
+
+lumina::declare_multicast_delegate!(FCanOpen(door: u32) -> bool);
+
+/// The same forms of a declared delegate name their span by the declared type, as its
+/// `broadcast` does.
+#[test]
+fn every_broadcast_form_of_a_declared_delegate_is_named_by_its_declared_type() {
+    let can_open = FCanOpen::new();
+    let lines = [line!() + 1, line!() + 2, line!() + 3];
+    let _a = can_open.add_lambda(|_| true);
+    let _b = can_open.add_lambda(|door| door != 7);
+    let _c = can_open.add_lambda(|_| true);
+    let declared = |source: &str| source == "FCanOpen";
+
+    let spans = collect(|| assert!(!can_open.broadcast_fold(7, true, all_yes)));
+    check_broadcast(&spans, declared, &lines[..2]);
+
+    let spans = collect(|| assert_eq!(can_open.broadcast_until(7, first_no), Some(())));
+    check_broadcast(&spans, declared, &lines[..2]);
+
+    let spans = collect(|| assert_eq!(can_open.broadcast_collect(7), [true, false, true]));
+    check_broadcast(&spans, declared, &lines);
+
+    let spans = collect(|| can_open.broadcast(1));
+    check_broadcast(&spans, declared, &lines);
+
+    let spans = collect(|| can_open.broadcast_and_clear(1));
+    check_broadcast(&spans, declared, &lines);
+    assert!(can_open.is_empty());
+}
+
+lumina::declare_multicast_delegate!(sync FOnLoaded(level: u32));
+
+/// The thread-safe delegate: its broadcast is a span over one child per call, from the game
+/// thread and from another thread (each thread's spans are its own); a declared one is named by
+/// its declared type.
+#[test]
+fn a_thread_safe_delegate_broadcast_is_a_span_over_its_calls_on_any_thread() {
+    let on_loaded: lumina::SyncMulticastDelegate<dyn Fn(u32) + Send + Sync> =
+        lumina::SyncMulticastDelegate::new();
+    let lines = [line!() + 1, line!() + 2];
+    let _a = on_loaded.add_lambda(|_| {});
+    let _b = on_loaded.subscribe().once().add_lambda(|_| {});
+    let generic = |source: &str| source.contains("Fn(u32)") && source.contains("Send");
+    let spans = collect(|| on_loaded.broadcast(1));
+    check_broadcast(&spans, generic, &lines);
+    // The one-shot went: one call, from another thread.
+    let spans = std::thread::scope(|scope| {
+        scope
+            .spawn(|| collect(|| on_loaded.broadcast(2)))
+            .join()
+            .expect("the thread")
+    });
+    check_broadcast(&spans, generic, &lines[..1]);
+
+    let declared = FOnLoaded::new();
+    let line = line!() + 1;
+    let _d = declared.add_lambda(|_| {});
+    let spans = collect(|| declared.broadcast(3));
+    check_broadcast(&spans, |source| source == "FOnLoaded", &[line]);
+}
+
+#[lumina::script_delegate]
+#[derive(Clone, Copy, Debug)]
+struct TraceHit {
+    damage: f32,
+}
+
+/// The managed calls of [`count_managed`] (one test uses it).
+static MANAGED_CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// A managed listener's thunk, as the C ABI calls it: counts its calls.
+extern "C" fn count_managed(_context: *mut std::ffi::c_void, _payload: *const std::ffi::c_void) {
+    MANAGED_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A script delegate's broadcast is a span named by its payload type: with native listeners
+/// only (the multicast loop), and with native and managed ones (the two filtered passes of
+/// `for_each_matching`): one child per call, natives first, and none for a listener a pass
+/// passes over.
+#[test]
+fn a_script_delegate_broadcast_is_a_span_named_by_its_payload_over_both_passes() {
+    let on_hit: lumina::ScriptDelegate<TraceHit> = lumina::ScriptDelegate::new();
+    let heard = Rc::new(std::cell::Cell::new(0.0));
+    let log = Rc::clone(&heard);
+    let native = line!() + 1;
+    let _n = on_hit.add_lambda(move |hit| log.set(log.get() + hit.damage));
+    let payload = |source: &str| source == "TraceHit";
+    let spans = collect(|| on_hit.broadcast(&TraceHit { damage: 1.0 }));
+    check_broadcast(&spans, payload, &[native]);
+
+    let managed = line!() + 1;
+    let id = on_hit.bind_managed(Some(count_managed), std::ptr::null_mut());
+    assert_ne!(id, 0);
+    let second = line!() + 1;
+    let _m = on_hit.add_lambda(|_| {});
+    let spans = collect(|| on_hit.broadcast(&TraceHit { damage: 2.0 }));
+    assert_eq!(heard.get(), 3.0);
+    assert_eq!(MANAGED_CALLS.load(std::sync::atomic::Ordering::Relaxed), 1);
+    check_broadcast(&spans, payload, &[native, second, managed]);
+    assert!(on_hit.base().unbind_managed(id));
+}
+
+/// A lifecycle signal's `broadcast_and_clear` (the engine's one-shot core delegates) is a span
+/// named by the signal's name.
+#[test]
+fn a_lifecycle_signal_fires_as_a_span_named_by_the_signal() {
+    let signal = lumina::core_delegates::LifecycleSignal::new("OnTraceTestInit");
+    let line = line!() + 1;
+    let _s = signal.add_lambda(|| {});
+    let spans = collect(|| signal.broadcast_and_clear());
+    check_broadcast(&spans, |source| source == "OnTraceTestInit", &[line]);
 }

@@ -1414,7 +1414,13 @@ impl SaveQuery {
     /// Calls every subscriber like `broadcast` and returns their results in call order.
     #[must_use]
     pub fn broadcast_collect(&self, path: &str) -> ::std::vec::Vec<bool> {
-        ::lumina::__private::broadcast_collect(&self.0, (), |()| (), |f, ()| f(path))
+        ::lumina::__private::broadcast_collect(
+            ::core::marker::PhantomData::<Self>,
+            &self.0,
+            (),
+            |()| (),
+            |f, ()| f(path),
+        )
     }
     /// Calls subscribers in order and folds their results as they come: the fold
     /// returns `Continue(next)` to go on or `Break(last)` to stop, and then no further
@@ -1427,6 +1433,7 @@ impl SaveQuery {
         fold: impl ::core::ops::FnMut(Acc, bool) -> ::core::ops::ControlFlow<Acc, Acc>,
     ) -> Acc {
         ::lumina::__private::broadcast_fold(
+            ::core::marker::PhantomData::<Self>,
             &self.0,
             (),
             |()| (),
@@ -1443,7 +1450,14 @@ impl SaveQuery {
         path: &str,
         stop: impl ::core::ops::FnMut(bool) -> ::core::ops::ControlFlow<Out>,
     ) -> ::core::option::Option<Out> {
-        ::lumina::__private::broadcast_until(&self.0, (), |()| (), stop, |f, ()| f(path))
+        ::lumina::__private::broadcast_until(
+            ::core::marker::PhantomData::<Self>,
+            &self.0,
+            (),
+            |()| (),
+            stop,
+            |f, ()| f(path),
+        )
     }
     /// The future of the next broadcast (X5): resolves with its arguments as owned values
     /// (owned ones as the broadcast clones them; a reference argument becomes the owned value

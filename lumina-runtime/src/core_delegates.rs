@@ -518,7 +518,13 @@ impl LifecycleSignal {
         }
         self.fired.set(true);
         let _clear = ClearOnDrop(&self.delegate);
-        self.delegate.broadcast();
+        // The trace span (V2) is named by the signal's name.
+        let name = self.name();
+        self.delegate.list().broadcast_traced(
+            (),
+            |subscriber, ()| subscriber(),
+            || crate::trace::broadcast_of(move || name),
+        );
     }
 
     /// Back to "not fired, no subscribers": the start of a new engine session. Re-armed first,

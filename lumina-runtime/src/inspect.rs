@@ -170,8 +170,13 @@ pub struct Subscriber {
     pub muted: bool,
     /// Whether it is one-shot (X3); a bus listener added with a `listen_*_once` method too.
     pub one_shot: bool,
-    /// Whether it is self-aware (X6): its callable receives its own subscription.
+    /// Whether it is self-aware (X6): its callable receives its own subscription (for a
+    /// viewport: its handler receives its own viewport).
     pub self_aware: bool,
+    /// Whether it is a pending future rather than a callable: a bus `next()` waiting on its tag
+    /// (X5), which hears the next matching message once. Its site is the `next()` call's.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub future: bool,
     /// The game module whose code subscribed it, by the number of its
     /// [`ModuleId`](crate::module::ModuleId) (`module#N`), while that module is loaded (MB4).
     pub module: Option<u64>,
@@ -262,16 +267,16 @@ impl Subscriber {
             muted: subscription.muted,
             one_shot: subscription.one_shot,
             self_aware: subscription.self_aware,
+            future: false,
             module: crate::track::module_of(subscription.handle.id()),
             channel: None,
             viewport: None,
         }
     }
 
-    /// Its label in a drawing: the bind site, then what differs from a plain subscriber
-    /// (`priority 5`, `muted`, `one-shot`, `self-aware`, `owner alive` / `owner dropped`,
-    /// `module#N`), each on
-    /// a line.
+    /// Its label in a drawing: the bind site (for a future, `future: next()` before it), then
+    /// what differs from a plain subscriber (`priority 5`, `muted`, `one-shot`, `self-aware`,
+    /// `owner alive` / `owner dropped`, `module#N`), each on a line.
     ///
     /// ```
     /// use lumina::MulticastDelegate;
@@ -291,6 +296,9 @@ impl Subscriber {
             (Some(site), None) => site.to_string(),
             (None, None) => "unknown place".to_owned(),
         };
+        if self.future {
+            label.insert_str(0, "future: next()\n");
+        }
         if self.priority != 0 {
             let _ = write!(label, "\npriority {}", self.priority);
         }
@@ -468,6 +476,7 @@ impl<E: EntityId> Inspect for MessageBus<E> {
                     partial: listener.partial,
                     entity: listener.entity.map(|entity| format!("{entity:?}")),
                 }),
+                future: listener.future,
                 ..Subscriber::from_subscription(&listener.subscription)
             })
             .collect();
@@ -490,22 +499,23 @@ impl Inspect for InputViewportRegistry {
         let subscribers = self
             .listing()
             .into_iter()
-            .map(|(id, rect, muted, focused)| Subscriber {
-                id,
+            .map(|viewport| Subscriber {
+                id: viewport.id,
                 site: None,
                 owner: OwnerState::NoOwner,
                 priority: 0,
-                muted,
-                one_shot: false,
-                self_aware: false,
+                muted: viewport.muted,
+                one_shot: viewport.kind.one_shot,
+                self_aware: viewport.kind.self_aware,
+                future: false,
                 module: None,
                 channel: None,
                 viewport: Some(Viewport {
-                    x: rect.origin.x,
-                    y: rect.origin.y,
-                    width: rect.size.x,
-                    height: rect.size.y,
-                    focused,
+                    x: viewport.rect.origin.x,
+                    y: viewport.rect.origin.y,
+                    width: viewport.rect.size.x,
+                    height: viewport.rect.size.y,
+                    focused: viewport.focused,
                 }),
             })
             .collect();
@@ -705,8 +715,8 @@ impl NotificationGraph {
     /// place in the call order (`#1`, `#2`...). A bus's subscribers hang under one node per tag,
     /// and a processor's under one node per layer (`s<i>_g<k>`, labelled `tag <name>` or
     /// `layer <name> (<priority>)`); a bus listener's edge adds `exact` or `partial` and its
-    /// entity filter. Muted subscribers and dropped owners are filled grey. O(n) in the
-    /// subscribers.
+    /// entity filter. Muted subscribers and dropped owners are filled grey; a pending future's
+    /// node is dashed. O(n) in the subscribers.
     ///
     /// ```
     /// use lumina::MulticastDelegate;
@@ -759,9 +769,15 @@ impl NotificationGraph {
                 } else {
                     "white"
                 };
+                // A pending future is drawn dashed: it waits, and hears once.
+                let style = if subscriber.future {
+                    "\"filled,dashed\""
+                } else {
+                    "filled"
+                };
                 let _ = writeln!(
                     dot,
-                    "  s{i}_n{j} [label={}, shape=box, style=filled, fillcolor=\"{fill}\"];",
+                    "  s{i}_n{j} [label={}, shape=box, style={style}, fillcolor=\"{fill}\"];",
                     quoted(&subscriber.label())
                 );
                 let edge = match &subscriber.channel {

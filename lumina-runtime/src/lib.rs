@@ -153,64 +153,119 @@ pub mod __private {
         );
     }
 
-    /// [`broadcast_with`] with an early stop once `call` returns `true` (X7).
+    /// [`broadcast_with`] with an early stop once `call` returns `true` (X7), its trace span
+    /// (V2) made by `span`.
     #[inline]
     fn broadcast_until_with<F: ?Sized + 'static, A>(
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
         clone: impl Fn(&A) -> A + Copy,
         mut call: impl FnMut(&F, A) -> bool,
+        span: impl FnOnce() -> crate::trace::Span,
     ) -> bool {
         let args = ClonedBy { value: args, clone };
-        delegate
-            .list()
-            .broadcast_until_with(args, |subscriber, args| call(subscriber, args.value))
+        delegate.list().broadcast_until_traced(
+            args,
+            |subscriber, args| call(subscriber, args.value),
+            span,
+        )
     }
 
-    /// Not public API; what `broadcast_fold` of every multicast delegate (generic and declared)
-    /// is: [`broadcast_with`] that folds each `call`'s result into the accumulator with `fold`
-    /// as it comes, until `fold` breaks (X7). The caller's accumulator and `fold` (with its
-    /// captures) are user values held while subscribers run: guarded, so a subscriber's panic
-    /// drops them under the guard (R2). Free when nothing panics.
+    /// Not public API; what `broadcast_fold` of a declared multicast delegate is (the generic
+    /// delegate's is [`fold_traced`] with its own span): [`broadcast_with`] that folds each
+    /// `call`'s result into the accumulator with `fold` as it comes, until `fold` breaks (X7).
+    /// `D` is the declared delegate's type, which names the broadcast's trace span (V2). The
+    /// caller's accumulator and `fold` (with its captures) are user values held while
+    /// subscribers run: guarded, so a subscriber's panic drops them under the guard (R2). Free
+    /// when nothing panics.
     #[doc(hidden)]
     #[inline]
-    pub fn broadcast_fold<F: ?Sized + 'static, A, R, Acc>(
+    pub fn broadcast_fold<D: ?Sized, F: ?Sized + 'static, A, R, Acc>(
+        _declared: ::core::marker::PhantomData<D>,
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
         clone: impl Fn(&A) -> A + Copy,
         init: Acc,
         fold: impl FnMut(Acc, R) -> std::ops::ControlFlow<Acc, Acc>,
+        call: impl FnMut(&F, A) -> R,
+    ) -> Acc {
+        fold_traced(
+            delegate,
+            (args, clone),
+            init,
+            fold,
+            call,
+            crate::trace::broadcast_declared::<D>,
+        )
+    }
+
+    /// [`broadcast_fold`] whose trace span `span` makes; `args` with its clone.
+    #[inline]
+    pub(crate) fn fold_traced<F: ?Sized + 'static, A, R, Acc>(
+        delegate: &crate::multicast::MulticastDelegate<F>,
+        (args, clone): (A, impl Fn(&A) -> A + Copy),
+        init: Acc,
+        fold: impl FnMut(Acc, R) -> std::ops::ControlFlow<Acc, Acc>,
         mut call: impl FnMut(&F, A) -> R,
+        span: impl FnOnce() -> crate::trace::Span,
     ) -> Acc {
         let mut accumulator = crate::drops::Guarded::new(Some(init));
         let mut fold = crate::drops::Guarded::new(fold);
-        broadcast_until_with(delegate, args, clone, |subscriber, args| {
-            fold_step(&mut accumulator, call(subscriber, args), &mut *fold)
-        });
+        broadcast_until_with(
+            delegate,
+            args,
+            clone,
+            |subscriber, args| fold_step(&mut accumulator, call(subscriber, args), &mut *fold),
+            span,
+        );
         accumulator
             .into_inner()
             .expect("the fold's accumulator is put back after each call")
     }
 
-    /// Not public API; what `broadcast_until` of every multicast delegate (generic and
-    /// declared) is: [`broadcast_with`] that hands each `call`'s result to `stop` until it
-    /// breaks, and returns the break's value (X7). `stop` (with its captures) and the value are
+    /// Not public API; what `broadcast_until` of a declared multicast delegate is (the generic
+    /// delegate's is [`until_traced`] with its own span): [`broadcast_with`] that hands each
+    /// `call`'s result to `stop` until it breaks, and returns the break's value (X7). `D` names
+    /// the trace span, as for [`broadcast_fold`]. `stop` (with its captures) and the value are
     /// user values held while subscribers run (or while the broadcast drops what it left):
     /// guarded (R2). Free when nothing panics.
     #[doc(hidden)]
     #[inline]
-    pub fn broadcast_until<F: ?Sized + 'static, A, R, Out>(
+    pub fn broadcast_until<D: ?Sized, F: ?Sized + 'static, A, R, Out>(
+        _declared: ::core::marker::PhantomData<D>,
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
         clone: impl Fn(&A) -> A + Copy,
         stop: impl FnMut(R) -> std::ops::ControlFlow<Out>,
+        call: impl FnMut(&F, A) -> R,
+    ) -> Option<Out> {
+        until_traced(
+            delegate,
+            (args, clone),
+            stop,
+            call,
+            crate::trace::broadcast_declared::<D>,
+        )
+    }
+
+    /// [`broadcast_until`] whose trace span `span` makes; `args` with its clone.
+    #[inline]
+    pub(crate) fn until_traced<F: ?Sized + 'static, A, R, Out>(
+        delegate: &crate::multicast::MulticastDelegate<F>,
+        (args, clone): (A, impl Fn(&A) -> A + Copy),
+        stop: impl FnMut(R) -> std::ops::ControlFlow<Out>,
         mut call: impl FnMut(&F, A) -> R,
+        span: impl FnOnce() -> crate::trace::Span,
     ) -> Option<Out> {
         let mut found = crate::drops::Guarded::new(None);
         let mut stop = crate::drops::Guarded::new(stop);
-        broadcast_until_with(delegate, args, clone, |subscriber, args| {
-            until_step(&mut found, call(subscriber, args), &mut *stop)
-        });
+        broadcast_until_with(
+            delegate,
+            args,
+            clone,
+            |subscriber, args| until_step(&mut found, call(subscriber, args), &mut *stop),
+            span,
+        );
         found.into_inner()
     }
 
@@ -306,17 +361,22 @@ pub mod __private {
 
     /// Not public API; used by expansions of `declare_multicast_delegate!`: `broadcast_collect`,
     /// which returns what each `call` gave, in call order (results held meanwhile are guarded,
-    /// R2).
+    /// R2). `D` is the declared delegate's type, which names the trace span (V2).
     #[doc(hidden)]
     #[inline]
-    pub fn broadcast_collect<F: ?Sized + 'static, A, R>(
+    pub fn broadcast_collect<D: ?Sized, F: ?Sized + 'static, A, R>(
+        _declared: ::core::marker::PhantomData<D>,
         delegate: &crate::multicast::MulticastDelegate<F>,
         args: A,
         clone: impl Fn(&A) -> A + Copy,
         mut call: impl FnMut(&F, A) -> R,
     ) -> Vec<R> {
         let args = ClonedBy { value: args, clone };
-        delegate.collect_with(args, |subscriber, args| call(subscriber, args.value))
+        delegate.collect_traced(
+            args,
+            |subscriber, args| call(subscriber, args.value),
+            crate::trace::broadcast_declared::<D>,
+        )
     }
 
     /// Upgrades the weak owner of a member binding; the invocation list checks the owner is

@@ -325,11 +325,26 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     pub(crate) fn collect_with<A: Clone, R>(
         &self,
         args: A,
+        call: impl FnMut(&Shared<F>, A) -> R,
+    ) -> Vec<R> {
+        self.collect_traced(args, call, crate::trace::broadcast::<Shared<F>>)
+    }
+
+    /// [`collect_with`](Self::collect_with) whose trace span (V2) `span` makes: a declared
+    /// delegate's names the declared type.
+    #[inline]
+    pub(crate) fn collect_traced<A: Clone, R>(
+        &self,
+        args: A,
         mut call: impl FnMut(&Shared<F>, A) -> R,
+        span: impl FnOnce() -> crate::trace::Span,
     ) -> Vec<R> {
         let mut results: Vec<Guarded<R>> = Vec::new();
-        self.list
-            .broadcast_with(args, |f, args| results.push(Guarded::new(call(f, args))));
+        self.list.broadcast_traced(
+            args,
+            |f, args| results.push(Guarded::new(call(f, args))),
+            span,
+        );
         // `Guarded<R>` has the layout of `R`: collected in place, without a new allocation.
         results.into_iter().map(Guarded::into_inner).collect()
     }
@@ -640,22 +655,22 @@ macro_rules! impl_multicast_arity {
                 fold: impl FnMut(Acc, R) -> std::ops::ControlFlow<Acc, Acc>,
             ) -> Acc {
                 if std::mem::needs_drop::<($($Arg,)*)>() {
-                    crate::__private::broadcast_fold(
+                    crate::__private::fold_traced(
                         self,
-                        ($(Guarded::new($arg),)*),
-                        Clone::clone,
+                        (($(Guarded::new($arg),)*), Clone::clone),
                         init,
                         fold,
                         |f, ($($arg,)*)| f($($arg.into_inner()),*),
+                        crate::trace::broadcast::<Shared<dyn Fn($($Arg),*) -> R>>,
                     )
                 } else {
-                    crate::__private::broadcast_fold(
+                    crate::__private::fold_traced(
                         self,
-                        ($($arg,)*),
-                        Clone::clone,
+                        (($($arg,)*), Clone::clone),
                         init,
                         fold,
                         |f, ($($arg,)*)| f($($arg),*),
+                        crate::trace::broadcast::<Shared<dyn Fn($($Arg),*) -> R>>,
                     )
                 }
             }
@@ -670,20 +685,20 @@ macro_rules! impl_multicast_arity {
                 stop: impl FnMut(R) -> std::ops::ControlFlow<Out>,
             ) -> Option<Out> {
                 if std::mem::needs_drop::<($($Arg,)*)>() {
-                    crate::__private::broadcast_until(
+                    crate::__private::until_traced(
                         self,
-                        ($(Guarded::new($arg),)*),
-                        Clone::clone,
+                        (($(Guarded::new($arg),)*), Clone::clone),
                         stop,
                         |f, ($($arg,)*)| f($($arg.into_inner()),*),
+                        crate::trace::broadcast::<Shared<dyn Fn($($Arg),*) -> R>>,
                     )
                 } else {
-                    crate::__private::broadcast_until(
+                    crate::__private::until_traced(
                         self,
-                        ($($arg,)*),
-                        Clone::clone,
+                        (($($arg,)*), Clone::clone),
                         stop,
                         |f, ($($arg,)*)| f($($arg),*),
+                        crate::trace::broadcast::<Shared<dyn Fn($($Arg),*) -> R>>,
                     )
                 }
             }

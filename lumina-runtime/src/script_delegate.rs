@@ -464,26 +464,39 @@ impl ScriptDelegateBase {
     fn broadcast_raw(&self, payload: &dyn Any, raw: *const c_void) {
         // Read before any listener runs: one bound during this broadcast runs from the next (M2).
         let kinds = self.kinds.get();
+        // The trace span (V2) is named by the payload's type, as both sides know it.
+        let name = self.payload.name;
+        let span = move || crate::trace::broadcast_of(move || name);
         // One kind only (the common case): one pass of the multicast delegates' loop.
         if kinds == NATIVE {
-            self.list.broadcast_with(payload, |listener, payload| {
-                if let Listener::Native(callable) = listener {
-                    callable(payload);
-                }
-            });
+            self.list.broadcast_traced(
+                payload,
+                |listener, payload| {
+                    if let Listener::Native(callable) = listener {
+                        callable(payload);
+                    }
+                },
+                span,
+            );
             return;
         }
         if kinds == MANAGED {
-            self.list.broadcast_with(raw, |listener, raw| {
-                if let Listener::Managed(managed) = listener {
-                    (managed.thunk)(managed.context, raw);
-                }
-            });
+            self.list.broadcast_traced(
+                raw,
+                |listener, raw| {
+                    if let Listener::Managed(managed) = listener {
+                        (managed.thunk)(managed.context, raw);
+                    }
+                },
+                span,
+            );
             return;
         }
         let Some(mut broadcast) = self.list.begin() else {
             return;
         };
+        // Both passes under one span; it ends before the broadcast does.
+        let _span = span();
         if kinds & NATIVE != 0 {
             broadcast.for_each_matching(Listener::is_native, |listener| {
                 if let Listener::Native(callable) = listener {

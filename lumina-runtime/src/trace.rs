@@ -43,9 +43,10 @@ pub(crate) fn broadcast_declared<D: ?Sized>() -> Span {
 }
 
 /// A span `broadcast` whose `source` field is what `source` returns (called only with the
-/// feature).
+/// feature): a source with a name of its own (a lifecycle signal's, a script delegate's payload
+/// type).
 #[inline(always)]
-fn broadcast_of(source: impl FnOnce() -> &'static str) -> Span {
+pub(crate) fn broadcast_of(source: impl FnOnce() -> &'static str) -> Span {
     #[cfg(feature = "trace")]
     {
         Span(tracing::trace_span!("broadcast", source = source()).entered())
@@ -63,6 +64,19 @@ fn declared_name(full: &'static str) -> &'static str {
     let head = full.find('<').unwrap_or(full.len());
     let start = full[..head].rfind("::").map_or(0, |at| at + 2);
     &full[start..]
+}
+
+/// No span: for a loop whose caller's span covers it (the bus's channel walk is its send).
+#[inline(always)]
+pub(crate) fn none() -> Span {
+    #[cfg(feature = "trace")]
+    {
+        Span(tracing::Span::none().entered())
+    }
+    #[cfg(not(feature = "trace"))]
+    {
+        Span
+    }
 }
 
 /// An event processor's dispatch of an event of type `E`: a span `dispatch` whose `event` field

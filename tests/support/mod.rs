@@ -60,3 +60,27 @@ impl io::Write for Sink {
         Ok(())
     }
 }
+
+/// Runs the example `name` with `features` and the cargo that runs this test, from the
+/// repository root, writing into `folder` (its one argument); panics with its stderr if it fails.
+pub fn run_example_into(name: &str, features: &str, folder: &std::path::Path) {
+    let output = std::process::Command::new(env!("CARGO"))
+        .args([
+            "run",
+            "--quiet",
+            "--example",
+            name,
+            "--features",
+            features,
+            "--",
+        ])
+        .arg(folder)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "the example failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

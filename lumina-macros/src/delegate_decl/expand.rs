@@ -395,6 +395,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         let fold_body = paths(&|wrapped, call| {
             quote! {
                 ::lumina::__private::broadcast_fold(
+                    ::core::marker::PhantomData::<Self>,
                     &self.0, #wrapped, #init, #fold, |#f, (#(#owned_names,)*)| #call,
                 )
             }
@@ -402,6 +403,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         let until_body = paths(&|wrapped, call| {
             quote! {
                 ::lumina::__private::broadcast_until(
+                    ::core::marker::PhantomData::<Self>,
                     &self.0, #wrapped, #stop, |#f, (#(#owned_names,)*)| #call,
                 )
             }
@@ -438,6 +440,7 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
         let body = paths(&|wrapped, call| {
             quote! {
                 ::lumina::__private::broadcast_collect(
+                    ::core::marker::PhantomData::<Self>,
                     &self.0, #wrapped, |#f, (#(#owned_names,)*)| #call,
                 )
             }

@@ -80,7 +80,11 @@ pub(super) fn expand(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// each with its own clone of the arguments; from any thread, also from inside a
             /// subscriber. Allocates nothing; holds no lock while a subscriber runs.
             pub fn broadcast(&self, #(#names: #types),*) {
-                self.0.broadcast_with((#(#names,)*), |#f, (#(#names,)*)| #f(#(#clones),*));
+                self.0.broadcast_declared(
+                    ::core::marker::PhantomData::<Self>,
+                    (#(#names,)*),
+                    |#f, (#(#names,)*)| #f(#(#clones),*),
+                );
             }
         }
 

@@ -144,7 +144,7 @@ impl<E: EntityId> MessageBus<E> {
         let (sender, next) = crate::next_broadcast::pair();
         let exact_tag = (!is_partial).then_some(tag);
         // The sender knows its subscription (and removes it) once it is added.
-        let _subscribed = self.add_with(
+        let subscribed = self.add_with(
             tag,
             entity,
             is_partial,
@@ -152,6 +152,10 @@ impl<E: EntityId> MessageBus<E> {
             false,
             future(exact_tag, sender, value),
         );
+        // Listed as a future (V1); no retained message is replayed to it, so it is still there.
+        if let Some(record) = self.records.borrow_mut().get_mut(&subscribed.id()) {
+            record.future = true;
+        }
         next
     }
 
@@ -238,6 +242,7 @@ impl<E: EntityId> MessageBus<E> {
                 entity,
                 partial: is_partial,
                 once: false,
+                future: false,
             },
         );
         (handle, made)
@@ -472,6 +477,7 @@ impl<E: EntityId> MessageBus<E> {
                     entity,
                     partial,
                     subscription,
+                    future: record.is_some_and(|record| record.future),
                 });
             }
         }

@@ -150,6 +150,8 @@ struct Record<E> {
     partial: bool,
     /// Made with the builder's `once()` (X3): listed as one-shot (V1).
     once: bool,
+    /// The listener of a pending `next()` future (X5): listed as a future (V1).
+    future: bool,
 }
 
 /// A listener of the bus as [`MessageBus::listeners`] lists it (GB7, B5).
@@ -163,6 +165,10 @@ pub struct ListenerInfo<E> {
     pub partial: bool,
     /// Its handle, bind site and owner state.
     pub subscription: Subscription,
+    /// Whether it is a pending `next()` future (X5) rather than a listener: it hears the next
+    /// matching message once, and goes when the future resolves or is dropped. Its
+    /// subscription's bind site is the `next()` call's.
+    pub future: bool,
 }
 
 /// The gameplay message bus (GB1-GB9); see the [module documentation](self).

@@ -317,8 +317,8 @@ impl EventProcessor {
     /// registration ([`handle_of`](Self::handle_of), [`len`](Self::len)), but
     /// dispatches pass it by until [`unblock`](Self::unblock). During a dispatch this applies
     /// to the handlers not yet reached (as P4's unregistering). `false`, changing nothing, for
-    /// an invalid, foreign or unregistered handle. A flag, not a count: one `unblock` undoes
-    /// any number of `block`s (see [`block_scoped`](Self::block_scoped) for nesting).
+    /// an invalid, foreign or unregistered handle. Counted (A2): it runs again after as many
+    /// `unblock`s ([`block_scoped`](Self::block_scoped) is the guard form).
     ///
     /// ```
     /// use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};

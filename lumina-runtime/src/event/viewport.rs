@@ -66,6 +66,34 @@ struct Viewport {
     handler: Weak<dyn EventHandler>,
     /// Its code may be a game module's: the module loader may know it by its id (R5).
     recorded: bool,
+    /// What its handler is, for listings (V1): set where the entry is made, whichever way of
+    /// adding a viewport asked for it.
+    kind: HandlerKind,
+}
+
+/// What a viewport's handler is, as the registry's listing reports it (V1): whether it receives
+/// its own viewport (X6) and whether it goes after one event (X3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HandlerKind {
+    /// The handler receives its own viewport first (X6).
+    pub(crate) self_aware: bool,
+    /// The viewport is removed before its first call (X3).
+    pub(crate) one_shot: bool,
+}
+
+/// One live viewport as [`InputViewportRegistry::listing`] reports it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ViewportListing {
+    /// Its id's number.
+    pub(crate) id: u64,
+    /// Its rectangle.
+    pub(crate) rect: Rect,
+    /// Whether it is blocked (X4).
+    pub(crate) muted: bool,
+    /// Whether it has the focus.
+    pub(crate) focused: bool,
+    /// What its handler is.
+    pub(crate) kind: HandlerKind,
 }
 
 /// The viewports of a registry, in a heap block of their own that stays put however the
@@ -300,16 +328,17 @@ impl InputViewportRegistry {
     /// doubled since the last sweep, a sweep of the gone entries.
     pub fn add_viewport<V: EventHandler>(&self, viewport: &Rc<V>, rect: Rect) -> ViewportId {
         let handler: Rc<dyn EventHandler> = Rc::<V>::clone(viewport);
-        self.insert(&handler, rect, Options::default())
+        self.insert(&handler, rect, Options::default(), HandlerKind::default())
     }
 
     /// Adds the viewport `handler` with `options` (its priority means nothing here: the builder
-    /// has no `priority` for viewports).
+    /// has no `priority` for viewports), listed as `kind` (V1).
     fn insert(
         &self,
         handler: &Rc<dyn EventHandler>,
         rect: Rect,
         options: Options<'_>,
+        kind: HandlerKind,
     ) -> ViewportId {
         // Numbered like subscriptions, so that a viewport's id is its registration's handle
         // (`ThisSubscription`, `ScopedBlock`, X4/X6).
@@ -328,6 +357,7 @@ impl InputViewportRegistry {
             once: options.once,
             handler: Rc::downgrade(handler),
             recorded: code.is_some(),
+            kind,
         });
         drop(viewports);
         if code.is_some() {
@@ -369,7 +399,7 @@ impl InputViewportRegistry {
         handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
     ) -> ViewportSubscription {
         let handler: Rc<dyn EventHandler> = Rc::new(TypedHandler::<S, _>::new(handler));
-        let id = self.insert(&handler, rect, Options::default());
+        let id = self.insert(&handler, rect, Options::default(), HandlerKind::default());
         ViewportSubscription { id, handler }
     }
 
@@ -487,20 +517,18 @@ impl InputViewportRegistry {
 
     /// The live viewports in the order added, topmost last: `(id number, rectangle, muted,
     /// focused)`, for the [inspector](crate::inspect). O(n), allocates.
-    pub(crate) fn listing(&self) -> Vec<(u64, Rect, bool, bool)> {
+    pub(crate) fn listing(&self) -> Vec<ViewportListing> {
         let focused = self.focused.get();
         self.viewports
             .borrow()
             .iter()
             .filter(|viewport| viewport.handler.strong_count() > 0)
-            .map(|viewport| {
-                let id = viewport.id;
-                (
-                    id.0,
-                    viewport.rect,
-                    viewport.blocks > 0,
-                    focused == Some(id),
-                )
+            .map(|viewport| ViewportListing {
+                id: viewport.id.0,
+                rect: viewport.rect,
+                muted: viewport.blocks > 0,
+                focused: focused == Some(viewport.id),
+                kind: viewport.kind,
             })
             .collect()
     }
@@ -637,7 +665,11 @@ impl<M> Subscribe<'_, Rc<InputViewportRegistry>, M> {
     {
         let (registry, options) = self.parts();
         let handler: Rc<dyn EventHandler> = Rc::<V>::clone(viewport);
-        registry.insert(&handler, rect, options)
+        let kind = HandlerKind {
+            self_aware: false,
+            one_shot: options.once,
+        };
+        registry.insert(&handler, rect, options, kind)
     }
 }
 
@@ -652,16 +684,23 @@ impl Subscribe<'_, Rc<InputViewportRegistry>, Plain> {
         rect: Rect,
         handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
     ) -> ViewportSubscription {
-        if self.parts().1.once {
-            // One-shot on the selected events only: the viewport removes itself through its
-            // own registration (X6) right before the closure runs.
-            return self
-                .self_aware()
-                .add_viewport_handler::<S>(rect, move |_this, view| handler(view));
-        }
         let (registry, options) = self.parts();
+        if options.once {
+            // One-shot on the selected events only: the viewport removes itself through its
+            // own registration (X6) right before the closure runs. Listed as one-shot: its
+            // closure does not receive the viewport.
+            let kind = HandlerKind {
+                self_aware: false,
+                one_shot: true,
+            };
+            let remove_first = move |this: &ThisSubscription, view: S::View<'_>| {
+                this.remove();
+                handler(view)
+            };
+            return registry.insert_self_aware::<S>(rect, remove_first, options, kind);
+        }
         let handler: Rc<dyn EventHandler> = Rc::new(TypedHandler::<S, _>::new(handler));
-        let id = registry.insert(&handler, rect, options);
+        let id = registry.insert(&handler, rect, options, HandlerKind::default());
         ViewportSubscription { id, handler }
     }
 }
@@ -700,27 +739,43 @@ impl Subscribe<'_, Rc<InputViewportRegistry>, SelfAwareMode> {
     ) -> ViewportSubscription {
         let (registry, options) = self.parts();
         let once = options.once;
+        let kind = HandlerKind {
+            self_aware: true,
+            one_shot: once,
+        };
+        let handler = move |this: &ThisSubscription, view: S::View<'_>| {
+            if once {
+                this.remove();
+            }
+            handler(this, view)
+        };
+        registry.insert_self_aware::<S>(rect, handler, options, kind)
+    }
+}
+
+impl InputViewportRegistry {
+    /// Adds a typed closure that receives its own viewport (X6), with `options` but its
+    /// one-shot (the closure removes itself: a registry-level one-shot would be used up by
+    /// events it does not select), listed as `kind` (V1).
+    fn insert_self_aware<S: EventSelector>(
+        self: &Rc<Self>,
+        rect: Rect,
+        handler: impl for<'a> Fn(&ThisSubscription, S::View<'a>) -> bool + 'static,
+        options: Options<'_>,
+        kind: HandlerKind,
+    ) -> ViewportSubscription {
         let aware = Rc::new(SelfAware::new(super::typed::select_self_aware::<S>(
-            move |this, view| {
-                if once {
-                    this.remove();
-                }
-                handler(this, view)
-            },
+            handler,
         )));
         let erased: Rc<dyn EventHandler> = Rc::clone(&aware) as Rc<dyn EventHandler>;
-        // The registry-level one-shot would use the viewport up on events it does not select.
-        let id = registry.insert(
-            &erased,
-            rect,
-            Options {
-                once: false,
-                ..options
-            },
-        );
+        let options = Options {
+            once: false,
+            ..options
+        };
+        let id = self.insert(&erased, rect, options, kind);
         aware.bind(ThisSubscription::new(
             DelegateHandle::from_id(id.0),
-            registry.weak_registry(),
+            self.weak_registry(),
         ));
         ViewportSubscription { id, handler: aware }
     }

@@ -85,16 +85,32 @@ impl<C: Subscriber> Block<C> {
     /// block, and once the nested counts have doubled since their last sweep, a sweep of the
     /// counts of subscriptions that left.
     pub(super) fn set_blocked(&self, id: u64, blocked: bool) -> bool {
-        let Some(was_blocked) = self.with_entry(id, Entry::is_blocked) else {
-            return false;
+        // The common cases, a first block and the lift of the only one, in one search.
+        let only = |entry: &Entry<C>| {
+            let was_blocked = entry.is_blocked();
+            if blocked && !was_blocked {
+                entry.set_blocked(true);
+                return None;
+            }
+            let nested = || {
+                let more = self.more_blocks.borrow();
+                !more.is_empty() && more.contains_key(&id)
+            };
+            if !blocked && was_blocked && !nested() {
+                entry.set_blocked(false);
+                return None;
+            }
+            Some(was_blocked)
         };
+        let was_blocked = match self.with_entry(id, only) {
+            None => return false,
+            Some(None) => return true,
+            Some(Some(was_blocked)) => was_blocked,
+        };
+        // A nested block, or the lift of one (the search made the other cases).
         let mut more = self.more_blocks.borrow_mut();
         match (blocked, was_blocked) {
-            (true, false) => {
-                drop(more);
-                self.with_entry(id, |entry| entry.set_blocked(true));
-            }
-            (true, true) => {
+            (true, _) => {
                 *more.entry(id).or_insert(0) += 1;
                 let len = more.len();
                 drop(more);
@@ -105,12 +121,8 @@ impl<C: Subscriber> Block<C> {
             (false, false) => return false,
             (false, true) => match more.get_mut(&id) {
                 Some(count) if *count > 1 => *count -= 1,
-                Some(_) => {
+                _ => {
                     more.remove(&id);
-                }
-                None => {
-                    drop(more);
-                    self.with_entry(id, |entry| entry.set_blocked(false));
                 }
             },
         }
@@ -210,9 +222,10 @@ impl<C: Subscriber> Block<C> {
             let mut moves = self.moves.borrow_mut();
             let rank = moves.len();
             moves.push((id, rank, priority));
-            // Room for the moved copies and their runs, so that the settle allocates nothing.
+            // Room for the moved copies and their runs (and the merge's one spare run), so that
+            // the settle allocates nothing.
             self.pending.borrow_mut().reserve(moves.len());
-            self.runs.borrow_mut().reserve(moves.len());
+            self.runs.borrow_mut().reserve(moves.len() + 1);
             self.state.set(self.state.get() | NEEDS_SETTLE);
         } else {
             self.move_now(&mut self.entries.borrow_mut(), id, priority);
@@ -269,7 +282,7 @@ impl<C: Subscriber> Block<C> {
         steps::search(deferred.len());
         deferred.insert(new.key(), new);
         entries.reserve(deferred.len());
-        self.runs.borrow_mut().reserve(deferred.len());
+        self.runs.borrow_mut().reserve(deferred.len() + 1);
         // Walks merge them first (`merge_deferred`): the flag takes them off the hot path.
         self.state
             .set(self.state.get() | HAS_PENDING | NEEDS_SETTLE);
@@ -352,6 +365,14 @@ impl<C: Subscriber> Block<C> {
             key,
             self_aware,
         } = spec;
+        if owner.is_some() {
+            // Before the handle is made: what the sweep's drops add gets smaller ids (the
+            // indexes' ids stay sorted), and a panic there adds nothing.
+            if !self.is_broadcasting() {
+                self.sweep_dead_owners_if_doubled();
+            }
+            self.owned_since_sweep.set(self.owned_since_sweep.get() + 1);
+        }
         let handle = DelegateHandle::new_unique();
         if priority != 0 {
             self.set_priority_of(handle.id(), priority);
@@ -519,7 +540,8 @@ impl<C: Subscriber> Block<C> {
 
     pub(super) fn is_bound(&self) -> bool {
         // Present entries without owner are live: at least `len - tombstones - owners` of them
-        // (every owned main-list entry has a row in `owners`, removed or not).
+        // (every present owned main-list entry has a row in `owners`; a removed one may keep
+        // its row until the next compaction or sweep).
         let entries = self.entries.borrow();
         if entries.len() > self.tombstones.get() + self.owners.borrow().len() {
             return true;

@@ -4,13 +4,14 @@
 
 use std::any::Any;
 use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::{Rc, Weak};
 
 use smallvec::SmallVec;
 
 use super::entry::{Entry, Pending, Subscriber};
+use super::id_map::IdMap;
 use crate::drops::{Drops, Guarded};
 use crate::handle::DelegateHandle;
 use crate::steps;
@@ -86,13 +87,13 @@ pub(crate) struct Block<C> {
     /// subscriptions (N4). An address, compared only: each id's row in `owners` (or its pending
     /// entry) says whether it is still that owner's, as an address is reused once its object
     /// and every weak reference to it are gone. Ids of entries compacted away leave with them.
-    pub(super) by_owner: RefCell<HashMap<usize, SmallVec<[u64; 1]>>>,
+    pub(super) by_owner: RefCell<IdMap<usize, SmallVec<[u64; 1]>>>,
     /// The identity keys of subscriptions made from a plain function (`add_static`, X7): the
     /// function pointer's address, with the ids made from it (ascending), so a removal by
     /// function looks up its key (N4). An address, not a pointer: it is only compared with the
     /// address of the function a `remove_static` names, never called nor dereferenced; the
     /// entry's own callable holds the function it came from.
-    pub(super) keys: RefCell<HashMap<usize, SmallVec<[u64; 1]>>>,
+    pub(super) keys: RefCell<IdMap<usize, SmallVec<[u64; 1]>>>,
     /// Changes of priority asked for while a broadcast runs (X6), applied in order when the
     /// outermost broadcast ends, after the pending subscribers are merged: the running
     /// broadcasts keep the order they started with (M2).
@@ -102,7 +103,7 @@ pub(crate) struct Block<C> {
     /// it sits now: what makes a lookup by id O(log n) whatever the number of priorities (N4),
     /// a binary search for its run, then one in the run (main), or one by key (pending). Empty,
     /// and never hashed, for a list without priorities.
-    pub(super) priorities: RefCell<HashMap<u64, i32>>,
+    pub(super) priorities: RefCell<IdMap<u64, i32>>,
     /// Subscribers added while a broadcast runs, in dispatch order; merged into `entries` when
     /// the outermost broadcast ends. Never borrowed across user code. An entry removed meanwhile
     /// stays as a tombstone until then, so positions never move under a drop's code.
@@ -131,9 +132,15 @@ pub(crate) struct Block<C> {
     /// `BLOCKED` bit says it is blocked at all (what the loops test); this counts only the
     /// nested ones, so a list whose subscriptions are blocked once has it empty, and the count
     /// of a subscription that left goes at the next [`Block::sweep_blocks`].
-    pub(super) more_blocks: RefCell<HashMap<u64, u32>>,
+    pub(super) more_blocks: RefCell<IdMap<u64, u32>>,
     /// `more_blocks`' size after its last sweep.
     pub(super) blocks_swept: Cell<usize>,
+    /// Subscriptions with an owner added since the last sweep of dead owners (N4, M9), during
+    /// broadcasts too ([`Block::sweep_dead_owners_if_doubled`]).
+    pub(super) owned_since_sweep: Cell<usize>,
+    /// The rows of `owners` the last sweep of dead owners left (its live owned subscriptions):
+    /// the owners table has doubled since when `owned_since_sweep` reaches it (at least 8).
+    pub(super) owned_at_sweep: Cell<usize>,
 }
 
 impl<C> Default for InvocationList<C> {
@@ -165,6 +172,22 @@ impl<C> InvocationList<C> {
         self.block.get().map(|block| &**block)
     }
 
+    /// The slots its tables hold room for (main list, owners, pending, moves, runs, and the
+    /// indexes by owner, key and id): what N4's test of shrinking after a burst reads.
+    #[cfg(test)]
+    pub(crate) fn capacities(&self) -> usize {
+        self.block().map_or(0, |block| {
+            block.entries.borrow().capacity()
+                + block.owners.borrow().capacity()
+                + block.pending.borrow().capacity()
+                + block.moves.borrow().capacity()
+                + block.runs.borrow().capacity()
+                + block.by_owner.borrow().capacity()
+                + block.keys.borrow().capacity()
+                + block.priorities.borrow().capacity()
+        })
+    }
+
     /// How the module loader reaches this list, as [`track`](crate::track::track)
     /// records it (unit tests of MB4 and R1 call what the loader calls).
     #[cfg(test)]
@@ -189,7 +212,11 @@ impl<C: Subscriber> InvocationList<C> {
     }
 
     /// Appends a subscriber bound to `owner`: it runs only while `owner` is alive, is removed by
-    /// [`remove_owner`](Self::remove_owner), and is pruned once `owner` is dropped (M9).
+    /// [`remove_owner`](Self::remove_owner), and is pruned once `owner` is dropped (M9): by the
+    /// next broadcast that reaches it, or by the sweep an add with an owner makes (outside
+    /// broadcasts, before it adds) once the owners table has doubled since the last sweep, so
+    /// a list never broadcast stays bounded. O(log n) amortized (N4), the sweep included; the
+    /// swept callables' `Drop`s run in that add (see [`insert`](Self::insert)).
     #[track_caller]
     pub fn add_owned<T: Any>(&self, owner: &Rc<T>, callable: C) -> DelegateHandle {
         let weak: Weak<dyn Any> = Rc::downgrade(owner) as Weak<dyn Any>;
@@ -206,6 +233,11 @@ impl<C: Subscriber> InvocationList<C> {
     /// above it (outside broadcasts) it waits in the deferred list, O(log m), merged in place by
     /// the next broadcast or walk into room reserved now (O(n + m) shared by the m deferred,
     /// no allocation during the broadcast, M12), or once the deferred list is half the list.
+    /// With an owner, outside broadcasts, the add first sweeps the subscriptions whose owner
+    /// died once the owners table has doubled since the last sweep (O(r log n) for its r rows,
+    /// every r / 2 adds with an owner at least): their callables are dropped there, user code
+    /// that may re-enter the list; a panic there is resumed once every one was dropped, and
+    /// nothing is added then (M13).
     #[track_caller]
     pub fn insert(
         &self,
@@ -232,6 +264,10 @@ impl<C: Subscriber> InvocationList<C> {
     /// becomes a tombstone that no running or later broadcast invokes (M3), and its callable is
     /// dropped when the outermost broadcast ends, so the subscriber currently running (if it is
     /// this one) finishes safely (M4).
+    ///
+    /// O(log n) amortized (N4): a binary search by id; the compaction once the tombstones are
+    /// half the list, and the shrink of its tables once they hold under a quarter of their
+    /// room (to twice what they hold), are O(1) amortized per removal.
     pub fn remove(&self, handle: DelegateHandle) -> bool {
         handle.is_valid() && self.block().is_some_and(|block| block.remove(handle.id()))
     }
@@ -713,18 +749,20 @@ impl<C> Block<C> {
             entries: RefCell::new(Vec::new()),
             runs: RefCell::new(SmallVec::new()),
             owners: RefCell::new(Vec::new()),
-            by_owner: RefCell::new(HashMap::new()),
-            keys: RefCell::new(HashMap::new()),
+            by_owner: RefCell::new(IdMap::default()),
+            keys: RefCell::new(IdMap::default()),
             moves: RefCell::new(Vec::new()),
-            priorities: RefCell::new(HashMap::new()),
+            priorities: RefCell::new(IdMap::default()),
             pending: RefCell::new(Vec::new()),
             deferred: RefCell::new(BTreeMap::new()),
             state: Cell::new(0),
             tombstones: Cell::new(0),
             stale_rows: Cell::new(false),
             mutes: Cell::new(0),
-            more_blocks: RefCell::new(HashMap::new()),
+            more_blocks: RefCell::new(IdMap::default()),
             blocks_swept: Cell::new(0),
+            owned_since_sweep: Cell::new(0),
+            owned_at_sweep: Cell::new(0),
         }
     }
 }

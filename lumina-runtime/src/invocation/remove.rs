@@ -6,6 +6,7 @@ use smallvec::SmallVec;
 
 use super::entry::{BLOCKED, Entry, ONCE, OWNED, Pending, Subscriber};
 use super::list::{Block, HAS_PENDING, NEEDS_SETTLE, is_owner};
+use super::settle::{shrink_map, shrink_vec};
 use crate::drops::Drops;
 use crate::handle::DelegateHandle;
 use crate::steps;
@@ -237,6 +238,8 @@ impl<C: Subscriber> Block<C> {
         self.moves.borrow_mut().clear();
         self.priorities.borrow_mut().clear();
         self.tombstones.set(0);
+        // The tables emptied give their storage back (the main list and the owners went whole).
+        self.shrink_sparse(&mut Vec::new());
         // Outside broadcasts nothing is pending: nothing is left to settle.
         self.state
             .set(self.state.get() & !(NEEDS_SETTLE | HAS_PENDING));
@@ -331,5 +334,79 @@ impl<C: Subscriber> Block<C> {
         if tombstones * 2 >= self.entries.borrow().len() {
             self.compact();
         }
+    }
+
+    /// Outside broadcasts, at an add with an owner, once the owners table has doubled since
+    /// the last sweep (`owned_since_sweep` has reached the rows the last sweep left, at least
+    /// 8): removes every subscription whose owner died though no broadcast pruned it (M9), so
+    /// a list subscribed to and never broadcast stays bounded. The owners table keeps only the
+    /// live owned subscriptions' rows, the index by owner forgets the swept ones, and the main
+    /// list compacts if its tombstones are half of it. O(r log n) for the r rows walked, every
+    /// r / 2 adds with an owner at least: O(log n) amortized (N4). The swept callables are
+    /// dropped last, in the order they were added, one at a time with no borrow held, the
+    /// list consistent and unlocked: a `Drop` there is user code that may add (its id comes
+    /// before the add's own), remove, broadcast or panic (M13); every drop runs, and the first
+    /// panic is resumed once they are done (the add then adds nothing).
+    pub(super) fn sweep_dead_owners_if_doubled(&self) {
+        if self.owned_since_sweep.get() < self.owned_at_sweep.get().max(8) {
+            return;
+        }
+        let dead: Vec<(u64, usize)> = {
+            let owners = self.owners.borrow();
+            steps::add(owners.len());
+            owners
+                .iter()
+                .filter(|(_, owner)| owner.strong_count() == 0)
+                .map(|(id, owner)| (*id, owner.as_ptr().cast::<()>().addr()))
+                .collect()
+        };
+        let mut taken: Vec<C> = Vec::with_capacity(dead.len());
+        for &(id, _) in &dead {
+            let entries = self.entries.borrow();
+            if let Some(index) = self.find(&entries, id) {
+                let entry = &entries[index];
+                if !entry.is_removed() {
+                    entry.mark_removed();
+                    self.note_tombstone();
+                    taken.extend(entry.take_callable());
+                }
+            } else {
+                drop(entries);
+                if let Some(found) = self.take_deferred(id, |_| true) {
+                    taken.extend(found.entry.take_callable());
+                }
+            }
+        }
+        // The rows left: live owners of present subscriptions (a removed one's row goes too).
+        let mut owners = self.owners.borrow_mut();
+        owners.retain(|(id, owner)| {
+            owner.strong_count() > 0 && self.with_entry(*id, |_| ()).is_some()
+        });
+        self.owned_at_sweep.set(owners.len());
+        self.owned_since_sweep.set(0);
+        shrink_vec(&mut owners);
+        drop(owners);
+        if !dead.is_empty() {
+            let mut addresses: Vec<usize> = dead.iter().map(|&(_, address)| address).collect();
+            addresses.sort_unstable();
+            addresses.dedup();
+            let mut by_owner = self.by_owner.borrow_mut();
+            for address in addresses {
+                if let Some(ids) = by_owner.get_mut(&address) {
+                    steps::add(ids.len());
+                    ids.retain(|id| dead.binary_search_by_key(id, |&(dead, _)| dead).is_err());
+                    if ids.is_empty() {
+                        by_owner.remove(&address);
+                    }
+                }
+            }
+            shrink_map(&mut by_owner);
+        }
+        self.compact_if_worthwhile();
+        let mut drops = Drops::default();
+        for callable in taken {
+            drops.drop(callable);
+        }
+        drops.finish();
     }
 }

@@ -2,6 +2,7 @@
 //! them, always outside any borrow (a drop is user code, M13), and the end of the outermost
 //! broadcast merges the pending subscribers in and compacts the main list.
 
+use std::hash::{BuildHasher, Hash};
 use std::ops::Bound;
 
 use smallvec::SmallVec;
@@ -171,7 +172,7 @@ impl<C: Subscriber> Block<C> {
     /// code runs. If the main list is borrowed (it cannot be, while no broadcast runs), nothing
     /// happens and the next settle compacts. O(n + m log m) for m pending: a backward merge in
     /// place, into room reserved when they were deferred (so a broadcast's settle allocates
-    /// nothing for them, M12), then the priority runs rebuilt.
+    /// nothing for them, M12), the priority runs merged along (no lookup per entry).
     pub(super) fn compact(&self) {
         let Ok(mut entries) = self.entries.try_borrow_mut() else {
             return;
@@ -194,20 +195,9 @@ impl<C: Subscriber> Block<C> {
             .retain(|_, pending| keep(pending));
         let compacting = self.tombstones.get() > 0;
         if compacting {
-            entries.retain(|entry| {
-                let keep = entry.has_callable();
-                // A moved-away tombstone's id lives on in its copy, at its new priority.
-                if !keep && !entry.is_moved_away() {
-                    // Allocates nothing: a removal from the index.
-                    self.set_priority_of(entry.id(), 0);
-                }
-                keep
-            });
+            self.retain_entries(&mut entries);
         }
-        let merged = self.merge_pending(&mut entries);
-        if compacting || merged {
-            self.rebuild_runs(&entries);
-        }
+        self.merge_pending(&mut entries);
         if compacting || discarded || self.stale_rows.replace(false) {
             let mut owners = self.owners.borrow_mut();
             owners.retain(|(id, _)| self.find(&entries, *id).is_some());
@@ -225,6 +215,7 @@ impl<C: Subscriber> Block<C> {
         // a broadcast, or by the settle); one still held would be dropped by the next settle.
         let left = entries.iter().filter(|entry| entry.is_removed()).count();
         self.tombstones.set(left);
+        self.shrink_sparse(&mut entries);
         let settled = self.state.get() & !(NEEDS_SETTLE | HAS_PENDING);
         self.state.set(if left > 0 {
             settled | NEEDS_SETTLE
@@ -286,11 +277,47 @@ impl<C: Subscriber> Block<C> {
         self.state.set(self.state.get() | HAS_PENDING);
     }
 
+    /// Drops the main list's entries whose callable is gone (the indexes forget them, but a
+    /// moved-away tombstone's id, which lives on in its copy) and moves the priority runs' ends
+    /// along: a run's priority is read once, not looked up per entry. O(n); runs left empty go.
+    pub(super) fn retain_entries(&self, entries: &mut Vec<Entry<C>>) {
+        let mut runs = self.runs.borrow_mut();
+        let (mut read, mut kept, mut run) = (0, 0, 0);
+        entries.retain(|entry| {
+            // The runs that end before this entry end where the kept entries end now.
+            while run < runs.len() && runs[run].end <= read {
+                runs[run].end = kept;
+                run += 1;
+            }
+            read += 1;
+            let keep = entry.has_callable();
+            // A moved-away tombstone's id lives on in its copy, at its new priority.
+            if !keep && !entry.is_moved_away() {
+                // Allocates nothing: a removal from the index.
+                self.set_priority_of(entry.id(), 0);
+            }
+            kept += usize::from(keep);
+            keep
+        });
+        for run in &mut runs[run..] {
+            run.end = kept;
+        }
+        let mut start = 0;
+        runs.retain(|run| {
+            let keep = run.end > start;
+            start = run.end;
+            keep
+        });
+    }
+
     /// Merges the pending list and the deferred one (each sorted by key) into the main list
     /// (sorted by key, no moved-away tombstone left), from the back, in place: vacant slots at
-    /// the end take the largest of the three lists' last entries in turn. O(n + m); allocates
-    /// only when the room reserved at the deferral is not there (subscribers added during a
-    /// broadcast: their add's cost). Whether anything was merged.
+    /// the end take the largest of the three lists' last entries in turn. The priority runs are
+    /// merged along, from the back too: a main entry's priority is its old run's (read once per
+    /// run), a waiting one's its own, so the merge looks nothing up per entry (N4: a cheap
+    /// linear pass). O(n + m); allocates only when the room reserved at the deferral is not
+    /// there (subscribers added during a broadcast: their add's cost). Whether anything was
+    /// merged.
     pub(super) fn merge_pending(&self, entries: &mut Vec<Entry<C>>) -> bool {
         let mut pending = self.pending.borrow_mut();
         let mut deferred = self.deferred.borrow_mut();
@@ -298,7 +325,24 @@ impl<C: Subscriber> Block<C> {
         if waiting == 0 {
             return false;
         }
-        let key = |entry: &Entry<C>| (-i64::from(self.priority_of(entry.id())), entry.id());
+        let mut runs = self.runs.borrow_mut();
+        // The new runs are written from the back of `runs`, below the room the waiting entries
+        // and one more slot make: each new run comes from an old one read already or from a
+        // waiting entry placed already, so a write never reaches the old run being read
+        // (cached in `old`) nor any before it.
+        let old_runs = runs.len();
+        let total = old_runs + waiting + 1;
+        runs.resize(
+            total,
+            Run {
+                priority: 0,
+                end: 0,
+            },
+        );
+        let mut next_run = old_runs;
+        let mut new_run = total;
+        // The old run of the main entry `main - 1`: (index, priority, start).
+        let mut old: Option<(usize, i32, usize)> = None;
         let mut main = entries.len();
         entries.reserve(waiting);
         entries.resize_with(main + waiting, Entry::vacant);
@@ -306,44 +350,120 @@ impl<C: Subscriber> Block<C> {
         let mut write = main + waiting;
         while write > main {
             write -= 1;
+            let main_priority = (main > 0).then(|| {
+                while old.is_none_or(|(_, _, start)| start >= main) {
+                    next_run -= 1;
+                    let start = next_run.checked_sub(1).map_or(0, |before| runs[before].end);
+                    old = Some((next_run, runs[next_run].priority, start));
+                }
+                old.map_or(0, |(_, priority, _)| priority)
+            });
             let from_pending = pending.last().map(Pending::key);
             let from_deferred = deferred.last_key_value().map(|(key, _)| *key);
             let waiting_key = from_pending.max(from_deferred);
-            if main > 0 && Some(key(&entries[main - 1])) > waiting_key {
+            let main_key =
+                main_priority.map(|priority| (-i64::from(priority), entries[main - 1].id()));
+            let priority = if main_key.is_some() && main_key > waiting_key {
                 entries.swap(main - 1, write);
                 main -= 1;
-                continue;
-            }
-            let next = if from_pending > from_deferred {
-                pending.pop()
+                main_priority.unwrap_or(0)
             } else {
-                deferred.pop_last().map(|(_, next)| next)
-            };
-            if let Some(Pending { entry, .. }) = next {
+                let next = if from_pending > from_deferred {
+                    pending.pop()
+                } else {
+                    deferred.pop_last().map(|(_, next)| next)
+                };
+                let Some(Pending {
+                    entry, priority, ..
+                }) = next
+                else {
+                    continue;
+                };
                 if entry.is_removed() {
                     // Removed during the broadcast, its callable dropped by the next settle.
                     self.tombstones.set(self.tombstones.get() + 1);
                 }
                 entries[write] = entry;
+                priority
+            };
+            if new_run == total || runs[new_run].priority != priority {
+                new_run -= 1;
+                runs[new_run] = Run {
+                    priority,
+                    end: write + 1,
+                };
             }
         }
+        // The runs of the entries before `main` (not moved) stay; the one `main - 1` is in ends
+        // at `main`, or joins the lowest new run if it has the same priority.
+        let mut len = 0;
+        // `old` is set: `main` was above 0 in every pass.
+        if main > 0
+            && let Some((index, priority, _)) = old
+        {
+            runs[index] = Run {
+                priority,
+                end: main,
+            };
+            len = index + 1;
+            if new_run < total && runs[new_run].priority == priority {
+                runs[index].end = runs[new_run].end;
+                new_run += 1;
+            }
+        }
+        steps::add(old_runs + total - new_run);
+        for from in new_run..total {
+            runs[len] = runs[from];
+            len += 1;
+        }
+        runs.truncate(len);
         true
     }
 
-    /// The priority runs of `entries`, from the index by id (O(n); no run is allocated beyond
-    /// the room reserved when a subscriber was deferred).
-    pub(super) fn rebuild_runs(&self, entries: &[Entry<C>]) {
+    /// Gives back the storage of the tables that hold under a quarter of their capacity (see
+    /// [`shrink_vec`]): the main list, the owners table, the indexes by owner, key and id, the
+    /// pending list, the moves and the runs. O(1) amortized per subscription that came and went
+    /// (N4: a burst of subscriptions does not keep its memory once they are gone). Outside
+    /// broadcasts (the compaction, a sweep, a clear): no loop reads the tables; a settle's
+    /// compaction may reallocate here, only after its list lost three quarters of its room.
+    pub(super) fn shrink_sparse(&self, entries: &mut Vec<Entry<C>>) {
+        shrink_vec(entries);
+        shrink_vec(&mut self.owners.borrow_mut());
+        shrink_vec(&mut self.pending.borrow_mut());
+        shrink_vec(&mut self.moves.borrow_mut());
+        shrink_map(&mut self.by_owner.borrow_mut());
+        shrink_map(&mut self.keys.borrow_mut());
+        shrink_map(&mut self.priorities.borrow_mut());
         let mut runs = self.runs.borrow_mut();
-        runs.clear();
-        for (index, entry) in entries.iter().enumerate() {
-            let priority = self.priority_of(entry.id());
-            match runs.last_mut() {
-                Some(run) if run.priority == priority => run.end = index + 1,
-                _ => runs.push(Run {
-                    priority,
-                    end: index + 1,
-                }),
-            }
+        if sparse(runs.len(), runs.capacity()) {
+            steps::add(runs.len());
+            runs.shrink_to_fit();
         }
+    }
+}
+
+/// Whether a table of `len` entries wastes its `capacity`: more than 64 slots, under a quarter
+/// used.
+fn sparse(len: usize, capacity: usize) -> bool {
+    capacity > 64 && len < capacity / 4
+}
+
+/// Shrinks a sparse `vec` to twice its length: it must lose half of that again before the next
+/// shrink, or double before it grows, so each reallocation is paid by as many adds or
+/// removals as it moves (O(1) amortized, N4).
+pub(super) fn shrink_vec<T>(vec: &mut Vec<T>) {
+    if sparse(vec.len(), vec.capacity()) {
+        steps::add(vec.len());
+        vec.shrink_to(vec.len() * 2);
+    }
+}
+
+/// [`shrink_vec`] for a hash map.
+pub(super) fn shrink_map<K: Eq + Hash, V, S: BuildHasher>(
+    map: &mut std::collections::HashMap<K, V, S>,
+) {
+    if sparse(map.len(), map.capacity()) {
+        steps::add(map.len());
+        map.shrink_to(map.len() * 2);
     }
 }

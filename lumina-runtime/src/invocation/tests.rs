@@ -617,4 +617,87 @@ fn m2_m3_dispatch_until_skips_removed_and_added_subscribers() {
     assert_eq!(list.len(), 3, "first, last and late");
 }
 
+/// N4: the compaction and the merge keep the priority runs without looking a priority up per
+/// entry (old runs are read once per run). A pseudo-random mix of adds at 9 priorities, moves
+/// outside and during broadcasts, and removals: after each step the list's own view of every
+/// subscription's priority (its run) and the dispatch order match a naive record.
+#[test]
+fn n4_runs_merged_from_old_runs_match_the_priorities_after_every_step() {
+    let list: Calls = InvocationList::new();
+    // (handle, priority) of every live subscription.
+    let mut live: Vec<(DelegateHandle, i32)> = Vec::new();
+    // What a broadcast calls, in order: each subscriber logs the number it was made with.
+    let called = Rc::new(RefCell::new(Vec::new()));
+    let mut made: Vec<(DelegateHandle, u32)> = Vec::new();
+    let mut seed = 0x2545_f491_u64;
+    let mut next = |bound: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % bound
+    };
+    for step in 0..3_000 {
+        let choice = next(10);
+        let priority = i32::try_from(next(9)).unwrap() - 4;
+        match choice {
+            0..=3 => {
+                let log = Rc::clone(&called);
+                let number = u32::try_from(made.len()).unwrap();
+                let handle = list.insert(
+                    priority,
+                    None,
+                    Rc::new(move |_| log.borrow_mut().push(number)),
+                );
+                made.push((handle, number));
+                live.push((handle, priority));
+            }
+            4 | 5 if !live.is_empty() => {
+                let at = usize::try_from(next(live.len() as u64)).unwrap();
+                assert!(list.set_priority(live[at].0, priority));
+                live[at].1 = priority;
+            }
+            6 if !live.is_empty() => {
+                let at = usize::try_from(next(live.len() as u64)).unwrap();
+                assert!(list.remove(live.swap_remove(at).0));
+            }
+            7 if !live.is_empty() => {
+                // Moves during a broadcast: applied by its settle.
+                let moves: Vec<(usize, i32)> = (0..4)
+                    .map(|_| {
+                        let at = usize::try_from(next(live.len() as u64)).unwrap();
+                        (at, i32::try_from(next(9)).unwrap() - 4)
+                    })
+                    .collect();
+                let mut walk = list.begin().expect("the list has a block");
+                for &(at, priority) in &moves {
+                    assert!(list.set_priority(live[at].0, priority));
+                    live[at].1 = priority;
+                }
+                let _ = walk.next();
+                drop(walk);
+            }
+            _ => {
+                let _ = list.begin().map(|mut walk| walk.next());
+            }
+        }
+        let mut expected = live.clone();
+        expected.sort_by_key(|&(handle, priority)| (-priority, handle));
+        let seen: Vec<(DelegateHandle, i32)> = list
+            .subscriptions()
+            .iter()
+            .map(|subscription| (subscription.handle, subscription.priority))
+            .collect();
+        assert_eq!(seen, expected, "after step {step}");
+        if step % 7 == 0 {
+            called.borrow_mut().clear();
+            list.broadcast_with(0, |subscriber, x| subscriber(x));
+            let order: Vec<u32> = expected
+                .iter()
+                .map(|(handle, _)| made.iter().find(|(h, _)| h == handle).unwrap().1)
+                .collect();
+            assert_eq!(*called.borrow(), order, "dispatch order after step {step}");
+        }
+    }
+}
+
 mod reentrancy;

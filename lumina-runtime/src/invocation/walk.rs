@@ -145,8 +145,26 @@ impl<C: Subscriber> InvocationList<C> {
     /// was, and the bus's send paid 12 to 17 instructions for the call (callgrind).
     #[inline(always)]
     pub fn broadcast_until_with<A: Clone>(&self, args: A, call: impl FnMut(&C, A) -> bool) -> bool {
+        self.broadcast_until_traced(args, call, crate::trace::none)
+    }
+
+    /// [`broadcast_until_with`](Self::broadcast_until_with) whose trace span (V2) `span` makes,
+    /// when there is a subscriber: the combining forms of multicast delegates (`broadcast_fold`,
+    /// `broadcast_until`) are broadcasts of their own; the bus's channel walk, whose span is the
+    /// send's, passes none. Without the feature `trace` the span is zero-sized and `span` an
+    /// inlined empty function.
+    #[inline(always)]
+    pub(crate) fn broadcast_until_traced<A: Clone>(
+        &self,
+        args: A,
+        call: impl FnMut(&C, A) -> bool,
+        span: impl FnOnce() -> crate::trace::Span,
+    ) -> bool {
         match self.unmuted() {
-            Some(block) => block.walk::<A, true>(args, call),
+            Some(block) => {
+                let _span = span();
+                block.walk::<A, true>(args, call)
+            }
             None => {
                 drop_user(args);
                 false
@@ -583,13 +601,24 @@ fn call_live<C: Subscriber, const STOPS: bool>(
     entry: &Entry<C>,
     visit: impl FnOnce(&C) -> bool,
 ) -> bool {
+    let _span = crate::trace::subscriber(entry.site());
+    call_live_untraced::<C, STOPS>(block, entry, visit)
+}
+
+/// [`call_live`] without the subscriber's trace span (V2): for a pass whose `visit` may call
+/// nothing (script delegates' filtered passes make the span themselves, around a call).
+#[inline(always)]
+fn call_live_untraced<C: Subscriber, const STOPS: bool>(
+    block: &Block<C>,
+    entry: &Entry<C>,
+    visit: impl FnOnce(&C) -> bool,
+) -> bool {
     // SAFETY: the caller's loop holds the list's lock for the whole call, and the entry is live
     // (checked by the caller, and no user code ran since), so its slot holds the callable; no
     // slot is emptied while a lock is held but by the settle and by operations that hold the
     // only lock (a removal during a broadcast leaves the callable in place until the outermost
     // broadcast ends, M4), so the reference stays valid for the call.
     let callable = unsafe { entry.live_callable() };
-    let _span = crate::trace::subscriber(entry.site());
     if !STOPS {
         return visit(callable);
     }
@@ -881,11 +910,19 @@ impl<C: Subscriber> Broadcast<'_, C> {
     /// The next live subscriber for which `filter` returns true, skipping others, claimed if it
     /// is one-shot (X3). `filter` runs with no borrow of the lists held; a subscriber it removed
     /// is skipped.
-    pub fn next_matching(&mut self, mut filter: impl FnMut(&C) -> bool) -> Option<C> {
+    #[cfg(test)]
+    pub fn next_matching(&mut self, filter: impl FnMut(&C) -> bool) -> Option<C> {
+        self.next_matching_sited(filter)
+            .map(|(_, callable)| callable)
+    }
+
+    /// [`next_matching`](Self::next_matching) with the subscriber's bind site (its number, for
+    /// the trace of its call, V2).
+    fn next_matching_sited(&mut self, mut filter: impl FnMut(&C) -> bool) -> Option<(u32, C)> {
         loop {
-            let (id, callable) = self.next_entry()?;
+            let (id, site, callable) = self.next_sited()?;
             if filter(&callable) && self.claim_passed(id) {
-                return Some(callable);
+                return Some((site, callable));
             }
         }
     }
@@ -901,7 +938,8 @@ impl<C: Subscriber> Broadcast<'_, C> {
     ) {
         if self.merge_pending {
             // Rare: a nested broadcast while subscribers added during the outer one wait.
-            while let Some(subscriber) = self.next_matching(&mut filter) {
+            while let Some((site, subscriber)) = self.next_matching_sited(&mut filter) {
+                let _call = crate::trace::subscriber(site);
                 // Dropped under the guard if the call unwinds (R2).
                 Guarded::hold(subscriber, &mut call);
             }
@@ -913,9 +951,11 @@ impl<C: Subscriber> Broadcast<'_, C> {
             if entry.state() != 0 && !live_slow(block, entry) {
                 continue;
             }
-            call_live::<C, false>(block, entry, |subscriber| {
+            call_live_untraced::<C, false>(block, entry, |subscriber| {
                 // A one-shot entry is claimed only by the pass whose filter takes it (X3).
                 if filter(subscriber) && claim_if_once(block, entry) {
+                    // A span for the call only: the other pass's listeners are passed here.
+                    let _call = crate::trace::subscriber(entry.site());
                     call(subscriber);
                 }
                 false

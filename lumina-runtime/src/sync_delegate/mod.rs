@@ -337,11 +337,11 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
     /// claimed), in order, on the list as it was when this began; removes the one-shots it
     /// called.
     #[inline(always)]
-    fn each(&self, mut call: impl FnMut(&F)) {
+    fn each(&self, mut call: impl FnMut(&F), span: impl FnOnce() -> crate::trace::Span) {
         // Guarded: if a subscriber panics and a change replaced the list meanwhile, this may be
         // its last reference, and the callables it drops then are user code dropped while the
         // thread unwinds (R2).
-        let _span = crate::trace::broadcast::<F>();
+        let _span = span();
         let list = Guarded::new(self.shared.snapshot());
         let mut once = false;
         for entry in list.iter() {
@@ -364,10 +364,35 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
     /// clone at the parameter's type, so a parameter that is not `Clone` is one error there).
     #[doc(hidden)]
     #[inline(always)]
-    pub fn broadcast_with<Args>(&self, args: Args, mut call: impl FnMut(&F, &Args)) {
+    pub fn broadcast_with<Args>(&self, args: Args, call: impl FnMut(&F, &Args)) {
+        self.broadcast_traced(args, call, crate::trace::broadcast::<F>);
+    }
+
+    /// Not public API; used by the expansion of `declare_multicast_delegate!(sync ...)`:
+    /// [`broadcast_with`](Self::broadcast_with) whose trace span (V2) is named by `D`, the
+    /// declared delegate's type (zero-sized without the feature `trace`).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn broadcast_declared<D: ?Sized, Args>(
+        &self,
+        _declared: std::marker::PhantomData<D>,
+        args: Args,
+        call: impl FnMut(&F, &Args),
+    ) {
+        self.broadcast_traced(args, call, crate::trace::broadcast_declared::<D>);
+    }
+
+    /// [`broadcast_with`](Self::broadcast_with) whose trace span `span` makes.
+    #[inline(always)]
+    fn broadcast_traced<Args>(
+        &self,
+        args: Args,
+        mut call: impl FnMut(&F, &Args),
+        span: impl FnOnce() -> crate::trace::Span,
+    ) {
         // The originals are user values: dropped under the guard if a subscriber panics (R2).
         let args = Guarded::new(args);
-        self.each(|f| call(f, &args));
+        self.each(|f| call(f, &args), span);
         drop_user(args.into_inner());
     }
 
