@@ -35,9 +35,7 @@ impl EventHandler for GameViewport {
         let Some(press) = event.downcast_ref::<KeyPressedEvent>() else {
             return false;
         };
-        if press
-            .modifiers
-            .intersects(Modifiers::CONTROL | Modifiers::ALT | Modifiers::SUPER)
+        if !(press.modifiers & (Modifiers::CONTROL | Modifiers::ALT | Modifiers::SUPER)).is_empty()
         {
             return false;
         }

@@ -73,7 +73,7 @@ extern "C" fn release_handles(
 
 fn main() {
     println!("reflection, as a host sees it:");
-    let body_info = reflect::find_component("RigidBody").expect("registered at link time");
+    let body_info = reflect::ComponentInfo::find("RigidBody").expect("registered at link time");
     for property in body_info.properties {
         println!(
             "  RigidBody.{} at offset {}: {} ({} bytes), category {:?}, {:?}",
@@ -85,7 +85,7 @@ fn main() {
             property.flags
         );
     }
-    for field in reflect::find_payload("CollisionEvent").unwrap().fields {
+    for field in reflect::PayloadInfo::find("CollisionEvent").unwrap().fields {
         println!(
             "  CollisionEvent.{}: {} at {}",
             field.name,

@@ -169,7 +169,7 @@ struct GameViewport {
 
 impl GameViewport {
     fn movement(key: Key, modifiers: Modifiers) -> Option<(i32, i32)> {
-        if modifiers.intersects(Modifiers::CONTROL | Modifiers::ALT | Modifiers::SUPER) {
+        if !(modifiers & (Modifiers::CONTROL | Modifiers::ALT | Modifiers::SUPER)).is_empty() {
             return None;
         }
         match key {

@@ -40,7 +40,7 @@
 /// script delegates and their macros, the input events' traits, processor and macro (the traits
 /// are needed in scope for methods such as `static_type()` and `downcast_ref`) with `Key` and
 /// `KeyPressedEvent`, the message bus with `Tag` and `gameplay_tags!`, and the coroutines' entry
-/// points (`spawn_local`, `frames`, `next_frame`). Everything else stays in its module
+/// points (`spawn_local`, `frames`). Everything else stays in its module
 /// (`lumina::event::Modifiers`, `lumina::module`, ...).
 ///
 /// ```
@@ -68,7 +68,7 @@
 /// assert!(Tag::find("Prelude.Unknown").is_err());
 /// main_thread::designate_game_thread();
 /// let task = spawn_local(async {
-///     next_frame().await;
+///     frames(1).await; // the next frame
 ///     frames(1).await;
 /// });
 /// for _frame in 0..3 {
@@ -85,7 +85,7 @@ pub mod prelude {
     };
     pub use lumina_runtime::bind_site::{OwnerState, Subscription};
     pub use lumina_runtime::bus::{MessageBus, Tag};
-    pub use lumina_runtime::coroutine::{self, frames, next_frame, spawn_local};
+    pub use lumina_runtime::coroutine::{self, frames, spawn_local};
     pub use lumina_runtime::event::{
         Event, EventCategory, EventClass, EventHandler, EventProcessor, EventType, InputLayer, Key,
         KeyPressedEvent,

@@ -18,7 +18,7 @@ fn sites(listed: &[Subscription]) -> Vec<(String, u32)> {
         .iter()
         .map(|s| {
             let site = s.bind_site.expect("every subscription has its bind site");
-            (site.file().replace('\\', "/"), site.line())
+            (site.file.replace('\\', "/"), site.line)
         })
         .collect()
 }

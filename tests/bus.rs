@@ -995,8 +995,8 @@ fn gb7_the_listing_names_each_listener_with_its_bind_site() {
     assert_eq!(listed[0].subscription.handle, partial);
     assert_eq!(listed[2].subscription.handle, entity);
     let site = listed[1].subscription.bind_site.unwrap();
-    assert!(site.file().ends_with("bus.rs"), "{site}");
-    assert_eq!(site.line(), line);
+    assert!(site.file.ends_with("bus.rs"), "{site}");
+    assert_eq!(site.line, line);
     assert!(format!("{bus:?}").contains("Test.Combat.Heal"));
 }
 

@@ -31,7 +31,7 @@ fn m11_a_reference_argument_reaches_every_subscriber_untouched() {
     // B5: the trait's methods record the caller's place too.
     let site = on_chat.subscriptions()[0].bind_site.expect("recorded");
     assert_eq!(
-        (site.file().replace('\\', "/").as_str(), site.line()),
+        (site.file.replace('\\', "/").as_str(), site.line),
         ("tests/by_reference.rs", line)
     );
     assert!(on_chat.remove(lambda));

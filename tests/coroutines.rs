@@ -390,7 +390,7 @@ fn x5_spawn_local_runs_tasks_from_process_queue_with_frames() {
         let name = ByReference::next(&*switch).await.unwrap();
         sink.borrow_mut()
             .push(format!("{name} {}", main_thread::frame()));
-        coroutine::next_frame().await;
+        coroutine::frames(1).await;
         sink.borrow_mut()
             .push(format!("next frame {}", main_thread::frame()));
         coroutine::frames(2).await;
@@ -421,13 +421,13 @@ fn x5_a_panicking_task_is_reported_and_the_others_go_on() {
     let ran = Rc::new(Cell::new(0));
     let counter = Rc::clone(&ran);
     let bad = coroutine::spawn_local(async {
-        coroutine::next_frame().await;
+        coroutine::frames(1).await;
         panic!("the door is stuck");
     });
     let good = coroutine::spawn_local(async move {
         for _ in 0..3 {
             counter.set(counter.get() + 1);
-            coroutine::next_frame().await;
+            coroutine::frames(1).await;
         }
     });
     let ((), logs) = capture_tracing(|| {
@@ -533,11 +533,11 @@ fn x5_tasks_spawn_and_cancel_tasks_and_themselves() {
             });
             assert!(!child.is_finished());
             sink.borrow_mut().push("parent".to_owned());
-            coroutine::next_frame().await;
+            coroutine::frames(1).await;
             // Cancels itself: this poll finishes, and it never runs again.
             assert!(own.borrow().as_ref().unwrap().cancel());
             sink.borrow_mut().push("parent cancelled itself".to_owned());
-            coroutine::next_frame().await;
+            coroutine::frames(1).await;
             sink.borrow_mut().push("never".to_owned());
         })
     };

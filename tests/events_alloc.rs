@@ -277,7 +277,7 @@ fn n4_a_burst_of_handlers_gives_its_memory_back() {
                 .collect();
             for (i, handler) in handlers.iter().enumerate() {
                 let priority = i32::try_from(i % 7).expect("small");
-                assert!(processor.register_dyn_event_handler(handler, priority));
+                assert!(processor.register_event_handler(handler, priority));
             }
             for handler in &handlers {
                 assert!(processor.unregister_event_handler(handler));

@@ -182,7 +182,7 @@ impl Handler {
             }
             Behaviour::Register(slot, priority) => {
                 if let Some(other) = slot_handler(&slots, slot) {
-                    let _ = processor.register_dyn_event_handler(&other, priority);
+                    let _ = processor.register_event_handler(&other, priority);
                 }
             }
             Behaviour::Nested => {
@@ -602,7 +602,7 @@ fn run(script: Vec<(Op, Behaviour)>) -> Result<(), TestCaseError> {
                 let id = model.slots[slot].unwrap().id;
                 let expected = model.register(id, priority);
                 let handler = slot_handler(&slots, slot).unwrap();
-                let registered = processor.register_dyn_event_handler(&handler, priority);
+                let registered = processor.register_event_handler(&handler, priority);
                 prop_assert_eq!(registered, expected, "P1: duplicates refused");
                 (Ok(registered), Ok(expected))
             }

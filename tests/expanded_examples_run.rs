@@ -91,7 +91,7 @@ fn expanded_script_delegates_types_work_without_the_macros() {
 
     // The expansion registered its types at link time and reflects them as the macros do.
     assert!(std::ptr::eq(
-        reflect::find_payload("CollisionEvent").unwrap(),
+        reflect::PayloadInfo::find("CollisionEvent").unwrap(),
         CollisionEvent::PAYLOAD
     ));
     let on_hit = RigidBody::COMPONENT.property("on_hit").unwrap();

@@ -551,7 +551,7 @@ fn use_the_runtime_registries() {
         .add_lambda(|| {});
     main_thread::enqueue(|| {});
     main_thread::process_queue();
-    let _ = lumina::coroutine::spawn_local(async { lumina::coroutine::next_frame().await });
+    let _ = lumina::coroutine::spawn_local(async { lumina::coroutine::frames(1).await });
     main_thread::process_queue(); // the task waits for the next frame: a frame waker
     let owner = std::rc::Rc::new(Owner::default());
     let _ = main_thread::QueuedSender::new(&owner, |owner: &Owner| &owner.on_item);

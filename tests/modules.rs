@@ -869,7 +869,7 @@ fn mb4_r5_a_subscription_made_by_a_drop_the_unload_runs_late_goes_before_the_unm
 }
 
 /// R5 for a value a module's code leaves with the main-thread queue outside any invocation list:
-/// a waker of its own type, registered by a frame-waiting future (`coroutine::next_frame`) that
+/// a waker of its own type, registered by a frame-waiting future (`coroutine::frames(1)`) that
 /// it polled with its own executor from its shut-down and then dropped. The waker stays with the
 /// frame waiters; the next drain wakes it. Without the unload dropping it (while the library is
 /// still mapped), that drain called the waker's `wake` in the unmapped library: the engine

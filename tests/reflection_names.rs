@@ -25,7 +25,7 @@ mod network {
 #[test]
 fn sd6_duplicate_reflected_names_are_reported() {
     assert_eq!(reflect::duplicate_names(), ["Ping"]);
-    let found = reflect::find_payload("Ping").unwrap();
+    let found = reflect::PayloadInfo::find("Ping").unwrap();
     assert!(
         [
             <physics::Ping as reflect::ScriptPayload>::PAYLOAD,
@@ -35,5 +35,10 @@ fn sd6_duplicate_reflected_names_are_reported() {
         .any(|payload| std::ptr::eq(*payload, found)),
         "the lookup returns one of the two"
     );
-    assert_eq!(reflect::payloads().filter(|p| p.name == "Ping").count(), 2);
+    assert_eq!(
+        reflect::PayloadInfo::all()
+            .filter(|p| p.name == "Ping")
+            .count(),
+        2
+    );
 }

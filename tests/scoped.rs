@@ -133,18 +133,15 @@ fn b1_processor_registration_guard() {
     let processor = EventProcessor::new();
     let calls = Rc::new(Cell::new(0));
     let handler = Rc::new(Consumer(Rc::clone(&calls)));
-    let guard = processor
-        .register_scoped(&handler, InputLayer::Viewport)
-        .expect("registered");
+    assert!(processor.register_event_handler(&handler, InputLayer::Viewport));
+    let guard = processor.scoped(processor.handle_of(&handler).expect("registered"));
     assert!(
-        processor
-            .register_scoped(&handler, InputLayer::Default)
-            .is_none(),
+        !processor.register_event_handler(&handler, InputLayer::Default),
         "P1: a duplicate is refused"
     );
     assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
     drop(guard);
-    assert!(!processor.is_registered(&handler));
+    assert!(processor.handle_of(&handler).is_none());
     assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
     assert_eq!(calls.get(), 1);
 }

@@ -221,7 +221,7 @@ proptest! {
             }
             prop_assert_eq!(&*real.log.borrow(), &model.log);
             let (natives, managed) = model.live();
-            prop_assert_eq!(real.delegate.native_len(), natives);
+            prop_assert_eq!(real.delegate.len() - real.delegate.managed_len(), natives);
             prop_assert_eq!(real.delegate.managed_len(), managed);
             prop_assert_eq!(real.delegate.is_bound(), natives + managed > 0);
         }

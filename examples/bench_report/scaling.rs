@@ -687,7 +687,7 @@ fn script_and_queue_rows() -> Vec<Row> {
                 for _ in 0..n {
                     let done = Rc::clone(&done);
                     let _ = coroutine::spawn_local(async move {
-                        coroutine::next_frame().await;
+                        coroutine::frames(1).await;
                         *done.borrow_mut() += 1;
                     });
                 }

@@ -38,9 +38,8 @@ impl EventHandler for GameViewport {
         let Some(press) = event.downcast_ref::<KeyPressedEvent>() else {
             return false;
         };
-        if press
-            .modifiers
-            .intersects(Modifiers::CONTROL | Modifiers::ALT | Modifiers::SUPER)
+        if !(press.modifiers & (Modifiers::CONTROL | Modifiers::ALT | Modifiers::SUPER))
+            .is_empty()
         {
             return false;
         }

@@ -179,7 +179,7 @@ extern "C" fn release_handles(
 }
 fn main() {
     println!("reflection, as a host sees it:");
-    let body_info = reflect::find_component("RigidBody")
+    let body_info = reflect::ComponentInfo::find("RigidBody")
         .expect("registered at link time");
     for property in body_info.properties {
         println!(
@@ -188,7 +188,7 @@ fn main() {
             property.category, property.flags
         );
     }
-    for field in reflect::find_payload("CollisionEvent").unwrap().fields {
+    for field in reflect::PayloadInfo::find("CollisionEvent").unwrap().fields {
         println!(
             "  CollisionEvent.{}: {} at {}", field.name, field.ty.rust_name(), field
             .offset

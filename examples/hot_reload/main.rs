@@ -93,7 +93,7 @@ fn main() {
     // MB6: both versions' libraries stay mapped for the process's life, so nothing the records
     // missed can ever run unmapped code. What that costs:
     let kept = module::unloaded();
-    let bytes: usize = kept.iter().map(module::UnloadedModule::bytes).sum();
+    let bytes: usize = kept.iter().map(|version| version.bytes).sum();
     println!(
         "engine: kept mapped: {} unloaded version(s), {} KiB",
         kept.len(),
@@ -102,10 +102,10 @@ fn main() {
     for version in &kept {
         println!(
             "engine:   {} ({}): {} KiB, still referenced: {}",
-            version.info(),
-            version.id(),
-            version.bytes() / 1024,
-            version.still_referenced()
+            version.info,
+            version.id,
+            version.bytes / 1024,
+            module::subscription_count(version.id)
         );
     }
 }

@@ -127,7 +127,7 @@ pub fn event_class(
 ///     impulse: 2.5,
 ///     normal: Vec3 { x: 0.0, y: 1.0, z: 0.0 },
 /// });
-/// let info = lumina::reflect::find_payload("Collision").unwrap();
+/// let info = lumina::reflect::PayloadInfo::find("Collision").unwrap();
 /// assert_eq!(info.field("normal").unwrap().offset, 12);
 /// ```
 #[proc_macro_attribute]
@@ -164,7 +164,7 @@ pub fn script_delegate(
 ///     pub on_died: ScriptDelegate<()>,
 /// }
 ///
-/// let health = reflect::find_component("Health").unwrap();
+/// let health = reflect::ComponentInfo::find("Health").unwrap();
 /// let on_died = health.property("on_died").unwrap();
 /// assert_eq!(on_died.payload.name, "void");
 /// assert!(!on_died.flags.contains(reflect::PropertyFlags::EDITABLE));

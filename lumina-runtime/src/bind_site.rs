@@ -34,6 +34,8 @@ pub(crate) const SITE_BITS: u32 = 20;
 /// [`Location`], but owned by the runtime, so it stays valid after the game
 /// module whose code made the subscription is unloaded (rule R5). Displays as `file:line:column`.
 ///
+/// A plain `Copy` value: its three parts are public fields.
+///
 /// ```
 /// use lumina::MulticastDelegate;
 ///
@@ -41,32 +43,18 @@ pub(crate) const SITE_BITS: u32 = 20;
 /// let line = line!() + 1;
 /// let _handle = on_tick.add_lambda(|_| {});
 /// let site = on_tick.subscriptions()[0].bind_site.expect("recorded");
-/// assert_eq!((site.file(), site.line()), (file!(), line));
+/// assert_eq!((site.file, site.line), (file!(), line));
 /// println!("subscribed at {site}");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BindSite {
-    file: &'static str,
-    line: u32,
-    column: u32,
-}
-
-impl BindSite {
     /// The source file, as [`Location::file`] gives it. The text is the runtime's own copy, not
     /// the module's: it lives as long as the process.
-    pub fn file(&self) -> &'static str {
-        self.file
-    }
-
+    pub file: &'static str,
     /// The line, starting at 1.
-    pub fn line(&self) -> u32 {
-        self.line
-    }
-
+    pub line: u32,
     /// The column, starting at 1.
-    pub fn column(&self) -> u32 {
-        self.column
-    }
+    pub column: u32,
 }
 
 impl fmt::Display for BindSite {
@@ -218,11 +206,11 @@ mod tests {
         let number = intern(caller);
         let site = location(number).expect("interned");
         assert_eq!(
-            (site.file(), site.line(), site.column()),
+            (site.file, site.line, site.column),
             (caller.file(), caller.line(), caller.column())
         );
         // Not the caller's bytes (which a game module's unload would unmap).
-        assert_ne!(site.file().as_ptr(), caller.file().as_ptr());
+        assert_ne!(site.file.as_ptr(), caller.file().as_ptr());
         assert_eq!(site.to_string(), caller.to_string());
         // A later unmapping empties the address caches; the same place keeps its number.
         library_unmapped();

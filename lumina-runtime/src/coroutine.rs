@@ -2,7 +2,7 @@
 //! [`main_thread::process_queue`], with futures that wait for frames.
 //!
 //! Gameplay sequences read as "wait until X fires, then ...": an `async` block awaits a
-//! delegate's [`next()`](crate::NextBroadcast), [`next_frame`] or [`frames`], and
+//! delegate's [`next()`](crate::NextBroadcast) or [`frames`] (`frames(1)`: the next frame), and
 //! [`spawn_local`] runs it on the game thread. No async runtime is involved: the executor is the
 //! main-thread queue itself.
 //!
@@ -446,21 +446,16 @@ fn drop_module_tasks(doomed: &dyn Fn(Origin) -> bool) -> usize {
 
 // ---- end of module hooks
 
-/// A future that completes at the next frame: the next [`main_thread::process_queue`] (after
-/// the one running now, if any). `frames(1)`.
-pub fn next_frame() -> Frames {
-    frames(1)
-}
-
 /// A future that completes `n` frames from its first poll: at the `n`th
-/// [`main_thread::process_queue`] after the frame it was first polled in (`frames(0)` at once).
+/// [`main_thread::process_queue`] after the frame it was first polled in (`frames(0)` at once;
+/// `frames(1)` at the next frame: the next `process_queue` after the one running now, if any).
 /// It registers its waker with [`main_thread::wake_next_frame`], so it works with any executor
 /// on the game thread.
 pub fn frames(n: u64) -> Frames {
     Frames { n, target: None }
 }
 
-/// The future of [`frames`] and [`next_frame`].
+/// The future of [`frames`].
 #[derive(Debug)]
 #[must_use = "futures do nothing unless polled"]
 pub struct Frames {

@@ -22,7 +22,7 @@
 //!     pub on_dashed: ScriptDelegate<Dashed>,
 //! }
 //!
-//! let jumper = reflect::find_component("Dasher").unwrap();
+//! let jumper = reflect::ComponentInfo::find("Dasher").unwrap();
 //! let code = csharp::generate("Game.Bindings", "game", &[jumper]);
 //! assert!(code.contains("public struct Dashed"));
 //! assert!(code.contains("public float Distance;"));
@@ -93,7 +93,7 @@ fn csharp_type(ty: FieldType) -> &'static str {
 }
 
 /// `on_hit` -> `OnHit`.
-pub fn pascal_case(snake: &str) -> String {
+fn pascal_case(snake: &str) -> String {
     snake
         .split('_')
         .filter(|part| !part.is_empty())

@@ -657,7 +657,7 @@ pub unsafe extern "C" fn lumina_reflect_find_payload(
             Ok(name) => name,
             Err(status) => return status,
         };
-        match reflect::find_payload(name) {
+        match reflect::PayloadInfo::find(name) {
             // SAFETY: forwarded caller contract.
             Some(payload) => unsafe { write_out(out, payload_info(payload)) },
             None => LuminaStatus::NotFound,
@@ -681,7 +681,7 @@ pub unsafe extern "C" fn lumina_reflect_find_component(
             Ok(name) => name,
             Err(status) => return status,
         };
-        match reflect::find_component(name) {
+        match reflect::ComponentInfo::find(name) {
             // SAFETY: forwarded caller contract.
             Some(component) => unsafe { write_out(out, component_info(component)) },
             None => LuminaStatus::NotFound,
@@ -692,13 +692,13 @@ pub unsafe extern "C" fn lumina_reflect_find_component(
 /// The registered payload whose handle is `handle`: handles are compared with the registry's,
 /// never dereferenced, so a stale or forged handle is `NotFound`.
 fn payload_by_handle(handle: *const c_void) -> Option<&'static PayloadInfo> {
-    reflect::payloads()
-        .chain(reflect::components().flat_map(|c| c.properties.iter().map(|p| p.payload)))
+    reflect::PayloadInfo::all()
+        .chain(reflect::ComponentInfo::all().flat_map(|c| c.properties.iter().map(|p| p.payload)))
         .find(|payload| std::ptr::from_ref(*payload).cast() == handle)
 }
 
 fn component_by_handle(handle: *const c_void) -> Option<&'static ComponentInfo> {
-    reflect::components().find(|component| std::ptr::from_ref(*component).cast() == handle)
+    reflect::ComponentInfo::all().find(|component| std::ptr::from_ref(*component).cast() == handle)
 }
 
 /// Reads field `index` of the payload `payload` (a handle from `LuminaPayloadInfo` or
@@ -782,7 +782,7 @@ pub unsafe extern "C" fn lumina_reflect_find_property(
             Ok(names) => names,
             Err(status) => return status,
         };
-        match reflect::find_component(component).and_then(|c| c.property(property)) {
+        match reflect::ComponentInfo::find(component).and_then(|c| c.property(property)) {
             // SAFETY: forwarded caller contract.
             Some(property) => unsafe { write_out(out, property_info(property)) },
             None => LuminaStatus::NotFound,

@@ -48,12 +48,13 @@ impl DelegateHandle {
         DelegateHandle { id }
     }
 
-    /// The id that the next [`DelegateHandle::new_unique`] on any thread will be at least.
+    /// The id that the next [`DelegateHandle::new_unique`] on any thread will be at least. Not
+    /// public: what the runtime's lists tell subscribers apart by (M2), not a user's question.
     ///
     /// Every handle issued before this call has a smaller id; every handle issued after it on
     /// the same thread has an id at least this large. Invocation lists use this to tell the
     /// subscribers present when a broadcast started from those added during it (rule M2).
-    pub fn next_id() -> u64 {
+    pub(crate) fn next_id() -> u64 {
         NEXT_ID.load(Ordering::Relaxed)
     }
 
@@ -86,5 +87,19 @@ impl fmt::Debug for DelegateHandle {
         } else {
             f.write_str("DelegateHandle(invalid)")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DelegateHandle;
+
+    #[test]
+    fn h1_next_id_separates_handles_issued_before_from_after() {
+        let before = DelegateHandle::new_unique();
+        let boundary = DelegateHandle::next_id();
+        let after = DelegateHandle::new_unique();
+        assert!(before.id() < boundary);
+        assert!(after.id() >= boundary);
     }
 }

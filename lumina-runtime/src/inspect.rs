@@ -258,9 +258,9 @@ impl Subscriber {
         Subscriber {
             id: subscription.handle.id(),
             site: subscription.bind_site.map(|site| Site {
-                file: site.file().to_owned(),
-                line: site.line(),
-                column: site.column(),
+                file: site.file.to_owned(),
+                line: site.line,
+                column: site.column,
             }),
             owner: subscription.owner,
             priority: subscription.priority,

@@ -750,7 +750,7 @@ fn wake_frame_wakers(session: u64) {
 
 /// The frame count of the game thread: how many times [`process_queue`] has run in this session
 /// (counting the one running now). Frame-waiting futures
-/// ([`coroutine::next_frame`](crate::coroutine::next_frame)) compare against it.
+/// ([`coroutine::frames`](crate::coroutine::frames)) compare against it.
 #[track_caller]
 pub fn frame() -> u64 {
     assert_game_thread("`main_thread::frame`");

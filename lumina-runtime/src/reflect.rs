@@ -3,13 +3,14 @@
 //! `#[script_delegate]` on a payload struct implements [`ScriptPayload`]; `#[derive(ScriptComponent)]`
 //! on a component implements [`ScriptComponent`] for its `#[property(..)]` fields. Both register
 //! their type at link time (through the [`inventory`](https://docs.rs/inventory) crate), so
-//! [`payloads`], [`components`], [`find_payload`] and [`find_component`] see every reflected type
-//! of the program without a hand-kept list. The C ABI (`crate::ffi`) answers the same queries for a
+//! [`PayloadInfo::all`], [`ComponentInfo::all`] and their `find(name)` (the shape of the gameplay
+//! tags' `Tag::all` and `Tag::find`) see every reflected type of the program without a hand-kept
+//! list. The C ABI (`crate::ffi`) answers the same queries for a
 //! managed host, and [`csharp`](crate::csharp) turns them into C# bindings.
 //!
 //! Types are registered under their bare struct name, the name the managed side sees. Names must
 //! be unique among the reflected types linked into one program: with two `Hit` payloads from
-//! different modules, [`find_payload`]`("Hit")` returns either one. [`duplicate_names`] lists
+//! different modules, [`PayloadInfo::find`]`("Hit")` returns either one. [`duplicate_names`] lists
 //! such clashes, so a host can refuse to start with them.
 //!
 //! # What is blittable
@@ -46,12 +47,12 @@
 //!     pub on_landed: ScriptDelegate<Landed>,
 //! }
 //!
-//! let landed = reflect::find_payload("Landed").unwrap();
+//! let landed = reflect::PayloadInfo::find("Landed").unwrap();
 //! assert_eq!(landed.size, 8);
 //! assert_eq!(landed.fields[1].name, "surface");
 //! assert_eq!(landed.fields[1].offset, 4);
 //!
-//! let jumper = reflect::find_component("Jumper").unwrap();
+//! let jumper = reflect::ComponentInfo::find("Jumper").unwrap();
 //! let on_landed = jumper.property("on_landed").unwrap();
 //! assert_eq!(on_landed.category, "Events");
 //! assert!(on_landed.flags.contains(reflect::PropertyFlags::EDITABLE));
@@ -343,28 +344,47 @@ inventory::collect!(RegisteredComponent);
 
 inventory::submit! { RegisteredPayload(&VOID_PAYLOAD) }
 
-/// Every reflected payload of the program (the void payload included), in no particular order.
-pub fn payloads() -> impl Iterator<Item = &'static PayloadInfo> {
-    inventory::iter::<RegisteredPayload>
-        .into_iter()
-        .map(|r| r.0)
+impl PayloadInfo {
+    /// Every reflected payload of the program (the void payload included), in no particular
+    /// order; as [`Tag::all`](crate::bus::Tag::all) lists the gameplay tags.
+    ///
+    /// ```
+    /// use lumina::reflect::PayloadInfo;
+    ///
+    /// assert!(PayloadInfo::all().any(|payload| payload.name == "void"));
+    /// ```
+    pub fn all() -> impl Iterator<Item = &'static PayloadInfo> {
+        inventory::iter::<RegisteredPayload>
+            .into_iter()
+            .map(|r| r.0)
+    }
+
+    /// The reflected payload called `name` (`"void"` for `()`); as
+    /// [`Tag::find`](crate::bus::Tag::find) finds a gameplay tag by its name.
+    ///
+    /// ```
+    /// use lumina::reflect::{PayloadInfo, ScriptPayload};
+    ///
+    /// assert!(std::ptr::eq(PayloadInfo::find("void").unwrap(), <()>::PAYLOAD));
+    /// assert!(PayloadInfo::find("NoSuchPayload").is_none());
+    /// ```
+    pub fn find(name: &str) -> Option<&'static PayloadInfo> {
+        PayloadInfo::all().find(|payload| payload.name == name)
+    }
 }
 
-/// Every reflected component of the program, in no particular order.
-pub fn components() -> impl Iterator<Item = &'static ComponentInfo> {
-    inventory::iter::<RegisteredComponent>
-        .into_iter()
-        .map(|r| r.0)
-}
+impl ComponentInfo {
+    /// Every reflected component of the program, in no particular order.
+    pub fn all() -> impl Iterator<Item = &'static ComponentInfo> {
+        inventory::iter::<RegisteredComponent>
+            .into_iter()
+            .map(|r| r.0)
+    }
 
-/// The reflected payload called `name` (`"void"` for `()`).
-pub fn find_payload(name: &str) -> Option<&'static PayloadInfo> {
-    payloads().find(|payload| payload.name == name)
-}
-
-/// The reflected component called `name`.
-pub fn find_component(name: &str) -> Option<&'static ComponentInfo> {
-    components().find(|component| component.name == name)
+    /// The reflected component called `name`.
+    pub fn find(name: &str) -> Option<&'static ComponentInfo> {
+        ComponentInfo::all().find(|component| component.name == name)
+    }
 }
 
 /// Names used by more than one reflected payload, or by more than one reflected component, sorted.
@@ -380,9 +400,11 @@ pub fn duplicate_names() -> Vec<&'static str> {
         out.dedup();
         out
     }
-    let mut out = duplicates(payloads().map(|payload| payload.name).collect());
+    let mut out = duplicates(PayloadInfo::all().map(|payload| payload.name).collect());
     out.extend(duplicates(
-        components().map(|component| component.name).collect(),
+        ComponentInfo::all()
+            .map(|component| component.name)
+            .collect(),
     ));
     out.sort_unstable();
     out.dedup();

@@ -10,7 +10,7 @@ use crate::invocation::RemoveByHandle;
 /// `scoped_connection`, boost's `scoped_connection`.
 ///
 /// Made by `scoped` on a multicast delegate (declared or generic) or a script delegate (native
-/// listeners), and by [`EventProcessor::register_scoped`](crate::EventProcessor::register_scoped).
+/// listeners) or an [`EventProcessor`](crate::EventProcessor).
 /// Dropping it removes the subscription like `remove(handle)`: during a broadcast, a subscriber
 /// not yet reached does not run (M3), and one that is running finishes (M4). A guard that outlives
 /// its delegate does nothing: it holds the delegate's state weakly. [`into_handle`] turns it back

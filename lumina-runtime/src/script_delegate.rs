@@ -288,10 +288,11 @@ const MANAGED: u8 = 2;
 
 impl fmt::Debug for ScriptDelegateBase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let managed = self.managed_len();
         f.debug_struct("ScriptDelegateBase")
             .field("payload", &self.payload.name)
-            .field("native", &self.native_len())
-            .field("managed", &self.managed_len())
+            .field("native", &(self.len() - managed))
+            .field("managed", &managed)
             .field("subscriptions", &self.subscriptions())
             .finish()
     }
@@ -396,7 +397,8 @@ impl ScriptDelegateBase {
         self.list.is_bound()
     }
 
-    /// How many live listeners, native and managed (M8).
+    /// How many live listeners, native and managed (M8); the native ones are
+    /// `len() - managed_len()`.
     pub fn len(&self) -> usize {
         self.list.len()
     }
@@ -415,11 +417,6 @@ impl ScriptDelegateBase {
     /// How many live managed bindings.
     pub fn managed_len(&self) -> usize {
         self.list.count_matching(Listener::is_managed)
-    }
-
-    /// How many live native listeners.
-    pub fn native_len(&self) -> usize {
-        self.len() - self.managed_len()
     }
 
     /// Whether a broadcast of this delegate is running.

@@ -5,7 +5,8 @@
 //! operators, not a dependency with its own macro dialect in our public API.
 
 /// Declares a `Copy` bit-flag newtype over an unsigned integer with named constants, set
-/// operations (`|`, `&`, `-`, `!`), `contains` / `intersects`, and a `Debug` listing the names.
+/// operations as operators (`|`, `&`, `-`, `!` and their assignments), `contains`, `From` /
+/// `TryFrom` conversions to and from the integer, and a `Debug` listing the names.
 macro_rules! bit_flags {
     (
         $(#[$meta:meta])*
@@ -20,32 +21,15 @@ macro_rules! bit_flags {
         impl $Name {
             $( $(#[$flag_meta])* pub const $FLAG: $Name = $Name($bit); )*
 
+            /// No flag set (also the [`Default`]).
+            pub const NONE: $Name = $Name(0);
+
             /// Every named flag with its name, in declaration order.
             pub const NAMED: &'static [(&'static str, $Name)] = &[$((stringify!($FLAG), $Name::$FLAG)),*];
-
-            /// No flag set.
-            pub const fn empty() -> Self {
-                $Name(0)
-            }
 
             /// Every named flag set.
             pub const fn all() -> Self {
                 $Name(0 $(| $bit)*)
-            }
-
-            /// The raw bits.
-            pub const fn bits(self) -> $Int {
-                self.0
-            }
-
-            /// The flags of `bits`, or `None` if `bits` has a bit that names no flag.
-            pub const fn from_bits(bits: $Int) -> Option<Self> {
-                if bits & !Self::all().0 == 0 { Some($Name(bits)) } else { None }
-            }
-
-            /// The flags of `bits`, ignoring bits that name no flag.
-            pub const fn from_bits_truncate(bits: $Int) -> Self {
-                $Name(bits & Self::all().0)
             }
 
             /// Whether no flag is set.
@@ -53,41 +37,49 @@ macro_rules! bit_flags {
                 self.0 == 0
             }
 
-            /// Whether every flag of `other` is set in `self`.
+            /// Whether every flag of `other` is set in `self` (for "any of them", test
+            /// `!(self & other).is_empty()`).
             pub const fn contains(self, other: Self) -> bool {
                 self.0 & other.0 == other.0
             }
 
-            /// Whether `self` and `other` share at least one flag.
-            pub const fn intersects(self, other: Self) -> bool {
-                self.0 & other.0 != 0
-            }
-
-            /// `self` with every flag of `other` added.
-            pub const fn union(self, other: Self) -> Self {
-                $Name(self.0 | other.0)
-            }
-
-            /// `self` with every flag of `other` removed.
-            pub const fn difference(self, other: Self) -> Self {
-                $Name(self.0 & !other.0)
-            }
-
-            /// Adds the flags of `other`.
+            /// Adds the flags of `other` (as `|=`).
             pub fn insert(&mut self, other: Self) {
                 self.0 |= other.0;
             }
 
-            /// Removes the flags of `other`.
+            /// Removes the flags of `other` (as `-=`).
             pub fn remove(&mut self, other: Self) {
                 self.0 &= !other.0;
+            }
+        }
+
+        /// The raw bits.
+        impl From<$Name> for $Int {
+            fn from(flags: $Name) -> $Int {
+                flags.0
+            }
+        }
+
+        /// The flags of raw bits; an error if a bit names no flag (mask with `all()`'s bits to
+        /// drop those).
+        impl TryFrom<$Int> for $Name {
+            type Error = $crate::event::UnknownFlagsError;
+
+            fn try_from(bits: $Int) -> Result<Self, Self::Error> {
+                let unknown = bits & !Self::all().0;
+                if unknown == 0 {
+                    Ok($Name(bits))
+                } else {
+                    Err($crate::event::UnknownFlagsError::new(stringify!($Name), u64::from(unknown)))
+                }
             }
         }
 
         impl ::core::ops::BitOr for $Name {
             type Output = Self;
             fn bitor(self, other: Self) -> Self {
-                self.union(other)
+                $Name(self.0 | other.0)
             }
         }
 
@@ -113,14 +105,20 @@ macro_rules! bit_flags {
         impl ::core::ops::Sub for $Name {
             type Output = Self;
             fn sub(self, other: Self) -> Self {
-                self.difference(other)
+                $Name(self.0 & !other.0)
+            }
+        }
+
+        impl ::core::ops::SubAssign for $Name {
+            fn sub_assign(&mut self, other: Self) {
+                self.remove(other);
             }
         }
 
         impl ::core::ops::Not for $Name {
             type Output = Self;
             fn not(self) -> Self {
-                Self::all().difference(self)
+                $Name(Self::all().0 & !self.0)
             }
         }
 
@@ -147,3 +145,37 @@ macro_rules! bit_flags {
 }
 
 pub(crate) use bit_flags;
+
+/// The error of converting raw bits to a flag set ([`EventCategory`](super::EventCategory) or
+/// [`Modifiers`](super::Modifiers)) when some bit names no flag.
+///
+/// ```
+/// use lumina::event::Modifiers;
+///
+/// assert_eq!(Modifiers::try_from(0b11), Ok(Modifiers::SHIFT | Modifiers::CONTROL));
+/// let error = Modifiers::try_from(0x80).unwrap_err();
+/// assert_eq!(error.to_string(), "bits 0x80 name no flag of Modifiers");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownFlagsError {
+    type_name: &'static str,
+    unknown: u64,
+}
+
+impl UnknownFlagsError {
+    pub(crate) const fn new(type_name: &'static str, unknown: u64) -> Self {
+        UnknownFlagsError { type_name, unknown }
+    }
+}
+
+impl std::fmt::Display for UnknownFlagsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "bits {:#x} name no flag of {}",
+            self.unknown, self.type_name
+        )
+    }
+}
+
+impl std::error::Error for UnknownFlagsError {}

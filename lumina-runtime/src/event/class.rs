@@ -69,7 +69,8 @@ pub trait EventClass: Any {
 /// An event class value together with its handled flag: what the processor dispatches, built on
 /// the stack. `&mut Envelope<E>` coerces to `&mut dyn Event`.
 ///
-/// Dereferences to the event, so its fields read through it.
+/// Dereferences to the event, so its fields read and write through it (`&*envelope` is the
+/// event itself); its handled flag is [`Event`]'s `is_handled` / `set_handled`.
 ///
 /// ```
 /// use lumina::event::{Envelope, Event, Key, KeyPressedEvent, Modifiers};
@@ -94,26 +95,6 @@ impl<E: EventClass> Envelope<E> {
             handled: false,
             event,
         }
-    }
-
-    /// Whether a handler consumed the event or marked it handled.
-    pub fn is_handled(&self) -> bool {
-        self.handled
-    }
-
-    /// Marks the event handled (or not).
-    pub fn set_handled(&mut self, handled: bool) {
-        self.handled = handled;
-    }
-
-    /// The event.
-    pub fn event(&self) -> &E {
-        &self.event
-    }
-
-    /// The event, mutably.
-    pub fn event_mut(&mut self) -> &mut E {
-        &mut self.event
     }
 
     /// Unwraps the event, dropping the flag.
@@ -178,12 +159,12 @@ pub trait Event: sealed::Sealed + 'static {
 
     /// The categories of the event type.
     fn categories(&self) -> EventCategory {
-        self.event_type().categories()
+        EventCategory::from(self.event_type())
     }
 
     /// Whether the event type is in any of `categories`.
     fn is_in_category(&self, categories: EventCategory) -> bool {
-        self.categories().intersects(categories)
+        !(self.categories() & categories).is_empty()
     }
 
     /// Whether a handler consumed the event or marked it handled (`IsHandled`).

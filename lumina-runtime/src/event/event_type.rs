@@ -8,15 +8,15 @@ use super::bits::bit_flags;
 
 bit_flags! {
     /// The categories of an [`EventType`], as bit flags: a handler interested in every keyboard
-    /// event tests `event.categories().contains(EventCategory::KEYBOARD)` instead of listing
-    /// types.
+    /// event tests `event.is_in_category(EventCategory::KEYBOARD)` instead of listing types.
+    /// `EventCategory::from(ty)` is the categories of an [`EventType`].
     ///
     /// ```
     /// use lumina::event::{EventCategory, EventType};
     ///
-    /// let key = EventType::KeyPressed.categories();
+    /// let key = EventCategory::from(EventType::KeyPressed);
     /// assert!(key.contains(EventCategory::KEYBOARD | EventCategory::INPUT));
-    /// assert!(!key.intersects(EventCategory::MOUSE | EventCategory::WINDOW));
+    /// assert!((key & (EventCategory::MOUSE | EventCategory::WINDOW)).is_empty());
     /// assert_eq!(format!("{key:?}"), "EventCategory(KEYBOARD | INPUT)");
     /// ```
     pub struct EventCategory(u8) {
@@ -73,10 +73,13 @@ macro_rules! event_types {
                 }
             }
 
-            /// The categories this type belongs to (empty for `None`).
-            pub const fn categories(self) -> EventCategory {
-                match self {
-                    $( EventType::$Variant => EventCategory::empty()$(.union(EventCategory::$category))*, )*
+        }
+
+        /// The categories an event type belongs to (none for `None`).
+        impl From<EventType> for EventCategory {
+            fn from(ty: EventType) -> EventCategory {
+                match ty {
+                    $( EventType::$Variant => EventCategory(0 $(| EventCategory::$category.0)*), )*
                 }
             }
         }

@@ -38,20 +38,13 @@ pub struct KeyPressedEvent {
 }
 
 impl KeyPressedEvent {
-    /// A first press (not a repeat) of `key` with `modifiers` held.
+    /// A first press (not a repeat) of `key` with `modifiers` held. The platform's auto-repeat
+    /// sets the public field: `KeyPressedEvent { repeat: true, ..KeyPressedEvent::new(key, mods) }`.
     pub fn new(key: Key, modifiers: Modifiers) -> Self {
         KeyPressedEvent {
             key,
             modifiers,
             repeat: false,
-        }
-    }
-
-    /// The same press, marked as the platform's auto-repeat.
-    pub fn repeated(self) -> Self {
-        KeyPressedEvent {
-            repeat: true,
-            ..self
         }
     }
 }

@@ -14,17 +14,20 @@ macro_rules! keys {
         ///
         /// Covers a full keyboard: letters, digits, punctuation, function keys F1-F25, the
         /// navigation and editing block, the keypad, locks, and both sides of each modifier.
-        /// [`code`](Key::code) / [`from_code`](Key::from_code) convert to and from the
-        /// platform layer's key codes (GLFW's numbering).
+        /// [`code`](Key::code) and `Key::from(code)` convert to and from the platform layer's
+        /// key codes (GLFW's numbering); `Modifiers::from(key)` is the modifier flag a key sets.
         ///
         /// ```
         /// use lumina::event::Key;
         ///
-        /// assert_eq!(Key::from_code(65), Key::A);
+        /// use lumina::event::Modifiers;
+        ///
+        /// assert_eq!(Key::from(65), Key::A);
         /// assert_eq!(Key::Escape.code(), 256);
-        /// assert_eq!(Key::from_code(-7), Key::Unknown);
+        /// assert_eq!(Key::from(-7), Key::Unknown);
         /// assert_eq!(Key::F12.to_string(), "F12");
-        /// assert!(Key::LeftShift.is_modifier());
+        /// assert_eq!(Modifiers::from(Key::LeftShift), Modifiers::SHIFT);
+        /// assert!(Modifiers::from(Key::A).is_empty()); // not a modifier key
         /// ```
         #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
         #[non_exhaustive]
@@ -55,8 +58,12 @@ macro_rules! keys {
                 }
             }
 
-            /// The key of a platform key code; `Unknown` for a code that names no key.
-            pub const fn from_code(code: i32) -> Key {
+        }
+
+        /// The key of a platform key code (GLFW's numbering, as [`Key::code`] gives it);
+        /// `Unknown` for a code that names no key.
+        impl From<i32> for Key {
+            fn from(code: i32) -> Key {
                 match code {
                     $( $code => Key::$Variant, )*
                     _ => Key::Unknown,
@@ -309,25 +316,11 @@ keys! {
     Menu = 348,
 }
 
-impl Key {
-    /// Whether this is one of the eight modifier keys (Shift, Control, Alt, Super; left and right).
-    pub const fn is_modifier(self) -> bool {
-        matches!(
-            self,
-            Key::LeftShift
-                | Key::RightShift
-                | Key::LeftControl
-                | Key::RightControl
-                | Key::LeftAlt
-                | Key::RightAlt
-                | Key::LeftSuper
-                | Key::RightSuper
-        )
-    }
-
-    /// The modifier flag this key sets while held, if it is a modifier key.
-    pub const fn modifier(self) -> Modifiers {
-        match self {
+/// The modifier flag `key` sets while held: one flag for each of the eight modifier keys (Shift,
+/// Control, Alt, Super; left and right), [`Modifiers::NONE`] for every other key.
+impl From<Key> for Modifiers {
+    fn from(key: Key) -> Modifiers {
+        match key {
             Key::LeftShift | Key::RightShift => Modifiers::SHIFT,
             Key::LeftControl | Key::RightControl => Modifiers::CONTROL,
             Key::LeftAlt | Key::RightAlt => Modifiers::ALT,
@@ -345,12 +338,15 @@ impl fmt::Display for Key {
 
 /// A mouse button. Mice with more buttons report them as `Other(n)` (n = 5 for the sixth, ...).
 ///
+/// Converts to and from the platform layer's zero-based button index (Left 0, Right 1, Middle 2,
+/// Back 3, Forward 4) with `From`:
+///
 /// ```
 /// use lumina::event::MouseButton;
 ///
-/// assert_eq!(MouseButton::from_index(0), MouseButton::Left);
-/// assert_eq!(MouseButton::from_index(6), MouseButton::Other(6));
-/// assert_eq!(MouseButton::Forward.index(), 4);
+/// assert_eq!(MouseButton::from(0), MouseButton::Left);
+/// assert_eq!(MouseButton::from(6), MouseButton::Other(6));
+/// assert_eq!(u8::from(MouseButton::Forward), 4);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub enum MouseButton {
@@ -368,10 +364,10 @@ pub enum MouseButton {
     Other(u8),
 }
 
-impl MouseButton {
-    /// The zero-based button index of the platform layer (Left 0, Right 1, Middle 2, ...).
-    pub const fn index(self) -> u8 {
-        match self {
+/// The zero-based button index of the platform layer (Left 0, Right 1, Middle 2, ...).
+impl From<MouseButton> for u8 {
+    fn from(button: MouseButton) -> u8 {
+        match button {
             MouseButton::Left => 0,
             MouseButton::Right => 1,
             MouseButton::Middle => 2,
@@ -380,9 +376,11 @@ impl MouseButton {
             MouseButton::Other(index) => index,
         }
     }
+}
 
-    /// The button of a zero-based platform index.
-    pub const fn from_index(index: u8) -> MouseButton {
+/// The button of a zero-based platform index.
+impl From<u8> for MouseButton {
+    fn from(index: u8) -> MouseButton {
         match index {
             0 => MouseButton::Left,
             1 => MouseButton::Right,
@@ -419,11 +417,6 @@ bit_flags! {
         /// Num Lock is on.
         const NUM_LOCK = 1 << 5;
     }
-}
-
-impl Modifiers {
-    /// No modifier held (same as [`Modifiers::empty`]).
-    pub const NONE: Modifiers = Modifiers::empty();
 }
 
 macro_rules! vector {

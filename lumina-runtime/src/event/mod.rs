@@ -42,12 +42,13 @@ mod processor;
 mod typed;
 mod viewport;
 
+pub use bits::UnknownFlagsError;
 pub use class::{Envelope, Event, EventClass};
 pub use event_type::{EventCategory, EventType, ParseEventTypeError};
 pub use events::*;
-pub use handler::EventHandler;
+pub use handler::{AnyEventHandler, EventHandler};
 pub use input::{IVec2, Key, Modifiers, MouseButton, UVec2, Vec2};
-pub use processor::{EventProcessor, InputLayer};
+pub use processor::{Dispatchable, EventProcessor, InputLayer};
 pub use typed::{
     AppEvent, EventSelector, EventSubscription, JoystickEvent, KeyboardEvent, MouseEvent,
     TypedHandler, WindowEvent, category,

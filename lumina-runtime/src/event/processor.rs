@@ -6,7 +6,7 @@ use std::fmt;
 use std::rc::{Rc, Weak};
 
 use super::class::{Envelope, Event, EventClass};
-use super::handler::EventHandler;
+use super::handler::{AnyEventHandler, EventHandler};
 use super::typed::{EventSelector, EventSubscription, SelfAware, TypedHandler};
 use crate::drops::{Guarded, drop_user};
 use crate::handle::DelegateHandle;
@@ -145,8 +145,12 @@ impl EventProcessor {
     /// equal priorities in registration order). Holds it weakly: dropping the last `Rc`
     /// unregisters it (P3).
     ///
+    /// `handler` is any [`EventHandler`] behind an `Rc`, its own type or already
+    /// `Rc<dyn EventHandler>` ([`AnyEventHandler`]).
+    ///
     /// Returns `false`, changing nothing, if `handler` is already registered (P1): unregister it
-    /// first to change its priority.
+    /// first to change its priority. For a guard that unregisters it when dropped, take its
+    /// [`handle_of`](Self::handle_of) to [`scoped`](Self::scoped).
     ///
     /// Cost: O(log n) amortized (N4): a lookup by the handler, then an add that, outside a
     /// dispatch, first removes the registrations of handlers already dropped once the table of
@@ -154,25 +158,13 @@ impl EventProcessor {
     /// bounded).
     #[must_use = "`false` means the handler was already registered and its priority did not change"]
     #[track_caller]
-    pub fn register_event_handler<H: EventHandler>(
+    pub fn register_event_handler<H: ?Sized + AnyEventHandler>(
         &self,
         handler: &Rc<H>,
         priority: impl Into<i32>,
     ) -> bool {
-        let handler: Rc<dyn EventHandler> = Rc::<H>::clone(handler);
-        self.register_dyn_event_handler(&handler, priority)
-    }
-
-    /// [`register_event_handler`](Self::register_event_handler) for a handler already behind
-    /// `Rc<dyn EventHandler>`.
-    #[must_use = "`false` means the handler was already registered and its priority did not change"]
-    #[track_caller]
-    pub fn register_dyn_event_handler(
-        &self,
-        handler: &Rc<dyn EventHandler>,
-        priority: impl Into<i32>,
-    ) -> bool {
-        self.register_handle(handler, priority.into()).is_some()
+        self.register_handle(&H::to_dyn(handler), priority.into())
+            .is_some()
     }
 
     /// Registers `handler`; its handle, or `None` if it is registered already.
@@ -215,9 +207,9 @@ impl EventProcessor {
         }
     }
 
-    /// Registers `handler` like [`register_event_handler`](Self::register_event_handler) and
-    /// returns a guard that unregisters it when dropped (B1); `None` (nothing registered) if it
-    /// is registered already.
+    /// A guard that unregisters the handler registered as `handle` when dropped (B1), as every
+    /// delegate's `scoped`: with [`handle_of`](Self::handle_of), a registration that lasts as
+    /// long as a scope. Dropping it after the handler was unregistered does nothing.
     ///
     /// ```
     /// use lumina::event::{Event, EventHandler, EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
@@ -232,23 +224,14 @@ impl EventProcessor {
     ///
     /// let processor = EventProcessor::new();
     /// let handler = Rc::new(Consumer);
-    /// let guard = processor.register_scoped(&handler, InputLayer::Viewport).expect("new");
+    /// assert!(processor.register_event_handler(&handler, InputLayer::Viewport));
+    /// let guard = processor.scoped(processor.handle_of(&handler).expect("registered"));
     /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
     /// drop(guard);
-    /// assert!(!processor.is_registered(&handler));
+    /// assert_eq!(processor.handle_of(&handler), None); // unregistered
     /// ```
-    #[track_caller]
-    pub fn register_scoped<H: EventHandler>(
-        &self,
-        handler: &Rc<H>,
-        priority: impl Into<i32>,
-    ) -> Option<crate::scoped::ScopedSubscription> {
-        let handler: Rc<dyn EventHandler> = Rc::<H>::clone(handler);
-        let handle = self.register_handle(&handler, priority.into())?;
-        Some(crate::scoped::ScopedSubscription::new(
-            handle,
-            self.handlers.weak_remover(),
-        ))
+    pub fn scoped(&self, handle: DelegateHandle) -> crate::scoped::ScopedSubscription {
+        crate::scoped::ScopedSubscription::new(handle, self.handlers.weak_remover())
     }
 
     /// Registers a closure for one event class or category (rule X1): `add_handler::<KeyPressedEvent>`
@@ -327,15 +310,16 @@ impl EventProcessor {
     }
 
     /// The handle of `handler`'s registration, for [`block`](Self::block),
-    /// [`set_priority`](Self::set_priority) and [`block_scoped`](Self::block_scoped); `None` if
-    /// it is not registered (or dropped). A typed handler's is
+    /// [`set_priority`](Self::set_priority), [`block_scoped`](Self::block_scoped) and
+    /// [`scoped`](Self::scoped); `None` if it is not registered (or dropped), so
+    /// `handle_of(&handler).is_some()` tells whether it is registered. A typed handler's is
     /// [`EventSubscription::handle`]. O(log n): a lookup by the handler (N4).
     pub fn handle_of<H: ?Sized>(&self, handler: &Rc<H>) -> Option<DelegateHandle> {
         self.handlers.handle_of_owner(handler)
     }
 
     /// Blocks the handler registered as `handle` (X4): it keeps its place, priority and
-    /// registration ([`is_registered`](Self::is_registered), [`len`](Self::len)), but
+    /// registration ([`handle_of`](Self::handle_of), [`len`](Self::len)), but
     /// dispatches pass it by until [`unblock`](Self::unblock). During a dispatch this applies
     /// to the handlers not yet reached (as P4's unregistering). `false`, changing nothing, for
     /// an invalid, foreign or unregistered handle. Counted (A2): it runs again after as many
@@ -415,12 +399,6 @@ impl EventProcessor {
         self.handlers.remove_owner(handler) > 0
     }
 
-    /// Whether `handler` is registered (and alive). O(log n): a lookup by the handler
-    /// (N4).
-    pub fn is_registered<H: ?Sized>(&self, handler: &Rc<H>) -> bool {
-        self.handlers.is_bound_to(handler)
-    }
-
     /// Unregisters every handler. During a dispatch, no further handler runs in it.
     pub fn clear(&self) {
         self.handlers.clear();
@@ -447,10 +425,41 @@ impl EventProcessor {
         self.handlers.is_broadcasting()
     }
 
-    /// Dispatches `event` (`Dispatch<TEvent>(Args...)`): wraps it in an [`Envelope`] on the stack
-    /// (no heap allocation, P2) and runs [`dispatch_event`](Self::dispatch_event). Returns whether
-    /// a handler consumed it.
-    pub fn dispatch<E: EventClass>(&self, event: E) -> bool {
+    /// Dispatches `event` (`Dispatch<TEvent>(Args...)`) and returns whether a handler consumed
+    /// it. `event` is an event class value, wrapped in an [`Envelope`] on the stack (no heap
+    /// allocation, P2), or an event already in one ([`Dispatchable`]: `&mut Envelope<E>`, or the
+    /// `&mut dyn Event` a handler received, to forward it), whose handled flag it then reads and
+    /// sets.
+    ///
+    /// Runs the handlers in priority order until one returns `true` or leaves the event handled
+    /// (P2); then the event is marked handled and this returns `true`. An event that arrives
+    /// already handled is not dispatched and this returns `true`.
+    ///
+    /// A panic in a handler propagates to the caller after the processor is left consistent
+    /// (P4): every handler stays registered and the next dispatch works normally.
+    ///
+    /// ```
+    /// use lumina::event::{Envelope, Event, EventProcessor, Key, KeyPressedEvent, Modifiers};
+    /// use std::rc::Rc;
+    ///
+    /// let processor = EventProcessor::new();
+    /// let handler = Rc::new(|event: &mut dyn Event| event.is::<KeyPressedEvent>());
+    /// assert!(processor.register_event_handler(&handler, 0));
+    /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
+    ///
+    /// let mut envelope = Envelope::new(KeyPressedEvent::new(Key::Q, Modifiers::NONE));
+    /// assert!(processor.dispatch(&mut envelope));
+    /// assert!(envelope.is_handled());
+    /// let forwarded: &mut dyn Event = &mut envelope;
+    /// assert!(processor.dispatch(forwarded), "already handled: not dispatched again");
+    /// ```
+    #[inline]
+    pub fn dispatch(&self, event: impl Dispatchable) -> bool {
+        event.dispatch_on(self)
+    }
+
+    /// [`dispatch`](Self::dispatch) of an event class value.
+    fn dispatch_value<E: EventClass>(&self, event: E) -> bool {
         // Guarded while handlers run: if one panics, the event is dropped under the guard, so
         // an event whose `Drop` panics too does not abort the process (R2). Free otherwise.
         let _span = crate::trace::dispatch::<E>();
@@ -460,16 +469,6 @@ impl EventProcessor {
         // the event's `Drop` is then guarded too (R2).
         drop_user(envelope.into_inner());
         consumed
-    }
-
-    /// Runs the handlers on `event` in priority order until one returns `true` or leaves the
-    /// event handled (P2); then the event is marked handled and this returns `true`. An event
-    /// that arrives already handled is not dispatched and this returns `true`.
-    ///
-    /// A panic in a handler propagates to the caller after the processor is left consistent
-    /// (P4): every handler stays registered and the next dispatch works normally.
-    pub fn dispatch_event(&self, event: &mut dyn Event) -> bool {
-        self.run(event, |event| event)
     }
 
     /// The dispatch loop. Generic over the event's type so that [`dispatch`](Self::dispatch)
@@ -536,13 +535,12 @@ impl<M> Subscribe<'_, EventProcessor, M> {
     /// receive its registration (register a closure with `add_handler`).
     #[must_use = "`false` means the handler was already registered and nothing changed"]
     #[track_caller]
-    pub fn register_event_handler<H: EventHandler>(self, handler: &Rc<H>) -> bool
+    pub fn register_event_handler<H: ?Sized + AnyEventHandler>(self, handler: &Rc<H>) -> bool
     where
         M: PlainFinish,
     {
         let (processor, options) = self.parts();
-        let handler: Rc<dyn EventHandler> = Rc::<H>::clone(handler);
-        match processor.register_spec(&handler, options.priority, options.once) {
+        match processor.register_spec(&H::to_dyn(handler), options.priority, options.once) {
             Some(handle) => {
                 processor.mute_if(options.muted, handle);
                 true
@@ -605,5 +603,51 @@ impl Subscribe<'_, EventProcessor, SelfAwareMode> {
         );
         processor.mute_if(options.muted, subscription.handle());
         subscription
+    }
+}
+
+/// What [`EventProcessor::dispatch`] takes: an event class value (put in an [`Envelope`] on the
+/// stack), an `&mut Envelope<E>` the caller keeps (to read its handled flag after), or an
+/// `&mut dyn Event` (a handler forwarding the event it received). Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an event class",
+    label = "not an event class",
+    note = "put `#[lumina::event_class]` on the struct `{Self}` (a game's own event), or \
+            `#[lumina::event_class(KeyPressed)]` naming the event type of an input or window \
+            event; `dispatch` also takes an `&mut Envelope<E>` or an `&mut dyn Event`"
+)]
+pub trait Dispatchable: sealed::Sealed {
+    /// Dispatches `self` on `processor`. Not public API; [`EventProcessor::dispatch`] calls it.
+    #[doc(hidden)]
+    fn dispatch_on(self, processor: &EventProcessor) -> bool;
+}
+
+mod sealed {
+    use super::{Envelope, Event, EventClass};
+
+    pub trait Sealed {}
+    impl<E: EventClass> Sealed for E {}
+    impl<E: EventClass> Sealed for &mut Envelope<E> {}
+    impl Sealed for &mut dyn Event {}
+}
+
+impl<E: EventClass> Dispatchable for E {
+    #[inline]
+    fn dispatch_on(self, processor: &EventProcessor) -> bool {
+        processor.dispatch_value(self)
+    }
+}
+
+impl<E: EventClass> Dispatchable for &mut Envelope<E> {
+    #[inline]
+    fn dispatch_on(self, processor: &EventProcessor) -> bool {
+        processor.run(self, |envelope| envelope)
+    }
+}
+
+impl Dispatchable for &mut dyn Event {
+    #[inline]
+    fn dispatch_on(self, processor: &EventProcessor) -> bool {
+        processor.run(self, |event| event)
     }
 }

@@ -313,8 +313,12 @@ pub(super) fn select_self_aware<S: EventSelector>(
 /// it owns the handler (the processor holds it weakly, P3) and unregisters it when dropped.
 ///
 /// Dropping it from inside the handler's own call is fine: the call finishes (the dispatch holds
-/// the handler meanwhile, P4), and the handler never runs again.
-#[must_use = "dropping the subscription unregisters the handler at once; keep it, or `forget` it"]
+/// the handler meanwhile, P4), and the handler never runs again. Keep it in a named binding
+/// (`let _jump = ...`; `let _ = ...` drops it at once). To keep the handler registered for as long
+/// as the processor lives, `std::mem::forget` the subscription (the handler is leaked, its `Drop`
+/// never runs; [`clear`](super::EventProcessor::clear) still unregisters it).
+#[must_use = "dropping the subscription unregisters the handler at once: keep it in a named \
+              binding (`let _guard = ...`), not `let _ = ...`"]
 pub struct EventSubscription {
     // Declared first so it drops first: unregister, then release the handler.
     scoped: Option<ScopedSubscription>,
@@ -339,7 +343,7 @@ impl EventSubscription {
     }
 
     /// The handler, as the processor holds it (weakly): for
-    /// [`is_registered`](super::EventProcessor::is_registered) and
+    /// [`handle_of`](super::EventProcessor::handle_of) and
     /// [`unregister_event_handler`](super::EventProcessor::unregister_event_handler).
     pub fn handler(&self) -> &Rc<dyn EventHandler> {
         &self.handler
@@ -350,16 +354,6 @@ impl EventSubscription {
         self.scoped
             .take()
             .is_some_and(ScopedSubscription::unsubscribe)
-    }
-
-    /// Keeps the handler registered for as long as the processor lives, giving up the way to
-    /// unregister it but [`clear`](super::EventProcessor::clear). The handler is leaked (its
-    /// `Drop` never runs).
-    pub fn forget(mut self) {
-        if let Some(scoped) = self.scoped.take() {
-            let _ = scoped.into_handle();
-        }
-        std::mem::forget(Rc::clone(&self.handler));
     }
 }
 

@@ -3,43 +3,19 @@
 use super::*;
 
 /// An unloaded version of a game module whose library stays mapped (MB6): what [`unloaded`]
-/// lists.
+/// lists. A snapshot, with public fields; what still refers to its code is
+/// [`subscription_count`]`(version.id)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct UnloadedModule {
-    id: ModuleId,
-    info: ModuleInfo,
-    mapped: PathBuf,
-    bytes: usize,
-}
-
-impl UnloadedModule {
     /// The id it had while loaded.
-    pub fn id(&self) -> ModuleId {
-        self.id
-    }
-
+    pub id: ModuleId,
     /// What it was (name, path).
-    pub fn info(&self) -> &ModuleInfo {
-        &self.info
-    }
-
+    pub info: ModuleInfo,
     /// The copy of its library that stays mapped.
-    pub fn mapped_path(&self) -> &Path {
-        &self.mapped
-    }
-
+    pub mapped_path: PathBuf,
     /// How many bytes of address space its library and the libraries mapped with it take.
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
-
-    /// How many subscriptions and values the loader still knows of that refer to its code (0
-    /// once everything the unload left went): those on other threads' delegates, and those a
-    /// broadcast held during the unload until it ends. What the loader could not attribute is
-    /// not counted.
-    pub fn still_referenced(&self) -> usize {
-        track::count(self.id.0)
-    }
+    pub bytes: usize,
 }
 
 /// One unloaded version kept mapped, with its handle (never closed but by [`unmap`]).
@@ -66,7 +42,7 @@ pub(super) fn keep(loaded: Loaded) {
         id: loaded.id,
         bytes: loaded.bytes(),
         info: loaded.info,
-        mapped: loaded.mapped,
+        mapped_path: loaded.mapped,
     };
     kept(|kept| {
         kept.push(Kept {
@@ -83,7 +59,7 @@ pub(super) fn keep(loaded: Loaded) {
 /// use lumina::module;
 ///
 /// let versions = module::unloaded();
-/// let bytes: usize = versions.iter().map(|version| version.bytes()).sum();
+/// let bytes: usize = versions.iter().map(|version| version.bytes).sum();
 /// println!("{} unloaded versions keep {bytes} bytes mapped", versions.len());
 /// ```
 pub fn unloaded() -> Vec<UnloadedModule> {
@@ -97,7 +73,7 @@ pub fn unloaded() -> Vec<UnloadedModule> {
 /// In every build the call is refused when the reflection registry holds types the library
 /// registered (`#[script_delegate]` payloads, components: the registry cannot forget them);
 /// in debug builds also when the loader's records show a value still referring to the module
-/// ([`UnloadedModule::still_referenced`] is not 0).
+/// ([`subscription_count`] of its id is not 0).
 ///
 /// # Safety
 ///
@@ -122,7 +98,10 @@ pub unsafe fn unmap(id: ModuleId) -> Result<(), ModuleError> {
     };
     let (name, mapped) = kept(|kept| {
         let unloaded = &kept[index].unloaded;
-        (unloaded.info.name().to_owned(), unloaded.mapped.clone())
+        (
+            unloaded.info.name().to_owned(),
+            unloaded.mapped_path.clone(),
+        )
     });
     let refused = |reason: String| {
         Err(ModuleError::StillReferenced {
@@ -164,6 +143,6 @@ pub unsafe fn unmap(id: ModuleId) -> Result<(), ModuleError> {
     // Location addresses cached for bind sites may be reused by the next library (R5).
     crate::bind_site::library_unmapped();
     drop(library);
-    let _ = std::fs::remove_file(&unloaded.mapped);
+    let _ = std::fs::remove_file(&unloaded.mapped_path);
     Ok(())
 }

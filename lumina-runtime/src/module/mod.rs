@@ -72,7 +72,7 @@
 //! let game = module::reload(game).expect("the new version loads");
 //! module::unload(game).expect("unloads once");
 //! assert!(matches!(module::unload(game), Err(module::ModuleError::NotLoaded { .. })));
-//! let kept: usize = module::unloaded().iter().map(|version| version.bytes()).sum();
+//! let kept: usize = module::unloaded().iter().map(|version| version.bytes).sum();
 //! println!("{} unloaded versions keep {kept} bytes mapped", module::unloaded().len());
 //! ```
 //!
@@ -449,10 +449,14 @@ pub fn containing(address: usize) -> Option<ModuleId> {
     track::module_at(address).map(ModuleId)
 }
 
-/// How many subscriptions are recorded for the loaded module `id` (0 for an id that is not
-/// loaded): what unloading it will remove. One the module removed itself still counts until its
-/// list lets go of it (outside a broadcast when the list compacts, or when the list is
-/// dropped).
+/// How many subscriptions and values are recorded for the module `id` (0 for an unknown id).
+///
+/// For a loaded module: what unloading it will remove. One the module removed itself still
+/// counts until its list lets go of it (outside a broadcast when the list compacts, or when the
+/// list is dropped). For a version [`unloaded`] lists: what the loader still knows of that
+/// refers to its code (0 once everything the unload left went): those on other threads'
+/// delegates, and those a broadcast held during the unload until it ends. What the loader
+/// could not attribute is not counted.
 pub fn subscription_count(id: ModuleId) -> usize {
     track::count(id.0)
 }

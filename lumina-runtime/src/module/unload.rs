@@ -11,7 +11,7 @@ use super::*;
 /// engine runs) the unload runs at once: that code returns into its library, which stays
 /// mapped. What still refers to the module afterwards (a subscription the loader could not
 /// remove: on another thread's delegate, or one a running broadcast holds until it ends) is
-/// counted in [`UnloadedModule::still_referenced`] and named in a `tracing` warning.
+/// counted in [`subscription_count`] of its id and named in a `tracing` warning.
 ///
 /// # Errors
 ///

@@ -55,9 +55,7 @@ impl From<WinitButton> for MouseButton {
             WinitButton::Middle => MouseButton::Middle,
             WinitButton::Back => MouseButton::Back,
             WinitButton::Forward => MouseButton::Forward,
-            WinitButton::Other(index) => {
-                MouseButton::from_index(u8::try_from(index).unwrap_or(u8::MAX))
-            }
+            WinitButton::Other(index) => MouseButton::from(u8::try_from(index).unwrap_or(u8::MAX)),
         }
     }
 }

@@ -501,8 +501,10 @@ impl WinitInput {
                     _ => 1,
                 };
                 self.repeat = Some((key, count));
-                let mut consumed =
-                    processor.dispatch(KeyPressedEvent::new(key, modifiers).repeated());
+                let mut consumed = processor.dispatch(KeyPressedEvent {
+                    repeat: true,
+                    ..KeyPressedEvent::new(key, modifiers)
+                });
                 consumed |= processor.dispatch(KeyRepeatEvent::new(key, modifiers, count));
                 consumed | self.text(processor, text)
             }
@@ -530,7 +532,7 @@ impl WinitInput {
         let modifiers = self.state.modifiers;
         // As GLFW: with Control or Alt held the text is a shortcut, not typing, so only the
         // event with the modifiers is sent.
-        let plain = !modifiers.intersects(Modifiers::CONTROL | Modifiers::ALT);
+        let plain = (modifiers & (Modifiers::CONTROL | Modifiers::ALT)).is_empty();
         let mut consumed = false;
         for code_point in text.chars().filter(|c| !c.is_control()) {
             if plain {

@@ -38,7 +38,7 @@ fn start_up() {
     let _ = lumina::coroutine::spawn_local(Box::pin(async {
         for _ in 0..10 {
             println!("findings: boxed coroutine polled");
-            lumina::coroutine::next_frame().await;
+            lumina::coroutine::frames(1).await;
         }
     })
         as std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>);

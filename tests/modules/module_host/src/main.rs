@@ -227,18 +227,18 @@ fn cycle(dir: &Path) {
     println!(
         "engine: kept mapped: {} version(s), each of them bytes: {}, still referenced: {}",
         unloaded.len(),
-        unloaded.iter().all(|version| version.bytes() > 0),
+        unloaded.iter().all(|version| version.bytes > 0),
         still_referenced()
     );
     for version in unloaded {
         // SAFETY: nothing of either version is reachable any more: every subscription, task
         // and value of theirs went with their unloads (the counts above), and the engine kept
         // no `&'static` of theirs.
-        let result = unsafe { module::unmap(version.id()) };
+        let result = unsafe { module::unmap(version.id) };
         println!(
             "engine: unmap {}: {result:?}; still mapped: {}",
-            version.id(),
-            mapped(version.mapped_path())
+            version.id,
+            mapped(&version.mapped_path)
         );
     }
     core.on_pre_engine_shutdown().broadcast_and_clear();
@@ -301,7 +301,7 @@ fn errors(dir: &Path) {
     println!(
         "reflecting: unloaded; still mapped: {}; registry still has ModuleScore: {}",
         mapped(&reflecting_mapped),
-        lumina::reflect::find_payload("ModuleScore").is_some()
+        lumina::reflect::PayloadInfo::find("ModuleScore").is_some()
     );
     // SAFETY: refused before anything is unmapped (the registry holds its types).
     let refused = unsafe { module::unmap(reflecting) };
@@ -487,7 +487,7 @@ fn findings(dir: &Path) {
     println!(
         "engine: kept mapped: {} version(s), bytes > 0: {}, still referenced: {}",
         unloaded.len(),
-        unloaded.iter().all(|version| version.bytes() > 0),
+        unloaded.iter().all(|version| version.bytes > 0),
         still_referenced()
     );
     println!("engine: done");
@@ -496,7 +496,7 @@ fn findings(dir: &Path) {
 fn still_referenced() -> usize {
     module::unloaded()
         .iter()
-        .map(module::UnloadedModule::still_referenced)
+        .map(|version| module::subscription_count(version.id))
         .sum()
 }
 
@@ -659,16 +659,14 @@ fn bind_site_after_unload(path: &Path) {
         let site = subscription.bind_site.expect("recorded");
         println!(
             "engine: listed after the unload: {}:{}",
-            site.file(),
-            site.line()
+            site.file, site.line
         );
     }
     for subscription in kept {
         let site = subscription.bind_site.expect("recorded");
         println!(
             "engine: kept from before the unload: {}:{}",
-            site.file(),
-            site.line()
+            site.file, site.line
         );
     }
     println!("engine: debug after the unload: {:?}", engine().on_tick);

@@ -28,7 +28,7 @@
 //! the engine's single-cast delegate `score_query`, which the engine stores and calls, outside
 //! any invocation list: the binding's callable is the module's code;
 //!
-//! the plan `frame-waker` polls a frame-waiting future (`coroutine::next_frame`) once from its
+//! the plan `frame-waker` polls a frame-waiting future (`coroutine::frames(1)`) once from its
 //! shut-down with a waker of its own type, and drops the future: the waker stays with the
 //! main-thread queue's frame waiters, and its code is the module's;
 //!
@@ -226,7 +226,7 @@ impl Drop for ModuleWaker {
 fn leave_a_frame_waker() {
     let waker = std::task::Waker::from(std::sync::Arc::new(ModuleWaker));
     let mut cx = std::task::Context::from_waker(&waker);
-    let mut next = std::pin::pin!(coroutine::next_frame());
+    let mut next = std::pin::pin!(coroutine::frames(1));
     assert!(std::future::Future::poll(next.as_mut(), &mut cx).is_pending());
     println!("module: left a frame waker");
 }

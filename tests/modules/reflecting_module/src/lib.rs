@@ -11,7 +11,7 @@ pub struct ModuleScore {
 fn start_up() {
     println!(
         "reflecting: start-up; the engine's registry has ModuleScore: {}",
-        lumina::reflect::find_payload("ModuleScore").is_some()
+        lumina::reflect::PayloadInfo::find("ModuleScore").is_some()
     );
 }
 
