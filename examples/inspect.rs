@@ -98,10 +98,13 @@ fn main() {
         .add_handler::<category::Keyboard>(InputLayer::EditorChrome, |_: KeyboardEvent<'_>| false);
     processor.block(shortcuts.handle());
     // A splash screen over the game view that goes away on its first click (self-aware).
-    let _splash = viewports.add_viewport_handler_self_aware::<category::Mouse>(
-        Rect::new(320.0, 180.0, 640.0, 360.0),
-        |this, _: MouseEvent<'_>| this.remove(),
-    );
+    let _splash = viewports
+        .subscribe()
+        .self_aware()
+        .add_viewport_handler::<category::Mouse>(
+            Rect::new(320.0, 180.0, 640.0, 360.0),
+            |this, _: MouseEvent<'_>| this.remove(),
+        );
 
     let mut inspector = Inspector::new();
     inspector

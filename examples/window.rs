@@ -25,8 +25,8 @@ use lumina::event::{
     MouseEnteredEvent, MouseMovedEvent, MouseScrolledEvent, Rect, Vec2, ViewportId,
     WindowCloseEvent, WindowMovedEvent, WindowRefreshEvent, WindowResizeEvent,
 };
-use lumina::platform::WinitInput;
 use lumina::platform::winit;
+use lumina::platform::{WindowInput, WinitInput};
 use winit::application::ApplicationHandler;
 use winit::dpi::LogicalSize;
 use winit::event::WindowEvent;
@@ -444,7 +444,7 @@ impl ApplicationHandler for App {
             Ok(surface) => surface,
             Err(e) => return self.fail(event_loop, format!("cannot make the surface: {e}")),
         };
-        let input = WinitInput::for_window(&window);
+        let input = WinitInput::from(&*window);
         window.request_redraw();
         self.open = Some(Open {
             window,
@@ -467,7 +467,9 @@ impl ApplicationHandler for App {
             event,
             WindowEvent::Resized(_) | WindowEvent::Moved(_) | WindowEvent::Occluded(_)
         ) {
-            open.input.sync_window_state(&self.processor, &open.window);
+            // winit 0.30 has no minimize / maximize / restore events: ask the window.
+            open.input
+                .dispatch(&self.processor, WindowInput::from(&*open.window));
         }
         if self.shared.layout_changed.replace(false) {
             self.registry

@@ -13,7 +13,7 @@ use lumina::{Delegate, DelegateHandle, MulticastDelegate};
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
-use counting_alloc::{allocations, allocations_in};
+use counting_alloc::{allocations, allocations_in, live_bytes_in};
 
 /// Subscribers that do some non-allocating work.
 fn delegate_with(n: usize, hits: &Rc<Cell<u64>>) -> MulticastDelegate<dyn Fn(u64)> {
@@ -330,4 +330,81 @@ fn m12_reports_what_broadcast_collect_and_adds_cost() {
         "one Rc for the closure, the list's block (first add only), its buffer"
     );
     assert!(collect <= 8, "only the result Vec's growth");
+}
+
+/// An owner whose method subscribes; its drop ends the subscription (M9).
+struct Actor {
+    _state: [u64; 4],
+}
+
+impl Actor {
+    fn on(&self, _: u64) {}
+}
+
+/// Bytes still held after `n` cycles of: a new owner subscribes a method, then the owner is
+/// dropped, with no broadcast (nothing prunes on the way).
+fn bytes_left_by_dead_owners(delegate: &MulticastDelegate<dyn Fn(u64)>, n: usize) -> i64 {
+    live_bytes_in(|| {
+        for _ in 0..n {
+            let _ = delegate.add_method(&Rc::new(Actor { _state: [0; 4] }), Actor::on);
+        }
+    })
+    .0
+}
+
+/// N4, M9 (issue 32): an add with an owner sweeps the dead owners' subscriptions once the
+/// owners table has doubled since the last sweep, so a delegate subscribed to and never
+/// broadcast stays bounded by its live subscriptions. Without the sweep: 2.4 MB after 20 000.
+#[test]
+fn n4_subscriptions_of_dead_owners_do_not_pile_up_without_a_broadcast() {
+    let delegate: MulticastDelegate<dyn Fn(u64)> = MulticastDelegate::new();
+    let kept = Rc::new(Actor { _state: [0; 4] });
+    let _ = delegate.add_method(&kept, Actor::on);
+    let small = bytes_left_by_dead_owners(&delegate, 1_000);
+    let large = bytes_left_by_dead_owners(&delegate, 20_000);
+    println!(
+        "N4 bytes left by dead owners' subscriptions: {small} after 1 000, {large} after 20 000 more"
+    );
+    assert!(large <= 4_096, "{large} bytes left by 20 000 dead owners");
+    assert_eq!(delegate.len(), 1);
+}
+
+/// Bytes still held after a burst: `n` subscriptions (closures, members of live owners, and
+/// higher priorities), then every one removed by handle, outside broadcasts.
+fn bytes_left_by_a_burst(delegate: &MulticastDelegate<dyn Fn(u64)>, n: usize) -> i64 {
+    live_bytes_in(|| {
+        let owners: Vec<Rc<Actor>> = (0..n / 4)
+            .map(|_| Rc::new(Actor { _state: [0; 4] }))
+            .collect();
+        let mut handles = Vec::with_capacity(n);
+        for i in 0..n {
+            let handle = match i % 4 {
+                0 => delegate.add_method(&owners[i / 4], Actor::on),
+                1 => delegate
+                    .subscribe()
+                    .priority(i32::try_from(i % 7).expect("small"))
+                    .add_lambda(|_| {}),
+                _ => delegate.add_lambda(|_| {}),
+            };
+            handles.push(handle);
+        }
+        for handle in handles {
+            assert!(delegate.remove(handle));
+        }
+    })
+    .0
+}
+
+/// N4 (issue 32): the tables of a list (its entries, owners, the indexes by owner and by id)
+/// shrink once they hold under a quarter of their capacity, so a burst of 20 000 subscriptions
+/// gives its memory back when they go. Without the shrink: about 1.1 MB kept.
+#[test]
+fn n4_a_burst_of_subscriptions_gives_its_memory_back() {
+    let delegate: MulticastDelegate<dyn Fn(u64)> = MulticastDelegate::new();
+    let _kept = delegate.add_lambda(|_| {});
+    let small = bytes_left_by_a_burst(&delegate, 1_000);
+    let large = bytes_left_by_a_burst(&delegate, 20_000);
+    println!("N4 bytes left by a burst: {small} after 1 000, {large} after 20 000 more");
+    assert!(large <= 4_096, "{large} bytes left by a burst of 20 000");
+    assert_eq!(delegate.len(), 1);
 }

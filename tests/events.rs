@@ -1089,14 +1089,14 @@ fn viewport_window_events_pass_through_and_dropped_viewports_get_nothing() {
     s.processor.dispatch(key(Key::W));
     assert_eq!(*s.log.borrow(), ["chrome"]);
     // A dropped viewport is gone (N4): nothing is left to remove.
-    assert!(!s.registry.remove_viewport(id));
+    assert!(!s.registry.remove(id));
 }
 
 #[test]
 fn a_dropped_viewport_is_gone_whether_or_not_its_entry_was_swept() {
     // N4: entries of dropped viewports are swept once the list has doubled (amortized), not on
     // every add; until then the viewport is gone all the same: no count, no listing, no input,
-    // and `remove_viewport` of it is `false`.
+    // and `remove` of it is `false`.
     let s = setup();
     let old = Rc::new(|_: &mut dyn Event| true);
     let old_id = s
@@ -1111,9 +1111,9 @@ fn a_dropped_viewport_is_gone_whether_or_not_its_entry_was_swept() {
     assert_eq!(s.registry.len(), 1);
     assert!(!s.registry.set_rect(old_id, Rect::new(0.0, 0.0, 1.0, 1.0)));
     assert!(!s.registry.focus(old_id));
-    assert!(!s.registry.remove_viewport(old_id), "dropped: gone");
+    assert!(!s.registry.remove(old_id), "dropped: gone");
     assert_eq!(s.registry.viewport_at(Vec2::new(1.0, 1.0)), Some(new_id));
-    assert!(s.registry.remove_viewport(new_id));
-    assert!(!s.registry.remove_viewport(new_id));
+    assert!(s.registry.remove(new_id));
+    assert!(!s.registry.remove(new_id));
     assert!(s.registry.is_empty());
 }

@@ -3,8 +3,8 @@
 //! not disturb the count).
 
 use lumina::event::{
-    Event, EventProcessor, InputLayer, InputViewportRegistry, Key, KeyPressedEvent, Modifiers,
-    MouseButton, MouseButtonPressedEvent, MouseMovedEvent, Rect, Vec2,
+    Event, EventHandler, EventProcessor, InputLayer, InputViewportRegistry, Key, KeyPressedEvent,
+    Modifiers, MouseButton, MouseButtonPressedEvent, MouseMovedEvent, Rect, Vec2,
 };
 use std::rc::Rc;
 
@@ -145,10 +145,13 @@ fn x4_x6_muted_and_self_aware_dispatch_allocates_nothing() {
     let processor = Rc::new(EventProcessor::new());
     let registry = Rc::new(InputViewportRegistry::new());
     assert!(registry.register(&processor));
-    let muted_view = registry.add_viewport_handler_self_aware::<MouseButtonPressedEvent>(
-        Rect::new(0.0, 0.0, 640.0, 480.0),
-        |this, _| this.block(),
-    );
+    let muted_view = registry
+        .subscribe()
+        .self_aware()
+        .add_viewport_handler::<MouseButtonPressedEvent>(
+            Rect::new(0.0, 0.0, 640.0, 480.0),
+            |this, _| this.block(),
+        );
     let mut guards = Vec::new();
     // Self-aware handlers that mute and unmute each other mid-dispatch: the Q handler mutes
     // itself on Q; the chrome handler unmutes it on the next event, and consumes a mouse move
@@ -229,4 +232,67 @@ fn n4_dropped_viewports_do_not_keep_their_memory() {
         "{large} bytes left by 20 000 dropped viewports"
     );
     assert_eq!(registry.len(), 1);
+}
+
+/// N4, M9 (issue 32): registering a handler whose last strong reference then goes, 20 000 times
+/// with no dispatch (nothing prunes on the way): the registration's sweep of dead owners (once
+/// the owners table has doubled since the last one) keeps the processor bounded by its live
+/// handlers. Without the sweep: 2.4 MB after 20 000.
+#[test]
+fn n4_handlers_of_dropped_owners_do_not_pile_up_without_a_dispatch() {
+    let processor = EventProcessor::new();
+    let kept = Rc::new(|_: &mut dyn Event| false);
+    assert!(processor.register_event_handler(&kept, 0));
+    let cycles = |n: usize| {
+        counting_alloc::live_bytes_in(|| {
+            for i in 0..n {
+                let handler = Rc::new(|_: &mut dyn Event| false);
+                let priority = i32::try_from(i % 7).expect("small");
+                assert!(processor.register_event_handler(&handler, priority));
+            }
+        })
+        .0
+    };
+    let small = cycles(1_000);
+    let large = cycles(20_000);
+    println!("N4 bytes left by dropped handlers: {small} after 1 000, {large} after 20 000 more");
+    assert!(
+        large <= 4_096,
+        "{large} bytes left by 20 000 dropped handlers"
+    );
+    assert_eq!(processor.len(), 1);
+}
+
+/// N4 (issue 32): 20 000 handlers registered (at 7 priorities), then every one unregistered: the
+/// processor's tables shrink once under a quarter full, so the burst gives its memory back.
+#[test]
+fn n4_a_burst_of_handlers_gives_its_memory_back() {
+    let processor = EventProcessor::new();
+    let kept = Rc::new(|_: &mut dyn Event| false);
+    assert!(processor.register_event_handler(&kept, 0));
+    let burst = |n: usize| {
+        counting_alloc::live_bytes_in(|| {
+            let handlers: Vec<Rc<dyn EventHandler>> = (0..n)
+                .map(|_| Rc::new(|_: &mut dyn Event| false) as Rc<dyn EventHandler>)
+                .collect();
+            for (i, handler) in handlers.iter().enumerate() {
+                let priority = i32::try_from(i % 7).expect("small");
+                assert!(processor.register_dyn_event_handler(handler, priority));
+            }
+            for handler in &handlers {
+                assert!(processor.unregister_event_handler(handler));
+            }
+        })
+        .0
+    };
+    let small = burst(1_000);
+    let large = burst(20_000);
+    println!(
+        "N4 bytes left by a burst of handlers: {small} after 1 000, {large} after 20 000 more"
+    );
+    assert!(
+        large <= 4_096,
+        "{large} bytes left by a burst of 20 000 handlers"
+    );
+    assert_eq!(processor.len(), 1);
 }

@@ -199,7 +199,9 @@ impl Handler {
                     if behaviour == Behaviour::Block(slot) {
                         assert!(processor.block(handle));
                     } else {
-                        assert!(processor.unblock(handle));
+                        // `false` when it was not blocked (A2): the model's state is compared
+                        // after the dispatch.
+                        let _ = processor.unblock(handle);
                     }
                 }
             }
@@ -275,10 +277,19 @@ impl Model {
         self.present(seq) && self.blocked.contains(&seq)
     }
 
-    fn set_blocked(&mut self, seq: u64, blocked: bool) {
-        self.blocked.retain(|&found| found != seq);
+    /// A2: blocks are counted (`blocked` holds one `seq` per block in force): `true` adds one,
+    /// `false` lifts one; whether something was lifted.
+    fn set_blocked(&mut self, seq: u64, blocked: bool) -> bool {
         if blocked {
             self.blocked.push(seq);
+            return true;
+        }
+        match self.blocked.iter().position(|&found| found == seq) {
+            Some(index) => {
+                self.blocked.swap_remove(index);
+                true
+            }
+            None => false,
         }
     }
 
@@ -334,7 +345,7 @@ impl Model {
             }
             Behaviour::Block(slot) | Behaviour::Unblock(slot) => {
                 if let Some(seq) = self.slots[slot].and_then(|other| self.registration(other.id)) {
-                    self.set_blocked(seq, behaviour == Behaviour::Block(slot));
+                    let _ = self.set_blocked(seq, behaviour == Behaviour::Block(slot));
                 }
             }
             Behaviour::DropSlot(slot) => {
@@ -349,7 +360,7 @@ impl Model {
             }
             Behaviour::SelfBlock => {
                 if let Some(seq) = this.filter(|&seq| self.present(seq)) {
-                    self.set_blocked(seq, true);
+                    let _ = self.set_blocked(seq, true);
                 }
             }
             Behaviour::SelfPriority(priority) => {
@@ -523,7 +534,7 @@ fn run(script: Vec<(Op, Behaviour)>) -> Result<(), TestCaseError> {
     let log = Rc::new(RefCell::new(Vec::new()));
     let depth = Rc::new(Cell::new(0));
     let running = Rc::new(RefCell::new(Vec::new()));
-    let mut guards: Vec<(ScopedBlock, u64, bool)> = Vec::new();
+    let mut guards: Vec<(ScopedBlock, u64)> = Vec::new();
     let mut model = Model::default();
     let mut next_id = 0;
     for (op, on_drop) in script {
@@ -629,27 +640,31 @@ fn run(script: Vec<(Op, Behaviour)>) -> Result<(), TestCaseError> {
                     }
                 });
                 let seq = model.slots[slot].and_then(|found| model.registration(found.id));
-                if let Some(seq) = seq {
-                    model.set_blocked(seq, block);
-                }
-                (Ok(real), Ok(seq.is_some()))
+                // A2: an unblock of an unblocked handler is `false`.
+                let lifted = seq.is_some_and(|seq| model.set_blocked(seq, block));
+                (Ok(real), Ok(lifted))
             }
             Op::BlockScoped(slot) => {
                 let handle = slot_handler(&slots, slot).and_then(|h| processor.handle_of(&h));
                 let seq = model.slots[slot].and_then(|found| model.registration(found.id));
                 prop_assert_eq!(handle.is_some(), seq.is_some());
                 if let (Some(handle), Some(seq)) = (handle, seq) {
-                    let here = !model.is_blocked(seq);
-                    model.set_blocked(seq, true);
-                    guards.push((processor.block_scoped(handle), seq, here));
+                    // A2: every guard adds its own block, blocked already or not.
+                    let _ = model.set_blocked(seq, true);
+                    guards.push((processor.block_scoped(handle), seq));
                 }
                 (Ok(true), Ok(true))
             }
             Op::ReleaseGuards => {
-                for (guard, seq, here) in guards.drain(..) {
+                // In the order made, every other one first: guards drop in any order (A2).
+                let (even, odd): (Vec<_>, Vec<_>) = guards
+                    .drain(..)
+                    .enumerate()
+                    .partition(|(index, _)| index % 2 == 0);
+                for (_, (guard, seq)) in odd.into_iter().chain(even) {
                     drop(guard);
-                    if here && model.present(seq) {
-                        model.set_blocked(seq, false);
+                    if model.present(seq) {
+                        let _ = model.set_blocked(seq, false);
                     }
                 }
                 (Ok(true), Ok(true))

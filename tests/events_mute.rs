@@ -157,7 +157,7 @@ fn x4_processor_muting_from_inside_a_muted_neighbour_and_itself() {
             assert!(this.block());
             assert!(this.is_blocked());
             assert!(processor.block(neighbour_handle));
-            // Blocking twice is one block.
+            // Blocking twice is two blocks (A2: counted).
             assert!(processor.block(neighbour_handle));
             // Nested: both muted already.
             assert!(!processor.dispatch(press(Key::B)));
@@ -167,9 +167,14 @@ fn x4_processor_muting_from_inside_a_muted_neighbour_and_itself() {
     assert_eq!(*log.borrow(), ["muter"]);
     assert_eq!(processor.len(), 2);
     assert!(processor.is_blocked(muter.handle()));
-    // One unblock undoes both blocks.
+    // One unblock lifts one of the two blocks; the second lifts the last.
     assert!(processor.unblock(neighbour_handle));
+    assert!(processor.is_blocked(neighbour_handle));
     log.borrow_mut().clear();
+    processor.dispatch(press(Key::A));
+    assert!(log.borrow().is_empty());
+    assert!(processor.unblock(neighbour_handle));
+    assert!(!processor.unblock(neighbour_handle), "nothing left to lift");
     processor.dispatch(press(Key::A));
     assert_eq!(*log.borrow(), ["neighbour"]);
 }
@@ -189,7 +194,7 @@ fn x4_processor_block_scoped_unblocks_on_drop_and_nests() {
             let _inner = processor.block_scoped(handler.handle());
             processor.dispatch(press(Key::A));
         }
-        // The inner guard found it blocked already: it leaves it blocked.
+        // The inner guard lifted its own block only: the outer one still holds (A2).
         processor.dispatch(press(Key::A));
         assert!(processor.is_blocked(handler.handle()));
         assert_eq!(outer.handle(), handler.handle());
@@ -386,8 +391,8 @@ fn x4_viewport_blocked_keeps_its_rect_and_focus_and_passes_events_on() {
     );
     processor.dispatch(click(5.0));
     assert_eq!(registry.focused(), Some(game.id()));
-    assert!(registry.block_viewport(game.id()));
-    assert!(registry.is_viewport_blocked(game.id()));
+    assert!(registry.block(game.id()));
+    assert!(registry.is_blocked(game.id()));
     assert!(
         !processor.dispatch(press(Key::A)),
         "muted: the chrome gets the key"
@@ -396,19 +401,19 @@ fn x4_viewport_blocked_keeps_its_rect_and_focus_and_passes_events_on() {
     assert_eq!(registry.viewport_at(Vec2::new(5.0, 5.0)), Some(game.id()));
     assert_eq!(registry.len(), 1);
     {
-        let _guard = registry.block_viewport_scoped(game.id());
+        let _guard = registry.block_scoped(game.id());
     }
     // The guard found it blocked: still blocked.
-    assert!(registry.is_viewport_blocked(game.id()));
-    assert!(registry.unblock_viewport(game.id()));
+    assert!(registry.is_blocked(game.id()));
+    assert!(registry.unblock(game.id()));
     assert!(processor.dispatch(press(Key::A)));
     {
-        let _guard = registry.block_viewport_scoped(game.id());
+        let _guard = registry.block_scoped(game.id());
         assert!(!processor.dispatch(press(Key::A)));
     }
     assert!(processor.dispatch(press(Key::A)));
     assert_eq!(hits.get(), 2);
-    assert!(!registry.block_viewport(ViewportId::from(lumina::DelegateHandle::new_unique())));
+    assert!(!registry.block(ViewportId::from(lumina::DelegateHandle::new_unique())));
 }
 
 #[test]
@@ -418,14 +423,17 @@ fn x6_viewport_self_aware_handler_removes_and_mutes_itself() {
     assert!(registry.register(&processor));
     let this_seen: Rc<RefCell<Option<ThisSubscription>>> = Rc::default();
     let seen = Rc::clone(&this_seen);
-    let splash = registry.add_viewport_handler_self_aware::<MouseButtonPressedEvent>(
-        Rect::new(0.0, 0.0, 100.0, 100.0),
-        move |this, _| {
-            *seen.borrow_mut() = Some(this.clone());
-            assert!(!this.set_priority(5), "viewports have no priority");
-            this.remove()
-        },
-    );
+    let splash = registry
+        .subscribe()
+        .self_aware()
+        .add_viewport_handler::<MouseButtonPressedEvent>(
+            Rect::new(0.0, 0.0, 100.0, 100.0),
+            move |this, _| {
+                *seen.borrow_mut() = Some(this.clone());
+                assert!(!this.set_priority(5), "viewports have no priority");
+                this.remove()
+            },
+        );
     assert!(processor.dispatch(click(5.0)));
     let this = this_seen.borrow_mut().take().unwrap();
     assert_eq!(ViewportId::from(this.handle()), splash.id());
@@ -433,12 +441,15 @@ fn x6_viewport_self_aware_handler_removes_and_mutes_itself() {
     assert!(registry.is_empty());
     assert!(!processor.dispatch(click(5.0)));
 
-    let muted = registry.add_viewport_handler_self_aware::<MouseButtonPressedEvent>(
-        Rect::new(0.0, 0.0, 100.0, 100.0),
-        |this, _| this.block(),
-    );
+    let muted = registry
+        .subscribe()
+        .self_aware()
+        .add_viewport_handler::<MouseButtonPressedEvent>(
+            Rect::new(0.0, 0.0, 100.0, 100.0),
+            |this, _| this.block(),
+        );
     assert!(processor.dispatch(click(5.0)));
-    assert!(registry.is_viewport_blocked(muted.id()));
+    assert!(registry.is_blocked(muted.id()));
     assert!(!processor.dispatch(click(5.0)));
     assert_eq!(registry.len(), 1);
     drop(splash);
@@ -454,9 +465,10 @@ fn x3_viewport_once_handler_is_removed_before_its_call_and_a_nested_dispatch_mis
     assert!(registry.register(&processor));
     let calls = Rc::new(Cell::new(0));
     let nested = Rc::new(Cell::new(None));
-    let overlay = registry.add_viewport_handler_once::<MouseButtonPressedEvent>(
-        Rect::new(0.0, 0.0, 100.0, 100.0),
-        {
+    let overlay = registry
+        .subscribe()
+        .once()
+        .add_viewport_handler::<MouseButtonPressedEvent>(Rect::new(0.0, 0.0, 100.0, 100.0), {
             let (calls, nested, processor, registry) = (
                 Rc::clone(&calls),
                 Rc::clone(&nested),
@@ -470,8 +482,7 @@ fn x3_viewport_once_handler_is_removed_before_its_call_and_a_nested_dispatch_mis
                 nested.set(Some(processor.dispatch(click(5.0))));
                 true
             }
-        },
-    );
+        });
     // Another class routed to it passes it by without using it up.
     assert!(registry.focus(overlay.id()));
     assert!(!processor.dispatch(press(Key::W)));

@@ -570,9 +570,14 @@ fn v1_self_aware_and_one_shot_viewport_handlers_are_flagged() {
     assert!(viewports.register(&processor));
     let full = Rect::new(0.0, 0.0, 800.0, 600.0);
     let _plain = viewports.add_viewport_handler::<KeyPressedEvent>(full, |_| true);
-    let _aware =
-        viewports.add_viewport_handler_self_aware::<MouseButtonPressedEvent>(full, |_, _| true);
-    let _once = viewports.add_viewport_handler_once::<MouseButtonPressedEvent>(full, |_| true);
+    let _aware = viewports
+        .subscribe()
+        .self_aware()
+        .add_viewport_handler::<MouseButtonPressedEvent>(full, |_, _| true);
+    let _once = viewports
+        .subscribe()
+        .once()
+        .add_viewport_handler::<MouseButtonPressedEvent>(full, |_| true);
     let mut inspector = Inspector::new();
     inspector.viewports("viewports", &viewports);
     let graph = inspector.finish();

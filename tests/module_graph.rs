@@ -746,3 +746,27 @@ fn n3_the_runtime_is_layered_folder_by_folder() {
     assert!(uses("invocation", "track") && uses("bus", "track"));
     assert!(!uses("track", "module") && !uses("track", "invocation"));
 }
+
+#[test]
+fn n3_runtime_modules_import_from_the_defining_module_not_the_crate_roots_re_exports() {
+    // So the import graph shows the real layering: `crate::scoped::ScopedBlock`, never
+    // `crate::ScopedBlock` (the crate root re-exports for users, not for its own modules).
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("lumina-runtime/src");
+    let mut found = Vec::new();
+    for module in read_modules(&src) {
+        for (number, line) in module.code.lines().enumerate() {
+            let through_root = line.contains("use crate::{")
+                || line
+                    .match_indices("crate::")
+                    .any(|(at, _)| line[at + 7..].starts_with(|c: char| c.is_ascii_uppercase()));
+            if through_root {
+                found.push(format!("{}:{}: {}", module.file, number + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "through the crate root:\n{}",
+        found.join("\n")
+    );
+}

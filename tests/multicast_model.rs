@@ -332,8 +332,9 @@ struct ModelSub {
     priority: i32,
     /// One-shot: a broadcast marks it removed right before its call (X3).
     once: bool,
-    /// Blocked: skipped by broadcasts, still counted (X4).
-    blocked: bool,
+    /// How many blocks are in force (X4; counted, A2): skipped by broadcasts while above 0,
+    /// still counted in `len`.
+    blocks: u32,
     /// Removed by remove, clear, remove_all, or pruned (its owner died, passed by a broadcast).
     removed: bool,
     /// Its closure was dropped.
@@ -361,6 +362,12 @@ struct Model {
     /// Broadcasts (and removals by owner, clears) running: the list's lock count.
     locks: Cell<u32>,
     gone: Cell<bool>,
+    /// Subscriptions with an owner made since the last sweep of dead owners, during broadcasts
+    /// too: the library counts them so (N4, M9).
+    owned_since_sweep: Cell<usize>,
+    /// The live owned subscriptions the last sweep left: an add with an owner outside
+    /// broadcasts sweeps (before it adds) once `owned_since_sweep` has reached it (at least 8).
+    owned_at_sweep: Cell<usize>,
 }
 
 impl Model {
@@ -378,6 +385,8 @@ impl Model {
                 .collect(),
             locks: Cell::new(0),
             gone: Cell::new(false),
+            owned_since_sweep: Cell::new(0),
+            owned_at_sweep: Cell::new(0),
         }
     }
 
@@ -519,6 +528,35 @@ impl Model {
         self.drop_unless_locked(index);
     }
 
+    /// N4, M9: an add with an owner, outside broadcasts, once the owned subscriptions made
+    /// since the last sweep have reached the live ones it left (at least 8), removes every
+    /// subscription whose owner died, before it adds: all marked first, then their closures
+    /// dropped in the order made, the list unlocked (a drop may add, remove, broadcast, panic:
+    /// the first panic goes on once every drop ran, and the add adds nothing).
+    fn sweep_if_doubled(&self) {
+        if self.owned_since_sweep.get() < self.owned_at_sweep.get().max(8) {
+            return;
+        }
+        let dead: Vec<usize> = (0..self.handles())
+            .filter(|&index| !self.removed(index) && self.owner_dead(index))
+            .collect();
+        for &index in &dead {
+            let sub = &mut self.subs.borrow_mut()[index];
+            sub.removed = true;
+            sub.detached = true;
+        }
+        let live_owned = (0..self.handles())
+            .filter(|&index| self.subs.borrow()[index].owner.is_some() && self.live(index))
+            .count();
+        self.owned_at_sweep.set(live_owned);
+        self.owned_since_sweep.set(0);
+        let mut first = FirstPanic::default();
+        for index in dead {
+            first.run(|| self.drop_closure(index));
+        }
+        first.finish();
+    }
+
     /// Skips a subscriber that is not live (pruning it if its owner died and it is in the main
     /// list, which the broadcast walks) or blocked (X4); whether it would run.
     fn check(&self, index: usize) -> bool {
@@ -531,7 +569,7 @@ impl Model {
             }
             return false;
         }
-        !self.subs.borrow()[index].blocked
+        self.subs.borrow()[index].blocks == 0
     }
 
     fn call_sub(&self, index: usize) {
@@ -562,12 +600,21 @@ impl Target for Model {
         if sub.owner.is_some_and(|owner| !self.held.borrow()[owner]) {
             return None;
         }
+        // The caller holds the owner while it subscribes (a sweep's drop may drop the script's
+        // own reference).
+        let _owner = sub.owner.map(|owner| self.borrow_owner(owner));
+        if sub.owner.is_some() {
+            if self.locks.get() == 0 {
+                self.sweep_if_doubled();
+            }
+            self.owned_since_sweep.set(self.owned_since_sweep.get() + 1);
+        }
         let mut subs = self.subs.borrow_mut();
         subs.push(ModelSub {
             owner: sub.owner,
             priority: sub.priority,
             once: sub.once,
-            blocked: false,
+            blocks: 0,
             removed: false,
             dropped: false,
             detached: false,
@@ -597,7 +644,16 @@ impl Target for Model {
         if self.removed(index) {
             return false;
         }
-        self.subs.borrow_mut()[index].blocked = blocked;
+        // A2: blocks are counted; a lift from an unblocked subscription changes nothing.
+        let mut subs = self.subs.borrow_mut();
+        let blocks = &mut subs[index].blocks;
+        if blocked {
+            *blocks += 1;
+        } else if *blocks == 0 {
+            return false;
+        } else {
+            *blocks -= 1;
+        }
         true
     }
 
@@ -771,17 +827,33 @@ impl Clone for Probe {
 
 /// Captured by subscriber `label`'s closure: marks it dropped and runs its scripted `Drop`.
 struct DropFlag {
-    label: usize,
+    /// Set once the add returned: `usize::MAX` for a closure whose add panicked (a sweep's
+    /// drop), never subscribed.
+    label: Rc<Cell<usize>>,
     on_drop: Rc<[Op]>,
     real: Weak<Real>,
 }
 
 impl Drop for DropFlag {
     fn drop(&mut self) {
-        if let Some(real) = self.real.upgrade() {
-            real.dropped.borrow_mut()[self.label] = true;
-            hook(&*real, Event::Dropped(self.label), &self.on_drop);
+        let label = self.label.get();
+        if label != usize::MAX
+            && let Some(real) = self.real.upgrade()
+        {
+            real.dropped.borrow_mut()[label] = true;
+            hook(&*real, Event::Dropped(label), &self.on_drop);
         }
+    }
+}
+
+/// The real run's reference to an owner while it subscribes: dropped through `guarded_drop`, as
+/// the library drops the strong reference it holds for a call (the model's `borrow_owner`).
+struct HeldOwner(Option<Rc<OwnerObject>>);
+
+impl Drop for HeldOwner {
+    fn drop(&mut self) {
+        let owner = self.0.take();
+        guarded_drop(move || drop(owner));
     }
 }
 
@@ -893,33 +965,42 @@ impl Target for Real {
             Some(owner) => Some(self.owner(owner)?),
             None => None,
         };
-        let label = self.handles();
-        self.dropped.borrow_mut().push(false);
+        // Held while it subscribes, and dropped as the library drops a value it held (the
+        // model's `borrow_owner`): the add's sweep may run drops that drop the script's own.
+        let owner = HeldOwner(owner);
+        // Known once the add returned: a sweep's drop that subscribes comes first.
+        let label = Rc::new(Cell::new(usize::MAX));
         let flag = DropFlag {
-            label,
+            label: Rc::clone(&label),
             on_drop: sub.on_drop.clone().into(),
             real: self.me.clone(),
         };
         let actions: Rc<[Op]> = sub.actions.clone().into();
         let me = self.me.clone();
+        let called = Rc::clone(&label);
         let body = move |probe: Probe| {
             let _ = &flag;
             probe.received.set(probe.received.get() + 1);
             if let Some(real) = me.upgrade() {
-                call(&*real, label, &actions);
+                call(&*real, called.get(), &actions);
             }
         };
-        let delegate = self.delegate();
-        // One builder for every combination (A1): priority, one-shot, member.
-        let builder = delegate.subscribe().priority(sub.priority);
-        let builder = if sub.once { builder.once() } else { builder };
-        let handle = match owner {
-            Some(owner) => builder.add_member(&owner, move |_: &OwnerObject, probe| body(probe)),
-            None => builder.add_lambda(body),
+        let handle = {
+            let delegate = self.delegate();
+            // One builder for every combination (A1): priority, one-shot, member.
+            let builder = delegate.subscribe().priority(sub.priority);
+            let builder = if sub.once { builder.once() } else { builder };
+            match owner.0.as_ref() {
+                Some(owner) => builder.add_member(owner, move |_: &OwnerObject, probe| body(probe)),
+                None => builder.add_lambda(body),
+            }
         };
         assert!(handle.is_valid(), "H1");
+        let index = self.handles();
+        self.dropped.borrow_mut().push(false);
         self.handles.borrow_mut().push(handle);
-        Some(label)
+        label.set(index);
+        Some(index)
     }
 
     fn remove(&self, handle: Option<usize>) -> bool {
@@ -937,8 +1018,8 @@ impl Target for Real {
         } else {
             delegate.unblock(handle)
         };
-        if done {
-            assert_eq!(delegate.is_blocked(handle), blocked, "X4");
+        if done && blocked {
+            assert!(delegate.is_blocked(handle), "X4");
         }
         done
     }
@@ -1369,4 +1450,153 @@ fn m4_remove_all_whose_drop_broadcasts_agrees_with_the_model() {
         ],
     };
     check(&script).expect("model and delegate agree");
+}
+
+/// A member subscription of `owner` whose closure's `Drop` runs `on_drop`.
+fn member(owner: usize, on_drop: Vec<Op>) -> Op {
+    Op::Add(Sub {
+        owner: Some(owner),
+        priority: 0,
+        once: false,
+        actions: Vec::new(),
+        on_drop,
+    })
+}
+
+/// The model's log of `script`'s steps (after `check` found the delegate agrees with it).
+fn model_log(script: &Script) -> Vec<Event> {
+    let model = Model::new(script);
+    model.shared.active.set(true);
+    for op in &script.steps {
+        step(&model, op);
+    }
+    let log = model.shared.log.borrow().clone();
+    model.shared.active.set(false);
+    log
+}
+
+/// N4, M9, M13: eight member subscriptions whose owner died, never broadcast; the ninth add with
+/// an owner sweeps them before it adds (the owned subscriptions made since the last sweep reached
+/// 8), and their closures' `Drop`s run there: one adds with an owner and without, removes, and
+/// broadcasts (the list is consistent and unlocked: the new subscribers run), another panics
+/// (the add then adds nothing, after every drop ran). Nothing is lost or doubled: each closure
+/// is dropped once, and the next add and broadcast see the list the drops left.
+#[test]
+fn n4_m13_a_sweep_at_an_add_runs_drops_that_add_remove_broadcast_and_panic() {
+    let mut steps = vec![add(Vec::new(), Vec::new())]; // 0: stays
+    steps.push(member(
+        0,
+        vec![
+            member(1, Vec::new()),
+            add(Vec::new(), Vec::new()),
+            Op::Remove(0),
+            Op::Remove(2), // swept already: false
+            Op::Broadcast(Vec::new()),
+        ],
+    ));
+    for _ in 0..6 {
+        steps.push(member(0, Vec::new()));
+    }
+    steps.push(member(0, vec![Op::Panic, Op::Broadcast(Vec::new())]));
+    steps.push(Op::DropOwner(0));
+    steps.push(member(1, Vec::new())); // sweeps 1..=8 (two drops act), then panics
+    steps.push(Op::Broadcast(Vec::new()));
+    steps.push(member(1, Vec::new())); // no sweep: 1 owned add since the last
+    let script = Script {
+        owner_drops: no_owner_drops(),
+        steps,
+    };
+    check(&script).expect("model and delegate agree");
+    let log = model_log(&script);
+    use Event::*;
+    let sweep = log
+        .iter()
+        .position(|event| *event == OwnerDropped(0))
+        .expect("owner 0 dropped");
+    let after: Vec<Event> = log[sweep..].to_vec();
+    assert_eq!(
+        after,
+        [
+            OwnerDropped(0),
+            State(1, true),
+            // The ninth add with an owner: the sweep drops 1..=8 in the order made.
+            Dropped(1),
+            Added(Some(9)), // its drop subscribes a member of owner 1 ...
+            State(2, true),
+            Added(Some(10)), // ... and a closure
+            State(3, true),
+            Dropped(0), // removes subscriber 0 (its closure dropped at once)
+            Removed(true),
+            State(2, true),
+            Removed(false), // 2 was swept
+            State(2, true),
+            Cloned, // broadcasts: the list is unlocked, 9 and 10 run
+            Call(9),
+            Call(10),
+            State(2, true),
+            Dropped(2),
+            Dropped(3),
+            Dropped(4),
+            Dropped(5),
+            Dropped(6),
+            Dropped(7),
+            Dropped(8), // panics: the add adds nothing
+            Panicked,
+            State(2, true),
+            Cloned,
+            Call(9),
+            Call(10),
+            State(2, true),
+            Added(Some(11)),
+            State(3, true),
+        ]
+    );
+}
+
+/// N4, M13: a swept closure's `Drop` removes every subscription of the owner the sweeping add
+/// subscribes with, and drops the script's reference to it: the add holds it while it
+/// subscribes, so the subscription is made, and the owner dies as the add returns; a broadcast
+/// prunes it. Nothing is lost or doubled.
+#[test]
+fn n4_m13_a_sweep_whose_drop_drops_the_adding_owner() {
+    let mut steps = vec![member(1, Vec::new())]; // 0
+    for _ in 0..6 {
+        steps.push(member(0, Vec::new())); // 1..=6
+    }
+    steps.push(member(0, vec![Op::RemoveAll(1), Op::DropOwner(1)])); // 7
+    steps.push(Op::DropOwner(0));
+    steps.push(member(1, Vec::new())); // 8: sweeps 1..=7 first
+    steps.push(Op::Broadcast(Vec::new()));
+    let script = Script {
+        owner_drops: no_owner_drops(),
+        steps,
+    };
+    check(&script).expect("model and delegate agree");
+    let log = model_log(&script);
+    use Event::*;
+    let sweep = log
+        .iter()
+        .position(|event| *event == Dropped(1))
+        .expect("the sweep ran");
+    assert_eq!(
+        log[sweep..],
+        [
+            Dropped(1), // the sweep, at the add of 8, in the order made
+            Dropped(2),
+            Dropped(3),
+            Dropped(4),
+            Dropped(5),
+            Dropped(6),
+            Dropped(7), // removes owner 1's subscription 0, then drops the script's owner 1
+            Dropped(0),
+            RemovedAll(Some(1)),
+            State(0, false),
+            State(0, false),
+            OwnerDropped(1), // when the add lets go of it: 8 is made, its owner dead
+            Added(Some(8)),
+            State(0, false),
+            Dropped(8), // pruned by the broadcast, not called
+            State(0, false),
+        ][..]
+    );
 }

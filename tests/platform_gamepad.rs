@@ -9,7 +9,7 @@ use std::rc::Rc;
 use lumina::event::{
     Event, EventProcessor, EventType, InputLayer, JoystickConnectedEvent, JoystickDisconnectedEvent,
 };
-use lumina::platform::{GamepadInput, dispatch_gamepad_event, gilrs};
+use lumina::platform::{GamepadInput, gilrs};
 
 /// What the recording handler saw: (type, joystick id) per event.
 type Log = Rc<RefCell<Vec<(EventType, u32)>>>;
@@ -41,24 +41,24 @@ fn pl3_gamepad_connect_and_disconnect_become_joystick_events_with_the_id() {
     let connected = gilrs::EventType::Connected;
     let disconnected = gilrs::EventType::Disconnected;
     assert_eq!(
-        dispatch_gamepad_event(&processor, 0, &connected),
+        GamepadInput::dispatch(&processor, 0, &connected),
         Some(false)
     );
     assert_eq!(
-        dispatch_gamepad_event(&processor, 7, &connected),
+        GamepadInput::dispatch(&processor, 7, &connected),
         Some(true)
     );
     assert_eq!(
-        dispatch_gamepad_event(&processor, 7, &disconnected),
+        GamepadInput::dispatch(&processor, 7, &disconnected),
         Some(true)
     );
     assert_eq!(
-        dispatch_gamepad_event(&processor, 0, &disconnected),
+        GamepadInput::dispatch(&processor, 0, &disconnected),
         Some(false)
     );
     // An id past u32 saturates instead of wrapping onto another gamepad's.
     let huge = usize::try_from(u64::from(u32::MAX) + 5).unwrap_or(usize::MAX);
-    dispatch_gamepad_event(&processor, huge, &connected);
+    GamepadInput::dispatch(&processor, huge, &connected);
     assert_eq!(
         *log.borrow(),
         [
@@ -80,7 +80,7 @@ fn pl3_other_gamepad_events_dispatch_nothing() {
         gilrs::EventType::Dropped,
         gilrs::EventType::ForceFeedbackEffectCompleted,
     ] {
-        assert_eq!(dispatch_gamepad_event(&processor, 3, &event), None);
+        assert_eq!(GamepadInput::dispatch(&processor, 3, &event), None);
     }
     assert!(log.borrow().is_empty());
 }
@@ -95,4 +95,28 @@ fn pl3_polling_dispatches_one_event_per_connect_or_disconnect() {
     assert_eq!(dispatched, log.borrow().len());
     assert_eq!(input.poll(&processor), 0, "a second poll has nothing new");
     assert!(format!("{input:?}").starts_with("GamepadInput"));
+}
+
+#[test]
+fn pl3_the_gilrs_context_is_wrapped_and_reached_through_the_standard_traits() {
+    let (processor, log, _handler) = recorder(u32::MAX);
+    // A context made with gilrs's own builder (as `GamepadInput::new` does, a platform gilrs
+    // does not support gives one that reports no gamepad).
+    let gilrs = match gilrs::GilrsBuilder::new().set_update_state(false).build() {
+        Ok(gilrs) | Err(gilrs::Error::NotImplemented(gilrs)) => gilrs,
+        Err(e) => panic!("gilrs failed to start: {e}"),
+    };
+    let connected = gilrs.gamepads().count();
+    let mut input = GamepadInput::from(gilrs);
+    let context: &gilrs::Gilrs = input.as_ref();
+    assert_eq!(context.gamepads().count(), connected);
+    assert_eq!(
+        format!("{input:?}"),
+        format!("GamepadInput {{ gamepads: {connected} }}")
+    );
+    // Shared and mutable access reach the one context the input polls.
+    let shared: *const gilrs::Gilrs = input.as_ref();
+    let unique: *mut gilrs::Gilrs = input.as_mut();
+    assert!(std::ptr::eq(shared, unique));
+    assert_eq!(input.poll(&processor), log.borrow().len());
 }

@@ -1,6 +1,7 @@
 //! PL1, PL2: winit's window events become lumina events with every E3 field, dispatched through
-//! the processor (and so through the viewport registry), tested without a window from the parts
-//! winit exposes publicly. Every physical key maps, without a panic.
+//! the processor (and so through the viewport registry), tested without a window: whole winit
+//! events where winit lets them be made, and otherwise `WindowInput`, what the events carry.
+//! Every physical key maps, without a panic.
 //!
 //! Run with `cargo test --features winit --test platform_winit`.
 
@@ -11,7 +12,9 @@ use std::rc::Rc;
 
 use lumina::event::*;
 use lumina::platform::winit;
-use lumina::platform::{WinitInput, key_from_code, key_from_physical, scroll_lines};
+use lumina::platform::{
+    DEFAULT_PIXELS_PER_LINE, WindowInput, WindowState, WinitInput, WinitSettings, scroll_lines,
+};
 use winit::dpi::{PhysicalPosition, PhysicalSize};
 use winit::event::{ElementState, Ime, MouseButton as WinitButton, MouseScrollDelta, WindowEvent};
 use winit::keyboard::{KeyCode, ModifiersState, NativeKeyCode, PhysicalKey};
@@ -89,20 +92,45 @@ fn code(code: KeyCode) -> PhysicalKey {
     PhysicalKey::Code(code)
 }
 
+/// What winit's `KeyboardInput` carries, as a [`WindowInput`] (a `KeyEvent` cannot be made
+/// outside winit): a press typing `text`.
+fn press(key: impl Into<PhysicalKey>, text: Option<&str>) -> WindowInput<'_> {
+    WindowInput::Key {
+        key: key.into(),
+        state: ElementState::Pressed,
+        repeat: false,
+        text,
+    }
+}
+
+/// An auto-repeat of a held key, typing `text` again.
+fn repeat(key: impl Into<PhysicalKey>, text: Option<&str>) -> WindowInput<'_> {
+    WindowInput::Key {
+        key: key.into(),
+        state: ElementState::Pressed,
+        repeat: true,
+        text,
+    }
+}
+
+/// A key going up.
+fn release(key: impl Into<PhysicalKey>) -> WindowInput<'static> {
+    WindowInput::Key {
+        key: key.into(),
+        state: ElementState::Released,
+        repeat: false,
+        text: None,
+    }
+}
+
 #[test]
 fn pl1_keys_carry_modifiers_repeat_and_text() {
     let r = Recorder::new();
     let mut input = WinitInput::new();
     let p = &r.processor;
 
-    input.modifiers_changed(ModifiersState::SHIFT);
-    input.keyboard_input(
-        p,
-        code(KeyCode::KeyA),
-        ElementState::Pressed,
-        false,
-        Some("A"),
-    );
+    input.dispatch(p, WindowInput::ModifiersChanged(ModifiersState::SHIFT));
+    input.dispatch(p, press(KeyCode::KeyA, Some("A")));
     assert_eq!(
         r.take(),
         [
@@ -113,20 +141,8 @@ fn pl1_keys_carry_modifiers_repeat_and_text() {
     );
 
     // Two auto-repeats: a repeated press and a KeyRepeat counting them, and the text again.
-    input.keyboard_input(
-        p,
-        code(KeyCode::KeyA),
-        ElementState::Pressed,
-        true,
-        Some("A"),
-    );
-    input.keyboard_input(
-        p,
-        code(KeyCode::KeyA),
-        ElementState::Pressed,
-        true,
-        Some("A"),
-    );
+    input.dispatch(p, repeat(KeyCode::KeyA, Some("A")));
+    input.dispatch(p, repeat(KeyCode::KeyA, Some("A")));
     let shift = Modifiers::SHIFT;
     assert_eq!(
         r.take(),
@@ -141,30 +157,18 @@ fn pl1_keys_carry_modifiers_repeat_and_text() {
             d(CharInputModsEvent::new('A', shift)),
         ]
     );
-    input.keyboard_input(p, code(KeyCode::KeyA), ElementState::Released, false, None);
+    input.dispatch(p, release(KeyCode::KeyA));
     assert_eq!(r.take(), [d(KeyReleasedEvent::new(Key::A, shift))]);
     // A new press starts counting again.
-    input.keyboard_input(p, code(KeyCode::KeyA), ElementState::Pressed, false, None);
-    input.keyboard_input(p, code(KeyCode::KeyA), ElementState::Pressed, true, None);
+    input.dispatch(p, press(KeyCode::KeyA, None));
+    input.dispatch(p, repeat(KeyCode::KeyA, None));
     assert_eq!(r.take()[2], d(KeyRepeatEvent::new(Key::A, shift, 1)));
 
     // Control held: control characters are no text; printable text only with its modifiers.
-    input.modifiers_changed(ModifiersState::CONTROL);
+    input.dispatch(p, WindowInput::ModifiersChanged(ModifiersState::CONTROL));
     let ctrl = Modifiers::CONTROL;
-    input.keyboard_input(
-        p,
-        code(KeyCode::KeyS),
-        ElementState::Pressed,
-        false,
-        Some("\u{13}"),
-    );
-    input.keyboard_input(
-        p,
-        code(KeyCode::KeyS),
-        ElementState::Pressed,
-        false,
-        Some("s"),
-    );
+    input.dispatch(p, press(KeyCode::KeyS, Some("\u{13}")));
+    input.dispatch(p, press(KeyCode::KeyS, Some("s")));
     assert_eq!(
         r.take(),
         [
@@ -173,51 +177,24 @@ fn pl1_keys_carry_modifiers_repeat_and_text() {
             d(CharInputModsEvent::new('s', ctrl)),
         ]
     );
-    input.keyboard_input(
-        p,
-        code(KeyCode::Enter),
-        ElementState::Pressed,
-        false,
-        Some("\r"),
-    );
+    input.dispatch(p, press(KeyCode::Enter, Some("\r")));
     assert_eq!(r.take(), [d(KeyPressedEvent::new(Key::Enter, ctrl))]);
 
     // Lock keys toggle their lock state, which survives modifier changes.
-    input.modifiers_changed(ModifiersState::empty());
-    input.keyboard_input(
+    input.dispatch(p, WindowInput::ModifiersChanged(ModifiersState::empty()));
+    input.dispatch(p, press(KeyCode::CapsLock, None));
+    input.dispatch(p, release(KeyCode::CapsLock));
+    input.dispatch(
         p,
-        code(KeyCode::CapsLock),
-        ElementState::Pressed,
-        false,
-        None,
+        WindowInput::ModifiersChanged(ModifiersState::ALT | ModifiersState::SUPER),
     );
-    input.keyboard_input(
-        p,
-        code(KeyCode::CapsLock),
-        ElementState::Released,
-        false,
-        None,
-    );
-    input.modifiers_changed(ModifiersState::ALT | ModifiersState::SUPER);
     assert_eq!(
-        input.modifiers(),
+        input.state().modifiers,
         Modifiers::CAPS_LOCK | Modifiers::ALT | Modifiers::SUPER
     );
-    input.keyboard_input(
-        p,
-        code(KeyCode::NumLock),
-        ElementState::Pressed,
-        false,
-        None,
-    );
-    input.keyboard_input(
-        p,
-        code(KeyCode::CapsLock),
-        ElementState::Pressed,
-        false,
-        None,
-    );
-    input.keyboard_input(p, code(KeyCode::KeyQ), ElementState::Pressed, false, None);
+    input.dispatch(p, press(KeyCode::NumLock, None));
+    input.dispatch(p, press(KeyCode::CapsLock, None));
+    input.dispatch(p, press(KeyCode::KeyQ, None));
     let log = r.take();
     assert_eq!(
         log.last().unwrap(),
@@ -229,8 +206,8 @@ fn pl1_keys_carry_modifiers_repeat_and_text() {
 
     // An unidentified key is Unknown, and still an event.
     let native = PhysicalKey::Unidentified(NativeKeyCode::Xkb(0x1234));
-    input.modifiers_changed(ModifiersState::empty());
-    input.keyboard_input(p, native, ElementState::Pressed, false, None);
+    input.dispatch(p, WindowInput::ModifiersChanged(ModifiersState::empty()));
+    input.dispatch(p, press(native, None));
     assert_eq!(
         r.take(),
         [d(KeyPressedEvent::new(Key::Unknown, Modifiers::NUM_LOCK))]
@@ -270,10 +247,10 @@ fn pl1_mouse_buttons_moves_scrolls_enter_and_leave() {
     let at = |x: f64, y: f64| PhysicalPosition::new(x, y);
 
     // Entering reports its position with the first move; the first delta is zero.
-    input.cursor_entered();
+    input.dispatch(p, WindowInput::CursorEntered);
     assert!(r.take().is_empty());
-    input.cursor_moved(p, at(10.0, 20.0));
-    input.cursor_moved(p, at(15.0, 18.0));
+    input.dispatch(p, WindowInput::CursorMoved(at(10.0, 20.0)));
+    input.dispatch(p, WindowInput::CursorMoved(at(15.0, 18.0)));
     assert_eq!(
         r.take(),
         [
@@ -290,7 +267,7 @@ fn pl1_mouse_buttons_moves_scrolls_enter_and_leave() {
     );
 
     // Buttons at the cursor, with the modifiers.
-    input.modifiers_changed(ModifiersState::CONTROL);
+    input.dispatch(p, WindowInput::ModifiersChanged(ModifiersState::CONTROL));
     let here = Vec2::new(15.0, 18.0);
     let ctrl = Modifiers::CONTROL;
     for (winit_button, button) in [
@@ -302,8 +279,20 @@ fn pl1_mouse_buttons_moves_scrolls_enter_and_leave() {
         (WinitButton::Other(7), MouseButton::Other(7)),
         (WinitButton::Other(9000), MouseButton::Other(255)),
     ] {
-        input.mouse_input(p, ElementState::Pressed, winit_button);
-        input.mouse_input(p, ElementState::Released, winit_button);
+        input.dispatch(
+            p,
+            WindowInput::MouseButton {
+                state: ElementState::Pressed,
+                button: winit_button,
+            },
+        );
+        input.dispatch(
+            p,
+            WindowInput::MouseButton {
+                state: ElementState::Released,
+                button: winit_button,
+            },
+        );
         assert_eq!(
             r.take(),
             [
@@ -315,16 +304,28 @@ fn pl1_mouse_buttons_moves_scrolls_enter_and_leave() {
 
     // Scrolls on both axes: wheel lines as they are, touchpad pixels per line; x positive to
     // the right (winit's is the other way round), y positive away from the user.
-    input.mouse_wheel(p, MouseScrollDelta::LineDelta(1.0, 2.0));
-    input.mouse_wheel(p, MouseScrollDelta::LineDelta(0.0, -1.0));
-    input.set_pixels_per_line(20.0);
-    input.mouse_wheel(p, MouseScrollDelta::PixelDelta(at(-40.0, -60.0)));
+    input.dispatch(
+        p,
+        WindowInput::MouseWheel(MouseScrollDelta::LineDelta(1.0, 2.0)),
+    );
+    input.dispatch(
+        p,
+        WindowInput::MouseWheel(MouseScrollDelta::LineDelta(0.0, -1.0)),
+    );
+    let pixels = WindowInput::MouseWheel(MouseScrollDelta::PixelDelta(at(-40.0, -60.0)));
+    assert_eq!(input.settings, WinitSettings::default());
+    assert_eq!(input.settings.pixels_per_line, DEFAULT_PIXELS_PER_LINE);
+    input.dispatch(p, pixels);
+    // The setting applies from the next scroll on.
+    input.settings.pixels_per_line = 10.0;
+    input.dispatch(p, pixels);
     assert_eq!(
         r.take(),
         [
             d(MouseScrolledEvent::new(Vec2::new(-1.0, 2.0), here)),
             d(MouseScrolledEvent::new(Vec2::new(0.0, -1.0), here)),
             d(MouseScrolledEvent::new(Vec2::new(2.0, -3.0), here)),
+            d(MouseScrolledEvent::new(Vec2::new(4.0, -6.0), here)),
         ]
     );
     assert_eq!(
@@ -333,9 +334,9 @@ fn pl1_mouse_buttons_moves_scrolls_enter_and_leave() {
     );
 
     // Leaving, then coming back: entered again, and no delta across the absence.
-    input.cursor_left(p);
-    assert!(!input.is_cursor_inside());
-    input.cursor_moved(p, at(300.0, 200.0));
+    input.dispatch(p, WindowInput::CursorLeft);
+    assert!(!input.state().cursor_inside);
+    input.dispatch(p, WindowInput::CursorMoved(at(300.0, 200.0)));
     assert_eq!(
         r.take(),
         [
@@ -382,7 +383,10 @@ fn pl1_window_events_resize_move_focus_close_refresh_and_drop() {
     );
 
     // Dropped files arrive where the cursor is.
-    input.cursor_moved(p, PhysicalPosition::new(64.0, 48.0));
+    input.dispatch(
+        p,
+        WindowInput::CursorMoved(PhysicalPosition::new(64.0, 48.0)),
+    );
     r.take();
     let dropped = WindowEvent::DroppedFile(PathBuf::from("/tmp/level.map"));
     input.window_event(p, &dropped);
@@ -400,10 +404,13 @@ fn pl1_content_scale_gives_logical_positions_and_pixel_framebuffers() {
     let r = Recorder::new();
     let mut input = WinitInput::new();
     let p = &r.processor;
-    input.scale_factor_changed(p, 2.0);
-    input.resized(p, PhysicalSize::new(1600, 1200));
-    input.moved(p, PhysicalPosition::new(100, 40));
-    input.cursor_moved(p, PhysicalPosition::new(100.0, 50.0));
+    input.dispatch(p, WindowInput::ScaleFactorChanged(2.0));
+    input.dispatch(p, WindowInput::Resized(PhysicalSize::new(1600, 1200)));
+    input.dispatch(p, WindowInput::Moved(PhysicalPosition::new(100, 40)));
+    input.dispatch(
+        p,
+        WindowInput::CursorMoved(PhysicalPosition::new(100.0, 50.0)),
+    );
     input.window_event(p, &WindowEvent::DroppedFile(PathBuf::from("a.png")));
     assert_eq!(
         r.take(),
@@ -420,7 +427,7 @@ fn pl1_content_scale_gives_logical_positions_and_pixel_framebuffers() {
             )),
         ]
     );
-    assert_eq!(input.scale_factor(), 2.0);
+    assert_eq!(input.state().scale_factor, 2.0);
 }
 
 #[test]
@@ -445,11 +452,131 @@ fn pl1_minimize_maximize_and_restore_are_reported_on_change() {
         ),
     ];
     for ((minimized, maximized), expected) in steps {
-        input.window_state(p, minimized, maximized);
+        input.dispatch(
+            p,
+            WindowInput::State {
+                minimized: Some(minimized),
+                maximized,
+            },
+        );
         assert_eq!(r.take(), expected, "at ({minimized}, {maximized})");
-        assert_eq!(input.is_minimized(), minimized);
+        assert_eq!(input.state().minimized, minimized);
     }
-    assert!(input.is_maximized());
+    assert!(input.state().maximized);
+}
+
+#[test]
+fn pl1_a_window_that_cannot_tell_whether_it_is_minimized_keeps_the_last_state() {
+    let r = Recorder::new();
+    let mut input = WinitInput::new();
+    let p = &r.processor;
+    let unknown = |maximized| WindowInput::State {
+        minimized: None,
+        maximized,
+    };
+    // Not minimized: the maximized state is still reported.
+    input.dispatch(p, unknown(true));
+    assert_eq!(r.take(), [d(WindowMaximizedEvent)]);
+    input.dispatch(
+        p,
+        WindowInput::State {
+            minimized: Some(true),
+            maximized: true,
+        },
+    );
+    assert_eq!(r.take(), [d(WindowMinimizedEvent)]);
+    // Minimized, as far as anyone knows: nothing changes, nothing is reported.
+    input.dispatch(p, unknown(false));
+    assert!(r.take().is_empty());
+    assert!(input.state().minimized);
+    assert!(input.state().maximized);
+}
+
+#[test]
+fn pl1_a_winit_event_becomes_its_window_input_or_comes_back() {
+    let path = PathBuf::from("/tmp/level.map");
+    let pairs = [
+        (
+            WindowEvent::ModifiersChanged(ModifiersState::ALT.into()),
+            WindowInput::ModifiersChanged(ModifiersState::ALT),
+        ),
+        (
+            WindowEvent::Ime(Ime::Commit("é".to_owned())),
+            WindowInput::Text("é"),
+        ),
+        (
+            WindowEvent::Resized(PhysicalSize::new(3, 4)),
+            WindowInput::Resized(PhysicalSize::new(3, 4)),
+        ),
+        (
+            WindowEvent::Moved(PhysicalPosition::new(-1, 2)),
+            WindowInput::Moved(PhysicalPosition::new(-1, 2)),
+        ),
+        (WindowEvent::Focused(false), WindowInput::Focused(false)),
+        (WindowEvent::CloseRequested, WindowInput::CloseRequested),
+        (WindowEvent::RedrawRequested, WindowInput::RedrawRequested),
+        (
+            WindowEvent::DroppedFile(path.clone()),
+            WindowInput::DroppedFile(&path),
+        ),
+    ];
+    for (event, expected) in &pairs {
+        assert_eq!(WindowInput::try_from(event), Ok(*expected), "{event:?}");
+    }
+    // What lumina has no counterpart for comes back as it went in.
+    for event in [
+        WindowEvent::Occluded(true),
+        WindowEvent::HoveredFile(path.clone()),
+        WindowEvent::HoveredFileCancelled,
+        WindowEvent::Ime(Ime::Preedit("e".to_owned(), None)),
+        WindowEvent::Destroyed,
+    ] {
+        let back = WindowInput::try_from(&event).expect_err("no lumina counterpart");
+        assert!(std::ptr::eq(back, &event), "{event:?}");
+    }
+}
+
+#[test]
+fn pl1_state_set_by_hand_reports_nothing_and_what_follows_is_translated_against_it() {
+    let r = Recorder::new();
+    let mut input = WinitInput::new();
+    let p = &r.processor;
+    assert_eq!(input.state(), WindowState::default());
+    let state = WindowState {
+        modifiers: Modifiers::CAPS_LOCK,
+        cursor_position: Vec2::new(10.0, 10.0),
+        cursor_inside: true,
+        scale_factor: 2.0,
+        ..input.state()
+    };
+    input.set_state(state);
+    assert!(r.take().is_empty());
+    assert_eq!(input.state(), state);
+    // The move's delta starts at the position set, both in logical units of the scale set.
+    input.dispatch(
+        p,
+        WindowInput::CursorMoved(PhysicalPosition::new(40.0, 30.0)),
+    );
+    input.dispatch(p, WindowInput::Resized(PhysicalSize::new(200, 100)));
+    // The lock state set is kept across a change of the held modifiers.
+    input.dispatch(p, WindowInput::ModifiersChanged(ModifiersState::SHIFT));
+    input.dispatch(p, press(KeyCode::KeyE, None));
+    assert_eq!(
+        r.take(),
+        [
+            d(MouseMovedEvent::new(
+                Vec2::new(20.0, 15.0),
+                Vec2::new(10.0, 5.0)
+            )),
+            d(WindowResizeEvent::new(UVec2::new(100, 50))),
+            d(FramebufferResizeEvent::new(UVec2::new(200, 100))),
+            d(KeyPressedEvent::new(
+                Key::E,
+                Modifiers::SHIFT | Modifiers::CAPS_LOCK
+            )),
+        ]
+    );
+    assert_eq!(input.state().cursor_position, Vec2::new(20.0, 15.0));
 }
 
 #[test]
@@ -477,12 +604,21 @@ fn pl1_translated_input_goes_through_the_viewport_registry_first() {
     let mut input = WinitInput::new();
     let key = code(KeyCode::KeyW);
     // Not focused: the key goes to the chrome.
-    assert!(input.keyboard_input(&processor, key, ElementState::Pressed, false, None));
+    assert!(input.dispatch(&processor, press(key, None)));
     // A click inside the viewport focuses it; from then on it takes the keys first.
-    input.cursor_moved(&processor, PhysicalPosition::new(150.0, 50.0));
-    assert!(input.mouse_input(&processor, ElementState::Pressed, WinitButton::Left));
+    input.dispatch(
+        &processor,
+        WindowInput::CursorMoved(PhysicalPosition::new(150.0, 50.0)),
+    );
+    assert!(input.dispatch(
+        &processor,
+        WindowInput::MouseButton {
+            state: ElementState::Pressed,
+            button: WinitButton::Left
+        }
+    ));
     assert_eq!(registry.focused(), Some(id));
-    assert!(input.keyboard_input(&processor, key, ElementState::Pressed, false, Some("w")));
+    assert!(input.dispatch(&processor, press(key, Some("w"))));
     assert_eq!(
         *taken.borrow(),
         [
@@ -747,8 +883,8 @@ fn pl2_every_winit_key_code_maps_and_the_rest_is_unknown() {
     );
 
     for &(code, key) in &table {
-        assert_eq!(key_from_code(code), key, "{code:?}");
-        assert_eq!(key_from_physical(PhysicalKey::Code(code)), key, "{code:?}");
+        assert_eq!(Key::from(code), key, "{code:?}");
+        assert_eq!(Key::from(PhysicalKey::Code(code)), key, "{code:?}");
     }
 
     // Every key lumina names is reachable from exactly one physical key.
@@ -770,6 +906,6 @@ fn pl2_every_winit_key_code_maps_and_the_rest_is_unknown() {
     let xkb = (0..=0xFFFF).step_by(7).chain([u32::MAX]);
     for native in natives.into_iter().chain(xkb.map(NativeKeyCode::Xkb)) {
         let key = PhysicalKey::Unidentified(native);
-        assert_eq!(key_from_physical(key), Key::Unknown, "{native:?}");
+        assert_eq!(Key::from(key), Key::Unknown, "{native:?}");
     }
 }

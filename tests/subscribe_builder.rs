@@ -12,26 +12,14 @@ use lumina::core_delegates::LifecycleSignal;
 use lumina::{
     DelegateHandle, MulticastDelegate, ScriptDelegate, ThisSubscription, script_delegate,
 };
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-thread_local! {
-    /// Who ran, in order: "subject" or "reference".
-    static LOG: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
-    /// The handle a self-aware subject received through its `ThisSubscription`.
-    static SEEN: Cell<Option<DelegateHandle>> = const { Cell::new(None) };
-}
-
-fn log(who: &'static str) {
-    LOG.with(|log| log.borrow_mut().push(who));
-}
-
-fn taken() -> Vec<&'static str> {
-    LOG.with(|log| std::mem::take(&mut *log.borrow_mut()))
-}
+#[path = "support/call_log.rs"]
+mod call_log;
+use call_log::{log, taken};
 
 fn saw(this: &ThisSubscription) {
-    SEEN.with(|seen| seen.set(Some(this.handle())));
+    call_log::see(this.handle());
 }
 
 fn subject_static(_: u32) {
@@ -273,12 +261,12 @@ fn check_delegate(case: Case, delegate: &impl Target, handle: DelegateHandle, ow
         "{case:?}: a muted subscription still counts"
     );
     assert_eq!(delegate.is_blocked(handle), case.muted, "{case:?}");
-    SEEN.with(|seen| seen.set(None));
+    call_log::forget_seen();
     delegate.broadcast(1);
     assert_eq!(taken(), expected_first(&case), "{case:?}: order and muting");
     let ran = !case.muted;
     assert_eq!(
-        SEEN.with(Cell::get),
+        call_log::seen(),
         (case.self_aware && ran).then_some(handle),
         "{case:?}: a self-aware subject receives its own handle"
     );
@@ -372,7 +360,7 @@ fn a1_every_combination_on_a_lifecycle_signal() {
         let signal = LifecycleSignal::new("on_test");
         let owner = Rc::new(Owner);
         let _reference = signal.add_lambda(|| log("reference"));
-        SEEN.with(|seen| seen.set(None));
+        call_log::forget_seen();
         if matches!(case.kind, Kind::Shared | Kind::SharedMember) {
             continue; // a signal takes no shared callable, plain or built
         }
@@ -382,7 +370,7 @@ fn a1_every_combination_on_a_lifecycle_signal() {
         signal.broadcast_and_clear();
         assert_eq!(taken(), expected_first(&case), "{case:?}");
         assert_eq!(
-            SEEN.with(Cell::get),
+            call_log::seen(),
             (case.self_aware && !case.muted).then_some(handle),
             "{case:?}"
         );
@@ -414,10 +402,10 @@ fn a1_every_combination_on_a_script_delegate() {
             (2, case.muted),
             "{case:?}"
         );
-        SEEN.with(|seen| seen.set(None));
+        call_log::forget_seen();
         on_hit.broadcast(&Hit { damage: 1 });
         assert_eq!(taken(), expected_first(&case), "{case:?}");
-        let seen = SEEN.with(Cell::get);
+        let seen = call_log::seen();
         assert_eq!(
             seen,
             (case.self_aware && !case.muted).then_some(handle),

@@ -12,21 +12,11 @@ use lumina::event::{
     MouseMovedEvent, Vec2, category,
 };
 use std::any::Any;
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-thread_local! {
-    static LOG: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
-    static SEEN: Cell<Option<DelegateHandle>> = const { Cell::new(None) };
-}
-
-fn log(who: &'static str) {
-    LOG.with(|log| log.borrow_mut().push(who));
-}
-
-fn taken() -> Vec<&'static str> {
-    LOG.with(|log| std::mem::take(&mut *log.borrow_mut()))
-}
+#[path = "support/call_log.rs"]
+mod call_log;
+use call_log::{log, taken};
 
 fn key() -> KeyPressedEvent {
     KeyPressedEvent::new(Key::W, Modifiers::NONE)
@@ -101,7 +91,7 @@ fn subscribe(processor: &EventProcessor, case: Case) -> (Box<dyn Any>, DelegateH
         builder = builder.muted();
     }
     let aware = builder.self_aware();
-    let seen = |this: &lumina::ThisSubscription| SEEN.with(|seen| seen.set(Some(this.handle())));
+    let seen = |this: &lumina::ThisSubscription| call_log::see(this.handle());
     let typed = match (case.finish, case.aware) {
         (Finish::Registered, _) => {
             let handler = Rc::new(Subject);
@@ -153,7 +143,7 @@ fn a1_every_combination_on_the_event_processor() {
             log("reference");
             false
         });
-        SEEN.with(|seen| seen.set(None));
+        call_log::forget_seen();
         let (_kept, handle) = subscribe(&processor, case);
         assert_eq!(processor.len(), 2, "{case:?}");
         assert_eq!(processor.is_blocked(handle), case.muted, "{case:?}");
@@ -185,7 +175,7 @@ fn a1_every_combination_on_the_event_processor() {
         let present = !case.once;
         assert_eq!(processor.len(), 1 + usize::from(present), "{case:?}");
         if case.aware {
-            assert_eq!(SEEN.with(Cell::get), Some(handle), "{case:?}");
+            assert_eq!(call_log::seen(), Some(handle), "{case:?}");
         }
     }
 }

@@ -299,7 +299,12 @@ fn delegate_rows() -> Vec<Row> {
                 let (delegate, handles) = prioritized(n);
                 let delegate = Rc::new(delegate);
                 let (inner, round) = (Rc::downgrade(&delegate), Cell::new(0_i32));
-                const CALLS: usize = 32;
+                // n / 8 moves per broadcast, as the step test
+                // (`n4_set_priority_during_a_broadcast_settle_included`): each broadcast walks
+                // its n subscribers and its settle merges the n entries once, O(n) shared by
+                // the moves; with a fixed count (it was 32) each call carried 1/32 of that
+                // O(n) walk and merge, so the row grew with n by construction.
+                let calls = n / 8;
                 let _ = delegate
                     .subscribe()
                     .priority(i32::MAX)
@@ -308,13 +313,13 @@ fn delegate_rows() -> Vec<Row> {
                             return;
                         };
                         round.set(round.get() + 1);
-                        for k in 0..CALLS {
-                            let at = spread(round.get() as usize * CALLS + k, n);
+                        for k in 0..calls {
+                            let at = spread(round.get() as usize * calls + k, n);
                             delegate
                                 .set_priority(handles[at], round.get() % 2 * n as i32 + at as i32);
                         }
                     });
-                per(CALLS, move |_| delegate.broadcast(0))
+                per(calls, move |_| delegate.broadcast(0))
             },
         ),
         row("add_lambda + remove by handle, one priority (flat)", |n| {
@@ -406,7 +411,7 @@ fn event_rows() -> Vec<Row> {
                 let _ = &views;
                 let view = view();
                 let id = registry.add_viewport(&view, Rect::new(0.0, 0.0, 1.0, 1.0));
-                assert!(registry.remove_viewport(id));
+                assert!(registry.remove(id));
             })
         }),
         row("viewports: a key to the focused one, n viewports", |n| {

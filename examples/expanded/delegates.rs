@@ -94,13 +94,13 @@ impl ProjectLoaded {
                 ::lumina::__private::fn_address(method as *const ()),
             )
     }
-    /// Blocks the subscription of `handle`: it keeps its place and priority and still
-    /// counts, but broadcasts skip it until `unblock`. `false` for an invalid, foreign
-    /// or removed handle.
+    /// Adds a block to the subscription of `handle`: it keeps its place and priority and
+    /// still counts, but broadcasts skip it until as many `unblock`s (blocks are
+    /// counted). `false` for an invalid, foreign or removed handle.
     pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.block(handle)
     }
-    /// Unblocks the subscription of `handle`.
+    /// Lifts one block of the subscription of `handle`; `false` if it has none.
     pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.unblock(handle)
     }
@@ -109,12 +109,23 @@ impl ProjectLoaded {
     pub fn is_blocked(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.is_blocked(handle)
     }
-    /// Blocks the subscription of `handle` while the returned guard lives.
+    /// Blocks the subscription of `handle` while the returned guard lives (counted:
+    /// guards nest and drop in any order).
     pub fn block_scoped(
         &self,
         handle: ::lumina::__private::DelegateHandle,
     ) -> ::lumina::__private::ScopedBlock {
         self.0.block_scoped(handle)
+    }
+    /// Mutes the whole delegate while the returned guard lives: no broadcast calls
+    /// anyone meanwhile (counted: guards nest and drop in any order).
+    pub fn mute(&self) -> ::lumina::__private::ScopedMute {
+        self.0.mute()
+    }
+    /// Whether a `mute` guard of this delegate lives.
+    #[must_use]
+    pub fn is_muted(&self) -> bool {
+        self.0.is_muted()
     }
     /// Moves the subscription of `handle` to `priority`, among that priority's
     /// subscribers in the order added; during a broadcast, once the outermost ends.
@@ -338,7 +349,7 @@ impl ProjectLoadedRegistration<'_> {
     pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.block(handle)
     }
-    /// Unblocks the subscription of `handle`.
+    /// Lifts one block of the subscription of `handle`; `false` if it has none.
     pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.unblock(handle)
     }
@@ -655,13 +666,13 @@ impl WindowResize {
                 ::lumina::__private::fn_address(method as *const ()),
             )
     }
-    /// Blocks the subscription of `handle`: it keeps its place and priority and still
-    /// counts, but broadcasts skip it until `unblock`. `false` for an invalid, foreign
-    /// or removed handle.
+    /// Adds a block to the subscription of `handle`: it keeps its place and priority and
+    /// still counts, but broadcasts skip it until as many `unblock`s (blocks are
+    /// counted). `false` for an invalid, foreign or removed handle.
     pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.block(handle)
     }
-    /// Unblocks the subscription of `handle`.
+    /// Lifts one block of the subscription of `handle`; `false` if it has none.
     pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.unblock(handle)
     }
@@ -670,12 +681,23 @@ impl WindowResize {
     pub fn is_blocked(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.is_blocked(handle)
     }
-    /// Blocks the subscription of `handle` while the returned guard lives.
+    /// Blocks the subscription of `handle` while the returned guard lives (counted:
+    /// guards nest and drop in any order).
     pub fn block_scoped(
         &self,
         handle: ::lumina::__private::DelegateHandle,
     ) -> ::lumina::__private::ScopedBlock {
         self.0.block_scoped(handle)
+    }
+    /// Mutes the whole delegate while the returned guard lives: no broadcast calls
+    /// anyone meanwhile (counted: guards nest and drop in any order).
+    pub fn mute(&self) -> ::lumina::__private::ScopedMute {
+        self.0.mute()
+    }
+    /// Whether a `mute` guard of this delegate lives.
+    #[must_use]
+    pub fn is_muted(&self) -> bool {
+        self.0.is_muted()
     }
     /// Moves the subscription of `handle` to `priority`, among that priority's
     /// subscribers in the order added; during a broadcast, once the outermost ends.
@@ -923,7 +945,7 @@ impl WindowResizeRegistration<'_> {
     pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.block(handle)
     }
-    /// Unblocks the subscription of `handle`.
+    /// Lifts one block of the subscription of `handle`; `false` if it has none.
     pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.unblock(handle)
     }
@@ -1253,13 +1275,13 @@ impl SaveQuery {
                 ::lumina::__private::fn_address(method as *const ()),
             )
     }
-    /// Blocks the subscription of `handle`: it keeps its place and priority and still
-    /// counts, but broadcasts skip it until `unblock`. `false` for an invalid, foreign
-    /// or removed handle.
+    /// Adds a block to the subscription of `handle`: it keeps its place and priority and
+    /// still counts, but broadcasts skip it until as many `unblock`s (blocks are
+    /// counted). `false` for an invalid, foreign or removed handle.
     pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.block(handle)
     }
-    /// Unblocks the subscription of `handle`.
+    /// Lifts one block of the subscription of `handle`; `false` if it has none.
     pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.unblock(handle)
     }
@@ -1268,12 +1290,23 @@ impl SaveQuery {
     pub fn is_blocked(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.is_blocked(handle)
     }
-    /// Blocks the subscription of `handle` while the returned guard lives.
+    /// Blocks the subscription of `handle` while the returned guard lives (counted:
+    /// guards nest and drop in any order).
     pub fn block_scoped(
         &self,
         handle: ::lumina::__private::DelegateHandle,
     ) -> ::lumina::__private::ScopedBlock {
         self.0.block_scoped(handle)
+    }
+    /// Mutes the whole delegate while the returned guard lives: no broadcast calls
+    /// anyone meanwhile (counted: guards nest and drop in any order).
+    pub fn mute(&self) -> ::lumina::__private::ScopedMute {
+        self.0.mute()
+    }
+    /// Whether a `mute` guard of this delegate lives.
+    #[must_use]
+    pub fn is_muted(&self) -> bool {
+        self.0.is_muted()
     }
     /// Moves the subscription of `handle` to `priority`, among that priority's
     /// subscribers in the order added; during a broadcast, once the outermost ends.
@@ -1567,7 +1600,7 @@ impl SaveQueryRegistration<'_> {
     pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.block(handle)
     }
-    /// Unblocks the subscription of `handle`.
+    /// Lifts one block of the subscription of `handle`; `false` if it has none.
     pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.unblock(handle)
     }
@@ -1893,13 +1926,13 @@ impl AssetImported {
                 ::lumina::__private::fn_address(method as *const ()),
             )
     }
-    /// Blocks the subscription of `handle`: it keeps its place and priority and still
-    /// counts, but broadcasts skip it until `unblock`. `false` for an invalid, foreign
-    /// or removed handle.
+    /// Adds a block to the subscription of `handle`: it keeps its place and priority and
+    /// still counts, but broadcasts skip it until as many `unblock`s (blocks are
+    /// counted). `false` for an invalid, foreign or removed handle.
     pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.block(handle)
     }
-    /// Unblocks the subscription of `handle`.
+    /// Lifts one block of the subscription of `handle`; `false` if it has none.
     pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.unblock(handle)
     }
@@ -1908,12 +1941,23 @@ impl AssetImported {
     pub fn is_blocked(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.is_blocked(handle)
     }
-    /// Blocks the subscription of `handle` while the returned guard lives.
+    /// Blocks the subscription of `handle` while the returned guard lives (counted:
+    /// guards nest and drop in any order).
     pub fn block_scoped(
         &self,
         handle: ::lumina::__private::DelegateHandle,
     ) -> ::lumina::__private::ScopedBlock {
         self.0.block_scoped(handle)
+    }
+    /// Mutes the whole delegate while the returned guard lives: no broadcast calls
+    /// anyone meanwhile (counted: guards nest and drop in any order).
+    pub fn mute(&self) -> ::lumina::__private::ScopedMute {
+        self.0.mute()
+    }
+    /// Whether a `mute` guard of this delegate lives.
+    #[must_use]
+    pub fn is_muted(&self) -> bool {
+        self.0.is_muted()
     }
     /// Moves the subscription of `handle` to `priority`, among that priority's
     /// subscribers in the order added; during a broadcast, once the outermost ends.
@@ -2171,7 +2215,7 @@ impl AssetImportedRegistration<'_> {
     pub fn block(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.block(handle)
     }
-    /// Unblocks the subscription of `handle`.
+    /// Lifts one block of the subscription of `handle`; `false` if it has none.
     pub fn unblock(&self, handle: ::lumina::__private::DelegateHandle) -> bool {
         self.0.unblock(handle)
     }

@@ -259,6 +259,7 @@ impl fmt::Debug for LifecycleSignal {
 
 /// A removal key names its subscriptions (`.key(&rc)`, then `remove_all(&rc)`).
 impl crate::subscribe::TakesKey for LifecycleSignal {}
+impl crate::subscribe::TakesPriority for LifecycleSignal {}
 
 impl<'a, M> Subscribe<'a, LifecycleSignal, M> {
     /// The signal's delegate's builder with these options, or `None` (reported, B5) once the
@@ -395,7 +396,7 @@ impl LifecycleSignal {
     /// if it is dropped first, and at once `Err(Gone)` if it has fired already (it never fires
     /// again; reported like a late [`add_lambda`](Self::add_lambda)).
     #[track_caller]
-    pub fn next(&self) -> crate::NextBroadcast<()> {
+    pub fn next(&self) -> crate::next_broadcast::NextBroadcast<()> {
         if self.too_late() {
             // Subscribed to nothing: the future's subscriber is dropped at once, and it is gone.
             return MulticastDelegate::<dyn Fn()>::new().next();
@@ -450,7 +451,7 @@ impl LifecycleSignal {
         self.delegate.block(handle)
     }
 
-    /// Unblocks the subscription of `handle` (X4).
+    /// Lifts one block of the subscription of `handle` (X4, A2: blocks are counted).
     pub fn unblock(&self, handle: DelegateHandle) -> bool {
         self.delegate.unblock(handle)
     }
@@ -460,9 +461,21 @@ impl LifecycleSignal {
         self.delegate.is_blocked(handle)
     }
 
-    /// Blocks the subscription of `handle` while the returned guard lives (X4).
-    pub fn block_scoped(&self, handle: DelegateHandle) -> crate::ScopedBlock {
+    /// Blocks the subscription of `handle` while the returned guard lives (X4; counted, A2).
+    pub fn block_scoped(&self, handle: DelegateHandle) -> crate::scoped::ScopedBlock {
         self.delegate.block_scoped(handle)
+    }
+
+    /// Mutes the whole signal while the returned guard lives (A2): if it fires meanwhile nobody is called (and the signal has still fired: it fires once); subscribers keep
+    /// their place, blocks and handles, and one-shots are not used up. Counted: guards nest and
+    /// drop in any order. See [`ScopedMute`](crate::ScopedMute). O(1).
+    pub fn mute(&self) -> crate::scoped::ScopedMute {
+        self.delegate.mute()
+    }
+
+    /// Whether a [`mute`](Self::mute) guard of this signal lives. O(1).
+    pub fn is_muted(&self) -> bool {
+        self.delegate.is_muted()
     }
 
     /// Removes every member binding of `owner`; returns how many (M9).

@@ -831,7 +831,7 @@ impl NotificationGraph {
 #[cfg(test)]
 mod tests {
     use super::Inspector;
-    use crate::MulticastDelegate;
+    use crate::multicast::MulticastDelegate;
     use crate::track::{add_range, code_of, remove_range};
     use std::rc::Rc;
 

@@ -77,7 +77,7 @@ pub use main_thread::QueuedSender;
 pub use multicast::{MulticastDelegate, Registration};
 pub use next_broadcast::{Gone, NextBroadcast};
 pub use reflect::{ScriptComponent, ScriptPayload};
-pub use scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
+pub use scoped::{ScopedBlock, ScopedMute, ScopedSubscription, ThisSubscription};
 pub use script_delegate::{ScriptDelegate, ScriptDelegateBase};
 pub use subscribe::Subscribe;
 pub use sync_delegate::{SyncMulticastDelegate, SyncRegistration, SyncThisSubscription};
@@ -118,7 +118,7 @@ pub mod __private {
         ScriptPayload,
     };
     #[doc(hidden)]
-    pub use crate::scoped::{ScopedBlock, ScopedSubscription, ThisSubscription};
+    pub use crate::scoped::{ScopedBlock, ScopedMute, ScopedSubscription, ThisSubscription};
     #[doc(hidden)]
     pub use crate::subscribe::{
         NotSelfAware, Plain, PlainFinish, SelfAware, Subscribe, TakesKey, TakesPlainFunction,

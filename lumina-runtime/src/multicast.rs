@@ -152,21 +152,22 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
             .remove_keyed(key, Some(Rc::as_ptr(owner).cast::<()>()))
     }
 
-    /// Blocks the subscription of `handle` (X4): it keeps its place, priority and handle and
-    /// still counts in [`len`](Self::len), but broadcasts skip it until
-    /// [`unblock`](Self::unblock). During a broadcast this applies to the subscribers not yet
-    /// reached (as M3). `false` (and no change) for an invalid, foreign or removed handle.
-    /// Blocking is a flag, not a count: one `unblock` undoes any number of `block`s (see
-    /// [`block_scoped`](Self::block_scoped) for nesting).
+    /// Adds a block to the subscription of `handle` (X4): it keeps its place, priority and
+    /// handle and still counts in [`len`](Self::len), but broadcasts skip it until as many
+    /// [`unblock`](Self::unblock)s: blocks are counted (A2), so several systems can block the
+    /// same subscription independently ([`block_scoped`](Self::block_scoped) is the guard
+    /// form). During a broadcast this applies to the subscribers not yet reached (as M3).
+    /// `false` (and no change) for an invalid, foreign or removed handle.
     ///
     /// Cost: O(log n), whatever the number of priorities (a binary search by handle, N4).
     pub fn block(&self, handle: DelegateHandle) -> bool {
         self.list.set_blocked(handle, true)
     }
 
-    /// Unblocks the subscription of `handle` (X4): broadcasts that reach it run it again,
-    /// including the running one if it was present when that one started and is not reached
-    /// yet. `false` for an invalid, foreign or removed handle.
+    /// Lifts one block of the subscription of `handle` (X4, A2); once none is left, broadcasts
+    /// that reach it run it again, including the running one if it was present when that one
+    /// started and is not reached yet. `false` for an invalid, foreign or removed handle, and
+    /// for one that is not blocked.
     ///
     /// Cost: O(log n), as [`block`](Self::block).
     pub fn unblock(&self, handle: DelegateHandle) -> bool {
@@ -182,6 +183,19 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
     /// `shared_connection_block`); see [`ScopedBlock`].
     pub fn block_scoped(&self, handle: DelegateHandle) -> ScopedBlock {
         ScopedBlock::new(handle, self.list.weak_remover())
+    }
+
+    /// Mutes the whole delegate while the returned guard lives (A2; sigslot's signal blocking,
+    /// Qt's `blockSignals`): no broadcast calls anyone meanwhile, subscribers keep their place,
+    /// blocks and handles, and one-shots are not used up. Counted: guards nest and drop in any
+    /// order. See [`ScopedMute`](crate::ScopedMute). O(1); a broadcast pays one test for it.
+    pub fn mute(&self) -> crate::scoped::ScopedMute {
+        crate::scoped::ScopedMute::new(self.list.mute())
+    }
+
+    /// Whether a [`mute`](Self::mute) guard of this delegate lives. O(1).
+    pub fn is_muted(&self) -> bool {
+        self.list.is_muted()
     }
 
     /// Moves the subscription of `handle` to `priority`, placed among that priority's
@@ -273,8 +287,8 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
 
     /// Turns `handle` (a subscription of this delegate) into a guard that unsubscribes when it is
     /// dropped (B1); see [`ScopedSubscription`](crate::ScopedSubscription).
-    pub fn scoped(&self, handle: DelegateHandle) -> crate::ScopedSubscription {
-        crate::ScopedSubscription::new(handle, self.list.weak_remover())
+    pub fn scoped(&self, handle: DelegateHandle) -> crate::scoped::ScopedSubscription {
+        crate::scoped::ScopedSubscription::new(handle, self.list.weak_remover())
     }
 
     /// Every subscription present, in the order they run, with where it was made and whether
@@ -343,6 +357,7 @@ fn weak_owner<T: Any>(owner: &Rc<T>) -> Option<Weak<dyn Any>> {
 
 /// A removal key names its subscriptions (`.key(&rc)`, then `remove_all(&rc)`).
 impl<F: ?Sized + 'static> crate::subscribe::TakesKey for MulticastDelegate<F> {}
+impl<F: ?Sized + 'static> crate::subscribe::TakesPriority for MulticastDelegate<F> {}
 
 impl<F: ?Sized + 'static> Subscribe<'_, MulticastDelegate<F>, Plain> {
     /// Finishes with an already shared callable: [`MulticastDelegate::add_shared`] with the
@@ -730,7 +745,7 @@ macro_rules! impl_multicast_arity {
             /// return type, its subscriber returns `R::default()`. See
             /// [`NextBroadcast`](crate::NextBroadcast).
             #[track_caller]
-            pub fn next(&self) -> crate::NextBroadcast<($($Arg,)*)>
+            pub fn next(&self) -> crate::next_broadcast::NextBroadcast<($($Arg,)*)>
             where
                 R: Default,
             {
@@ -773,7 +788,7 @@ macro_rules! impl_registration_next {
             /// The future of the delegate's next broadcast: see
             /// [`MulticastDelegate::next`](MulticastDelegate#method.next) (X5).
             #[track_caller]
-            pub fn next(&self) -> crate::NextBroadcast<($($Arg,)*)> {
+            pub fn next(&self) -> crate::next_broadcast::NextBroadcast<($($Arg,)*)> {
                 self.delegate().next()
             }
         }

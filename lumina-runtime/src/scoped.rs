@@ -196,10 +196,11 @@ impl fmt::Debug for ThisSubscription {
 }
 
 /// A subscription blocked while this guard lives (X4; boost's `shared_connection_block`): made
-/// by `block_scoped` on a multicast delegate, declared delegate or registration view. The
-/// subscriber keeps its place, priority and handle and is skipped by broadcasts; dropping the
-/// guard unblocks it, unless it was already blocked when the guard was made (then the guard
-/// leaves it blocked, so nested guards unblock when the outermost drops).
+/// by `block_scoped` on a multicast delegate, declared delegate, registration view, script
+/// delegate, the processor or the viewport registry. The subscriber keeps its place, priority and
+/// handle and is skipped by broadcasts. Blocks are counted (A2): the guard adds one and lifts
+/// exactly that one when dropped, so guards nest and drop in any order, and a subscription also
+/// blocked by `block` (or several guards) stays blocked until every block is lifted.
 ///
 /// ```
 /// use lumina::MulticastDelegate;
@@ -210,28 +211,28 @@ impl fmt::Debug for ThisSubscription {
 /// let hits = Rc::new(Cell::new(0));
 /// let sink = Rc::clone(&hits);
 /// let handle = on_hit.add_lambda(move |damage| sink.set(sink.get() + damage));
-/// {
-///     let _muted = on_hit.block_scoped(handle);
-///     on_hit.broadcast(10); // skipped
-///     assert_eq!(on_hit.len(), 1); // still subscribed
-/// }
+/// let cutscene = on_hit.block_scoped(handle);
+/// let pause_menu = on_hit.block_scoped(handle);
+/// drop(cutscene); // the pause menu's block still holds
+/// on_hit.broadcast(10); // skipped
+/// assert_eq!(on_hit.len(), 1); // still subscribed
+/// drop(pause_menu);
 /// on_hit.broadcast(5);
 /// assert_eq!(hits.get(), 5);
 /// ```
-#[must_use = "dropping the guard unblocks the subscription at once"]
+#[must_use = "dropping the guard lifts its block at once: bind it, `let _block = ...`, for as long as the subscription stays blocked"]
 pub struct ScopedBlock {
     handle: DelegateHandle,
-    /// The list to unblock in, if this guard blocked the subscription.
+    /// The list to lift the block from, if this guard blocked the subscription.
     list: Option<Weak<dyn RemoveByHandle>>,
 }
 
 impl ScopedBlock {
-    /// Blocks `handle`'s subscription in `list` unless it is blocked already.
+    /// Adds one block to `handle`'s subscription in `list` (A2: counted).
     pub(crate) fn new(handle: DelegateHandle, list: Option<Weak<dyn RemoveByHandle>>) -> Self {
         let list = list.filter(|weak| {
-            weak.upgrade().is_some_and(|list| {
-                !list.is_blocked_handle(handle) && list.set_blocked_handle(handle, true)
-            })
+            weak.upgrade()
+                .is_some_and(|list| list.set_blocked_handle(handle, true))
         });
         ScopedBlock { handle, list }
     }
@@ -255,6 +256,58 @@ impl fmt::Debug for ScopedBlock {
         f.debug_struct("ScopedBlock")
             .field("handle", &self.handle)
             .field("blocked_here", &self.list.is_some())
+            .finish()
+    }
+}
+
+/// A whole delegate muted while this guard lives (A2; sigslot's signal blocking, Qt's
+/// `QSignalBlocker`): made by `mute` on a multicast delegate, declared delegate, lifecycle
+/// signal, script delegate or the event processor. No broadcast (or dispatch) of it calls
+/// anyone meanwhile: subscribers keep their place, blocks and handles, one-shots are not used
+/// up, and subscriptions made meanwhile wait too. Mutes are counted: guards nest and drop in
+/// any order. A broadcast already running when the guard is made finishes.
+///
+/// ```
+/// use lumina::MulticastDelegate;
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+///
+/// let on_footstep: MulticastDelegate<dyn Fn(f32)> = MulticastDelegate::new();
+/// let heard = Rc::new(Cell::new(0));
+/// let ear = Rc::clone(&heard);
+/// let _ = on_footstep.add_lambda(move |_| ear.set(ear.get() + 1));
+/// {
+///     let _loading = on_footstep.mute();
+///     on_footstep.broadcast(1.0); // nobody hears it
+///     assert!(on_footstep.is_muted());
+/// }
+/// on_footstep.broadcast(1.0);
+/// assert_eq!(heard.get(), 1);
+/// ```
+#[must_use = "dropping the guard unmutes the delegate at once: bind it, `let _muted = ...`, for as long as the delegate stays muted"]
+pub struct ScopedMute {
+    list: Weak<dyn RemoveByHandle>,
+}
+
+impl ScopedMute {
+    /// A guard that lifts one mute of `list` (which the caller added) when dropped.
+    pub(crate) fn new(list: Weak<dyn RemoveByHandle>) -> Self {
+        ScopedMute { list }
+    }
+}
+
+impl Drop for ScopedMute {
+    fn drop(&mut self) {
+        if let Some(list) = self.list.upgrade() {
+            list.mute_list(false);
+        }
+    }
+}
+
+impl fmt::Debug for ScopedMute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScopedMute")
+            .field("alive", &(self.list.strong_count() > 0))
             .finish()
     }
 }

@@ -623,6 +623,7 @@ pub struct ScriptDelegate<P: 'static> {
 
 /// A removal key names its native subscriptions (`.key(&rc)`, then `remove_all(&rc)`).
 impl<P: ScriptPayload> crate::subscribe::TakesKey for ScriptDelegate<P> {}
+impl<P: ScriptPayload> crate::subscribe::TakesPriority for ScriptDelegate<P> {}
 
 impl<P: ScriptPayload> ScriptDelegate<P> {
     /// Fails to compile (at monomorphization) if the base were not at offset 0.
@@ -699,7 +700,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// native listener that ends after one call; dropping the future unsubscribes. See
     /// [`NextBroadcast`](crate::NextBroadcast).
     #[track_caller]
-    pub fn next(&self) -> crate::NextBroadcast<P>
+    pub fn next(&self) -> crate::next_broadcast::NextBroadcast<P>
     where
         P: Clone,
     {
@@ -780,11 +781,11 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         &self,
         options: Options<'_>,
         owner: Option<Weak<dyn Any>>,
-        make: impl FnOnce(crate::ThisSubscription) -> Listener,
+        make: impl FnOnce(crate::scoped::ThisSubscription) -> Listener,
     ) -> DelegateHandle {
         let list = self.base.for_native();
         let handle = list.insert_with(options.spec_self_aware(owner), |handle, list| {
-            make(crate::ThisSubscription::new(handle, list))
+            make(crate::scoped::ThisSubscription::new(handle, list))
         });
         if options.muted {
             list.set_blocked(handle, true);
@@ -802,7 +803,7 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
             && self.base.list.set_blocked(handle, true)
     }
 
-    /// Unblocks the native listener of `handle` (X4).
+    /// Lifts one block of the native listener of `handle` (X4, A2: blocks are counted).
     pub fn unblock(&self, handle: DelegateHandle) -> bool {
         self.base
             .list
@@ -813,6 +814,18 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// Whether the native listener of `handle` is present and blocked (X4).
     pub fn is_blocked(&self, handle: DelegateHandle) -> bool {
         self.base.list.is_blocked(handle)
+    }
+
+    /// Mutes the whole delegate while the returned guard lives (A2): no broadcast, from Rust or through the C ABI, calls a native listener or a managed binding meanwhile; subscribers keep
+    /// their place, blocks and handles, and one-shots are not used up. Counted: guards nest and
+    /// drop in any order. See [`ScopedMute`](crate::ScopedMute). O(1).
+    pub fn mute(&self) -> crate::scoped::ScopedMute {
+        crate::scoped::ScopedMute::new(self.base.list.mute())
+    }
+
+    /// Whether a [`mute`](Self::mute) guard of this delegate lives. O(1).
+    pub fn is_muted(&self) -> bool {
+        self.base.list.is_muted()
     }
 
     /// `handle` if it names a native listener of this delegate, else the invalid handle: what a
@@ -830,8 +843,8 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     }
 
     /// Blocks the native listener of `handle` while the returned guard lives (X4).
-    pub fn block_scoped(&self, handle: DelegateHandle) -> crate::ScopedBlock {
-        crate::ScopedBlock::new(self.native_handle(handle), self.base.list.weak_remover())
+    pub fn block_scoped(&self, handle: DelegateHandle) -> crate::scoped::ScopedBlock {
+        crate::scoped::ScopedBlock::new(self.native_handle(handle), self.base.list.weak_remover())
     }
 
     /// Removes the native listener of `handle`; `false` (no change) for an invalid, foreign or
@@ -847,8 +860,11 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
     /// Turns `handle` (a native listener of this delegate) into a guard that removes it when it
     /// is dropped (B1); see [`ScopedSubscription`](crate::ScopedSubscription). A managed binding's
     /// id is not a native handle: such a guard removes nothing.
-    pub fn scoped(&self, handle: DelegateHandle) -> crate::ScopedSubscription {
-        crate::ScopedSubscription::new(self.native_handle(handle), self.base.list.weak_remover())
+    pub fn scoped(&self, handle: DelegateHandle) -> crate::scoped::ScopedSubscription {
+        crate::scoped::ScopedSubscription::new(
+            self.native_handle(handle),
+            self.base.list.weak_remover(),
+        )
     }
 
     /// Removes every native member binding of `owner`; returns how many (M9).
@@ -932,7 +948,10 @@ impl<P: ScriptPayload> Subscribe<'_, ScriptDelegate<P>, Plain> {
 impl<P: ScriptPayload> Subscribe<'_, ScriptDelegate<P>, SelfAware> {
     /// Finishes with a closure that receives its own subscription first (X6).
     #[track_caller]
-    pub fn add_lambda(self, f: impl Fn(&crate::ThisSubscription, &P) + 'static) -> DelegateHandle {
+    pub fn add_lambda(
+        self,
+        f: impl Fn(&crate::scoped::ThisSubscription, &P) + 'static,
+    ) -> DelegateHandle {
         let (delegate, options) = self.parts();
         delegate.insert_built_self_aware(options, None, |this| {
             Listener::Native(native(move |payload: &P| f(&this, payload)))
@@ -945,7 +964,7 @@ impl<P: ScriptPayload> Subscribe<'_, ScriptDelegate<P>, SelfAware> {
     pub fn add_member<T: Any>(
         self,
         owner: &Rc<T>,
-        method: impl Fn(&T, &crate::ThisSubscription, &P) + 'static,
+        method: impl Fn(&T, &crate::scoped::ThisSubscription, &P) + 'static,
     ) -> DelegateHandle {
         let weak = Rc::downgrade(owner);
         let (delegate, options) = self.parts();

@@ -99,8 +99,19 @@ impl PlainFinish for Plain {}
 )]
 pub trait TakesKey {}
 
+/// Not public API; used by the builder: the targets whose subscriptions have a priority (every
+/// one but the viewports, which are routed by rectangle and focus), so that `.priority()` on a
+/// viewport is one error in our words (A1).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`.priority()` does not apply here: `{Self}` has no priorities",
+    label = "viewports are chosen by focus and rectangle, not by priority",
+    note = "remove `.priority(..)`; a later viewport is on top of earlier ones where they overlap"
+)]
+pub trait TakesPriority {}
+
 /// A removal key, type-erased: an `Rc` the subscription is held by, weakly.
-trait ErasedKey {
+pub(crate) trait ErasedKey {
     fn weak(&self) -> std::rc::Weak<dyn std::any::Any>;
 }
 
@@ -116,7 +127,7 @@ impl<T: std::any::Any> ErasedKey for std::rc::Rc<T> {
 pub(crate) struct Options<'a> {
     /// The removal key (`.key(&rc)`): the subscription's owner for `remove_all` and
     /// `is_bound_to`, held weakly (M9).
-    key: Option<&'a dyn ErasedKey>,
+    pub(crate) key: Option<&'a dyn ErasedKey>,
     /// Higher runs first; 0 is the plain forms' priority (B3).
     pub(crate) priority: i32,
     /// Removed right before its first call starts (X3).
@@ -236,7 +247,10 @@ impl<'a, D: ?Sized, M> Subscribe<'a, D, M> {
     /// ones in the order added; the plain forms are priority 0 (B3). Any `i32`, or an
     /// [`InputLayer`](crate::event::InputLayer) for an event handler. Cost: none.
     #[inline]
-    pub fn priority(mut self, priority: impl Into<i32>) -> Self {
+    pub fn priority(mut self, priority: impl Into<i32>) -> Self
+    where
+        D: TakesPriority,
+    {
         self.options.priority = priority.into();
         self
     }

@@ -28,9 +28,15 @@ use crate::main_thread::StaysOnItsThread as GameThreadOnly;
 
 // SAFETY: vacuous, as above (the core delegates belong to the game thread; other threads reach
 // them through `main_thread::enqueue`, which the error names).
-unsafe impl Send for crate::CoreDelegates where for<'a> crate::CoreDelegates: GameThreadOnly {}
+unsafe impl Send for crate::core_delegates::CoreDelegates where
+    for<'a> crate::core_delegates::CoreDelegates: GameThreadOnly
+{
+}
 // SAFETY: vacuous, as above.
-unsafe impl Sync for crate::CoreDelegates where for<'a> crate::CoreDelegates: GameThreadOnly {}
+unsafe impl Sync for crate::core_delegates::CoreDelegates where
+    for<'a> crate::core_delegates::CoreDelegates: GameThreadOnly
+{
+}
 
 use crate::bus::{EntityId, MessageBus};
 use crate::main_thread::BusStaysOnItsThread as BusThreadOnly;

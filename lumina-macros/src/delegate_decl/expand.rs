@@ -524,14 +524,14 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 )
             }
 
-            /// Blocks the subscription of `handle`: it keeps its place and priority and still
-            /// counts, but broadcasts skip it until `unblock`. `false` for an invalid, foreign
-            /// or removed handle.
+            /// Adds a block to the subscription of `handle`: it keeps its place and priority and
+            /// still counts, but broadcasts skip it until as many `unblock`s (blocks are
+            /// counted). `false` for an invalid, foreign or removed handle.
             pub fn block(&self, handle: #handle) -> bool {
                 self.0.block(handle)
             }
 
-            /// Unblocks the subscription of `handle`.
+            /// Lifts one block of the subscription of `handle`; `false` if it has none.
             pub fn unblock(&self, handle: #handle) -> bool {
                 self.0.unblock(handle)
             }
@@ -542,9 +542,22 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 self.0.is_blocked(handle)
             }
 
-            /// Blocks the subscription of `handle` while the returned guard lives.
+            /// Blocks the subscription of `handle` while the returned guard lives (counted:
+            /// guards nest and drop in any order).
             pub fn block_scoped(&self, handle: #handle) -> ::lumina::__private::ScopedBlock {
                 self.0.block_scoped(handle)
+            }
+
+            /// Mutes the whole delegate while the returned guard lives: no broadcast calls
+            /// anyone meanwhile (counted: guards nest and drop in any order).
+            pub fn mute(&self) -> ::lumina::__private::ScopedMute {
+                self.0.mute()
+            }
+
+            /// Whether a `mute` guard of this delegate lives.
+            #[must_use]
+            pub fn is_muted(&self) -> bool {
+                self.0.is_muted()
             }
 
             /// Moves the subscription of `handle` to `priority`, among that priority's
@@ -801,7 +814,7 @@ fn expand_registration(
                 self.0.block(handle)
             }
 
-            /// Unblocks the subscription of `handle`.
+            /// Lifts one block of the subscription of `handle`; `false` if it has none.
             pub fn unblock(&self, handle: #handle) -> bool {
                 self.0.unblock(handle)
             }

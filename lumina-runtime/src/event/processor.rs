@@ -96,6 +96,8 @@ impl fmt::Debug for EventProcessor {
     }
 }
 
+impl crate::subscribe::TakesPriority for EventProcessor {}
+
 impl EventProcessor {
     /// A processor with no handlers. Allocates nothing.
     pub const fn new() -> Self {
@@ -235,10 +237,10 @@ impl EventProcessor {
         &self,
         handler: &Rc<H>,
         priority: impl Into<i32>,
-    ) -> Option<crate::ScopedSubscription> {
+    ) -> Option<crate::scoped::ScopedSubscription> {
         let handler: Rc<dyn EventHandler> = Rc::<H>::clone(handler);
         let handle = self.register_handle(&handler, priority.into())?;
-        Some(crate::ScopedSubscription::new(
+        Some(crate::scoped::ScopedSubscription::new(
             handle,
             self.handlers.weak_remover(),
         ))
@@ -285,7 +287,7 @@ impl EventProcessor {
             .register_handle(&handler, priority.into())
             .expect("a new handler is never registered yet");
         EventSubscription::new(
-            crate::ScopedSubscription::new(handle, self.handlers.weak_remover()),
+            crate::scoped::ScopedSubscription::new(handle, self.handlers.weak_remover()),
             handler,
         )
     }
@@ -314,7 +316,7 @@ impl EventProcessor {
             WeakShared::new(weak)
         });
         EventSubscription::new(
-            crate::ScopedSubscription::new(handle, self.handlers.weak_remover()),
+            crate::scoped::ScopedSubscription::new(handle, self.handlers.weak_remover()),
             handler,
         )
     }
@@ -331,8 +333,8 @@ impl EventProcessor {
     /// registration ([`is_registered`](Self::is_registered), [`len`](Self::len)), but
     /// dispatches pass it by until [`unblock`](Self::unblock). During a dispatch this applies
     /// to the handlers not yet reached (as P4's unregistering). `false`, changing nothing, for
-    /// an invalid, foreign or unregistered handle. A flag, not a count: one `unblock` undoes
-    /// any number of `block`s (see [`block_scoped`](Self::block_scoped) for nesting).
+    /// an invalid, foreign or unregistered handle. Counted (A2): it runs again after as many
+    /// `unblock`s ([`block_scoped`](Self::block_scoped) is the guard form).
     ///
     /// ```
     /// use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
@@ -349,9 +351,10 @@ impl EventProcessor {
         self.handlers.set_blocked(handle, true)
     }
 
-    /// Unblocks the handler registered as `handle` (X4): dispatches reach it again, the running
-    /// one too if it has not passed its place yet. `false` for an invalid, foreign or
-    /// unregistered handle.
+    /// Lifts one block of the handler registered as `handle` (X4, A2: blocks are counted); once
+    /// none is left, dispatches reach it again, the running one too if it has not passed its
+    /// place yet. `false` for an invalid, foreign or unregistered handle, and for one that is
+    /// not blocked.
     pub fn unblock(&self, handle: DelegateHandle) -> bool {
         self.handlers.set_blocked(handle, false)
     }
@@ -362,8 +365,8 @@ impl EventProcessor {
     }
 
     /// Blocks the handler registered as `handle` while the returned guard lives (X4; the
-    /// processor's form of boost's `shared_connection_block`): dropping it unblocks, unless the
-    /// handler was blocked already when the guard was made. See [`ScopedBlock`].
+    /// processor's form of boost's `shared_connection_block`): it adds one block and lifts that
+    /// one when dropped (counted, A2: guards nest and drop in any order). See [`ScopedBlock`].
     ///
     /// ```
     /// use lumina::event::{EventProcessor, InputLayer, Key, KeyPressedEvent, Modifiers};
@@ -378,6 +381,18 @@ impl EventProcessor {
     /// ```
     pub fn block_scoped(&self, handle: DelegateHandle) -> ScopedBlock {
         ScopedBlock::new(handle, self.handlers.weak_remover())
+    }
+
+    /// Mutes the whole processor while the returned guard lives (A2): no dispatch reaches a handler meanwhile (each returns `false`); subscribers keep
+    /// their place, blocks and handles, and one-shots are not used up. Counted: guards nest and
+    /// drop in any order. See [`ScopedMute`](crate::ScopedMute). O(1).
+    pub fn mute(&self) -> crate::scoped::ScopedMute {
+        crate::scoped::ScopedMute::new(self.handlers.mute())
+    }
+
+    /// Whether a [`mute`](Self::mute) guard of this processor lives. O(1).
+    pub fn is_muted(&self) -> bool {
+        self.handlers.is_muted()
     }
 
     /// Moves the handler registered as `handle` to `priority`, among that priority's handlers

@@ -20,6 +20,7 @@ use crate::drops::Guarded;
 use crate::handle::DelegateHandle;
 use crate::invocation::RemoveByHandle;
 use crate::scoped::{ScopedBlock, ThisSubscription};
+use crate::subscribe::{Options, Plain, PlainFinish, SelfAware as SelfAwareMode, Subscribe};
 use crate::track;
 
 /// A rectangle in window coordinates: `origin` is its top-left corner.
@@ -56,8 +57,12 @@ pub struct ViewportId(u64);
 struct Viewport {
     id: ViewportId,
     rect: Rect,
-    /// Muted (X4): keeps its place, rectangle and focus, but events routed to it pass on.
-    blocked: bool,
+    /// How many blocks it is under (X4, A2: counted, so block guards nest and drop in any
+    /// order): while above 0 it keeps its place, rectangle and focus, but events routed to it
+    /// pass on.
+    blocks: u32,
+    /// One-shot (X3): ended right before the first event routed to it reaches its handler.
+    once: bool,
     handler: Weak<dyn EventHandler>,
     /// Its code may be a game module's: the module loader may know it by its id (R5).
     recorded: bool,
@@ -218,7 +223,7 @@ pub struct ViewportSubscription {
 impl ViewportSubscription {
     /// The viewport's id, for [`focus`](InputViewportRegistry::focus),
     /// [`set_rect`](InputViewportRegistry::set_rect) and
-    /// [`remove_viewport`](InputViewportRegistry::remove_viewport).
+    /// [`remove`](InputViewportRegistry::remove).
     pub fn id(&self) -> ViewportId {
         self.id
     }
@@ -316,28 +321,31 @@ impl InputViewportRegistry {
     }
 
     /// Adds a viewport covering `rect`, held weakly: a dropped viewport is gone at once (it gets
-    /// no more input, is in no count or listing, and `remove_viewport` of it returns `false`);
-    /// its entry's memory goes at a later add's sweep. Later viewports are on top of earlier
-    /// ones where they overlap. O(1) amortized (N4): an append, and once the list has doubled
-    /// since the last sweep, a sweep of the gone entries.
+    /// no more input, is in no count or listing, and [`remove`](Self::remove) of it returns
+    /// `false`); its entry's memory goes at a later add's sweep. Later viewports are on top of
+    /// earlier ones where they overlap. With options (one-shot, muted), through
+    /// [`subscribe`](Self::subscribe). O(1) amortized (N4): an append, and once the list has
+    /// doubled since the last sweep, a sweep of the gone entries.
     pub fn add_viewport<V: EventHandler>(&self, viewport: &Rc<V>, rect: Rect) -> ViewportId {
-        self.add_viewport_of_kind(viewport, rect, HandlerKind::default())
+        let handler: Rc<dyn EventHandler> = Rc::<V>::clone(viewport);
+        self.insert(&handler, rect, Options::default(), HandlerKind::default())
     }
 
-    /// [`add_viewport`](Self::add_viewport) with what its handler is, for listings (V1).
-    pub(crate) fn add_viewport_of_kind<V: EventHandler>(
+    /// Adds the viewport `handler` with `options` (its priority means nothing here: the builder
+    /// has no `priority` for viewports), listed as `kind` (V1).
+    fn insert(
         &self,
-        viewport: &Rc<V>,
+        handler: &Rc<dyn EventHandler>,
         rect: Rect,
+        options: Options<'_>,
         kind: HandlerKind,
     ) -> ViewportId {
         // Numbered like subscriptions, so that a viewport's id is its registration's handle
         // (`ThisSubscription`, `ScopedBlock`, X4/X6).
         let id = ViewportId(DelegateHandle::new_unique().id());
-        let handler: Rc<dyn EventHandler> = Rc::<V>::clone(viewport);
-        // Its code (the vtable this coercion made, in the caller's crate): a game module's
-        // viewport is recorded, and removed by the module's unload (R5).
-        let code = track::code_of(&*handler);
+        // Its code (the vtable the coercion to `dyn EventHandler` made, in the caller's crate):
+        // a game module's viewport is recorded, and removed by the module's unload (R5).
+        let code = track::code_of(&**handler);
         let mut viewports = self.viewports.borrow_mut();
         // Entries of gone viewports are swept (amortized), so the list does not grow without
         // bound; the list stays in id order (the new id is the largest).
@@ -345,8 +353,9 @@ impl InputViewportRegistry {
         viewports.push(Viewport {
             id,
             rect,
-            blocked: false,
-            handler: Rc::downgrade(&handler),
+            blocks: u32::from(options.muted),
+            once: options.once,
+            handler: Rc::downgrade(handler),
             recorded: code.is_some(),
             kind,
         });
@@ -362,7 +371,8 @@ impl InputViewportRegistry {
     /// class (`add_viewport_handler::<KeyPressedEvent>`) or one category
     /// (`add_viewport_handler::<category::Keyboard>`, ...); routed events of other classes pass it by
     /// (to the layers below). The returned [`ViewportSubscription`] owns the closure (the
-    /// registry holds viewports weakly): dropping it removes the viewport.
+    /// registry holds viewports weakly): dropping it removes the viewport. With options
+    /// (one-shot, self-aware, muted), through [`subscribe`](Self::subscribe).
     ///
     /// ```
     /// use lumina::event::{
@@ -388,16 +398,50 @@ impl InputViewportRegistry {
         rect: Rect,
         handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
     ) -> ViewportSubscription {
-        let handler = Rc::new(TypedHandler::<S, _>::new(handler));
-        let id = self.add_viewport(&handler, rect);
+        let handler: Rc<dyn EventHandler> = Rc::new(TypedHandler::<S, _>::new(handler));
+        let id = self.insert(&handler, rect, Options::default(), HandlerKind::default());
         ViewportSubscription { id, handler }
+    }
+
+    /// A viewport with options (rule A1): [`once`](Subscribe::once) (removed right before the
+    /// first event routed to it reaches it; for a typed handler, the first event it selects),
+    /// [`self_aware`](Subscribe::self_aware) (the handler receives its own viewport as a
+    /// [`ThisSubscription`]: `this.remove()` removes it, `this.block()` mutes it;
+    /// `ViewportId::from(this.handle())` is its id) and [`muted`](Subscribe::muted) (starts
+    /// blocked), finished by
+    /// `add_viewport_handler` (a typed closure) or `add_viewport` (an [`EventHandler`]). Viewports
+    /// have no priority: `.priority(..)` here does not compile. Cost: a finish costs what the
+    /// plain form costs.
+    ///
+    /// ```
+    /// use lumina::event::{
+    ///     EventProcessor, InputViewportRegistry, Modifiers, MouseButton,
+    ///     MouseButtonPressedEvent, Rect, Vec2,
+    /// };
+    /// use std::rc::Rc;
+    ///
+    /// let processor = EventProcessor::new();
+    /// let registry = Rc::new(InputViewportRegistry::new());
+    /// assert!(registry.register(&processor));
+    /// // A "click anywhere to continue" overlay, used up by the first click.
+    /// let _overlay = registry
+    ///     .subscribe()
+    ///     .once()
+    ///     .add_viewport_handler::<MouseButtonPressedEvent>(Rect::new(0.0, 0.0, 800.0, 600.0), |_| true);
+    /// let click = MouseButtonPressedEvent::new(MouseButton::Left, Modifiers::NONE, Vec2::new(5.0, 5.0));
+    /// assert!(processor.dispatch(click.clone()));
+    /// assert!(registry.is_empty());
+    /// assert!(!processor.dispatch(click));
+    /// ```
+    pub fn subscribe(self: &Rc<Self>) -> Subscribe<'_, Rc<Self>> {
+        Subscribe::new(self)
     }
 
     /// Removes a viewport (and its focus); `false` if `id` is unknown or already gone: removed,
     /// or its handler dropped (a dropped viewport is gone, whether or not a sweep took its
     /// entry yet). O(log n) (N4): a binary search by id; the entry is ended in place and swept
     /// later.
-    pub fn remove_viewport(&self, id: ViewportId) -> bool {
+    pub fn remove(&self, id: ViewportId) -> bool {
         if self.focused.get() == Some(id) {
             self.focused.set(None);
         }
@@ -482,7 +526,7 @@ impl InputViewportRegistry {
             .map(|viewport| ViewportListing {
                 id: viewport.id.0,
                 rect: viewport.rect,
-                muted: viewport.blocked,
+                muted: viewport.blocks > 0,
                 focused: focused == Some(viewport.id),
                 kind: viewport.kind,
             })
@@ -496,22 +540,32 @@ impl InputViewportRegistry {
         viewports[index].handler.upgrade()
     }
 
-    /// The handler events routed to `id` go to: `None` if it is gone or blocked (X4). O(log n)
-    /// (N4): what a key to the focused viewport costs.
+    /// The handler events routed to `id` go to: `None` if it is gone or blocked (X4). A one-shot
+    /// viewport is ended here, right before its call (X3), so a dispatch nested in that call
+    /// never reaches it again. O(log n) (N4): what a key to the focused viewport costs.
     fn unblocked_handler(&self, id: ViewportId) -> Option<Rc<dyn EventHandler>> {
-        let viewports = self.viewports.borrow();
+        let mut viewports = self.viewports.borrow_mut();
         let index = Viewports::index_of(&viewports, id)?;
         let viewport = &viewports[index];
-        (!viewport.blocked)
-            .then(|| viewport.handler.upgrade())
-            .flatten()
+        if viewport.blocks > 0 {
+            return None;
+        }
+        let handler = viewport.handler.upgrade()?;
+        if viewport.once {
+            if self.focused.get() == Some(id) {
+                self.focused.set(None);
+            }
+            // The strong reference taken above keeps the handler for its one call.
+            Viewports::end(&mut viewports, index);
+        }
+        Some(handler)
     }
 
     /// Blocks (mutes) the viewport `id` (X4): it keeps its rectangle, its place among
     /// overlapping viewports and the focus, but the events routed to it pass on to the layers
-    /// below as if it had returned `false`, until [`unblock_viewport`](Self::unblock_viewport).
-    /// A viewport blocked while its own call runs finishes that call. `false` if there is no
-    /// such live viewport.
+    /// below as if it had returned `false`, until as many [`unblock`](Self::unblock)s (blocks are
+    /// counted, A2). A viewport blocked while its own call runs finishes that call. `false` if
+    /// there is no such live viewport. O(log n) (N4).
     ///
     /// ```
     /// use lumina::event::{
@@ -525,137 +579,32 @@ impl InputViewportRegistry {
     /// assert!(registry.register(&processor));
     /// let game = registry.add_viewport_handler::<KeyPressedEvent>(Rect::new(0.0, 0.0, 800.0, 600.0), |_| true);
     /// processor.dispatch(MouseButtonPressedEvent::new(MouseButton::Left, Modifiers::NONE, Vec2::new(1.0, 1.0)));
-    /// assert!(registry.block_viewport(game.id()));
+    /// assert!(registry.block(game.id()));
     /// assert!(!processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
-    /// assert!(registry.unblock_viewport(game.id()));
+    /// assert!(registry.unblock(game.id()));
     /// assert!(processor.dispatch(KeyPressedEvent::new(Key::W, Modifiers::NONE)));
     /// ```
-    pub fn block_viewport(&self, id: ViewportId) -> bool {
+    pub fn block(&self, id: ViewportId) -> bool {
         self.set_blocked(id, true)
     }
 
-    /// Unblocks the viewport `id` (X4); `false` if there is no such live viewport.
-    pub fn unblock_viewport(&self, id: ViewportId) -> bool {
+    /// Lifts one block of the viewport `id` (X4, A2); `false` if there is no such live viewport
+    /// or it is not blocked. O(log n) (N4).
+    pub fn unblock(&self, id: ViewportId) -> bool {
         self.set_blocked(id, false)
     }
 
     /// Whether the viewport `id` is live and blocked (X4). O(log n) (N4).
-    pub fn is_viewport_blocked(&self, id: ViewportId) -> bool {
-        self.with_live(id, |viewport| viewport.blocked)
+    pub fn is_blocked(&self, id: ViewportId) -> bool {
+        self.with_live(id, |viewport| viewport.blocks > 0)
             .unwrap_or(false)
     }
 
     /// Blocks the viewport `id` while the returned guard lives (X4): the same [`ScopedBlock`]
-    /// delegates and the processor hand out; it unblocks on drop unless the viewport was
-    /// blocked already.
-    pub fn block_viewport_scoped(self: &Rc<Self>, id: ViewportId) -> ScopedBlock {
+    /// delegates and the processor hand out, one counted block (A2), lifted on drop; guards
+    /// nest and drop in any order. O(log n) (N4).
+    pub fn block_scoped(self: &Rc<Self>, id: ViewportId) -> ScopedBlock {
         ScopedBlock::new(DelegateHandle::from_id(id.0), Some(self.weak_registry()))
-    }
-
-    /// [`add_viewport_handler`](Self::add_viewport_handler) whose closure receives its own
-    /// viewport first (X6), as the [`ThisSubscription`] subscribers get: `this.remove()` removes
-    /// the viewport, `this.block()` mutes it (X4); viewports have no priority, so
-    /// `this.set_priority` returns `false`. `ViewportId::from(this.handle())` is its id.
-    ///
-    /// ```
-    /// use lumina::event::{
-    ///     EventProcessor, InputViewportRegistry, Modifiers, MouseButton,
-    ///     MouseButtonPressedEvent, Rect, Vec2,
-    /// };
-    /// use std::rc::Rc;
-    ///
-    /// let processor = EventProcessor::new();
-    /// let registry = Rc::new(InputViewportRegistry::new());
-    /// assert!(registry.register(&processor));
-    /// // A splash screen that goes away on the first click.
-    /// let splash = registry.add_viewport_handler_self_aware::<MouseButtonPressedEvent>(
-    ///     Rect::new(0.0, 0.0, 800.0, 600.0),
-    ///     |this, _| this.remove(),
-    /// );
-    /// let click = MouseButtonPressedEvent::new(MouseButton::Left, Modifiers::NONE, Vec2::new(5.0, 5.0));
-    /// assert!(processor.dispatch(click.clone()));
-    /// assert!(registry.is_empty());
-    /// assert!(!processor.dispatch(click));
-    /// # drop(splash);
-    /// ```
-    pub fn add_viewport_handler_self_aware<S: EventSelector>(
-        self: &Rc<Self>,
-        rect: Rect,
-        handler: impl for<'a> Fn(&ThisSubscription, S::View<'a>) -> bool + 'static,
-    ) -> ViewportSubscription {
-        let kind = HandlerKind {
-            self_aware: true,
-            one_shot: false,
-        };
-        self.add_self_aware_of_kind::<S>(rect, handler, kind)
-    }
-
-    /// [`add_viewport_handler_self_aware`](Self::add_viewport_handler_self_aware), listed as
-    /// `kind` (V1).
-    fn add_self_aware_of_kind<S: EventSelector>(
-        self: &Rc<Self>,
-        rect: Rect,
-        handler: impl for<'a> Fn(&ThisSubscription, S::View<'a>) -> bool + 'static,
-        kind: HandlerKind,
-    ) -> ViewportSubscription {
-        let aware = Rc::new(SelfAware::new(super::typed::select_self_aware::<S>(
-            handler,
-        )));
-        let id = self.add_viewport_of_kind(&aware, rect, kind);
-        aware.bind(ThisSubscription::new(
-            DelegateHandle::from_id(id.0),
-            self.weak_registry(),
-        ));
-        ViewportSubscription { id, handler: aware }
-    }
-
-    /// [`add_viewport_handler`](Self::add_viewport_handler) for one event (X3): the viewport is
-    /// removed right before its closure runs for the first event of `S` routed to it, so a
-    /// dispatch nested in that call (or in a later layer) never reaches it again. Events of
-    /// other classes routed to it pass it by without using it up. The returned
-    /// [`ViewportSubscription`] is harmless to keep or drop after that.
-    ///
-    /// ```
-    /// use lumina::event::{
-    ///     EventProcessor, InputViewportRegistry, Modifiers, MouseButton,
-    ///     MouseButtonPressedEvent, Rect, Vec2,
-    /// };
-    /// use std::rc::Rc;
-    ///
-    /// let processor = EventProcessor::new();
-    /// let registry = Rc::new(InputViewportRegistry::new());
-    /// assert!(registry.register(&processor));
-    /// // A "click anywhere to continue" overlay.
-    /// let overlay = registry.add_viewport_handler_once::<MouseButtonPressedEvent>(
-    ///     Rect::new(0.0, 0.0, 800.0, 600.0),
-    ///     |_| true,
-    /// );
-    /// let click = MouseButtonPressedEvent::new(MouseButton::Left, Modifiers::NONE, Vec2::new(5.0, 5.0));
-    /// assert!(processor.dispatch(click.clone()));
-    /// assert!(registry.is_empty());
-    /// assert!(!processor.dispatch(click));
-    /// # drop(overlay);
-    /// ```
-    pub fn add_viewport_handler_once<S: EventSelector>(
-        self: &Rc<Self>,
-        rect: Rect,
-        handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
-    ) -> ViewportSubscription {
-        // As the processor's one-shot typed handler: the viewport removes itself through its own
-        // registration (X6) before the closure runs. Listed as one-shot: its closure does not
-        // receive the viewport.
-        let kind = HandlerKind {
-            self_aware: false,
-            one_shot: true,
-        };
-        self.add_self_aware_of_kind::<S>(
-            rect,
-            move |this, view| {
-                this.remove();
-                handler(view)
-            },
-            kind,
-        )
     }
 
     /// This registry as the type-erased list a [`ThisSubscription`] or [`ScopedBlock`] holds
@@ -664,9 +613,18 @@ impl InputViewportRegistry {
         Rc::downgrade(self) as Weak<dyn RemoveByHandle>
     }
 
+    /// Adds one block (`true`) or lifts one (`false`, if any): A2's count.
     fn set_blocked(&self, id: ViewportId, blocked: bool) -> bool {
-        self.with_live(id, |viewport| viewport.blocked = blocked)
-            .is_some()
+        self.with_live(id, |viewport| {
+            if blocked {
+                viewport.blocks = viewport.blocks.checked_add(1)?;
+            } else {
+                viewport.blocks = viewport.blocks.checked_sub(1)?;
+            }
+            Some(())
+        })
+        .flatten()
+        .is_some()
     }
 
     /// Which viewport an input event goes to (`None`: not to a viewport).
@@ -690,6 +648,136 @@ impl InputViewportRegistry {
             return self.focused();
         }
         None
+    }
+}
+
+/// The viewports' finishes of the subscription builder (rule A1): options first
+/// ([`InputViewportRegistry::subscribe`]), then one of these.
+impl<M> Subscribe<'_, Rc<InputViewportRegistry>, M> {
+    /// Finishes by adding `viewport` (an [`EventHandler`] object, held weakly) covering `rect`,
+    /// with the options: [`add_viewport`](InputViewportRegistry::add_viewport). A one-shot is
+    /// removed right before the first event routed to it; a muted one starts blocked. Not after
+    /// `.self_aware()`: an [`EventHandler`] does not receive its registration (add a closure
+    /// with `add_viewport_handler`). O(1) amortized (N4).
+    pub fn add_viewport<V: EventHandler>(self, viewport: &Rc<V>, rect: Rect) -> ViewportId
+    where
+        M: PlainFinish,
+    {
+        let (registry, options) = self.parts();
+        let handler: Rc<dyn EventHandler> = Rc::<V>::clone(viewport);
+        let kind = HandlerKind {
+            self_aware: false,
+            one_shot: options.once,
+        };
+        registry.insert(&handler, rect, options, kind)
+    }
+}
+
+impl Subscribe<'_, Rc<InputViewportRegistry>, Plain> {
+    /// Finishes with a typed closure for one event class or category (X1):
+    /// [`add_viewport_handler`](InputViewportRegistry::add_viewport_handler) with the options.
+    /// A one-shot is removed right before the first event it selects reaches it (events of
+    /// other classes routed to it pass it by and leave it); a muted one starts blocked. O(1)
+    /// amortized (N4).
+    pub fn add_viewport_handler<S: EventSelector>(
+        self,
+        rect: Rect,
+        handler: impl for<'a> Fn(S::View<'a>) -> bool + 'static,
+    ) -> ViewportSubscription {
+        let (registry, options) = self.parts();
+        if options.once {
+            // One-shot on the selected events only: the viewport removes itself through its
+            // own registration (X6) right before the closure runs. Listed as one-shot: its
+            // closure does not receive the viewport.
+            let kind = HandlerKind {
+                self_aware: false,
+                one_shot: true,
+            };
+            let remove_first = move |this: &ThisSubscription, view: S::View<'_>| {
+                this.remove();
+                handler(view)
+            };
+            return registry.insert_self_aware::<S>(rect, remove_first, options, kind);
+        }
+        let handler: Rc<dyn EventHandler> = Rc::new(TypedHandler::<S, _>::new(handler));
+        let id = registry.insert(&handler, rect, options, HandlerKind::default());
+        ViewportSubscription { id, handler }
+    }
+}
+
+impl Subscribe<'_, Rc<InputViewportRegistry>, SelfAwareMode> {
+    /// Finishes with a typed closure for one event class or category that receives its own
+    /// viewport first (X1 with X6): a [`ThisSubscription`] whose `remove` removes the viewport
+    /// and `block` mutes it; viewports have no priorities, so `set_priority` returns `false`.
+    /// A one-shot is removed right before the first event it selects reaches it. O(1)
+    /// amortized (N4).
+    ///
+    /// ```
+    /// use lumina::event::{
+    ///     EventProcessor, InputViewportRegistry, Modifiers, MouseButton,
+    ///     MouseButtonPressedEvent, Rect, Vec2,
+    /// };
+    /// use std::rc::Rc;
+    ///
+    /// let processor = EventProcessor::new();
+    /// let registry = Rc::new(InputViewportRegistry::new());
+    /// assert!(registry.register(&processor));
+    /// // A splash screen that goes away on the first click.
+    /// let _splash = registry.subscribe().self_aware().add_viewport_handler::<MouseButtonPressedEvent>(
+    ///     Rect::new(0.0, 0.0, 800.0, 600.0),
+    ///     |this, _| this.remove(),
+    /// );
+    /// let click = MouseButtonPressedEvent::new(MouseButton::Left, Modifiers::NONE, Vec2::new(5.0, 5.0));
+    /// assert!(processor.dispatch(click.clone()));
+    /// assert!(registry.is_empty());
+    /// assert!(!processor.dispatch(click));
+    /// ```
+    pub fn add_viewport_handler<S: EventSelector>(
+        self,
+        rect: Rect,
+        handler: impl for<'a> Fn(&ThisSubscription, S::View<'a>) -> bool + 'static,
+    ) -> ViewportSubscription {
+        let (registry, options) = self.parts();
+        let once = options.once;
+        let kind = HandlerKind {
+            self_aware: true,
+            one_shot: once,
+        };
+        let handler = move |this: &ThisSubscription, view: S::View<'_>| {
+            if once {
+                this.remove();
+            }
+            handler(this, view)
+        };
+        registry.insert_self_aware::<S>(rect, handler, options, kind)
+    }
+}
+
+impl InputViewportRegistry {
+    /// Adds a typed closure that receives its own viewport (X6), with `options` but its
+    /// one-shot (the closure removes itself: a registry-level one-shot would be used up by
+    /// events it does not select), listed as `kind` (V1).
+    fn insert_self_aware<S: EventSelector>(
+        self: &Rc<Self>,
+        rect: Rect,
+        handler: impl for<'a> Fn(&ThisSubscription, S::View<'a>) -> bool + 'static,
+        options: Options<'_>,
+        kind: HandlerKind,
+    ) -> ViewportSubscription {
+        let aware = Rc::new(SelfAware::new(super::typed::select_self_aware::<S>(
+            handler,
+        )));
+        let erased: Rc<dyn EventHandler> = Rc::clone(&aware) as Rc<dyn EventHandler>;
+        let options = Options {
+            once: false,
+            ..options
+        };
+        let id = self.insert(&erased, rect, options, kind);
+        aware.bind(ThisSubscription::new(
+            DelegateHandle::from_id(id.0),
+            self.weak_registry(),
+        ));
+        ViewportSubscription { id, handler: aware }
     }
 }
 
@@ -733,7 +821,7 @@ impl Drop for Calling<'_> {
 /// priorities: moving one is refused.
 impl RemoveByHandle for InputViewportRegistry {
     fn remove_handle(&self, handle: DelegateHandle) -> bool {
-        self.remove_viewport(ViewportId(handle.id()))
+        self.remove(ViewportId(handle.id()))
     }
 
     fn set_blocked_handle(&self, handle: DelegateHandle, blocked: bool) -> bool {
@@ -741,7 +829,7 @@ impl RemoveByHandle for InputViewportRegistry {
     }
 
     fn is_blocked_handle(&self, handle: DelegateHandle) -> bool {
-        self.is_viewport_blocked(ViewportId(handle.id()))
+        self.is_blocked(ViewportId(handle.id()))
     }
 
     fn set_priority_handle(&self, _: DelegateHandle, _: i32) -> bool {

@@ -826,8 +826,8 @@ fn gb8_bus_calls_from_another_thread_are_refused() {
 struct DelegateHandleExt;
 
 impl DelegateHandleExt {
-    fn of(id: u64) -> crate::DelegateHandle {
-        crate::DelegateHandle::from_id(id)
+    fn of(id: u64) -> crate::handle::DelegateHandle {
+        crate::handle::DelegateHandle::from_id(id)
     }
 }
 

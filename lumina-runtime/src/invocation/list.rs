@@ -10,7 +10,7 @@ use std::rc::{Rc, Weak};
 
 use smallvec::SmallVec;
 
-use super::entry::{BLOCKED, Entry, ONCE, OWNED, Pending, Subscriber};
+use super::entry::{Entry, Pending, Subscriber};
 use crate::drops::{Drops, Guarded};
 use crate::handle::DelegateHandle;
 use crate::steps;
@@ -123,6 +123,23 @@ pub(crate) struct Block<C> {
     /// Rows of `owners` (and ids of `keys`) may name subscriptions taken out of the deferred
     /// list: the next compaction sweeps the indexes.
     pub(super) stale_rows: Cell<bool>,
+    /// How many mutes of the whole list are in force (A2: counted, so mute guards nest and drop
+    /// in any order): while above 0 no broadcast, dispatch or walk of the list calls anyone.
+    /// Tested once per broadcast, before its loop.
+    pub(super) mutes: Cell<u32>,
+    /// The blocks of a subscription beyond its first (A2: counted blocks), by id. Its entry's
+    /// `BLOCKED` bit says it is blocked at all (what the loops test); this counts only the
+    /// nested ones, so a list whose subscriptions are blocked once has it empty, and the count
+    /// of a subscription that left goes at the next [`Block::sweep_blocks`].
+    pub(super) more_blocks: RefCell<HashMap<u64, u32>>,
+    /// `more_blocks`' size after its last sweep.
+    pub(super) blocks_swept: Cell<usize>,
+    /// Subscriptions with an owner added since the last sweep of dead owners (N4, M9), during
+    /// broadcasts too ([`Block::sweep_dead_owners_if_doubled`]).
+    pub(super) owned_since_sweep: Cell<usize>,
+    /// The rows of `owners` the last sweep of dead owners left (its live owned subscriptions):
+    /// the owners table has doubled since when `owned_since_sweep` reaches it (at least 8).
+    pub(super) owned_at_sweep: Cell<usize>,
 }
 
 impl<C> Default for InvocationList<C> {
@@ -154,6 +171,22 @@ impl<C> InvocationList<C> {
         self.block.get().map(|block| &**block)
     }
 
+    /// The slots its tables hold room for (main list, owners, pending, moves, runs, and the
+    /// indexes by owner, key and id): what N4's test of shrinking after a burst reads.
+    #[cfg(test)]
+    pub(crate) fn capacities(&self) -> usize {
+        self.block().map_or(0, |block| {
+            block.entries.borrow().capacity()
+                + block.owners.borrow().capacity()
+                + block.pending.borrow().capacity()
+                + block.moves.borrow().capacity()
+                + block.runs.borrow().capacity()
+                + block.by_owner.borrow().capacity()
+                + block.keys.borrow().capacity()
+                + block.priorities.borrow().capacity()
+        })
+    }
+
     /// How the module loader reaches this list, as [`track`](crate::track::track)
     /// records it (unit tests of MB4 and R1 call what the loader calls).
     #[cfg(test)]
@@ -178,7 +211,11 @@ impl<C: Subscriber> InvocationList<C> {
     }
 
     /// Appends a subscriber bound to `owner`: it runs only while `owner` is alive, is removed by
-    /// [`remove_owner`](Self::remove_owner), and is pruned once `owner` is dropped (M9).
+    /// [`remove_owner`](Self::remove_owner), and is pruned once `owner` is dropped (M9): by the
+    /// next broadcast that reaches it, or by the sweep an add with an owner makes (outside
+    /// broadcasts, before it adds) once the owners table has doubled since the last sweep, so
+    /// a list never broadcast stays bounded. O(log n) amortized (N4), the sweep included; the
+    /// swept callables' `Drop`s run in that add (see [`insert`](Self::insert)).
     #[track_caller]
     pub fn add_owned<T: Any>(&self, owner: &Rc<T>, callable: C) -> DelegateHandle {
         let weak: Weak<dyn Any> = Rc::downgrade(owner) as Weak<dyn Any>;
@@ -195,6 +232,11 @@ impl<C: Subscriber> InvocationList<C> {
     /// above it (outside broadcasts) it waits in the deferred list, O(log m), merged in place by
     /// the next broadcast or walk into room reserved now (O(n + m) shared by the m deferred,
     /// no allocation during the broadcast, M12), or once the deferred list is half the list.
+    /// With an owner, outside broadcasts, the add first sweeps the subscriptions whose owner
+    /// died once the owners table has doubled since the last sweep (O(r log n) for its r rows,
+    /// every r / 2 adds with an owner at least): their callables are dropped there, user code
+    /// that may re-enter the list; a panic there is resumed once every one was dropped, and
+    /// nothing is added then (M13).
     #[track_caller]
     pub fn insert(
         &self,
@@ -221,6 +263,10 @@ impl<C: Subscriber> InvocationList<C> {
     /// becomes a tombstone that no running or later broadcast invokes (M3), and its callable is
     /// dropped when the outermost broadcast ends, so the subscriber currently running (if it is
     /// this one) finishes safely (M4).
+    ///
+    /// O(log n) amortized (N4): a binary search by id; the compaction once the tombstones are
+    /// half the list, and the shrink of its tables once they hold under a quarter of their
+    /// room (to twice what they hold), are O(1) amortized per removal.
     pub fn remove(&self, handle: DelegateHandle) -> bool {
         handle.is_valid() && self.block().is_some_and(|block| block.remove(handle.id()))
     }
@@ -472,6 +518,9 @@ pub(crate) trait RemoveByHandle {
     fn set_blocked_handle(&self, handle: DelegateHandle, blocked: bool) -> bool;
     /// [`InvocationList::is_blocked`].
     fn is_blocked_handle(&self, handle: DelegateHandle) -> bool;
+    /// Adds one mute of the whole list (`true`) or lifts one (A2); nothing for a remover that
+    /// is no list.
+    fn mute_list(&self, _muted: bool) {}
     /// [`InvocationList::set_priority`].
     fn set_priority_handle(&self, handle: DelegateHandle, priority: i32) -> bool;
     /// Whether the subscription of `handle` is present (not removed; its owner may be dead).
@@ -498,6 +547,17 @@ impl<C: Subscriber> RemoveByHandle for Block<C> {
             && self
                 .with_entry(handle.id(), Entry::is_blocked)
                 .unwrap_or(false)
+    }
+
+    fn mute_list(&self, muted: bool) {
+        let mutes = self.mutes.get();
+        self.mutes.set(if muted {
+            mutes
+                .checked_add(1)
+                .expect("lumina: more than 2^32 mutes of one list")
+        } else {
+            mutes.saturating_sub(1)
+        });
     }
 
     fn set_priority_handle(&self, handle: DelegateHandle, priority: i32) -> bool {
@@ -549,6 +609,22 @@ impl<C: Subscriber> Block<C> {
 }
 
 impl<C: Subscriber + 'static> InvocationList<C> {
+    /// Adds one mute of the whole list (A2; sigslot's signal blocking, Qt's `blockSignals`) and
+    /// returns what lifts it (`RemoveByHandle::mute_list(false)`), for the caller's guard:
+    /// while a mute is in force no broadcast, dispatch or walk calls anyone; subscribers keep
+    /// their place, blocks and handles, and one-shots are not used up. Mutes are counted:
+    /// guards nest and drop in any order. A broadcast already running finishes. O(1).
+    pub(crate) fn mute(&self) -> Weak<dyn RemoveByHandle> {
+        let block = self.block_or_new();
+        block.mute_list(true);
+        Rc::downgrade(block) as Weak<dyn RemoveByHandle>
+    }
+
+    /// Whether a [`mute`](Self::mute) guard of this list lives. O(1).
+    pub(crate) fn is_muted(&self) -> bool {
+        self.block().is_some_and(|block| block.mutes.get() > 0)
+    }
+
     /// A weak reference that removes by handle from this list while it lives: `None` before the
     /// first add.
     pub(crate) fn weak_remover(&self) -> Option<Weak<dyn RemoveByHandle>> {
@@ -583,11 +659,11 @@ impl<C: Subscriber> InvocationList<C> {
         self.block_or_new().insert(spec, site, |_| callable)
     }
 
-    /// Blocks (`true`) or unblocks the subscription of `handle` (X4): a blocked subscriber keeps
-    /// its place, priority and handle, still counts in `len`, and is skipped by broadcasts;
-    /// during a broadcast this applies to the subscribers not yet reached (as M3). `false`,
-    /// changing nothing, for an invalid, foreign or removed handle. Blocking is a flag, not a
-    /// count: one unblock undoes any number of blocks.
+    /// Adds a block to (`true`), or lifts one from, the subscription of `handle` (X4): a blocked
+    /// subscriber keeps its place, priority and handle, still counts in `len`, and is skipped by
+    /// broadcasts; during a broadcast this applies to the subscribers not yet reached (as M3).
+    /// Blocks are counted (A2): it runs again once every block is lifted. `false`, changing
+    /// nothing, for an invalid, foreign or removed handle, and for a lift from an unblocked one.
     pub fn set_blocked(&self, handle: DelegateHandle, blocked: bool) -> bool {
         handle.is_valid()
             && self
@@ -662,12 +738,12 @@ impl<C: Subscriber> InvocationList<C> {
 }
 
 /// Whether `owner` (a weak owner) is the object at `target`.
-fn is_owner(owner: Option<&Weak<dyn Any>>, target: *const ()) -> bool {
+pub(super) fn is_owner(owner: Option<&Weak<dyn Any>>, target: *const ()) -> bool {
     owner.is_some_and(|weak| Weak::as_ptr(weak).cast::<()>() == target)
 }
 
 impl<C> Block<C> {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Block {
             entries: RefCell::new(Vec::new()),
             runs: RefCell::new(SmallVec::new()),
@@ -681,1039 +757,11 @@ impl<C> Block<C> {
             state: Cell::new(0),
             tombstones: Cell::new(0),
             stale_rows: Cell::new(false),
+            mutes: Cell::new(0),
+            more_blocks: RefCell::new(HashMap::new()),
+            blocks_swept: Cell::new(0),
+            owned_since_sweep: Cell::new(0),
+            owned_at_sweep: Cell::new(0),
         }
-    }
-}
-
-impl<C: Subscriber> Block<C> {
-    /// The weak owner of the main-list entry `id`, if it has one.
-    fn owner(&self, id: u64) -> Option<Weak<dyn Any>> {
-        let owners = self.owners.borrow();
-        owners
-            .binary_search_by_key(&id, |(owner_id, _)| *owner_id)
-            .ok()
-            .map(|index| owners[index].1.clone())
-    }
-
-    /// Whether the owner of the owned main-list `entry` is alive.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn owner_alive(&self, entry: &Entry<C>) -> bool {
-        let owners = self.owners.borrow();
-        owners
-            .binary_search_by_key(&entry.id(), |(id, _)| *id)
-            .is_ok_and(|index| owners[index].1.strong_count() > 0)
-    }
-
-    fn owner_is(&self, entry: &Entry<C>, target: *const ()) -> bool {
-        entry.is_owned() && is_owner(self.owner(entry.id()).as_ref(), target)
-    }
-
-    /// Whether a main-list entry is live: not removed, and its owner (if any) alive (M8, M9).
-    /// A blocked entry is live (subscribed, X4).
-    #[inline]
-    pub(super) fn is_live(&self, entry: &Entry<C>) -> bool {
-        match entry.state() & !(BLOCKED | ONCE) {
-            0 => true,
-            OWNED => self.owner_alive(entry),
-            _ => false,
-        }
-    }
-
-    /// Whether a broadcast reaching the entry now would call it: live and not blocked. A present
-    /// entry whose owner died is pruned on the way (M9): marked removed, its callable dropped
-    /// when no broadcast runs (in a broadcast loop: when the outermost one ends, so this runs
-    /// no user code there). A one-shot entry is not claimed here (see [`claim`](Self::claim)).
-    #[inline]
-    pub(super) fn live_or_prune(&self, entry: &Entry<C>) -> bool {
-        let state = entry.state() & !ONCE;
-        if state == 0 {
-            return true;
-        }
-        if state & !(OWNED | BLOCKED) != 0 || state & OWNED == 0 {
-            // Removed, or blocked without owner.
-            return false;
-        }
-        if self.owner_alive(entry) {
-            return state & BLOCKED == 0;
-        }
-        self.prune(entry);
-        false
-    }
-
-    /// A one-shot entry's call is about to start (X3): it is removed first, so no broadcast
-    /// nested in its call (or in a later call) runs it again, and its handle no longer removes
-    /// anything. Its callable stays in the slot for the call and is dropped when the outermost
-    /// broadcast ends, like any subscriber removed during a broadcast (M4). Runs no user code.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn claim(&self, entry: &Entry<C>) {
-        entry.mark_removed();
-        self.note_tombstone();
-    }
-
-    /// Blocks or unblocks the subscription `id`, in the main list or waiting in `pending`.
-    fn set_blocked(&self, id: u64, blocked: bool) -> bool {
-        self.with_entry(id, |entry| entry.set_blocked(blocked))
-            .is_some()
-    }
-
-    /// `visit` on the present (not removed) entry `id`, main or pending, without user code.
-    pub(super) fn with_entry<T>(&self, id: u64, visit: impl FnOnce(&Entry<C>) -> T) -> Option<T> {
-        let entries = self.entries.borrow();
-        if let Some(index) = self.find(&entries, id) {
-            let entry = &entries[index];
-            return (!entry.is_removed()).then(|| visit(entry));
-        }
-        drop(entries);
-        let pending = self.pending.borrow();
-        if let Some(index) = self.pending_index(&pending, id) {
-            let found = &pending[index];
-            return (!found.entry.is_removed()).then(|| visit(&found.entry));
-        }
-        drop(pending);
-        let deferred = self.deferred.borrow();
-        self.deferred_entry(&deferred, id)
-            .filter(|p| !p.entry.is_removed())
-            .map(|p| visit(&p.entry))
-    }
-
-    /// The deferred entry `id`, found by its key: O(log m) (N4).
-    pub(super) fn deferred_entry<'d>(
-        &self,
-        deferred: &'d BTreeMap<(i64, u64), Pending<C>>,
-        id: u64,
-    ) -> Option<&'d Pending<C>> {
-        if deferred.is_empty() {
-            return None;
-        }
-        steps::search(deferred.len());
-        deferred.get(&(-i64::from(self.priority_of(id)), id))
-    }
-
-    /// Outside broadcasts (no lock held): takes the present deferred entry `id` out of the
-    /// deferred list if `select` picks it, O(log m); the indexes forget it (its owner row and
-    /// key at the next compaction). The caller drops its callable outside any borrow.
-    fn take_deferred(
-        &self,
-        id: u64,
-        select: impl FnOnce(&Pending<C>) -> bool,
-    ) -> Option<Pending<C>> {
-        let key = (-i64::from(self.priority_of(id)), id);
-        let mut deferred = self.deferred.borrow_mut();
-        steps::search(deferred.len());
-        if !deferred
-            .get(&key)
-            .is_some_and(|found| !found.entry.is_removed() && select(found))
-        {
-            return None;
-        }
-        let taken = deferred.remove(&key);
-        let empty = deferred.is_empty();
-        drop(deferred);
-        self.set_priority_of(id, 0);
-        self.stale_rows.set(true);
-        if empty && self.pending.borrow().is_empty() {
-            self.state.set(self.state.get() & !HAS_PENDING);
-        }
-        taken
-    }
-
-    /// Outside broadcasts, merges the deferred subscribers into the main list (a compaction):
-    /// what a broadcast, dispatch or walk does before it starts.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn merge_deferred(&self) {
-        if !self.is_broadcasting() && !self.deferred.borrow().is_empty() {
-            self.compact();
-        }
-    }
-
-    /// Moves the subscription `id` to `priority` (see [`InvocationList::set_priority`]).
-    /// Outside broadcasts O(log n): the subscriber waits in the deferred list, merged by the
-    /// next broadcast (O(n + m), shared by the m deferred). During one, O(1) amortized: the
-    /// settle applies every move at once, O(n + k log k) for k moves, and allocates nothing
-    /// (the room it needs is reserved here, as the table of moves grows, M12).
-    fn set_priority(&self, id: u64, priority: i32) -> bool {
-        if self.with_entry(id, |_| ()).is_none() {
-            return false;
-        }
-        if self.is_broadcasting() {
-            let mut moves = self.moves.borrow_mut();
-            let rank = moves.len();
-            moves.push((id, rank, priority));
-            // Room for the moved copies and their runs, so that the settle allocates nothing.
-            self.pending.borrow_mut().reserve(moves.len());
-            self.runs.borrow_mut().reserve(moves.len());
-            self.state.set(self.state.get() | NEEDS_SETTLE);
-        } else {
-            self.move_now(&mut self.entries.borrow_mut(), id, priority);
-            self.merge_if_worthwhile();
-        }
-        true
-    }
-
-    /// Outside broadcasts: moves the present subscription `id` to `priority` without shifting
-    /// the main list. A main-list entry is moved out into the deferred list (a tombstone marked
-    /// moved away stays in its slot until the next compaction); a deferred one changes its key
-    /// there. O(log n); runs no user code.
-    fn move_now(&self, entries: &mut Vec<Entry<C>>, id: u64, priority: i32) {
-        if let Some(index) = self.find(entries, id) {
-            if entries[index].is_removed() || self.priority_at(index) == priority {
-                return;
-            }
-            let owner = if entries[index].is_owned() {
-                self.owner(id)
-            } else {
-                None
-            };
-            let entry = entries[index].move_out();
-            self.note_tombstone();
-            self.set_priority_of(id, priority);
-            self.defer(
-                entries,
-                Pending {
-                    entry,
-                    priority,
-                    owner,
-                },
-            );
-            return;
-        }
-        let key = (-i64::from(self.priority_of(id)), id);
-        let moved = {
-            let mut deferred = self.deferred.borrow_mut();
-            steps::search(deferred.len());
-            deferred.remove(&key)
-        };
-        if let Some(mut moved) = moved {
-            moved.priority = priority;
-            self.set_priority_of(id, priority);
-            self.defer(entries, moved);
-        }
-    }
-
-    /// Outside broadcasts: puts `new` in the deferred list, O(log m), where it waits for the
-    /// next compaction's merge, and makes room in the main list and its runs for that merge,
-    /// so the merge (done by the next broadcast) allocates nothing (M12).
-    fn defer(&self, entries: &mut Vec<Entry<C>>, new: Pending<C>) {
-        let mut deferred = self.deferred.borrow_mut();
-        steps::search(deferred.len());
-        deferred.insert(new.key(), new);
-        entries.reserve(deferred.len());
-        self.runs.borrow_mut().reserve(deferred.len());
-        // Walks merge them first (`merge_deferred`): the flag takes them off the hot path.
-        self.state
-            .set(self.state.get() | HAS_PENDING | NEEDS_SETTLE);
-    }
-
-    /// Outside broadcasts, merges the deferred list once it is at least half the main list's
-    /// size (and 32) even without a broadcast: its memory stays bounded, and the merge,
-    /// O(n + m), is O(1) amortized per deferred subscriber.
-    fn merge_if_worthwhile(&self) {
-        if self.is_broadcasting() {
-            return;
-        }
-        let waiting = self.deferred.borrow().len();
-        if waiting >= 32 && waiting * 2 >= self.entries.borrow().len() {
-            self.compact();
-        }
-    }
-
-    /// Counts a new tombstone in the main list; the outermost broadcast's end will settle.
-    pub(super) fn note_tombstone(&self) {
-        self.tombstones.set(self.tombstones.get() + 1);
-        self.state.set(self.state.get() | NEEDS_SETTLE);
-    }
-
-    /// Prunes a present entry whose owner died (M9): a tombstone, its callable dropped now if
-    /// no broadcast runs, else when the outermost one ends.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn prune(&self, entry: &Entry<C>) {
-        self.note_tombstone();
-        Drops::drop_one(self.take_unless_broadcasting(entry));
-    }
-
-    /// Raises the lock count; returns the state before.
-    #[inline(always)]
-    pub(super) fn lock(&self) -> u32 {
-        let state = self.state.get();
-        self.state.set(state + LOCK_ONE);
-        state
-    }
-
-    pub(crate) fn is_broadcasting(&self) -> bool {
-        self.state.get() >= LOCK_ONE
-    }
-
-    /// Removes `handle`'s subscriber like [`InvocationList::remove`] and, outside a broadcast,
-    /// compacts at once: nothing of it (callable, weak owner) is left afterwards. What a game
-    /// module's unload uses before its library is unmapped (MB4).
-    pub(crate) fn remove_now(&self, handle: DelegateHandle) -> bool {
-        let removed = handle.is_valid() && self.remove(handle.id());
-        if !self.is_broadcasting() {
-            self.compact();
-        }
-        removed
-    }
-
-    /// Marks `entry` removed and empties its slot, unless a broadcast of the list is running:
-    /// then the callable stays in its slot until the outermost broadcast ends and settles the
-    /// list (M4: no later), so no loop ever finds the slot of the entry it calls emptied, and a
-    /// removal during a broadcast runs no user code. The caller drops what this returns,
-    /// outside any borrow.
-    pub(super) fn take_unless_broadcasting(&self, entry: &Entry<C>) -> Option<C> {
-        entry.mark_removed();
-        if self.is_broadcasting() {
-            return None;
-        }
-        entry.take_callable()
-    }
-
-    fn insert(
-        self: &Rc<Self>,
-        spec: Spec,
-        site: u32,
-        make: impl FnOnce(DelegateHandle) -> C,
-    ) -> DelegateHandle {
-        let Spec {
-            priority,
-            owner,
-            once,
-            key,
-            self_aware,
-        } = spec;
-        let handle = DelegateHandle::new_unique();
-        if priority != 0 {
-            self.set_priority_of(handle.id(), priority);
-        }
-        let callable = make(handle);
-        // Module hook (MB4): a subscription whose code lies in a loaded game module's library is
-        // recorded, so unloading the module removes it. One atomic load while none is loaded.
-        let code = callable.code();
-        let entry = Entry::new(
-            handle.id(),
-            (owner.is_some(), once, self_aware),
-            site,
-            callable,
-        );
-        // The largest id of this list so far: the indexes' ids stay sorted.
-        if let Some(key) = key {
-            self.keys
-                .borrow_mut()
-                .entry(key)
-                .or_default()
-                .push(handle.id());
-        }
-        if let Some(owner) = &owner {
-            self.by_owner
-                .borrow_mut()
-                .entry(Weak::as_ptr(owner).cast::<()>().addr())
-                .or_default()
-                .push(handle.id());
-            // Its row in the owners table, made now (the largest id so far: an append), so that
-            // no merge inserts rows.
-            let mut owners = self.owners.borrow_mut();
-            steps::search(owners.len());
-            let position = owners.partition_point(|(id, _)| *id < handle.id());
-            steps::add(owners.len() - position);
-            owners.insert(position, (handle.id(), owner.clone()));
-        }
-        let new = Pending {
-            entry,
-            priority,
-            owner,
-        };
-        if self.is_broadcasting() {
-            // The main list keeps its shape while broadcasts walk it (M2).
-            let mut pending = self.pending.borrow_mut();
-            let key = new.key();
-            steps::search(pending.len());
-            let position = pending.partition_point(|other| other.key() < key);
-            steps::add(pending.len() - position);
-            pending.insert(position, new);
-            self.state
-                .set(self.state.get() | HAS_PENDING | NEEDS_SETTLE);
-        } else {
-            let mut entries = self.entries.borrow_mut();
-            // Below (or at) the lowest priority in use: an append. Above it: the pending list,
-            // merged by the next compaction (N4: no shift of the main list).
-            let at_end = self
-                .runs
-                .borrow()
-                .last()
-                .is_none_or(|last| last.priority >= priority);
-            if at_end {
-                self.insert_main(&mut entries, new);
-            } else {
-                self.defer(&mut entries, new);
-            }
-            drop(entries);
-            self.merge_if_worthwhile();
-        }
-        if code.is_some() {
-            let _ = crate::track::track(self.module_access(), handle, code);
-        }
-        handle
-    }
-
-    /// How the module loader reaches this list (MB4): its block's address, and the block's
-    /// removal and broadcasting check (`ModuleRecorded`, below).
-    #[cold]
-    fn module_access(self: &Rc<Self>) -> crate::track::ListAccess {
-        crate::track::ListAccess::of(self)
-    }
-
-    /// Appends an entry to the main list, at or below its lowest priority (its owner's row is
-    /// made by `insert`). Its id is the largest so far, so ids ascend within each run.
-    fn insert_main(&self, entries: &mut Vec<Entry<C>>, new: Pending<C>) {
-        let Pending {
-            entry, priority, ..
-        } = new;
-        let mut runs = self.runs.borrow_mut();
-        steps::search(runs.len());
-        let run = runs.partition_point(|run| run.priority > priority);
-        if runs.get(run).is_none_or(|found| found.priority != priority) {
-            steps::add(runs.len() - run);
-            let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
-            runs.insert(
-                run,
-                Run {
-                    priority,
-                    end: start,
-                },
-            );
-        }
-        let at = runs[run].end;
-        steps::add(entries.len() - at + runs.len() - run);
-        entries.insert(at, entry);
-        for run in &mut runs[run..] {
-            run.end += 1;
-        }
-    }
-
-    /// The index of the main-list entry with `id`: its priority from the index by id, a binary
-    /// search for that priority's run, then one for the id in the run (ids ascend within one):
-    /// O(log n) whatever the number of priorities (M12, N4).
-    pub(super) fn find(&self, entries: &[Entry<C>], id: u64) -> Option<usize> {
-        let priority = self.priority_of(id);
-        let runs = self.runs.borrow();
-        steps::search(runs.len());
-        let run = runs.partition_point(|run| run.priority > priority);
-        let end = runs
-            .get(run)
-            .filter(|found| found.priority == priority)?
-            .end;
-        let start = run.checked_sub(1).map_or(0, |before| runs[before].end);
-        let stretch = &entries[start..end];
-        steps::search(stretch.len());
-        // A tombstone a change of priority left is no longer its subscription: its copy is.
-        stretch
-            .binary_search_by_key(&id, Entry::id)
-            .ok()
-            .filter(|&index| !stretch[index].is_moved_away())
-            .map(|index| start + index)
-    }
-
-    /// The priority the subscription `id` (main or pending) sits at now; 0 for an id this list
-    /// does not know. O(1): no hashing for a list without priorities.
-    pub(super) fn priority_of(&self, id: u64) -> i32 {
-        let priorities = self.priorities.borrow();
-        if priorities.is_empty() {
-            return 0;
-        }
-        priorities.get(&id).copied().unwrap_or(0)
-    }
-
-    /// Records where the subscription `id` sits now (see [`Block::priorities`]).
-    fn set_priority_of(&self, id: u64, priority: i32) {
-        let mut priorities = self.priorities.borrow_mut();
-        if priority == 0 {
-            if !priorities.is_empty() {
-                priorities.remove(&id);
-            }
-        } else {
-            priorities.insert(id, priority);
-        }
-    }
-
-    /// The priority of the main-list entry at `index`.
-    pub(super) fn priority_at(&self, index: usize) -> i32 {
-        let runs = self.runs.borrow();
-        runs[runs.partition_point(|run| run.end <= index)].priority
-    }
-
-    /// The dispatch-order key of the main-list entry at `index` (as `Pending::key`).
-    pub(super) fn key_at(&self, entries: &[Entry<C>], index: usize) -> (i64, u64) {
-        (-i64::from(self.priority_at(index)), entries[index].id())
-    }
-
-    fn remove(&self, id: u64) -> bool {
-        if self.is_broadcasting() {
-            return self.remove_while_broadcasting(id);
-        }
-        let (removed, was_live) = {
-            let entries = self.entries.borrow();
-            if let Some(index) = self.find(&entries, id) {
-                let entry = &entries[index];
-                if entry.is_removed() {
-                    return false;
-                }
-                let was_live = self.is_live(entry);
-                entry.mark_removed();
-                self.note_tombstone();
-                (entry.take_callable(), was_live)
-            } else {
-                // Deferred (waiting for a merge): taken out of the deferred list at once.
-                drop(entries);
-                let Some(taken) = self.take_deferred(id, |_| true) else {
-                    return false;
-                };
-                let was_live = taken.owner_alive();
-                (taken.entry.take_callable(), was_live)
-            }
-        };
-        // Dropped outside the borrow: a closure's captures may run code that re-enters the list
-        // (M13). The entry is already a tombstone, so a panic there leaves the list consistent.
-        Drops::drop_one(removed);
-        self.compact_if_worthwhile();
-        was_live
-    }
-
-    /// Removes every live subscription bound to the object at `owner` (main or pending), as
-    /// [`remove_each`](Self::remove_each) does (M13: all are marked removed before the first
-    /// callable is dropped; during a broadcast they are only marked, M4), but through the index
-    /// by owner: O(k log n) in the owner's own k subscriptions, not a
-    /// walk of the list (N4), and no compaction but the amortized one. Allocates nothing during
-    /// a broadcast (M12); outside one, only for an owner with more than 8 subscriptions (the
-    /// places of those it drops, in list order).
-    pub(super) fn remove_owned_by(&self, owner: *const ()) -> usize {
-        let outside = !self.is_broadcasting();
-        // Outside broadcasts: where the marked entries are, in list order (what the drops walk).
-        let mut marked: SmallVec<[usize; 8]> = SmallVec::new();
-        // Outside broadcasts: the callables of deferred subscribers it removes (dropped after
-        // the main list's).
-        let mut taken: SmallVec<[((i64, u64), C); 1]> = SmallVec::new();
-        let mut count = 0;
-        if outside && !self.deferred.borrow().is_empty() {
-            // The owner's deferred subscriptions leave the deferred list first; others left
-            // there are merged, so the lock below (and any broadcast a drop's code makes under
-            // it) sees one list. The merge is the one the next broadcast would make.
-            let ids: SmallVec<[u64; 8]> = self
-                .by_owner
-                .borrow()
-                .get(&owner.addr())
-                .map(|ids| ids.iter().copied().collect())
-                .unwrap_or_default();
-            for id in ids {
-                let owned = |p: &Pending<C>| p.is_live() && is_owner(p.owner.as_ref(), owner);
-                if let Some(found) = self.take_deferred(id, owned) {
-                    count += 1;
-                    let key = found.key();
-                    taken.extend(found.entry.take_callable().map(|callable| (key, callable)));
-                }
-            }
-            if !self.deferred.borrow().is_empty() {
-                self.compact();
-            }
-        }
-        {
-            let by_owner = self.by_owner.borrow();
-            let ids = by_owner.get(&owner.addr()).map_or(&[][..], |ids| &ids[..]);
-            steps::add(ids.len());
-            let entries = self.entries.borrow();
-            let pending = self.pending.borrow();
-            let deferred = self.deferred.borrow();
-            for &id in ids {
-                if let Some(index) = self.find(&entries, id) {
-                    let entry = &entries[index];
-                    if self.is_live(entry) && self.owner_is(entry, owner) {
-                        entry.mark_removed();
-                        self.note_tombstone();
-                        count += 1;
-                        if outside {
-                            marked.push(index);
-                        }
-                    }
-                } else if let Some(index) = self.pending_index(&pending, id) {
-                    let found = &pending[index];
-                    if found.is_live() && is_owner(found.owner.as_ref(), owner) {
-                        // Merged (its callable dropped) when the outermost broadcast ends.
-                        found.entry.mark_removed();
-                        self.state.set(self.state.get() | NEEDS_SETTLE);
-                        count += 1;
-                    }
-                } else if let Some(found) = self.deferred_entry(&deferred, id) {
-                    // Deferred (outside broadcasts only): its callable goes before this
-                    // returns; the merge discards the entry.
-                    if found.is_live() && is_owner(found.owner.as_ref(), owner) {
-                        found.entry.mark_removed();
-                        count += 1;
-                        let key = found.key();
-                        taken.extend(found.entry.take_callable().map(|callable| (key, callable)));
-                    }
-                }
-            }
-        }
-        // No live subscription of this owner is left: its row of the index goes now, so ids of
-        // removed subscriptions do not pile up under an address the allocator hands out again
-        // (a handler registered and unregistered in a loop), which made every lookup by owner
-        // O(removed) until the next compaction (N4). The ids left there were dead or removed;
-        // the compaction forgets their entries. No allocation (M12).
-        if count > 0 {
-            self.by_owner.borrow_mut().remove(&owner.addr());
-        }
-        // The deferred ones' callables go under the lock too (M13: what their drops remove goes
-        // at the settle, after them).
-        if marked.is_empty() && taken.is_empty() {
-            return count;
-        }
-        // Outside broadcasts the owner's callables go before this returns (M4), one at a time,
-        // in list order, under this operation's own lock. A drop's re-entrant code that changes
-        // the list (marked only, while locked) sets `NEEDS_SETTLE`: what it removed then goes
-        // when the unlock settles, in list order, after the owner's own. Otherwise the lock goes
-        // without a settle and the compaction is the amortized one.
-        steps::add(marked.len());
-        marked.sort_unstable();
-        // Deferred subscribers (`HAS_PENDING` outside broadcasts) are set aside with it: the
-        // unlock then settles only if a drop's code changed the list (not an O(n) merge per
-        // removal, N4).
-        let settle = self.state.get() & (NEEDS_SETTLE | HAS_PENDING);
-        self.state
-            .set(self.state.get() & !(NEEDS_SETTLE | HAS_PENDING));
-        let lock = self.begin_in_place();
-        let entries: &[Entry<C>] = lock.entries.as_deref().map_or(&[], Vec::as_slice);
-        let mut drops = Drops::default();
-        // In dispatch order: the deferred ones (by key) among the main list's.
-        taken.sort_unstable_by_key(|(key, _)| *key);
-        let mut deferred = taken.into_iter().peekable();
-        for index in marked {
-            let key = self.key_at(entries, index);
-            while let Some((_, callable)) = deferred.next_if(|(before, _)| *before < key) {
-                drops.drop(callable);
-            }
-            // Still marked: while locked, re-entrant code only marks (nothing takes it).
-            drops.drop(entries[index].take_callable());
-        }
-        for (_, callable) in deferred {
-            drops.drop(callable);
-        }
-        let reentered = self.state.get() & NEEDS_SETTLE != 0;
-        if reentered {
-            self.state.set(self.state.get() | settle);
-            drop(lock);
-        } else {
-            drop(lock);
-            self.state.set(self.state.get() | settle);
-            self.compact_if_worthwhile();
-        }
-        drops.finish();
-        count
-    }
-
-    /// The index in `pending` of the pending entry `id`: a binary search by its key (pending
-    /// entries are in dispatch order), O(log n) (N4).
-    pub(super) fn pending_index(&self, pending: &[Pending<C>], id: u64) -> Option<usize> {
-        let key = (-i64::from(self.priority_of(id)), id);
-        steps::search(pending.len());
-        pending.binary_search_by_key(&key, Pending::key).ok()
-    }
-
-    /// Marks the subscriber `id` removed; its callable is dropped when the outermost broadcast
-    /// ends (M4). Runs no user code.
-    fn remove_while_broadcasting(&self, id: u64) -> bool {
-        let entries = self.entries.borrow();
-        if let Some(index) = self.find(&entries, id) {
-            let entry = &entries[index];
-            if entry.is_removed() {
-                return false;
-            }
-            self.note_tombstone();
-            entry.mark_removed();
-            return !entry.is_owned() || self.owner_alive(entry);
-        }
-        let pending = self.pending.borrow();
-        let deferred = self.deferred.borrow();
-        let Some(found) = self
-            .pending_index(&pending, id)
-            .map(|index| &pending[index])
-            .or_else(|| self.deferred_entry(&deferred, id))
-        else {
-            return false;
-        };
-        if found.entry.is_removed() {
-            return false;
-        }
-        // Pending entries are merged when the outermost broadcast ends: that settles anyway.
-        // Deferred ones exist under a lock only while an operation outside broadcasts holds
-        // one (`remove_owned_by`): its unlock settles (and drops the callable) for the flag.
-        found.entry.mark_removed();
-        self.state.set(self.state.get() | NEEDS_SETTLE);
-        found.owner_alive()
-    }
-
-    /// The first phase of a clear (see [`InvocationList::take_all`]): outside a broadcast, the
-    /// entries taken out of the list, empty now; during one, nothing (every entry is marked
-    /// removed, and the outermost broadcast's end drops the callables, M4).
-    fn take_all(&self, mut removed: impl FnMut(u64, u32, &C)) -> Vec<Entry<C>> {
-        if self.is_broadcasting() {
-            self.remove_each(
-                |_, entry| !entry.is_removed(),
-                |pending| !pending.entry.is_removed(),
-                removed,
-            );
-            return Vec::new();
-        }
-        // Deferred subscribers merged first: the list is taken in dispatch order.
-        self.compact();
-        let old = std::mem::take(&mut *self.entries.borrow_mut());
-        self.runs.borrow_mut().clear();
-        let owners = std::mem::take(&mut *self.owners.borrow_mut());
-        self.by_owner.borrow_mut().clear();
-        self.keys.borrow_mut().clear();
-        self.moves.borrow_mut().clear();
-        self.priorities.borrow_mut().clear();
-        self.tombstones.set(0);
-        // Outside broadcasts nothing is pending: nothing is left to settle.
-        self.state
-            .set(self.state.get() & !(NEEDS_SETTLE | HAS_PENDING));
-        // The list is empty before the first drop runs (M13: atomic).
-        for entry in &old {
-            let live = match entry.state() & !(BLOCKED | ONCE) {
-                0 => true,
-                OWNED => owners
-                    .binary_search_by_key(&entry.id(), |(id, _)| *id)
-                    .is_ok_and(|index| owners[index].1.strong_count() > 0),
-                _ => false,
-            };
-            if live && let Some(callable) = entry.clone_callable() {
-                removed(entry.id(), entry.site(), &callable);
-            }
-        }
-        old
-    }
-
-    /// Removes every entry present now that the selectors pick; returns how many. All of them
-    /// are marked removed first, with no user code running (the selectors and `removed`, called
-    /// on each, are the crate's own), and only then are their callables dropped, one at a time
-    /// and outside any borrow, so no drop's re-entrant code sees half of the operation (M13).
-    /// During a broadcast they are only marked: the outermost broadcast's end drops them (M4),
-    /// so no loop finds the slot of the entry it calls emptied. The list is locked like
-    /// a broadcast meanwhile, so that code cannot move entries under the walk; what it adds
-    /// comes after this call and stays. Allocates nothing (a subscriber may clear or remove an
-    /// owner during a broadcast, M12).
-    pub(super) fn remove_each(
-        &self,
-        mut select: impl FnMut(&Self, &Entry<C>) -> bool,
-        mut select_pending: impl FnMut(&Pending<C>) -> bool,
-        mut removed: impl FnMut(u64, u32, &C),
-    ) -> usize {
-        let limit = DelegateHandle::next_id();
-        // Outside broadcasts, the callables are dropped here, before this returns (M4).
-        let outside = !self.is_broadcasting();
-        if outside && self.state.get() & HAS_PENDING != 0 {
-            // Deferred subscribers merged first (this walks the list anyway): drops in
-            // dispatch order.
-            self.compact();
-        }
-        let lock = self.begin_in_place();
-        let entries: &[Entry<C>] = lock.entries.as_deref().map_or(&[], Vec::as_slice);
-        let mut count = 0;
-        steps::add(entries.len());
-        for entry in entries {
-            if !entry.is_removed() && select(self, entry) {
-                if self.is_live(entry)
-                    && let Some(callable) = entry.clone_callable()
-                {
-                    removed(entry.id(), entry.site(), &callable);
-                }
-                entry.mark_removed();
-                self.note_tombstone();
-                count += 1;
-            }
-        }
-        {
-            let pending = self.pending.borrow();
-            steps::add(pending.len());
-            for found in pending.iter().filter(|p| p.entry.id() < limit) {
-                if !found.entry.is_removed() && select_pending(found) {
-                    if found.is_live()
-                        && let Some(callable) = found.entry.clone_callable()
-                    {
-                        removed(found.entry.id(), found.entry.site(), &callable);
-                    }
-                    found.entry.mark_removed();
-                    self.state.set(self.state.get() | NEEDS_SETTLE);
-                    count += 1;
-                }
-            }
-        }
-        let mut drops = Drops::default();
-        if outside {
-            // No loop runs: only this operation's own lock is held.
-            self.drop_removed(entries, &mut drops);
-        }
-        drop(lock);
-        drops.finish();
-        count
-    }
-
-    fn is_bound(&self) -> bool {
-        // Present entries without owner are live: at least `len - tombstones - owners` of them
-        // (every owned main-list entry has a row in `owners`, removed or not).
-        let entries = self.entries.borrow();
-        if entries.len() > self.tombstones.get() + self.owners.borrow().len() {
-            return true;
-        }
-        entries
-            .iter()
-            .inspect(|_| steps::add(1))
-            .any(|entry| self.is_live(entry))
-            || self
-                .pending
-                .borrow()
-                .iter()
-                .inspect(|_| steps::add(1))
-                .any(Pending::is_live)
-            || self.deferred.borrow().values().any(Pending::is_live)
-    }
-
-    fn len(&self) -> usize {
-        let main = self
-            .entries
-            .borrow()
-            .iter()
-            .inspect(|_| steps::add(1))
-            .filter(|entry| self.is_live(entry))
-            .count();
-        main + self.pending.borrow().iter().filter(|p| p.is_live()).count()
-            + self
-                .deferred
-                .borrow()
-                .values()
-                .filter(|p| p.is_live())
-                .count()
-    }
-
-    /// Outside broadcasts, drops tombstones once they are at least half the list, so removal
-    /// stays amortised O(log n) and iteration never skips more than it visits.
-    fn compact_if_worthwhile(&self) {
-        let tombstones = self.tombstones.get();
-        if tombstones == 0 || self.is_broadcasting() {
-            return;
-        }
-        if tombstones * 2 >= self.entries.borrow().len() {
-            self.compact();
-        }
-    }
-
-    /// Applies the changes of priority asked for during the broadcasts, drops every tombstone
-    /// whose callable is already gone, and merges the pending subscribers in. Only runs when no
-    /// broadcast is running. Dropping an entry here only drops its id and weak owner: no user
-    /// code runs. If the main list is borrowed (it cannot be, while no broadcast runs), nothing
-    /// happens and the next settle compacts. O(n + m log m) for m pending: a backward merge in
-    /// place, into room reserved when they were deferred (so a broadcast's settle allocates
-    /// nothing for them, M12), then the priority runs rebuilt.
-    pub(super) fn compact(&self) {
-        let Ok(mut entries) = self.entries.try_borrow_mut() else {
-            return;
-        };
-        steps::add(entries.len() + self.pending.borrow().len());
-        self.apply_moves(&mut entries);
-        // Pending entries removed and already emptied: dropped; the indexes forget them.
-        let mut discarded = false;
-        let mut keep = |pending: &Pending<C>| {
-            let keep = !pending.entry.is_removed() || pending.entry.has_callable();
-            if !keep {
-                discarded = true;
-                self.set_priority_of(pending.entry.id(), 0);
-            }
-            keep
-        };
-        self.pending.borrow_mut().retain(|pending| keep(pending));
-        self.deferred
-            .borrow_mut()
-            .retain(|_, pending| keep(pending));
-        let compacting = self.tombstones.get() > 0;
-        if compacting {
-            entries.retain(|entry| {
-                let keep = entry.has_callable();
-                // A moved-away tombstone's id lives on in its copy, at its new priority.
-                if !keep && !entry.is_moved_away() {
-                    // Allocates nothing: a removal from the index.
-                    self.set_priority_of(entry.id(), 0);
-                }
-                keep
-            });
-        }
-        let merged = self.merge_pending(&mut entries);
-        if compacting || merged {
-            self.rebuild_runs(&entries);
-        }
-        if compacting || discarded || self.stale_rows.replace(false) {
-            let mut owners = self.owners.borrow_mut();
-            owners.retain(|(id, _)| self.find(&entries, *id).is_some());
-            steps::add(owners.len());
-            drop(owners);
-            let present = |ids: &mut SmallVec<[u64; 1]>| {
-                steps::add(ids.len());
-                ids.retain(|id| self.find(&entries, *id).is_some());
-                !ids.is_empty()
-            };
-            self.by_owner.borrow_mut().retain(|_, ids| present(ids));
-            self.keys.borrow_mut().retain(|_, ids| present(ids));
-        }
-        // Normally 0: every removed entry's callable was dropped already (by its removal outside
-        // a broadcast, or by the settle); one still held would be dropped by the next settle.
-        let left = entries.iter().filter(|entry| entry.is_removed()).count();
-        self.tombstones.set(left);
-        let settled = self.state.get() & !(NEEDS_SETTLE | HAS_PENDING);
-        self.state.set(if left > 0 {
-            settled | NEEDS_SETTLE
-        } else {
-            settled
-        });
-    }
-
-    /// The changes of priority asked for during the broadcasts (the last one asked for each
-    /// subscriber wins): a main-list entry is moved out into the pending list (a moved-away
-    /// tombstone stays), a pending one takes its new priority; then the pending list is sorted
-    /// again. O(k log k + k log n) for k moves; allocates nothing (`set_priority` reserved the
-    /// room).
-    fn apply_moves(&self, entries: &mut [Entry<C>]) {
-        let mut moves = self.moves.borrow_mut();
-        if moves.is_empty() {
-            return;
-        }
-        steps::add(moves.len());
-        moves.sort_unstable_by_key(|&(id, rank, _)| (id, std::cmp::Reverse(rank)));
-        moves.dedup_by_key(|&mut (id, _, _)| id);
-        let mut pending = self.pending.borrow_mut();
-        // The pending entries present before the moves: sorted, and keyed by the priorities
-        // recorded (changed below only for ids already passed: each id comes once).
-        let sorted = pending.len();
-        for &(id, _, priority) in moves.iter() {
-            if let Some(index) = self.find(entries, id) {
-                let entry = &entries[index];
-                if entry.is_removed() || self.priority_at(index) == priority {
-                    continue;
-                }
-                let owner = if entry.is_owned() {
-                    self.owner(id)
-                } else {
-                    None
-                };
-                let moved = entry.move_out();
-                self.note_tombstone();
-                self.set_priority_of(id, priority);
-                pending.push(Pending {
-                    entry: moved,
-                    priority,
-                    owner,
-                });
-            } else if self
-                .pending_index(&pending[..sorted], id)
-                .is_some_and(|index| !pending[index].entry.is_removed())
-            {
-                self.set_priority_of(id, priority);
-            }
-        }
-        moves.clear();
-        for waiting in pending.iter_mut() {
-            waiting.priority = self.priority_of(waiting.entry.id());
-        }
-        steps::search(pending.len());
-        steps::add(pending.len());
-        pending.sort_unstable_by_key(Pending::key);
-        self.state.set(self.state.get() | HAS_PENDING);
-    }
-
-    /// Merges the pending list and the deferred one (each sorted by key) into the main list
-    /// (sorted by key, no moved-away tombstone left), from the back, in place: vacant slots at
-    /// the end take the largest of the three lists' last entries in turn. O(n + m); allocates
-    /// only when the room reserved at the deferral is not there (subscribers added during a
-    /// broadcast: their add's cost). Whether anything was merged.
-    fn merge_pending(&self, entries: &mut Vec<Entry<C>>) -> bool {
-        let mut pending = self.pending.borrow_mut();
-        let mut deferred = self.deferred.borrow_mut();
-        let waiting = pending.len() + deferred.len();
-        if waiting == 0 {
-            return false;
-        }
-        let key = |entry: &Entry<C>| (-i64::from(self.priority_of(entry.id())), entry.id());
-        let mut main = entries.len();
-        entries.reserve(waiting);
-        entries.resize_with(main + waiting, Entry::vacant);
-        // Slots main..write are vacant; as many as the pending and deferred entries left.
-        let mut write = main + waiting;
-        while write > main {
-            write -= 1;
-            let from_pending = pending.last().map(Pending::key);
-            let from_deferred = deferred.last_key_value().map(|(key, _)| *key);
-            let waiting_key = from_pending.max(from_deferred);
-            if main > 0 && Some(key(&entries[main - 1])) > waiting_key {
-                entries.swap(main - 1, write);
-                main -= 1;
-                continue;
-            }
-            let next = if from_pending > from_deferred {
-                pending.pop()
-            } else {
-                deferred.pop_last().map(|(_, next)| next)
-            };
-            if let Some(Pending { entry, .. }) = next {
-                if entry.is_removed() {
-                    // Removed during the broadcast, its callable dropped by the next settle.
-                    self.tombstones.set(self.tombstones.get() + 1);
-                }
-                entries[write] = entry;
-            }
-        }
-        true
-    }
-
-    /// The priority runs of `entries`, from the index by id (O(n); no run is allocated beyond
-    /// the room reserved when a subscriber was deferred).
-    fn rebuild_runs(&self, entries: &[Entry<C>]) {
-        let mut runs = self.runs.borrow_mut();
-        runs.clear();
-        for (index, entry) in entries.iter().enumerate() {
-            let priority = self.priority_of(entry.id());
-            match runs.last_mut() {
-                Some(run) if run.priority == priority => run.end = index + 1,
-                _ => runs.push(Run {
-                    priority,
-                    end: index + 1,
-                }),
-            }
-        }
-    }
-}
-
-/// The module loader's access to a list's block (MB4): a removal of a recorded subscription, and
-/// whether the list is broadcasting.
-// SAFETY: the block's `Drop` forgets the records of its entries (`settle.rs`), and an entry's own
-// `Drop` forgets its record (`entry.rs`), so a removed and compacted subscription leaves none.
-unsafe impl<C: Subscriber> crate::track::ModuleRecorded for Block<C> {
-    /// Nothing: the removal drops the callable itself, and compacts. The loader holds a strong
-    /// reference of its own meanwhile, so the callable's `Drop` (user code that may drop the
-    /// list's last other reference, the delegate the callable captured) cannot free the block
-    /// under `remove_now`; dropped afterwards, it may be the last one, and the block's `Drop`
-    /// then runs the other callables' `Drop`s, guarded (R2, R3).
-    type Taken = ();
-
-    fn busy(&self) -> bool {
-        self.is_broadcasting()
-    }
-
-    fn take_recorded(&self, handle: DelegateHandle) -> (bool, ()) {
-        // Told first, while its entry is live: a managed binding records why it leaves (R4).
-        let _ = self.with_entry(handle.id(), |entry| {
-            if let Some(callable) = entry.clone_callable() {
-                callable.unloading(entry.site());
-            }
-        });
-        (self.remove_now(handle), ())
     }
 }

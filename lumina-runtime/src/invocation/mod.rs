@@ -20,7 +20,10 @@
 //!   dropped at once.
 //! - M5: the lock count nests; the list is compacted once, when the outermost broadcast ends.
 //! - M7: the lock is a guard, released (and the list compacted) even when a subscriber panics.
-//! - M9: an entry with a weak owner whose owner died is never returned again and is pruned.
+//! - M9: an entry with a weak owner whose owner died is never returned again and is pruned (by
+//!   a broadcast reaching it, or by the sweep an add with an owner makes, outside broadcasts,
+//!   once the owners table has doubled since the last one: N4, a list never broadcast stays
+//!   bounded).
 //! - X3: a one-shot entry is *claimed* (marked removed, like M3) by the last check before its
 //!   call, after the argument's clone: no nested or later broadcast runs it again, and its callable
 //!   goes when the outermost broadcast ends (M4). A pass that filters (script delegates' native and managed passes)
@@ -43,7 +46,9 @@
 //!   pending subscribers).
 //!
 //! Files by concern: `entry.rs` (one subscriber: an id-and-state word and its callable),
-//! `list.rs` (the list and its block: adding, removing, clearing, queries), `walk.rs` (the
+//! `list.rs` (the list, its block's fields, and the operations the crate calls), `block.rs` (one
+//! subscription: liveness, lookup by id, adding, changes of priority, the counts), `remove.rs`
+//! (removal by handle, by owner, by selector, the first phase of a clear), `walk.rs` (the
 //! broadcast and dispatch loops, the `Broadcast` iterator), `settle.rs` (dropping what was
 //! removed, merging and compacting, and R2's guard `Guarded`, whose three `unsafe` blocks take a
 //! value out of its `ManuallyDrop` or drop it there), and `raw.rs`, every other `unsafe` block of the module,
@@ -81,6 +86,7 @@
 //! | broadcast | `Drop` of an argument clone left over | after the loop, while the list is still locked |
 //! | broadcast, dispatch | `Drop` of a callable whose owner died (prune, M9) | none in the loop: the entry is marked removed, and its callable dropped when the outermost broadcast ends (settle) |
 //! | broadcast, dispatch | `Drop` of an owner (the last strong reference a call held) | after the call, before the next entry is read |
+//! | add with an owner (outside a broadcast), when it sweeps dead owners | `Drop` of every swept callable, before the add makes its own | every swept entry is marked removed, the indexes and the list consistent and unlocked, before the first drop; the add's id is made after the drops, so what they add keeps ids in order; a panic is resumed after every drop, and the add then adds nothing |
 //! | remove (outside a broadcast) | `Drop` of the removed callable | after the entry is marked removed and every borrow is released |
 //! | clear, remove by owner (outside a broadcast) | `Drop` of every removed callable | every entry is marked removed *before* the first drop runs: no drop sees half a clear |
 //! | end of the outermost broadcast (settle) | `Drop` of every callable removed during the broadcasts (by remove, clear, prune, a one-shot's claim) | no loop runs any more; the list counts as broadcasting meanwhile (adds wait in `pending`, removals are marked only), nothing is borrowed across a drop, and the settle runs again until nothing is left |
@@ -103,9 +109,11 @@
 //! internal filters and predicates (script delegates' native or managed test) and the subscribers'
 //! own `Clone` run no user code; they are called without any borrow of the lists held anyway.
 
+mod block;
 mod entry;
 mod list;
 mod raw;
+mod remove;
 mod settle;
 mod walk;
 

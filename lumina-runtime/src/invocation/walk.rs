@@ -120,16 +120,17 @@ impl<C: Subscriber> InvocationList<C> {
         mut call: impl FnMut(&C, A),
         span: impl FnOnce() -> crate::trace::Span,
     ) {
-        if let Some(block) = self.block() {
-            let _span = span();
-            block.walk_outlined(args, move |subscriber, args| {
-                call(subscriber, args);
-                false
-            });
-        } else {
-            // No subscriber: the argument is the caller's, dropped here (R2: guarded if this
-            // broadcast runs while the thread unwinds).
-            drop_user(args);
+        match self.unmuted() {
+            Some(block) => {
+                let _span = span();
+                block.walk_outlined(args, move |subscriber, args| {
+                    call(subscriber, args);
+                    false
+                });
+            }
+            // No subscriber, or the list is muted (A2): the argument is the caller's, dropped
+            // here (R2: guarded if this broadcast runs while the thread unwinds).
+            None => drop_user(args),
         }
     }
 
@@ -159,7 +160,7 @@ impl<C: Subscriber> InvocationList<C> {
         call: impl FnMut(&C, A) -> bool,
         span: impl FnOnce() -> crate::trace::Span,
     ) -> bool {
-        match self.block() {
+        match self.unmuted() {
             Some(block) => {
                 let _span = span();
                 block.walk::<A, true>(args, call)
@@ -185,7 +186,7 @@ impl<C: Subscriber> InvocationList<C> {
         mut upgrade: impl FnMut(&C) -> Option<T>,
         mut call: impl FnMut(T) -> bool,
     ) -> bool {
-        let Some(block) = self.block() else {
+        let Some(block) = self.unmuted() else {
             return false;
         };
         let _span = crate::trace::broadcast::<C>();
@@ -235,9 +236,17 @@ impl<C: Subscriber> InvocationList<C> {
 
     /// Starts a broadcast: locks the list until the returned [`Broadcast`] is dropped and yields
     /// the live subscribers that were present at this moment, in order (M1, M2). `None` for a
-    /// list that never had a subscriber.
+    /// list that never had a subscriber, and for a muted one (A2).
     pub fn begin(&self) -> Option<Broadcast<'_, C>> {
-        self.block().map(Block::begin)
+        self.unmuted().map(Block::begin)
+    }
+
+    /// The block, if a subscriber was ever added and no mute of the list is in force (A2): what
+    /// every broadcast starts from. One load and test more than [`block`](Self::block), per
+    /// broadcast (not per subscriber).
+    #[inline(always)]
+    fn unmuted(&self) -> Option<&Block<C>> {
+        self.block().filter(|block| block.mutes.get() == 0)
     }
 }
 

@@ -156,7 +156,7 @@ fn r3_an_unload_completes_when_a_drop_it_runs_panics_then_resumes_the_panic() {
     });
     let heard = Rc::new(Cell::new(false));
     let sink = Rc::clone(&heard);
-    let _unloaded = crate::CoreDelegates::get()
+    let _unloaded = crate::core_delegates::CoreDelegates::get()
         .on_module_unloaded()
         .add_lambda(move || sink.set(true));
     let payload = std::panic::catch_unwind(|| super::unload(FAKE))
@@ -485,7 +485,8 @@ fn mb4_a_next_broadcast_waker_of_the_module_is_dropped_before_the_unmap() {
         }
     }
     let _game = crate::main_thread::GameThreadScope::enter();
-    let delegate: crate::MulticastDelegate<dyn Fn(u32)> = crate::MulticastDelegate::new();
+    let delegate: crate::multicast::MulticastDelegate<dyn Fn(u32)> =
+        crate::multicast::MulticastDelegate::new();
     let wakes = Arc::new(AtomicUsize::new(0));
     let wake = Arc::new(ModuleWake(Arc::clone(&wakes)));
     let alive = Arc::downgrade(&wake);

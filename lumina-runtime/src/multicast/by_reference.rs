@@ -53,7 +53,7 @@ pub trait ByReference<A: ?Sized, R> {
     /// cleared first; its subscriber returns `R::default()`. See
     /// [`NextBroadcast`](crate::NextBroadcast).
     #[track_caller]
-    fn next(&self) -> crate::NextBroadcast<A::Owned>
+    fn next(&self) -> crate::next_broadcast::NextBroadcast<A::Owned>
     where
         A: ToOwned,
         R: Default;
@@ -97,7 +97,7 @@ impl<A: ?Sized + 'static, R: 'static> ByReference<A, R> for MulticastDelegate<dy
     }
 
     #[track_caller]
-    fn next(&self) -> crate::NextBroadcast<A::Owned>
+    fn next(&self) -> crate::next_broadcast::NextBroadcast<A::Owned>
     where
         A: ToOwned,
         R: Default,

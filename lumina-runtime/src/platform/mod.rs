@@ -2,11 +2,14 @@
 //! (rules PL1-PL3). Each half is behind a cargo feature, off by default:
 //!
 //! - `winit`: [`WinitInput`] turns a winit 0.30 window's `WindowEvent`s into lumina events
-//!   (PL1); [`key_from_physical`] maps every physical key lumina's [`Key`](crate::event::Key)
-//!   names, and anything else to `Key::Unknown` (PL2). The conversions are small functions, one
-//!   per kind of value.
-//! - `gilrs`: [`GamepadInput`] and [`dispatch_gamepad_event`] turn gamepad connects and
-//!   disconnects into joystick events with the gamepad's id (PL3).
+//!   (PL1), through [`WindowInput`], what the window reported in winit's values, which can also
+//!   be made without a winit event; [`WindowState`] is what it knows of the window and
+//!   [`WinitSettings`] how it translates. winit's values convert with `From`:
+//!   `Key::from(physical_key)` maps every physical key lumina's [`Key`](crate::event::Key)
+//!   names, and anything else to `Key::Unknown` (PL2); `Modifiers::from(modifiers_state)`,
+//!   `MouseButton::from(button)`; [`scroll_lines`] turns a scroll delta into lines.
+//! - `gilrs`: [`GamepadInput`] turns gamepad connects and disconnects into joystick events with
+//!   the gamepad's id (PL3).
 //!
 //! The dispatched events go through the processor like any other, so an
 //! [`InputViewportRegistry`](crate::event::InputViewportRegistry) registered on it routes them
@@ -23,14 +26,12 @@ mod keys;
 mod window;
 
 #[cfg(feature = "winit")]
-pub use converters::{modifiers_from_winit, mouse_button_from_winit, scroll_lines};
+pub use converters::scroll_lines;
 #[cfg(feature = "gilrs")]
-pub use gamepad::{GamepadInput, dispatch_gamepad_event};
+pub use gamepad::GamepadInput;
 #[cfg(feature = "gilrs")]
 pub use gilrs;
 #[cfg(feature = "winit")]
-pub use keys::{key_from_code, key_from_physical};
-#[cfg(feature = "winit")]
-pub use window::{DEFAULT_PIXELS_PER_LINE, WinitInput};
+pub use window::{DEFAULT_PIXELS_PER_LINE, WindowInput, WindowState, WinitInput, WinitSettings};
 #[cfg(feature = "winit")]
 pub use winit;

@@ -7,7 +7,11 @@ use std::rc::Rc;
 
 use super::assert_flat;
 use crate::bus::{MessageBus, Tag, TagKey};
-use crate::{DelegateHandle, MulticastDelegate, QueuedSender, ScriptDelegate, script_generation};
+use crate::handle::DelegateHandle;
+use crate::main_thread::QueuedSender;
+use crate::multicast::MulticastDelegate;
+use crate::script_delegate::ScriptDelegate;
+use crate::script_generation;
 
 static KEPT: TagKey<u32> = TagKey::new("N4Bus.Kept", true);
 static PLAIN: TagKey<u32> = TagKey::new("N4Bus.Plain", false);

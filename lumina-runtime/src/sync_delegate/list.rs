@@ -1,0 +1,263 @@
+//! The list behind a [`SyncMulticastDelegate`](super::SyncMulticastDelegate): its entries and
+//! their state words, the copy-on-write versions, and the type-erased control that guards and
+//! self-aware subscribers hold.
+
+use std::any::Any;
+
+#[cfg(loom)]
+use loom::sync::{
+    Arc, Mutex,
+    atomic::{AtomicU32, Ordering},
+};
+#[cfg(not(loom))]
+use std::sync::{
+    Arc, Mutex, PoisonError,
+    atomic::{AtomicU32, Ordering},
+};
+
+use crate::drops::drop_user;
+use crate::track::{Origin, Sweep};
+
+/// The entry was removed: no call of it starts any more.
+pub(super) const REMOVED: u32 = 1 << 31;
+/// A one-shot entry whose call was claimed by a broadcast.
+pub(super) const CLAIMED: u32 = 1 << 30;
+/// The block count's bits (a subscription's blocks nest, A2).
+pub(super) const BLOCKS: u32 = CLAIMED - 1;
+
+/// One subscription, shared by every list version that holds it.
+pub(super) struct Entry<F: ?Sized> {
+    pub(super) id: u64,
+    pub(super) priority: i32,
+    pub(super) once: bool,
+    pub(super) site: u32,
+    /// [`REMOVED`], [`CLAIMED`] and the block count.
+    pub(super) state: AtomicU32,
+    /// A queued subscription's (TS4) flag, shared with the tasks its calls queued: cleared by
+    /// the removal, so a task that runs after it calls nothing (TS2).
+    pub(super) queued: Option<Arc<AtomicU32>>,
+    /// Whose it is, for a game module's unload (TS5).
+    pub(super) origin: Origin,
+    /// A member binding's owner, held weakly (M9): its state in the listing; an entry whose
+    /// owner was dropped is never called (the callable upgrades it) and goes at the next change.
+    pub(super) owner: Option<std::sync::Weak<dyn Any + Send + Sync>>,
+    pub(super) callable: Box<F>,
+}
+
+impl<F: ?Sized> Entry<F> {
+    /// Whether this is a member binding whose owner was dropped (M9).
+    pub(super) fn owner_dropped(&self) -> bool {
+        self.owner
+            .as_ref()
+            .is_some_and(|owner| owner.strong_count() == 0)
+    }
+
+    /// Marks the entry removed (under the list's lock); whether this call did.
+    pub(super) fn mark_removed(&self) -> bool {
+        if let Some(queued) = &self.queued {
+            queued.store(0, Ordering::Release);
+        }
+        self.state.fetch_or(REMOVED, Ordering::AcqRel) & REMOVED == 0
+    }
+
+    /// Whether a call of this entry may start now; for a one-shot entry, claims it (only one
+    /// broadcast, on any thread, wins the claim).
+    #[inline(always)]
+    pub(super) fn start(&self) -> bool {
+        let state = self.state.load(Ordering::Acquire);
+        if state != 0 {
+            return false;
+        }
+        !self.once
+            || self
+                .state
+                .compare_exchange(0, CLAIMED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+    }
+}
+
+/// One version of the list, in call order (priority descending, then subscription order).
+pub(super) type List<F> = Arc<Vec<Arc<Entry<F>>>>;
+
+/// What a delegate shares with its guards.
+pub(super) struct Shared<F: ?Sized> {
+    /// The current version. Replaced, never changed in place, by every change. A broadcast
+    /// loads it without a lock: `arc-swap`'s load borrows the current `Arc` through a slot of the
+    /// calling thread (no write to a shared cache line in the common case), which is what keeps
+    /// a broadcast to one subscriber within a few nanoseconds of the game-thread delegate's.
+    #[cfg(not(loom))]
+    pub(super) list: arc_swap::ArcSwap<Vec<Arc<Entry<F>>>>,
+    /// Under loom, the same protocol with the list behind a mutex (loom checks every
+    /// interleaving of it; `arc-swap` is not instrumented for loom).
+    #[cfg(loom)]
+    pub(super) list: Mutex<List<F>>,
+    /// Serializes changes, so that no copy-on-write loses another's update. Never held while
+    /// user code runs (a replaced list's callables are dropped after it is released).
+    #[cfg(not(loom))]
+    pub(super) writer: Mutex<()>,
+    /// Whether the module loader knows this delegate (TS5): registered, weakly, with the
+    /// first subscription made while a module is loaded. Not part of the protocol (std's).
+    pub(super) swept: std::sync::atomic::AtomicBool,
+}
+
+impl<F: ?Sized> Shared<F> {
+    pub(super) fn new() -> Self {
+        Shared {
+            #[cfg(not(loom))]
+            list: arc_swap::ArcSwap::from_pointee(Vec::new()),
+            #[cfg(loom)]
+            list: Mutex::new(Arc::new(Vec::new())),
+            #[cfg(not(loom))]
+            writer: Mutex::new(()),
+            swept: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The current list, for a broadcast or a listing.
+    #[cfg(not(loom))]
+    #[inline(always)]
+    pub(super) fn snapshot(&self) -> arc_swap::Guard<List<F>> {
+        self.list.load()
+    }
+
+    /// The current list, for a broadcast or a listing.
+    #[cfg(loom)]
+    #[inline(always)]
+    pub(super) fn snapshot(&self) -> List<F> {
+        Arc::clone(&self.list.lock().unwrap())
+    }
+
+    /// Runs `f` on the current list with changes held off (it must run no user code).
+    pub(super) fn read<R>(&self, f: impl FnOnce(&[Arc<Entry<F>>]) -> R) -> R {
+        #[cfg(not(loom))]
+        {
+            let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&self.list.load())
+        }
+        #[cfg(loom)]
+        {
+            f(&self.list.lock().unwrap())
+        }
+    }
+
+    /// Replaces the list with `change(current)`; the old version is dropped after the lock is
+    /// released (its last reference may drop callables: user code).
+    pub(super) fn update(&self, change: impl FnOnce(&[Arc<Entry<F>>]) -> Vec<Arc<Entry<F>>>) {
+        #[cfg(not(loom))]
+        let old = {
+            // Poisoning cannot happen (no user code runs under the lock); if it did, the list
+            // is consistent anyway.
+            let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+            let new = Arc::new(change(&self.list.load()));
+            self.list.swap(new)
+        };
+        #[cfg(loom)]
+        let old = {
+            let mut current = self.list.lock().unwrap();
+            let new = Arc::new(change(&current));
+            std::mem::replace(&mut *current, new)
+        };
+        // Its last reference drops the removed callables: user code, guarded if this change is
+        // made from a `Drop` while the thread unwinds (R2).
+        drop_user(old);
+    }
+
+    /// Runs `f` on the live entry `id`, under the list's lock (no user code); whether there
+    /// was one. O(n).
+    pub(super) fn with_entry(&self, id: u64, f: impl FnOnce(&Entry<F>)) -> bool {
+        self.read(|list| match list.iter().find(|entry| entry.id == id) {
+            Some(entry) => {
+                f(entry);
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// Blocks `id` once more (counted); whether it is present.
+    pub(super) fn block(&self, id: u64) -> bool {
+        self.with_entry(id, |entry| {
+            entry.state.fetch_add(1, Ordering::AcqRel);
+        })
+    }
+
+    /// Undoes one block of `id`; whether it is present and was blocked.
+    pub(super) fn unblock(&self, id: u64) -> bool {
+        let mut undone = false;
+        let found = self.with_entry(id, |entry| {
+            undone = entry
+                .state
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |state| {
+                    (state & BLOCKS != 0).then(|| state - 1)
+                })
+                .is_ok();
+        });
+        found && undone
+    }
+
+    /// Whether `id` is present.
+    pub(super) fn contains(&self, id: u64) -> bool {
+        self.with_entry(id, |_| ())
+    }
+
+    /// Marks `id` removed and takes it out of the list; whether it was there.
+    pub(super) fn remove(&self, id: u64) -> bool {
+        self.remove_where(|entry| entry.id == id) > 0
+    }
+
+    /// Marks every entry `hit` selects removed and takes them out of the list; how many this
+    /// call removed. O(n).
+    pub(super) fn remove_where(&self, mut hit: impl FnMut(&Entry<F>) -> bool) -> usize {
+        let mut removed = 0;
+        self.update(|entries| {
+            entries
+                .iter()
+                .filter(|entry| {
+                    let hit = hit(entry);
+                    // Under the lock: one removal wins, and after this no call starts (TS2).
+                    if hit && entry.mark_removed() {
+                        removed += 1;
+                    }
+                    !hit
+                })
+                .cloned()
+                .collect()
+        });
+        removed
+    }
+}
+
+/// TS5: a game module's unload removes the module's subscriptions (on the unloading thread; no
+/// user code runs under the list's lock, the removed callables drop after it).
+impl<F: ?Sized + Send + Sync> Sweep for Shared<F> {
+    fn sweep(&self, module: u64) -> usize {
+        self.remove_where(|entry| entry.origin.is_of(module))
+    }
+}
+
+/// What a guard or a self-aware subscriber does to its subscription, type-erased (the
+/// delegate's signature is not part of their types).
+pub(super) trait Control: Send + Sync {
+    fn remove(&self, id: u64) -> bool;
+    fn block(&self, id: u64) -> bool;
+    fn unblock(&self, id: u64) -> bool;
+    fn contains(&self, id: u64) -> bool;
+}
+
+impl<F: ?Sized + Send + Sync> Control for Shared<F> {
+    fn remove(&self, id: u64) -> bool {
+        Shared::remove(self, id)
+    }
+
+    fn block(&self, id: u64) -> bool {
+        Shared::block(self, id)
+    }
+
+    fn unblock(&self, id: u64) -> bool {
+        Shared::unblock(self, id)
+    }
+
+    fn contains(&self, id: u64) -> bool {
+        Shared::contains(self, id)
+    }
+}
