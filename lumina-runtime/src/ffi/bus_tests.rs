@@ -934,3 +934,88 @@ fn gb8_r4_a_managed_listener_removed_by_a_guard_is_released_as_removed() {
         assert!(released().is_empty(), "nothing is released twice");
     });
 }
+
+/// V2: a send through the C ABI that runs Rust code is traced as a Rust send is: a span `send`
+/// named by the tag, with the Rust listener's call a `subscriber` span under it, named by the
+/// line that listened. (The collector records span names, fields and parents only.)
+#[cfg(feature = "trace")]
+#[test]
+fn v2_a_c_abi_send_to_a_rust_listener_is_a_send_span_over_its_call() {
+    use std::sync::{Arc, Mutex};
+    use tracing::span::{Attributes, Id, Record};
+
+    /// Each span: its name, its fields as text, its parent's index.
+    type Spans = Arc<Mutex<Vec<(&'static str, String, Option<usize>)>>>;
+    /// Records spans; the parent is the span entered when one is made.
+    #[derive(Clone, Default)]
+    struct Spanned(Spans, Arc<Mutex<Vec<usize>>>);
+    struct Text<'a>(&'a mut String);
+    impl tracing::field::Visit for Text<'_> {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            self.0.push_str(&format!("{}={value:?} ", field.name()));
+        }
+    }
+    impl tracing::Subscriber for Spanned {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, attributes: &Attributes<'_>) -> Id {
+            let mut text = String::new();
+            attributes.record(&mut Text(&mut text));
+            let parent = self.1.lock().unwrap().last().copied();
+            let mut spans = self.0.lock().unwrap();
+            spans.push((attributes.metadata().name(), text, parent));
+            Id::from_u64(spans.len() as u64)
+        }
+        fn record(&self, span: &Id, values: &Record<'_>) {
+            let mut spans = self.0.lock().unwrap();
+            values.record(&mut Text(&mut spans[span.into_u64() as usize - 1].1));
+        }
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {}
+        fn enter(&self, span: &Id) {
+            self.1.lock().unwrap().push(span.into_u64() as usize - 1);
+        }
+        fn exit(&self, _: &Id) {
+            self.1.lock().unwrap().pop();
+        }
+    }
+
+    tags::register().unwrap();
+    let bus = MessageBus::new();
+    let heard = Rc::new(Cell::new(0));
+    let sink = Rc::clone(&heard);
+    let line = line!() + 1;
+    let _rust = bus.listen(&tags::FFI_GB8_HIT, move |hit: &FfiHit, _| {
+        sink.set(hit.amount)
+    });
+    let collector = Spanned::default();
+    tracing::subscriber::with_default(collector.clone(), || {
+        let status = send(
+            &bus,
+            "FfiGb8.Hit",
+            None,
+            &HIT,
+            &layout_of("FfiHit"),
+            size_of::<FfiHit>(),
+        );
+        assert_eq!(status, LuminaStatus::Ok);
+    });
+    assert_eq!(heard.get(), HIT.amount);
+    let spans = collector.0.lock().unwrap().clone();
+    let send_at = spans
+        .iter()
+        .position(|(name, _, _)| *name == "send")
+        .unwrap_or_else(|| panic!("a send span: {spans:?}"));
+    assert!(spans[send_at].1.contains("tag=FfiGb8.Hit"), "{spans:?}");
+    let calls: Vec<_> = spans
+        .iter()
+        .filter(|(name, _, _)| *name == "subscriber")
+        .collect();
+    assert_eq!(calls.len(), 1, "{spans:?}");
+    assert!(
+        calls[0].1.contains(&format!("bus_tests.rs:{line}:")),
+        "{spans:?}"
+    );
+    assert_eq!(calls[0].2, Some(send_at), "{spans:?}");
+}
