@@ -35,7 +35,7 @@ macro_rules! impl_sync_arity {
             }
 
             /// Adds a method of `owner`, held weakly (M9): once the owner is dropped it is not
-            /// called, the listing shows it [`Dropped`](OwnerState::Dropped), and it goes at the
+            /// called, the listing shows it [`Dropped`](crate::bind_site::OwnerState::Dropped), and it goes at the
             /// delegate's next change. O(n).
             #[track_caller]
             pub fn add_member<T: Send + Sync + 'static>(
