@@ -840,14 +840,15 @@ fn main() {
         scaling::print_scaling(args.get(at + 1).map(String::as_str));
         return;
     }
-    // `-- --threads`: only the thread-safe delegate's two-thread line (TS6) and its reference.
-    if args.iter().any(|arg| arg == "--threads") {
-        print_two_threads();
-        return;
-    }
+    // `-- --threads`: only what TS6 measures: the broadcast rows (the thread-safe delegate on
+    // one thread beside the floor, the game-thread delegate and the peers), their targets, and
+    // the two-thread line with its reference.
+    let threads = args.iter().any(|arg| arg == "--threads");
     // `-- --bus`: only the message bus rows (GB9), for a quick look.
     let mut plan = Vec::new();
-    if !std::env::args().any(|arg| arg == "--bus") {
+    if threads {
+        plan.extend(broadcasts());
+    } else if !std::env::args().any(|arg| arg == "--bus") {
         plan.extend(broadcasts());
         plan.extend(ticks());
         plan.extend(dispatches());
@@ -855,7 +856,9 @@ fn main() {
         plan.extend(single_cast());
         plan.extend(churn());
     }
-    plan.extend(message_bus());
+    if !threads {
+        plan.extend(message_bus());
+    }
     // Passes over everything, so each benchmark is sampled at several moments of the run: a
     // stretch of load from the machine's other users (which slows a system that executes more
     // instructions more than the floor) then spoils only some passes.
@@ -886,6 +889,9 @@ fn main() {
     }
     print_targets(&rows);
     print_two_threads();
+    if threads {
+        return;
+    }
     print_memory();
     scaling::print_scaling(None);
     println!("\nreport took {:.1} s", start.elapsed().as_secs_f64());
