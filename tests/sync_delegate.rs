@@ -814,3 +814,20 @@ fn ts3_broadcasts_nested_deeper_than_the_slots_keep_their_version() {
     );
     assert!(dropped.load(Ordering::SeqCst));
 }
+
+/// X6, V1: the listing says which subscriptions are self-aware.
+#[test]
+fn x6_ts1_the_listing_shows_self_aware_subscriptions() {
+    let delegate = OnValue::new();
+    let _ = delegate.add_lambda(|_| ());
+    let aware = delegate
+        .subscribe()
+        .priority(1)
+        .self_aware()
+        .add_lambda(|_, _| ());
+    let listing = delegate.subscriptions();
+    assert_eq!(listing.len(), 2);
+    assert_eq!(listing[0].handle, aware);
+    assert!(listing[0].self_aware);
+    assert!(!listing[1].self_aware);
+}

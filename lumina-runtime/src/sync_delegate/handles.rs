@@ -226,6 +226,6 @@ impl<F: ?Sized + Send + Sync + 'static, M> Subscribe<'_, SyncMulticastDelegate<F
         M: PlainFinish,
     {
         let (delegate, options) = self.parts();
-        delegate.insert(options, Making::default(), |_| callable)
+        delegate.insert(options, Making::default(), callable)
     }
 }

@@ -30,6 +30,8 @@ pub(super) struct Entry<F: ?Sized> {
     pub(super) id: u64,
     pub(super) priority: i32,
     pub(super) once: bool,
+    /// Made by a self-aware finish (X6): the listing shows it.
+    pub(super) self_aware: bool,
     pub(super) site: u32,
     /// [`REMOVED`], [`CLAIMED`] and the block count.
     pub(super) state: AtomicU32,

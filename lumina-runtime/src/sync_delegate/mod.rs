@@ -173,25 +173,50 @@ impl<F: ?Sized + Send + Sync + 'static> SyncMulticastDelegate<F> {
         SyncRegistration(self)
     }
 
-    /// Adds an entry made by `make` from its own subscription, with `options`: the building
-    /// block of every finish. O(n) (the new list is a copy, sorted by priority), and entries
-    /// whose owner was dropped go with the copy (M9).
+    /// Adds `callable` with `options`: the building block of every plain finish. O(n) (the new
+    /// list is a copy, sorted by priority), and entries whose owner was dropped go with the
+    /// copy (M9).
     #[track_caller]
-    fn insert(
+    fn insert(&self, options: Options<'_>, making: Making, callable: Box<F>) -> DelegateHandle {
+        self.insert_entry(
+            options,
+            making,
+            DelegateHandle::new_unique(),
+            false,
+            callable,
+        )
+    }
+
+    /// Adds an entry made by `make` from its own subscription (X6): the building block of the
+    /// self-aware finishes. As [`insert`](Self::insert), plus the subscription's weak
+    /// reference (only self-aware adds make one).
+    #[track_caller]
+    fn insert_self_aware(
         &self,
         options: Options<'_>,
         making: Making,
         make: impl FnOnce(SyncThisSubscription) -> Box<F>,
-    ) -> DelegateHandle
-    where
-        F: Send + Sync,
-    {
+    ) -> DelegateHandle {
         let handle = DelegateHandle::new_unique();
         let control: std::sync::Arc<dyn Control> = self.shared.clone();
         let callable = make(SyncThisSubscription {
             handle,
             shared: std::sync::Arc::downgrade(&control),
         });
+        self.insert_entry(options, making, handle, true, callable)
+    }
+
+    /// Adds the entry of `handle`; what [`insert`](Self::insert) and
+    /// [`insert_self_aware`](Self::insert_self_aware) share.
+    #[track_caller]
+    fn insert_entry(
+        &self,
+        options: Options<'_>,
+        making: Making,
+        handle: DelegateHandle,
+        self_aware: bool,
+        callable: Box<F>,
+    ) -> DelegateHandle {
         // One atomic load while no module is loaded.
         let origin = Origin::of(&*callable);
         if origin.while_loaded() && !self.shared.swept.swap(true, Ordering::AcqRel) {
@@ -203,6 +228,7 @@ impl<F: ?Sized + Send + Sync + 'static> SyncMulticastDelegate<F> {
             id: handle.id(),
             priority,
             once: options.once,
+            self_aware,
             site: crate::bind_site::intern(Location::caller()),
             state: AtomicU32::new(u32::from(options.muted)),
             queued: making.queued,
@@ -320,7 +346,7 @@ impl<F: ?Sized + Send + Sync + 'static> SyncMulticastDelegate<F> {
                 priority: entry.priority,
                 muted: entry.state.load(Ordering::Acquire) & BLOCKS != 0,
                 one_shot: entry.once,
-                self_aware: false,
+                self_aware: entry.self_aware,
             })
             .collect()
     }
