@@ -832,6 +832,44 @@ fn print_two_threads() {
     );
 }
 
+/// The thread-safe delegate's add + remove with 16 subscribers present (copy-on-write: each is
+/// O(n), plus the writer's barrier): ns per pair, plain and self-aware, median of 3 runs.
+fn print_sync_add_remove() {
+    use lumina::SyncMulticastDelegate;
+    const PAIRS: u32 = 20_000;
+    let delegate: SyncMulticastDelegate<dyn Fn(u64) + Send + Sync> = SyncMulticastDelegate::new();
+    for _ in 0..16 {
+        let _ = delegate.add_lambda(|x| {
+            black_box(x);
+        });
+    }
+    let time = |self_aware: bool| {
+        let mut runs: Vec<f64> = (0..3)
+            .map(|_| {
+                let start = Instant::now();
+                for _ in 0..PAIRS {
+                    let handle = if self_aware {
+                        delegate.subscribe().self_aware().add_lambda(|_, x| {
+                            black_box(x);
+                        })
+                    } else {
+                        delegate.add_lambda(|x| {
+                            black_box(x);
+                        })
+                    };
+                    delegate.remove(black_box(handle));
+                }
+                start.elapsed().as_nanos() as f64 / f64::from(PAIRS)
+            })
+            .collect();
+        median(&mut runs)
+    };
+    let (plain, aware) = (time(false), time(true));
+    println!(
+        "thread-safe add + remove, 16 present: {plain:.0} ns per pair (add_lambda), {aware:.0} ns (self-aware)"
+    );
+}
+
 fn main() {
     let start = Instant::now();
     // `-- --scaling [TEXT]`: only the scaling section (N4), or its rows whose name has TEXT.
@@ -840,14 +878,15 @@ fn main() {
         scaling::print_scaling(args.get(at + 1).map(String::as_str));
         return;
     }
-    // `-- --threads`: only the thread-safe delegate's two-thread line (TS6) and its reference.
-    if args.iter().any(|arg| arg == "--threads") {
-        print_two_threads();
-        return;
-    }
+    // `-- --threads`: only what TS6 measures: the broadcast rows (the thread-safe delegate on
+    // one thread beside the floor, the game-thread delegate and the peers), their targets, and
+    // the two-thread line with its reference.
+    let threads = args.iter().any(|arg| arg == "--threads");
     // `-- --bus`: only the message bus rows (GB9), for a quick look.
     let mut plan = Vec::new();
-    if !std::env::args().any(|arg| arg == "--bus") {
+    if threads {
+        plan.extend(broadcasts());
+    } else if !std::env::args().any(|arg| arg == "--bus") {
         plan.extend(broadcasts());
         plan.extend(ticks());
         plan.extend(dispatches());
@@ -855,7 +894,9 @@ fn main() {
         plan.extend(single_cast());
         plan.extend(churn());
     }
-    plan.extend(message_bus());
+    if !threads {
+        plan.extend(message_bus());
+    }
     // Passes over everything, so each benchmark is sampled at several moments of the run: a
     // stretch of load from the machine's other users (which slows a system that executes more
     // instructions more than the floor) then spoils only some passes.
@@ -886,6 +927,10 @@ fn main() {
     }
     print_targets(&rows);
     print_two_threads();
+    if threads {
+        print_sync_add_remove();
+        return;
+    }
     print_memory();
     scaling::print_scaling(None);
     println!("\nreport took {:.1} s", start.elapsed().as_secs_f64());

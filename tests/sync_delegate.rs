@@ -736,3 +736,98 @@ fn ts1_a_declared_thread_safe_delegate() {
     ready.broadcast();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
+
+/// Sets its flag when dropped: tells when a removed callable's last list version was freed.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// TS3's reclamation: a subscriber that removes itself replaces the list its broadcast reads;
+/// that version (and the callable only it holds) is not freed while the broadcast runs, and is
+/// freed as the last broadcast reading it returns, not later.
+#[test]
+fn ts3_a_replaced_list_is_freed_when_the_last_broadcast_reading_it_ends() {
+    let delegate = Arc::new(OnValue::new());
+    let dropped = Arc::new(AtomicBool::new(false));
+    let seen_during_call = Arc::new(AtomicBool::new(true));
+    let flag = DropFlag(Arc::clone(&dropped));
+    let (inner, seen) = (Arc::clone(&dropped), Arc::clone(&seen_during_call));
+    let _ = delegate
+        .subscribe()
+        .self_aware()
+        .add_lambda(move |this, _| {
+            let _keep = &flag;
+            assert!(this.remove());
+            // The removal replaced the list: this call's own version must still be alive.
+            seen.store(inner.load(Ordering::SeqCst), Ordering::SeqCst);
+        });
+    delegate.broadcast(1);
+    assert!(
+        !seen_during_call.load(Ordering::SeqCst),
+        "the version a broadcast reads was freed during its call"
+    );
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the removed callable's last version was not freed as its broadcast returned"
+    );
+    assert!(delegate.is_empty());
+}
+
+/// TS3, nesting deeper than a thread's hazard slots: the inner broadcasts pin the version
+/// instead; the innermost removes the subscriber, and its version lives until the outermost
+/// broadcast reading it returns.
+#[test]
+fn ts3_broadcasts_nested_deeper_than_the_slots_keep_their_version() {
+    let delegate = Arc::new(OnValue::new());
+    let dropped = Arc::new(AtomicBool::new(false));
+    let early = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(AtomicU32::new(0));
+    let flag = DropFlag(Arc::clone(&dropped));
+    let (weak, inner, early_seen, counter) = (
+        Arc::downgrade(&delegate),
+        Arc::clone(&dropped),
+        Arc::clone(&early),
+        Arc::clone(&calls),
+    );
+    let handle = Arc::new(Mutex::new(None));
+    let own = Arc::clone(&handle);
+    *handle.lock().unwrap() = Some(delegate.add_lambda(move |depth| {
+        let _keep = &flag;
+        counter.fetch_add(1, Ordering::SeqCst);
+        let delegate = weak.upgrade().unwrap();
+        if depth < 12 {
+            delegate.broadcast(depth + 1);
+        } else {
+            assert!(delegate.remove(own.lock().unwrap().unwrap()));
+        }
+        early_seen.fetch_or(inner.load(Ordering::SeqCst), Ordering::SeqCst);
+    }));
+    delegate.broadcast(1);
+    assert_eq!(calls.load(Ordering::SeqCst), 12);
+    assert!(
+        !early.load(Ordering::SeqCst),
+        "a nested broadcast's version was freed early"
+    );
+    assert!(dropped.load(Ordering::SeqCst));
+}
+
+/// X6, V1: the listing says which subscriptions are self-aware.
+#[test]
+fn x6_ts1_the_listing_shows_self_aware_subscriptions() {
+    let delegate = OnValue::new();
+    let _ = delegate.add_lambda(|_| ());
+    let aware = delegate
+        .subscribe()
+        .priority(1)
+        .self_aware()
+        .add_lambda(|_, _| ());
+    let listing = delegate.subscriptions();
+    assert_eq!(listing.len(), 2);
+    assert_eq!(listing[0].handle, aware);
+    assert!(listing[0].self_aware);
+    assert!(!listing[1].self_aware);
+}

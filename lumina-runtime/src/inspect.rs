@@ -378,7 +378,7 @@ impl<F: ?Sized + 'static> Inspect for Registration<'_, F> {
     }
 }
 
-impl<F: ?Sized + 'static> Inspect for SyncMulticastDelegate<F> {
+impl<F: ?Sized + Send + Sync + 'static> Inspect for SyncMulticastDelegate<F> {
     fn inspect(&self, name: &str, graph: &mut NotificationGraph) {
         listing(graph, name, SourceKind::SyncDelegate, &self.subscriptions());
     }

@@ -25,7 +25,8 @@
 //! `unsafe` code is in [`ffi`], in [`bus`] (one cast of a message's payload to the type its
 //! `TypeId` names, on the send path), in the invocation list's `raw` module (the unchecked reads of
 //! the broadcast loops), in [`module`] (dynamic loading, and the records that let an unload reach
-//! a module's subscriptions). [`script_generation`] has none any more: a generation reaches its
+//! a module's subscriptions), in [`sync_delegate`]'s `hazard` module (the thread-safe delegate's
+//! list versions, read through hazard slots). [`script_generation`] has none any more: a generation reaches its
 //! delegates through weak references to their heap blocks (R1; every address lumina keeps is
 //! listed in `lumina::addresses`). (`thread_bound` adds vacuous `unsafe impl Send` / `Sync` bounds that never hold, so
 //! that sending a delegate to another thread is one error naming `main_thread::enqueue`.)

@@ -109,7 +109,7 @@ macro_rules! impl_sync_arity {
             #[track_caller]
             pub fn add_lambda(self, f: impl Fn($($Arg),*) + Send + Sync + 'static) -> DelegateHandle {
                 let (delegate, options) = self.parts();
-                delegate.insert(options, Making::default(), |_| Box::new(f))
+                delegate.insert(options, Making::default(), Box::new(f))
             }
 
             /// Finishes with a method of `owner`, held weakly (M9):
@@ -124,7 +124,7 @@ macro_rules! impl_sync_arity {
                 let weak = std::sync::Arc::downgrade(owner);
                 let probe: std::sync::Weak<dyn Any + Send + Sync> = weak.clone();
                 let making = Making { owner: Some(probe), ..Making::default() };
-                delegate.insert(options, making, |_| Box::new(move |$($arg: $Arg),*| {
+                delegate.insert(options, making, Box::new(move |$($arg: $Arg),*| {
                     if let Some(owner) = weak.upgrade() {
                         method(&owner, $($arg),*);
                     }
@@ -147,7 +147,7 @@ macro_rules! impl_sync_arity {
                 let f = std::sync::Arc::new(std::sync::Mutex::new(f));
                 let live = Arc::new(AtomicU32::new(1));
                 let making = Making { queued: Some(Arc::clone(&live)), ..Making::default() };
-                delegate.insert(options, making, |_| Box::new(move |$($arg: $Arg),*| {
+                delegate.insert(options, making, Box::new(move |$($arg: $Arg),*| {
                     let f = std::sync::Arc::clone(&f);
                     let live = Arc::clone(&live);
                     crate::main_thread::enqueue(move || {
@@ -168,7 +168,7 @@ macro_rules! impl_sync_arity {
                 M: TakesPlainFunction,
             {
                 let (delegate, options) = self.parts();
-                delegate.insert(options, Making::default(), |_| Box::new(f))
+                delegate.insert(options, Making::default(), Box::new(f))
             }
         }
 
@@ -180,7 +180,7 @@ macro_rules! impl_sync_arity {
                 f: impl Fn(&SyncThisSubscription, $($Arg),*) + Send + Sync + 'static,
             ) -> DelegateHandle {
                 let (delegate, options) = self.parts();
-                delegate.insert(options, Making::default(), |this| Box::new(move |$($arg: $Arg),*| f(&this, $($arg),*)))
+                delegate.insert_self_aware(options, Making::default(), |this| Box::new(move |$($arg: $Arg),*| f(&this, $($arg),*)))
             }
 
             /// Finishes with a method of `owner` (held weakly, M9) that receives its own
@@ -195,7 +195,7 @@ macro_rules! impl_sync_arity {
                 let weak = std::sync::Arc::downgrade(owner);
                 let probe: std::sync::Weak<dyn Any + Send + Sync> = weak.clone();
                 let making = Making { owner: Some(probe), ..Making::default() };
-                delegate.insert(options, making, |this| Box::new(move |$($arg: $Arg),*| {
+                delegate.insert_self_aware(options, making, |this| Box::new(move |$($arg: $Arg),*| {
                     if let Some(owner) = weak.upgrade() {
                         method(&owner, &this, $($arg),*);
                     }

@@ -46,12 +46,12 @@ impl Drop for SyncScopedSubscription {
 
 /// Blocks a subscription of a [`SyncMulticastDelegate`] until dropped (see
 /// [`scoped_block`](SyncMulticastDelegate::scoped_block)).
-pub struct SyncScopedBlock<'a, F: ?Sized + 'static> {
+pub struct SyncScopedBlock<'a, F: ?Sized + Send + Sync + 'static> {
     pub(super) delegate: &'a SyncMulticastDelegate<F>,
     pub(super) handle: DelegateHandle,
 }
 
-impl<F: ?Sized + 'static> fmt::Debug for SyncScopedBlock<'_, F> {
+impl<F: ?Sized + Send + Sync + 'static> fmt::Debug for SyncScopedBlock<'_, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("SyncScopedBlock")
             .field(&self.handle)
@@ -59,7 +59,7 @@ impl<F: ?Sized + 'static> fmt::Debug for SyncScopedBlock<'_, F> {
     }
 }
 
-impl<F: ?Sized + 'static> Drop for SyncScopedBlock<'_, F> {
+impl<F: ?Sized + Send + Sync + 'static> Drop for SyncScopedBlock<'_, F> {
     fn drop(&mut self) {
         if self.handle.is_valid() {
             self.delegate.unblock(self.handle);
@@ -166,7 +166,7 @@ impl<F: ?Sized + 'static> Clone for SyncRegistration<'_, F> {
 
 impl<F: ?Sized + 'static> Copy for SyncRegistration<'_, F> {}
 
-impl<F: ?Sized + 'static> fmt::Debug for SyncRegistration<'_, F> {
+impl<F: ?Sized + Send + Sync + 'static> fmt::Debug for SyncRegistration<'_, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("SyncRegistration").field(self.0).finish()
     }
@@ -226,6 +226,6 @@ impl<F: ?Sized + Send + Sync + 'static, M> Subscribe<'_, SyncMulticastDelegate<F
         M: PlainFinish,
     {
         let (delegate, options) = self.parts();
-        delegate.insert(options, Making::default(), |_| callable)
+        delegate.insert(options, Making::default(), callable)
     }
 }

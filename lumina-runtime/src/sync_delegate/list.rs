@@ -6,16 +6,16 @@ use std::any::Any;
 
 #[cfg(loom)]
 use loom::sync::{
-    Arc, Mutex,
+    Arc,
     atomic::{AtomicU32, Ordering},
 };
 #[cfg(not(loom))]
 use std::sync::{
-    Arc, Mutex, PoisonError,
+    Arc,
     atomic::{AtomicU32, Ordering},
 };
 
-use crate::drops::drop_user;
+use super::hazard::{Current, Snapshot};
 use crate::track::{Origin, Sweep};
 
 /// The entry was removed: no call of it starts any more.
@@ -30,6 +30,8 @@ pub(super) struct Entry<F: ?Sized> {
     pub(super) id: u64,
     pub(super) priority: i32,
     pub(super) once: bool,
+    /// Made by a self-aware finish (X6): the listing shows it.
+    pub(super) self_aware: bool,
     pub(super) site: u32,
     /// [`REMOVED`], [`CLAIMED`] and the block count.
     pub(super) state: AtomicU32,
@@ -77,89 +79,42 @@ impl<F: ?Sized> Entry<F> {
 }
 
 /// One version of the list, in call order (priority descending, then subscription order).
-pub(super) type List<F> = Arc<Vec<Arc<Entry<F>>>>;
+pub(super) type List<F> = Vec<Arc<Entry<F>>>;
 
 /// What a delegate shares with its guards.
 pub(super) struct Shared<F: ?Sized> {
     /// The current version. Replaced, never changed in place, by every change. A broadcast
-    /// loads it without a lock: `arc-swap`'s load borrows the current `Arc` through a slot of the
-    /// calling thread (no write to a shared cache line in the common case), which is what keeps
-    /// a broadcast to one subscriber within a few nanoseconds of the game-thread delegate's.
-    #[cfg(not(loom))]
-    pub(super) list: arc_swap::ArcSwap<Vec<Arc<Entry<F>>>>,
-    /// Under loom, the same protocol with the list behind a mutex (loom checks every
-    /// interleaving of it; `arc-swap` is not instrumented for loom).
-    #[cfg(loom)]
-    pub(super) list: Mutex<List<F>>,
-    /// Serializes changes, so that no copy-on-write loses another's update. Never held while
-    /// user code runs (a replaced list's callables are dropped after it is released).
-    #[cfg(not(loom))]
-    pub(super) writer: Mutex<()>,
+    /// reads it through a hazard slot of its thread (`hazard`): no lock, no reference count,
+    /// no write to a cache line another thread writes.
+    pub(super) list: Current<List<F>>,
     /// Whether the module loader knows this delegate (TS5): registered, weakly, with the
     /// first subscription made while a module is loaded. Not part of the protocol (std's).
     pub(super) swept: std::sync::atomic::AtomicBool,
 }
 
-impl<F: ?Sized> Shared<F> {
+impl<F: ?Sized + Send + Sync + 'static> Shared<F> {
     pub(super) fn new() -> Self {
         Shared {
-            #[cfg(not(loom))]
-            list: arc_swap::ArcSwap::from_pointee(Vec::new()),
-            #[cfg(loom)]
-            list: Mutex::new(Arc::new(Vec::new())),
-            #[cfg(not(loom))]
-            writer: Mutex::new(()),
+            list: Current::new(Vec::new()),
             swept: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     /// The current list, for a broadcast or a listing.
-    #[cfg(not(loom))]
     #[inline(always)]
-    pub(super) fn snapshot(&self) -> arc_swap::Guard<List<F>> {
-        self.list.load()
-    }
-
-    /// The current list, for a broadcast or a listing.
-    #[cfg(loom)]
-    #[inline(always)]
-    pub(super) fn snapshot(&self) -> List<F> {
-        Arc::clone(&self.list.lock().unwrap())
+    pub(super) fn snapshot(&self) -> Snapshot<'_, List<F>> {
+        self.list.protect()
     }
 
     /// Runs `f` on the current list with changes held off (it must run no user code).
     pub(super) fn read<R>(&self, f: impl FnOnce(&[Arc<Entry<F>>]) -> R) -> R {
-        #[cfg(not(loom))]
-        {
-            let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-            f(&self.list.load())
-        }
-        #[cfg(loom)]
-        {
-            f(&self.list.lock().unwrap())
-        }
+        self.list.read(|list| f(list))
     }
 
-    /// Replaces the list with `change(current)`; the old version is dropped after the lock is
-    /// released (its last reference may drop callables: user code).
+    /// Replaces the list with `change(current)`; the old version is freed after the lock is
+    /// released, once no broadcast reads it (its callables' drops are user code).
     pub(super) fn update(&self, change: impl FnOnce(&[Arc<Entry<F>>]) -> Vec<Arc<Entry<F>>>) {
-        #[cfg(not(loom))]
-        let old = {
-            // Poisoning cannot happen (no user code runs under the lock); if it did, the list
-            // is consistent anyway.
-            let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-            let new = Arc::new(change(&self.list.load()));
-            self.list.swap(new)
-        };
-        #[cfg(loom)]
-        let old = {
-            let mut current = self.list.lock().unwrap();
-            let new = Arc::new(change(&current));
-            std::mem::replace(&mut *current, new)
-        };
-        // Its last reference drops the removed callables: user code, guarded if this change is
-        // made from a `Drop` while the thread unwinds (R2).
-        drop_user(old);
+        self.list.update(|list| change(list));
     }
 
     /// Runs `f` on the live entry `id`, under the list's lock (no user code); whether there
@@ -229,7 +184,7 @@ impl<F: ?Sized> Shared<F> {
 
 /// TS5: a game module's unload removes the module's subscriptions (on the unloading thread; no
 /// user code runs under the list's lock, the removed callables drop after it).
-impl<F: ?Sized + Send + Sync> Sweep for Shared<F> {
+impl<F: ?Sized + Send + Sync + 'static> Sweep for Shared<F> {
     fn sweep(&self, module: u64) -> usize {
         self.remove_where(|entry| entry.origin.is_of(module))
     }
@@ -244,7 +199,7 @@ pub(super) trait Control: Send + Sync {
     fn contains(&self, id: u64) -> bool;
 }
 
-impl<F: ?Sized + Send + Sync> Control for Shared<F> {
+impl<F: ?Sized + Send + Sync + 'static> Control for Shared<F> {
     fn remove(&self, id: u64) -> bool {
         Shared::remove(self, id)
     }

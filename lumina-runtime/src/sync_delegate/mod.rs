@@ -11,13 +11,21 @@
 //!   when its broadcast reads the subscriber's state word and finds it live: one atomic load,
 //!   ordered with the removal's atomic write to the same word.
 //! - **No lock around user code (TS2, TS3).** The list is copy-on-write: a broadcast takes the
-//!   current list (without a lock: `arc-swap`'s load) and walks it with no lock held. So a subscriber may add, remove, clear and broadcast (this delegate or
-//!   another) from inside its call on any thread, and two threads that broadcast each other's
-//!   delegates from their subscribers (the crossed case) never deadlock. Concurrent broadcasts
-//!   run in parallel; a broadcast never allocates. Subscribers added during a broadcast are not
-//!   called by it (M2): it walks the list it began with.
-//! - **Costs.** `broadcast`: O(n) in the subscribers, and no lock. `add_*`, `remove`, `block`:
-//!   O(n) (the new list is a copy, sorted by priority); `clear`: O(n).
+//!   current list without a lock (it names the version in a hazard slot of its own thread, a
+//!   plain store; the writers pay for the fence, `hazard`) and walks it with no lock held. So a
+//!   subscriber may add, remove, clear and broadcast (this delegate or another) from inside its
+//!   call on any thread, and two threads that broadcast each other's delegates from their
+//!   subscribers (the crossed case) never deadlock. Concurrent broadcasts run in parallel and
+//!   write no shared cache line; a broadcast never allocates. Subscribers added during a
+//!   broadcast are not called by it (M2): it walks the list it began with.
+//! - **Memory.** A replaced list is freed at once if no broadcast reads it; otherwise at the end
+//!   of the last broadcast that reads it (on that broadcast's thread), or at the next change of
+//!   any thread-safe delegate, whichever comes first. Its last reference to a removed callable
+//!   drops it then.
+//! - **Costs.** `broadcast`: O(n) in the subscribers, no lock, no atomic read-modify-write (a
+//!   one-shot's claim aside). `add_*`, `remove`, `clear`: O(n) (the new list is a copy, sorted
+//!   by priority), plus one `membarrier` system call on Linux (a few microseconds) and a scan of
+//!   the threads' hazard slots; `block`, `unblock`, `contains`: O(n) under the writers' lock.
 //! - **To the game thread (TS4).** [`add_queued`](SyncMulticastDelegate::add_queued) makes a
 //!   subscription whose callable runs on the game thread at its next
 //!   [`process_queue`](crate::main_thread::process_queue), with the arguments cloned at broadcast
@@ -66,6 +74,7 @@ use list::{BLOCKS, CLAIMED, Control, Entry, Shared};
 
 mod arity;
 mod handles;
+mod hazard;
 mod list;
 
 pub use handles::{
@@ -104,13 +113,13 @@ pub struct SyncMulticastDelegate<F: ?Sized + 'static> {
 
 impl<F: ?Sized + 'static> crate::subscribe::TakesPriority for SyncMulticastDelegate<F> {}
 
-impl<F: ?Sized + 'static> Default for SyncMulticastDelegate<F> {
+impl<F: ?Sized + Send + Sync + 'static> Default for SyncMulticastDelegate<F> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<F: ?Sized + 'static> fmt::Debug for SyncMulticastDelegate<F> {
+impl<F: ?Sized + Send + Sync + 'static> fmt::Debug for SyncMulticastDelegate<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SyncMulticastDelegate")
             .field("len", &self.len())
@@ -119,7 +128,7 @@ impl<F: ?Sized + 'static> fmt::Debug for SyncMulticastDelegate<F> {
     }
 }
 
-impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
+impl<F: ?Sized + Send + Sync + 'static> SyncMulticastDelegate<F> {
     /// An empty delegate (allocates its shared state).
     pub fn new() -> Self {
         SyncMulticastDelegate {
@@ -166,25 +175,50 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
         SyncRegistration(self)
     }
 
-    /// Adds an entry made by `make` from its own subscription, with `options`: the building
-    /// block of every finish. O(n) (the new list is a copy, sorted by priority), and entries
-    /// whose owner was dropped go with the copy (M9).
+    /// Adds `callable` with `options`: the building block of every plain finish. O(n) (the new
+    /// list is a copy, sorted by priority), and entries whose owner was dropped go with the
+    /// copy (M9).
     #[track_caller]
-    fn insert(
+    fn insert(&self, options: Options<'_>, making: Making, callable: Box<F>) -> DelegateHandle {
+        self.insert_entry(
+            options,
+            making,
+            DelegateHandle::new_unique(),
+            false,
+            callable,
+        )
+    }
+
+    /// Adds an entry made by `make` from its own subscription (X6): the building block of the
+    /// self-aware finishes. As [`insert`](Self::insert), plus the subscription's weak
+    /// reference (only self-aware adds make one).
+    #[track_caller]
+    fn insert_self_aware(
         &self,
         options: Options<'_>,
         making: Making,
         make: impl FnOnce(SyncThisSubscription) -> Box<F>,
-    ) -> DelegateHandle
-    where
-        F: Send + Sync,
-    {
+    ) -> DelegateHandle {
         let handle = DelegateHandle::new_unique();
         let control: std::sync::Arc<dyn Control> = self.shared.clone();
         let callable = make(SyncThisSubscription {
             handle,
             shared: std::sync::Arc::downgrade(&control),
         });
+        self.insert_entry(options, making, handle, true, callable)
+    }
+
+    /// Adds the entry of `handle`; what [`insert`](Self::insert) and
+    /// [`insert_self_aware`](Self::insert_self_aware) share.
+    #[track_caller]
+    fn insert_entry(
+        &self,
+        options: Options<'_>,
+        making: Making,
+        handle: DelegateHandle,
+        self_aware: bool,
+        callable: Box<F>,
+    ) -> DelegateHandle {
         // One atomic load while no module is loaded.
         let origin = Origin::of(&*callable);
         if origin.while_loaded() && !self.shared.swept.swap(true, Ordering::AcqRel) {
@@ -196,6 +230,7 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
             id: handle.id(),
             priority,
             once: options.once,
+            self_aware,
             site: crate::bind_site::intern(Location::caller()),
             state: AtomicU32::new(u32::from(options.muted)),
             queued: making.queued,
@@ -313,7 +348,7 @@ impl<F: ?Sized + 'static> SyncMulticastDelegate<F> {
                 priority: entry.priority,
                 muted: entry.state.load(Ordering::Acquire) & BLOCKS != 0,
                 one_shot: entry.once,
-                self_aware: false,
+                self_aware: entry.self_aware,
             })
             .collect()
     }
