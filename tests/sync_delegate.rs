@@ -771,10 +771,26 @@ fn ts3_a_replaced_list_is_freed_when_the_last_broadcast_reading_it_ends() {
         "the version a broadcast reads was freed during its call"
     );
     assert!(
-        dropped.load(Ordering::SeqCst),
+        freed_by_the_end_or_the_next_changes(&dropped),
         "the removed callable's last version was not freed as its broadcast returned"
     );
     assert!(delegate.is_empty());
+}
+
+/// Whether `dropped` is set, or becomes so within a few changes of another thread-safe delegate:
+/// a replaced version is freed when the last broadcast reading it ends, or, if that broadcast's
+/// end found the reclamation busy on another thread (tests of this binary run in parallel), at
+/// the next change of any thread-safe delegate (the module's docs).
+fn freed_by_the_end_or_the_next_changes(dropped: &AtomicBool) -> bool {
+    let other = OnValue::new();
+    for _ in 0..100 {
+        if dropped.load(Ordering::SeqCst) {
+            return true;
+        }
+        let handle = other.add_lambda(|_| ());
+        assert!(other.remove(handle));
+    }
+    dropped.load(Ordering::SeqCst)
 }
 
 /// TS3, nesting deeper than a thread's hazard slots: the inner broadcasts pin the version
@@ -812,7 +828,7 @@ fn ts3_broadcasts_nested_deeper_than_the_slots_keep_their_version() {
         !early.load(Ordering::SeqCst),
         "a nested broadcast's version was freed early"
     );
-    assert!(dropped.load(Ordering::SeqCst));
+    assert!(freed_by_the_end_or_the_next_changes(&dropped));
 }
 
 /// X6, V1: the listing says which subscriptions are self-aware.

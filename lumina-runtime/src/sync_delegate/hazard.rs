@@ -459,7 +459,7 @@ impl<T: Send + Sync + 'static> Current<T> {
             });
             domain.pending.store(retired.len(), Ordering::Release);
         }
-        reclaim();
+        reclaim(false);
     }
 }
 
@@ -471,21 +471,32 @@ impl<T> Drop for Current<T> {
 }
 
 /// Frees every retired version that no slot names and no pin holds. Called after each change
-/// and by a reader's end while something waits.
+/// (`wait`: false) and by a reader's end while something waits (`wait`: true).
+///
+/// A change does not wait for the lock: whoever holds it reclaims after it, or pushes and then
+/// reclaims. A reader's end waits (a short scan, no user code under the lock), so the version
+/// the last broadcast reading it released is freed as that broadcast returns even while other
+/// threads' changes and broadcasts hold the lock for a moment: what the docs promise.
 #[cold]
 #[inline(never)]
-fn reclaim() {
+fn reclaim(wait: bool) {
     let domain = domain();
     let free: Vec<Retired> = {
-        // Another thread reclaiming does the same work: no need to wait for it.
         #[cfg(not(loom))]
-        let mut retired = match domain.retired.try_lock() {
-            Ok(retired) => retired,
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return,
+        let mut retired = if wait {
+            lock(&domain.retired)
+        } else {
+            match domain.retired.try_lock() {
+                Ok(retired) => retired,
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return,
+            }
         };
         #[cfg(loom)]
-        let mut retired = lock(&domain.retired);
+        let mut retired = {
+            let _ = wait;
+            lock(&domain.retired)
+        };
         let mut free = Vec::new();
         let mut index = 0;
         while index < retired.len() {
@@ -582,7 +593,7 @@ impl<T> Drop for Snapshot<'_, T> {
             }
         }
         if domain().pending.load(Ordering::Relaxed) != 0 {
-            reclaim();
+            reclaim(true);
         }
     }
 }
