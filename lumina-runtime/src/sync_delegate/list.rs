@@ -4,16 +4,7 @@
 
 use std::any::Any;
 
-#[cfg(loom)]
-use loom::sync::{
-    Arc,
-    atomic::{AtomicU32, Ordering},
-};
-#[cfg(not(loom))]
-use std::sync::{
-    Arc,
-    atomic::{AtomicU32, Ordering},
-};
+use super::sync::{Arc, AtomicU32, Ordering};
 
 use super::hazard::{Current, Snapshot};
 use crate::track::{Origin, Sweep};

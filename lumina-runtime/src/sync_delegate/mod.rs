@@ -53,16 +53,22 @@
 use std::fmt;
 use std::panic::Location;
 
-#[cfg(loom)]
-use loom::sync::{
-    Arc,
-    atomic::{AtomicU32, Ordering},
-};
-#[cfg(not(loom))]
-use std::sync::{
-    Arc,
-    atomic::{AtomicU32, Ordering},
-};
+/// The protocol's shared-memory primitives: loom's under `--cfg loom` (the model checker sees
+/// every access), std's otherwise; what the module's files name instead of choosing each time.
+mod sync {
+    #[cfg(loom)]
+    pub(super) use loom::sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    };
+    #[cfg(not(loom))]
+    pub(super) use std::sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    };
+}
+
+use sync::{Arc, AtomicU32, Ordering};
 
 use crate::bind_site::{OwnerState, Subscription};
 use crate::drops::{Guarded, drop_user};
