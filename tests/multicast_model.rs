@@ -1502,20 +1502,9 @@ fn n4_m13_a_sweep_at_an_add_runs_drops_that_add_remove_broadcast_and_panic() {
     steps.push(member(1, Vec::new())); // sweeps 1..=8 (two drops act), then panics
     steps.push(Op::Broadcast(Vec::new()));
     steps.push(member(1, Vec::new())); // no sweep: 1 owned add since the last
-    let script = Script {
-        owner_drops: no_owner_drops(),
-        steps,
-    };
-    check(&script).expect("model and delegate agree");
-    let log = model_log(&script);
     use Event::*;
-    let sweep = log
-        .iter()
-        .position(|event| *event == OwnerDropped(0))
-        .expect("owner 0 dropped");
-    let after: Vec<Event> = log[sweep..].to_vec();
     assert_eq!(
-        after,
+        checked_log_from(steps, OwnerDropped(0)),
         [
             OwnerDropped(0),
             State(1, true),
@@ -1553,6 +1542,22 @@ fn n4_m13_a_sweep_at_an_add_runs_drops_that_add_remove_broadcast_and_panic() {
     );
 }
 
+/// Checks `steps` (no owner dropped by the script's schedule) against the model, and returns
+/// the model's log from the first `first` on: what the sweep tests assert on.
+fn checked_log_from(steps: Vec<Op>, first: Event) -> Vec<Event> {
+    let script = Script {
+        owner_drops: no_owner_drops(),
+        steps,
+    };
+    check(&script).expect("model and delegate agree");
+    let log = model_log(&script);
+    let at = log
+        .iter()
+        .position(|event| *event == first)
+        .unwrap_or_else(|| panic!("{first:?} is in the log"));
+    log[at..].to_vec()
+}
+
 /// N4, M13: a swept closure's `Drop` removes every subscription of the owner the sweeping add
 /// subscribes with, and drops the script's reference to it: the add holds it while it
 /// subscribes, so the subscription is made, and the owner dies as the add returns; a broadcast
@@ -1567,19 +1572,9 @@ fn n4_m13_a_sweep_whose_drop_drops_the_adding_owner() {
     steps.push(Op::DropOwner(0));
     steps.push(member(1, Vec::new())); // 8: sweeps 1..=7 first
     steps.push(Op::Broadcast(Vec::new()));
-    let script = Script {
-        owner_drops: no_owner_drops(),
-        steps,
-    };
-    check(&script).expect("model and delegate agree");
-    let log = model_log(&script);
     use Event::*;
-    let sweep = log
-        .iter()
-        .position(|event| *event == Dropped(1))
-        .expect("the sweep ran");
     assert_eq!(
-        log[sweep..],
+        checked_log_from(steps, Dropped(1)),
         [
             Dropped(1), // the sweep, at the add of 8, in the order made
             Dropped(2),
