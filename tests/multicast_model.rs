@@ -83,6 +83,9 @@ enum Op {
     /// Inside a subscriber: block or unblock the subscription made `delta` places from its own
     /// (0: itself, while it runs).
     BlockRelative(i8, bool),
+    /// Mute the whole delegate (true: one more `ScopedMute` guard, A2) or drop the oldest guard
+    /// (false; guards drop in any order).
+    Mute(bool),
     Clear,
     RemoveAll(usize),
     DropOwner(usize),
@@ -112,6 +115,8 @@ enum Event {
     BoundTo(Option<bool>),
     /// The result of a block or unblock.
     Blocked(bool),
+    /// How many mute guards the target holds after a `Mute` op.
+    Mutes(usize),
     /// The closure of subscription n was dropped.
     Dropped(usize),
     /// Owner n was dropped.
@@ -173,6 +178,8 @@ trait Target {
     /// `None` = the invalid handle.
     fn remove(&self, handle: Option<usize>) -> bool;
     fn set_blocked(&self, handle: usize, blocked: bool) -> bool;
+    /// A2: one more mute of the whole delegate (`true`) or one fewer; how many are held.
+    fn mute(&self, mute: bool) -> usize;
     fn remove_foreign(&self) -> bool;
     fn clear(&self);
     fn remove_all(&self, owner: usize) -> Option<usize>;
@@ -241,6 +248,7 @@ fn exec<T: Target>(target: &T, op: &Op, ctx: Ctx) {
                 }
             }
         }
+        Op::Mute(mute) => shared.push(Event::Mutes(target.mute(*mute))),
         Op::RemoveInvalid => shared.push(Event::Removed(target.remove(None))),
         Op::RemoveForeign => shared.push(Event::Removed(target.remove_foreign())),
         Op::Clear => target.clear(),
@@ -361,6 +369,9 @@ struct Model {
     owner_drops: Vec<Rc<[Op]>>,
     /// Broadcasts (and removals by owner, clears) running: the list's lock count.
     locks: Cell<u32>,
+    /// Mutes of the whole delegate in force (A2): while above 0 a broadcast calls nobody and
+    /// clones nothing.
+    mutes: Cell<usize>,
     gone: Cell<bool>,
     /// Subscriptions with an owner made since the last sweep of dead owners, during broadcasts
     /// too: the library counts them so (N4, M9).
@@ -384,6 +395,7 @@ impl Model {
                 .map(|d| d.clone().into())
                 .collect(),
             locks: Cell::new(0),
+            mutes: Cell::new(0),
             gone: Cell::new(false),
             owned_since_sweep: Cell::new(0),
             owned_at_sweep: Cell::new(0),
@@ -657,6 +669,16 @@ impl Target for Model {
         true
     }
 
+    fn mute(&self, mute: bool) -> usize {
+        let mutes = self.mutes.get();
+        self.mutes.set(if mute {
+            mutes + 1
+        } else {
+            mutes.saturating_sub(1)
+        });
+        self.mutes.get()
+    }
+
     fn remove_foreign(&self) -> bool {
         false
     }
@@ -743,6 +765,10 @@ impl Target for Model {
     }
 
     fn broadcast(&self, on_clone: Rc<[Op]>) {
+        // A2: a muted delegate's broadcast takes no lock, clones nothing and calls nobody.
+        if self.mutes.get() > 0 {
+            return;
+        }
         let _lock = self.lock();
         // M2: the subscribers present when this broadcast starts (M1: in dispatch order) ...
         let order = self.sorted((0..self.handles()).collect());
@@ -882,6 +908,8 @@ struct Real {
     handles: RefCell<Vec<DelegateHandle>>,
     owners: RefCell<Vec<Option<Rc<OwnerObject>>>>,
     dropped: RefCell<Vec<bool>>,
+    /// The mute guards the script holds (A2).
+    mutes: RefCell<Vec<lumina::ScopedMute>>,
     me: Weak<Real>,
 }
 
@@ -910,6 +938,7 @@ impl Real {
                 handles: RefCell::default(),
                 owners: RefCell::new(owners),
                 dropped: RefCell::default(),
+                mutes: RefCell::default(),
                 me: me.clone(),
             }
         })
@@ -1024,6 +1053,28 @@ impl Target for Real {
         done
     }
 
+    fn mute(&self, mute: bool) -> usize {
+        let delegate = self.delegate();
+        if mute {
+            let guard = delegate.mute();
+            self.mutes.borrow_mut().push(guard);
+        } else {
+            // The oldest first: guards drop in any order. No user code runs in the drop.
+            let oldest = {
+                let mut mutes = self.mutes.borrow_mut();
+                (!mutes.is_empty()).then(|| mutes.remove(0))
+            };
+            drop(oldest);
+        }
+        let held = self.mutes.borrow().len();
+        assert_eq!(
+            delegate.is_muted(),
+            held > 0,
+            "A2: muted while a guard lives"
+        );
+        held
+    }
+
     fn remove_foreign(&self) -> bool {
         let removed = self.delegate().remove(self.foreign_handle);
         assert_eq!(self.foreign.len(), 1, "H2: a foreign handle is not touched");
@@ -1108,6 +1159,7 @@ fn leaf() -> impl Strategy<Value = Op> {
         2 => (-2_i8..=2).prop_map(Op::RemoveRelative),
         1 => Just(Op::RemoveInvalid),
         1 => Just(Op::RemoveForeign),
+        1 => any::<bool>().prop_map(Op::Mute),
         1 => Just(Op::Clear),
         1 => (0..OWNERS).prop_map(Op::RemoveAll),
         1 => (0..OWNERS).prop_map(Op::DropOwner),
