@@ -113,8 +113,11 @@ pub(crate) struct Block<C> {
     /// and move (N4). Merged by the next compaction, which the start of the next broadcast (or
     /// walk) makes, into room reserved when they came (M12: the merge allocates nothing).
     /// Empty while a broadcast runs. Its subscribers have their owner's row in `owners`
-    /// already.
+    /// already. A removal by handle leaves a tombstone in it (see `deferred_removed`).
     pub(super) deferred: RefCell<BTreeMap<(i64, u64), Pending<C>>>,
+    /// Tombstones removals by handle left in `deferred` since it was last swept or merged:
+    /// swept once they are half of it (`Block::sweep_deferred_if_worthwhile`).
+    pub(super) deferred_removed: Cell<usize>,
     /// The lock count (how many broadcasts are running on this list; they nest) times
     /// [`LOCK_ONE`], plus [`NEEDS_SETTLE`], [`HAS_PENDING`] and [`STOP`]: one word, so beginning a
     /// broadcast is one load, test and store, and ending one is one load, store and compare.
@@ -266,8 +269,11 @@ impl<C: Subscriber> InvocationList<C> {
     /// this one) finishes safely (M4).
     ///
     /// O(log n) amortized (N4): a binary search by id; the compaction once the tombstones are
-    /// half the list, and the shrink of its tables once they hold under a quarter of their
-    /// room (to twice what they hold), are O(1) amortized per removal.
+    /// half the list, the sweep of the deferred list once its tombstones are half of it (a
+    /// subscription waiting there for a merge is marked removed in place, not taken out of the
+    /// ordered map, so an add and a removal at its edge do not split and merge its nodes every
+    /// time), and the shrink of its tables once they hold under a quarter of their room (to
+    /// twice what they hold), are O(1) amortized per removal.
     pub(crate) fn remove(&self, handle: DelegateHandle) -> bool {
         handle.is_valid() && self.block().is_some_and(|block| block.remove(handle.id()))
     }
@@ -757,6 +763,7 @@ impl<C> Block<C> {
             deferred: RefCell::new(BTreeMap::new()),
             state: Cell::new(0),
             tombstones: Cell::new(0),
+            deferred_removed: Cell::new(0),
             stale_rows: Cell::new(false),
             mutes: Cell::new(0),
             more_blocks: RefCell::new(IdMap::default()),

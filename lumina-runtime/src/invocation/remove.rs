@@ -28,20 +28,66 @@ impl<C: Subscriber> Block<C> {
                 self.note_tombstone();
                 (entry.take_callable(), was_live)
             } else {
-                // Deferred (waiting for a merge): taken out of the deferred list at once.
+                // Deferred (waiting for a merge): marked removed where it waits, a tombstone
+                // its callable leaves now, and the merge or the sweep of the deferred list
+                // discards. Not taken out of the map at once: a subscription added at the edge
+                // of the map and removed again would split a full node on the way in and merge
+                // it back on the way out, every time, on every level that is full (N4).
                 drop(entries);
-                let Some(taken) = self.take_deferred(id, |_| true) else {
+                let deferred = self.deferred.borrow();
+                let Some(found) = self
+                    .deferred_entry(&deferred, id)
+                    .filter(|found| !found.entry.is_removed())
+                else {
                     return false;
                 };
-                let was_live = taken.owner_alive();
-                (taken.entry.take_callable(), was_live)
+                let was_live = found.owner_alive();
+                found.entry.mark_removed();
+                self.deferred_removed.set(self.deferred_removed.get() + 1);
+                (found.entry.take_callable(), was_live)
             }
         };
         // Dropped outside the borrow: a closure's captures may run code that re-enters the list
         // (M13). The entry is already a tombstone, so a panic there leaves the list consistent.
         Drops::drop_one(removed);
         self.compact_if_worthwhile();
+        self.sweep_deferred_if_worthwhile();
         was_live
+    }
+
+    /// Outside broadcasts, once the deferred list's tombstones (removals by handle that left
+    /// their entry in place) are half of it and at least 32: discards them, O(m) for the m
+    /// entries it holds, every m / 2 removals at least, so O(1) amortized per removal (N4).
+    /// The indexes forget them as [`take_deferred`](Self::take_deferred) makes them forget
+    /// (the priority now, the owner rows and keys at the next compaction). Runs no user code:
+    /// a tombstone keeps only its id and weak owner, and one whose callable is still being
+    /// dropped (a re-entrant removal) stays.
+    fn sweep_deferred_if_worthwhile(&self) {
+        let removed = self.deferred_removed.get();
+        if removed < 32 || self.is_broadcasting() {
+            return;
+        }
+        let Ok(mut deferred) = self.deferred.try_borrow_mut() else {
+            return;
+        };
+        if removed * 2 < deferred.len() {
+            return;
+        }
+        steps::add(deferred.len());
+        deferred.retain(|_, pending| {
+            let keep = !pending.entry.is_removed() || pending.entry.has_callable();
+            if !keep {
+                self.set_priority_of(pending.entry.id(), 0);
+            }
+            keep
+        });
+        self.deferred_removed.set(0);
+        self.stale_rows.set(true);
+        let empty = deferred.is_empty();
+        drop(deferred);
+        if empty && self.pending.borrow().is_empty() {
+            self.state.set(self.state.get() & !HAS_PENDING);
+        }
     }
 
     /// Removes every live subscription bound to the object at `owner` (main or pending), as

@@ -193,6 +193,8 @@ impl<C: Subscriber> Block<C> {
         self.deferred
             .borrow_mut()
             .retain(|_, pending| keep(pending));
+        // What the retain left of the deferred list is merged below.
+        self.deferred_removed.set(0);
         let compacting = self.tombstones.get() > 0;
         if compacting {
             self.retain_entries(&mut entries);
