@@ -56,7 +56,6 @@
 //!   in whichever session comes next.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -67,6 +66,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
 use crate::drops::{AtThreadExit, Drops, Guarded};
+use crate::id_map::IdMap;
 use crate::main_thread;
 use crate::track::{self, Origin};
 
@@ -109,7 +109,7 @@ struct Slot {
 struct Tasks {
     session: u64,
     /// User values: dropped under the guard if the thread exits with tasks alive (R2).
-    slots: AtThreadExit<HashMap<u64, Slot>>,
+    slots: AtThreadExit<IdMap<u64, Slot>>,
 }
 
 impl Drop for Tasks {

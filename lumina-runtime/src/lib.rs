@@ -52,6 +52,7 @@ mod drops;
 pub mod event;
 pub mod ffi;
 pub mod handle;
+mod id_map;
 pub mod inspect;
 mod invocation;
 pub mod main_thread;

@@ -11,9 +11,9 @@ use std::rc::{Rc, Weak};
 use smallvec::SmallVec;
 
 use super::entry::{Entry, Pending, Subscriber};
-use super::id_map::IdMap;
 use crate::drops::{Drops, Guarded};
 use crate::handle::DelegateHandle;
+use crate::id_map::IdMap;
 use crate::steps;
 
 /// Lock-state bit: tombstones or pending subscribers wait for the end of the outermost

@@ -111,7 +111,6 @@
 
 mod block;
 mod entry;
-mod id_map;
 mod list;
 mod raw;
 mod remove;

@@ -1,22 +1,23 @@
-//! [`IdMap`]: the hash map of the list's indexes, keyed by subscription ids and addresses.
+//! [`IdMap`]: the hash map keyed by lumina's own numbers: the invocation list's indexes (by
+//! subscription id and by address) and the coroutines' table of tasks (by task id).
 //!
 //! The keys are lumina's own numbers (ids handed out in order) and addresses (of owners and of
 //! plain functions), never a value an attacker chooses, so the std map's SipHash buys no
 //! protection here and cost a fifth of an add with a priority (28 M of 143 M instructions in
-//! BENCHMARKS.md's add measurement). A shift, a multiplication and a rotation instead, so
+//! BENCHMARKS.md's add measurement), and 430 of a spawned task's 2 350. A shift, a multiplication and a rotation instead, so
 //! aligned addresses (low bits zero) and consecutive ids both spread over the table.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A hash map keyed by ids or addresses: [`IdHasher`].
-pub(super) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// The hasher of [`IdMap`]: one `u64` (or `usize`) key, its bits above the alignment folded
 /// onto the low ones, multiplied by a 64-bit odd constant (the golden ratio's), and its high
 /// half (the well-mixed one) rotated to the low bits the table indexes with.
 #[derive(Default, Clone, Copy)]
-pub(super) struct IdHasher(u64);
+pub(crate) struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     #[inline]
