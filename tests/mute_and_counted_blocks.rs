@@ -1,6 +1,6 @@
 //! Rule A2: blocking as the peers have it. A whole delegate can be muted (sigslot's signal
-//! blocking, Qt's `blockSignals`/`QSignalBlocker`) on every game-thread mechanism that takes
-//! subscribers, and a subscription's blocks are counted, so block guards nest and drop in any
+//! blocking, Qt's `blockSignals`/`QSignalBlocker`) on every mechanism that takes subscribers
+//! (the thread-safe delegate's guards on any thread), and a subscription's blocks are counted, so block guards nest and drop in any
 //! order (boost's `shared_connection_block`). Each test fails when mutes or blocks are a flag
 //! instead of a count, or when a muted broadcast still calls someone.
 
@@ -194,4 +194,82 @@ fn a2_a_declared_delegate_can_be_muted() {
     drop(second);
     on_score.broadcast(5);
     assert_eq!(total.get(), 5);
+}
+
+lumina::declare_multicast_delegate!(pub sync OnAssetLoaded(u32));
+
+/// The thread-safe delegate (TS1 has what the game-thread one has): mutes are counted, their
+/// guards are `Send` and drop in any order on any thread, and a broadcast that starts while one
+/// is in force calls nobody, on any thread. A declared one mutes the same way.
+#[test]
+fn a2_a_thread_safe_delegate_mutes_are_counted_across_threads() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let on_loaded = Arc::new(OnAssetLoaded::new());
+    let heard = Arc::new(AtomicU32::new(0));
+    let sink = Arc::clone(&heard);
+    let _ = on_loaded.add_lambda(move |bytes| {
+        sink.fetch_add(bytes, Ordering::Relaxed);
+    });
+    let streaming = on_loaded.mute();
+    let loading_screen = on_loaded.mute();
+    assert!(on_loaded.is_muted());
+    let worker = {
+        let on_loaded = Arc::clone(&on_loaded);
+        std::thread::spawn(move || {
+            on_loaded.broadcast(1);
+            // The first guard ends on the worker: one mute is still in force.
+            drop(streaming);
+            on_loaded.broadcast(2);
+            on_loaded.is_muted()
+        })
+    };
+    assert!(
+        worker.join().unwrap(),
+        "one of two mutes lifted unmuted the delegate"
+    );
+    assert_eq!(heard.load(Ordering::Relaxed), 0);
+    drop(loading_screen);
+    assert!(!on_loaded.is_muted());
+    on_loaded.broadcast(4);
+    assert_eq!(heard.load(Ordering::Relaxed), 4);
+    // A guard that outlives its delegate does nothing when it drops.
+    let outliving = on_loaded.mute();
+    drop(on_loaded);
+    drop(outliving);
+}
+
+/// A mute taken by a subscriber during a broadcast: that broadcast finishes (the subscribers
+/// after it still run), the next one calls nobody, and subscribing and blocking go on.
+#[test]
+fn a2_a_thread_safe_delegate_muted_from_inside_a_broadcast_applies_from_the_next_one() {
+    use std::sync::{Arc, Mutex};
+    let on_loaded = Arc::new(OnAssetLoaded::new());
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let guard = Arc::new(Mutex::new(None));
+    let muter = Arc::downgrade(&on_loaded);
+    let (first, second) = (Arc::clone(&log), Arc::clone(&log));
+    let held = Arc::clone(&guard);
+    let _ = on_loaded.subscribe().priority(1).add_lambda(move |bytes| {
+        first.lock().unwrap().push(("muter", bytes));
+        let delegate = muter.upgrade().expect("the delegate is broadcasting");
+        held.lock().unwrap().get_or_insert_with(|| delegate.mute());
+    });
+    let _ = on_loaded.add_lambda(move |bytes| second.lock().unwrap().push(("after", bytes)));
+    on_loaded.broadcast(1);
+    on_loaded.broadcast(2);
+    let late = on_loaded.add_lambda(|_| panic!("called while muted"));
+    assert!(on_loaded.block(late) && on_loaded.unblock(late));
+    on_loaded.broadcast(3);
+    assert_eq!(*log.lock().unwrap(), [("muter", 1), ("after", 1)]);
+    assert!(on_loaded.remove(late));
+    drop(guard.lock().unwrap().take());
+    on_loaded.broadcast(4);
+    assert_eq!(
+        *log.lock().unwrap(),
+        [("muter", 1), ("after", 1), ("muter", 4), ("after", 4)]
+    );
+    // The muter took a new guard at 4: the delegate is muted again.
+    assert!(on_loaded.is_muted());
+    drop(guard.lock().unwrap().take());
 }

@@ -3,7 +3,7 @@
 //! Random scripts run on three threads at once against one `SyncMulticastDelegate`: add (at a
 //! priority, one-shot or not, a subscriber that broadcasts again from inside its call, removes
 //! itself or yields), remove any subscription made so far (by any thread), block and unblock,
-//! clear, broadcast. Every operation is stamped with tickets from one sequentially consistent
+//! clear, broadcast, mute the whole delegate (take a guard, or drop the one the thread holds). Every operation is stamped with tickets from one sequentially consistent
 //! counter, taken just before it starts and just after it returns, and every call with the
 //! ticket at its start and the broadcast it belongs to. Afterwards the log is checked against
 //! what the rules allow for any interleaving consistent with those tickets:
@@ -12,7 +12,10 @@
 //! - TS2: a broadcast that began after a removal (a `remove`, or a `clear` that began after the
 //!   add had returned) returned never calls that subscriber; a blocked one is not called;
 //! - completeness: a subscriber added before a broadcast began and neither removed, cleared nor
-//!   blocked before it ended is called by it exactly once (a one-shot: exactly once overall);
+//!   blocked before it ended is called by it exactly once (a one-shot: exactly once overall),
+//!   unless a mute overlapped the broadcast;
+//! - A2: a broadcast that began after a mute returned and ended before its guard's drop began
+//!   calls nobody;
 //! - no subscriber is called twice by one broadcast, and a broadcast calls in priority order,
 //!   equal priorities in the order added;
 //! - `remove` reports `true` at most once per subscription, never after a clear surely took it.
@@ -50,6 +53,8 @@ enum Op {
     Unblock(usize),
     Clear,
     Broadcast,
+    /// Take a mute guard of the whole delegate, or drop the one this thread holds.
+    Mute,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -64,6 +69,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::Unblock),
         1 => Just(Op::Clear),
         4 => Just(Op::Broadcast),
+        1 => Just(Op::Mute),
     ]
 }
 
@@ -110,6 +116,11 @@ enum Rec {
         sub: usize,
         broadcast: u64,
         at: u64,
+    },
+    /// A mute: `mute()`'s (start, end), then its guard's drop's (start, end).
+    Mute {
+        on: (u64, u64),
+        off: (u64, u64),
     },
 }
 
@@ -245,13 +256,39 @@ impl World {
                 self.log(Rec::Clear { start, end });
             }
             Op::Broadcast => self.broadcast(),
+            Op::Mute => {
+                if !self.unmute() {
+                    let start = self.tick();
+                    let guard = self.delegate.mute();
+                    let end = self.tick();
+                    HELD.with(|held| *held.borrow_mut() = Some((guard, (start, end))));
+                }
+            }
         }
+    }
+
+    /// Drops the mute guard this thread holds, if any, and logs the mute; whether there was one.
+    fn unmute(&self) -> bool {
+        let Some((guard, on)) = HELD.with(|held| held.borrow_mut().take()) else {
+            return false;
+        };
+        let start = self.tick();
+        drop(guard);
+        let end = self.tick();
+        self.log(Rec::Mute {
+            on,
+            off: (start, end),
+        });
+        true
     }
 }
 
 thread_local! {
     /// The broadcasts this thread is inside, innermost last.
     static CURRENT: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    /// The mute guard this thread holds, with `mute()`'s (start, end).
+    static HELD: RefCell<Option<(lumina::sync_delegate::SyncScopedMute, (u64, u64))>> =
+        const { RefCell::new(None) };
 }
 
 /// Counts the drop of a subscriber's callable.
@@ -287,6 +324,13 @@ fn check(log: &[Rec], drops: &HashMap<usize, usize>) -> Result<(), String> {
     let mut broadcasts = Vec::new();
     let mut calls: HashMap<u64, Vec<(u64, usize)>> = HashMap::new();
     let mut calls_of: HashMap<usize, usize> = HashMap::new();
+    let mutes: Vec<((u64, u64), (u64, u64))> = log
+        .iter()
+        .filter_map(|rec| match *rec {
+            Rec::Mute { on, off } => Some((on, off)),
+            _ => None,
+        })
+        .collect();
     for rec in log {
         match *rec {
             Rec::Add {
@@ -370,6 +414,15 @@ fn check(log: &[Rec], drops: &HashMap<usize, usize>) -> Result<(), String> {
     for &(id, start, end) in &broadcasts {
         let mine = calls.get(&id).map_or(&[][..], Vec::as_slice);
         let first_call = mine.iter().map(|&(at, _)| at).min().unwrap_or(end);
+        // A2: muted from before it began until after it ended.
+        if let Some(&(at, _)) = mine.first()
+            && mutes.iter().any(|&(on, off)| on.1 < start && end < off.0)
+        {
+            return Err(format!(
+                "broadcast {id} ran while the delegate was muted and called someone at {at}"
+            ));
+        }
+        let mute_overlaps = mutes.iter().any(|&(on, off)| on.0 < end && off.1 > start);
         // No subscriber twice; priority order; equal priorities in the order added.
         for (i, &(at, sub)) in mine.iter().enumerate() {
             if mine[..i].iter().any(|&(_, other)| other == sub) {
@@ -415,7 +468,8 @@ fn check(log: &[Rec], drops: &HashMap<usize, usize>) -> Result<(), String> {
         }
         // Completeness: present and untouched throughout.
         for (&sub, this) in &subs {
-            let untouched = this.add.1 < start
+            let untouched = !mute_overlaps
+                && this.add.1 < start
                 && !this.removals.iter().any(|&(r_start, _)| r_start < end)
                 && !this.maybe_cleared.iter().any(|&c| c < end)
                 && !this.blocks.iter().any(|&(b_start, _)| b_start < end);
@@ -466,6 +520,7 @@ fn run(script: &[Vec<Op>]) -> Result<(), String> {
                 for op in &ops {
                     world.run(op);
                 }
+                world.unmute();
             })
         })
         .collect();
@@ -539,4 +594,24 @@ fn ts6_the_checker_rejects_a_broadcast_that_calls_a_removed_subscriber() {
     ];
     let error = check(&log, &drops).unwrap_err();
     assert!(error.contains("missed 0"), "{error}");
+    // And one where a broadcast inside a mute calls a subscriber.
+    let log = vec![
+        log[0].clone(),
+        Rec::Mute {
+            on: (2, 3),
+            off: (7, 8),
+        },
+        Rec::Broadcast {
+            id: 0,
+            start: 4,
+            end: 6,
+        },
+        Rec::Call {
+            sub: 0,
+            broadcast: 0,
+            at: 5,
+        },
+    ];
+    let error = check(&log, &drops).unwrap_err();
+    assert!(error.contains("muted"), "{error}");
 }

@@ -229,3 +229,26 @@ impl<F: ?Sized + Send + Sync + 'static, M> Subscribe<'_, SyncMulticastDelegate<F
         delegate.insert(options, Making::default(), callable)
     }
 }
+
+/// Lifts one mute of a [`SyncMulticastDelegate`] when dropped, on any thread (see
+/// [`mute`](SyncMulticastDelegate::mute)). It does not keep the delegate alive.
+#[must_use = "dropping the guard unmutes the delegate at once: bind it, `let _muted = ...`, for as long as the delegate stays muted"]
+pub struct SyncScopedMute {
+    pub(super) shared: std::sync::Weak<dyn Control>,
+}
+
+impl fmt::Debug for SyncScopedMute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SyncScopedMute")
+            .field("alive", &(self.shared.strong_count() > 0))
+            .finish()
+    }
+}
+
+impl Drop for SyncScopedMute {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.mute(false);
+        }
+    }
+}

@@ -81,6 +81,9 @@ pub(super) struct Shared<F: ?Sized> {
     /// Whether the module loader knows this delegate (TS5): registered, weakly, with the
     /// first subscription made while a module is loaded. Not part of the protocol (std's).
     pub(super) swept: std::sync::atomic::AtomicBool,
+    /// How many mutes of the whole delegate are in force (A2: counted, so guards nest and drop
+    /// in any order, on any thread): a broadcast that starts while it is above 0 calls nobody.
+    pub(super) mutes: AtomicU32,
 }
 
 impl<F: ?Sized + Send + Sync + 'static> Shared<F> {
@@ -88,7 +91,29 @@ impl<F: ?Sized + Send + Sync + 'static> Shared<F> {
         Shared {
             list: Current::new(Vec::new()),
             swept: std::sync::atomic::AtomicBool::new(false),
+            mutes: AtomicU32::new(0),
         }
+    }
+
+    /// Whether a mute is in force. Relaxed: a mute publishes no data; a broadcast on another
+    /// thread that must see it is ordered after the mute's return by whatever told that thread
+    /// (and a broadcast that began before the mute may finish, as after a removal, TS2).
+    #[inline(always)]
+    pub(super) fn is_muted(&self) -> bool {
+        self.mutes.load(Ordering::Relaxed) != 0
+    }
+
+    /// Adds one mute, or lifts one (`false` when none was in force).
+    pub(super) fn mute(&self, on: bool) -> bool {
+        if on {
+            self.mutes.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        self.mutes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |mutes| {
+                mutes.checked_sub(1)
+            })
+            .is_ok()
     }
 
     /// The current list, for a broadcast or a listing.
@@ -188,6 +213,7 @@ pub(super) trait Control: Send + Sync {
     fn block(&self, id: u64) -> bool;
     fn unblock(&self, id: u64) -> bool;
     fn contains(&self, id: u64) -> bool;
+    fn mute(&self, on: bool) -> bool;
 }
 
 impl<F: ?Sized + Send + Sync + 'static> Control for Shared<F> {
@@ -205,5 +231,9 @@ impl<F: ?Sized + Send + Sync + 'static> Control for Shared<F> {
 
     fn contains(&self, id: u64) -> bool {
         Shared::contains(self, id)
+    }
+
+    fn mute(&self, on: bool) -> bool {
+        Shared::mute(self, on)
     }
 }

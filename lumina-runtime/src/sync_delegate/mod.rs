@@ -25,7 +25,10 @@
 //! - **Costs.** `broadcast`: O(n) in the subscribers, no lock, no atomic read-modify-write (a
 //!   one-shot's claim aside). `add_*`, `remove`, `clear`: O(n) (the new list is a copy, sorted
 //!   by priority), plus one `membarrier` system call on Linux (a few microseconds) and a scan of
-//!   the threads' hazard slots; `block`, `unblock`, `contains`: O(n) under the writers' lock.
+//!   the threads' hazard slots; `block`, `unblock`, `contains`: O(n) under the writers' lock;
+//!   [`mute`](SyncMulticastDelegate::mute) and its guard's drop: O(1), one atomic counter, which
+//!   every broadcast reads once before it takes its list (A2: a broadcast that starts while a
+//!   mute is in force calls nobody; mutes are counted, their guards drop on any thread).
 //! - **To the game thread (TS4).** [`add_queued`](SyncMulticastDelegate::add_queued) makes a
 //!   subscription whose callable runs on the game thread at its next
 //!   [`process_queue`](crate::main_thread::process_queue), with the arguments cloned at broadcast
@@ -84,7 +87,7 @@ mod hazard;
 mod list;
 
 pub use handles::{
-    SyncRegistration, SyncScopedBlock, SyncScopedSubscription, SyncThisSubscription,
+    SyncRegistration, SyncScopedBlock, SyncScopedMute, SyncScopedSubscription, SyncThisSubscription,
 };
 
 /// A multicast delegate for any thread: see the [module documentation](self).
@@ -359,6 +362,44 @@ impl<F: ?Sized + Send + Sync + 'static> SyncMulticastDelegate<F> {
             .collect()
     }
 
+    /// Mutes the whole delegate until the guard is dropped (A2, Qt's `QSignalBlocker`): a
+    /// broadcast that starts while a mute is in force, on any thread, calls nobody; one already
+    /// running finishes. Mutes are counted: guards nest and may drop in any order, on any
+    /// thread (the guard is `Send`). Subscribing, removing and blocking go on as usual. O(1).
+    ///
+    /// ```
+    /// use lumina::SyncMulticastDelegate;
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// let on_saved: SyncMulticastDelegate<dyn Fn(u32) + Send + Sync> = SyncMulticastDelegate::new();
+    /// let heard = Arc::new(AtomicU32::new(0));
+    /// let sink = Arc::clone(&heard);
+    /// let _ = on_saved.add_lambda(move |slot| {
+    ///     sink.fetch_add(slot, Ordering::Relaxed);
+    /// });
+    /// {
+    ///     let _muted = on_saved.mute();
+    ///     assert!(on_saved.is_muted());
+    ///     on_saved.broadcast(1); // nobody hears it
+    /// }
+    /// on_saved.broadcast(2);
+    /// assert_eq!(heard.load(Ordering::Relaxed), 2);
+    /// ```
+    #[must_use = "dropping the guard unmutes the delegate at once: bind it, `let _muted = ...`, for as long as the delegate stays muted"]
+    pub fn mute(&self) -> SyncScopedMute {
+        self.shared.mute(true);
+        let shared: std::sync::Arc<dyn Control> = self.shared.clone();
+        SyncScopedMute {
+            shared: std::sync::Arc::downgrade(&shared),
+        }
+    }
+
+    /// Whether a [`mute`](Self::mute) is in force. O(1).
+    pub fn is_muted(&self) -> bool {
+        self.shared.is_muted()
+    }
+
     /// A guard that removes `handle`'s subscription when dropped; `Send`, so a worker may own
     /// it.
     #[must_use = "the subscription ends when the guard is dropped: `let _guard = ...`, not \
@@ -383,6 +424,9 @@ impl<F: ?Sized + Send + Sync + 'static> SyncMulticastDelegate<F> {
         // its last reference, and the callables it drops then are user code dropped while the
         // thread unwinds (R2).
         let _span = span();
+        if self.shared.is_muted() {
+            return;
+        }
         let list = Guarded::new(self.shared.snapshot());
         let mut once = false;
         for entry in list.iter() {
