@@ -315,16 +315,6 @@ impl<F: ?Sized + 'static> Delegate<F> {
             binding: Rc::clone(binding),
         })
     }
-
-    /// The bound callable, or the S2 panic naming `delegate_name`.
-    #[track_caller]
-    #[inline]
-    pub fn callable_or_panic(&self, delegate_name: &str) -> CallableRef<'_, F> {
-        match self.callable_ref() {
-            Some(callable) => callable,
-            None => crate::__private::unbound_execute(delegate_name),
-        }
-    }
 }
 
 /// Implements the typed API for `Delegate<dyn Fn(A..) -> R>` with owned arguments.

@@ -517,7 +517,10 @@ pub mod __private {
         delegate: &'a crate::delegate::Delegate<F>,
         delegate_name: &str,
     ) -> crate::delegate::CallableRef<'a, F> {
-        delegate.callable_or_panic(delegate_name)
+        match delegate.callable_ref() {
+            Some(callable) => callable,
+            None => unbound_execute(delegate_name),
+        }
     }
 
     /// Not public API; used by `execute_if_bound` of single-cast delegates (generic and
@@ -539,11 +542,10 @@ pub mod __private {
         }
     }
 
-    /// Not public API; used by expansions. The panic of `execute` on an unbound delegate (S2).
-    #[doc(hidden)]
+    /// The panic of `execute` on an unbound delegate (S2), out of the callers' way.
     #[cold]
     #[track_caller]
-    pub fn unbound_execute(delegate_name: &str) -> ! {
+    fn unbound_execute(delegate_name: &str) -> ! {
         panic!(
             "`{delegate_name}::execute` called with nothing bound (or its object was dropped): \
              check `is_bound()` first, or call `execute_if_bound()`, which returns None instead"
