@@ -42,16 +42,6 @@ macro_rules! bit_flags {
             pub const fn contains(self, other: Self) -> bool {
                 self.0 & other.0 == other.0
             }
-
-            /// Adds the flags of `other` (as `|=`).
-            pub fn insert(&mut self, other: Self) {
-                self.0 |= other.0;
-            }
-
-            /// Removes the flags of `other` (as `-=`).
-            pub fn remove(&mut self, other: Self) {
-                self.0 &= !other.0;
-            }
         }
 
         /// The raw bits.
@@ -85,7 +75,7 @@ macro_rules! bit_flags {
 
         impl ::core::ops::BitOrAssign for $Name {
             fn bitor_assign(&mut self, other: Self) {
-                self.insert(other);
+                self.0 |= other.0;
             }
         }
 
@@ -111,7 +101,7 @@ macro_rules! bit_flags {
 
         impl ::core::ops::SubAssign for $Name {
             fn sub_assign(&mut self, other: Self) {
-                self.remove(other);
+                self.0 &= !other.0;
             }
         }
 

@@ -629,9 +629,9 @@ impl WinitInput {
     fn toggle(&mut self, lock: Modifiers) {
         let modifiers = &mut self.state.modifiers;
         if modifiers.contains(lock) {
-            modifiers.remove(lock);
+            *modifiers -= lock;
         } else {
-            modifiers.insert(lock);
+            *modifiers |= lock;
         }
     }
 }
