@@ -93,7 +93,7 @@ fn x3_a_guard_on_a_one_shot_that_ran_is_harmless() {
     let guard = signal.scoped(signal.subscribe().once().add_lambda(say(&log, "once")));
     let _ = signal.add_lambda(say(&log, "other"));
     signal.broadcast(0);
-    assert!(!guard.unsubscribe(), "already gone");
+    assert!(!guard.remove(), "already gone");
     signal.broadcast(0);
     assert_eq!(taken(&log), ["once", "other", "other"]);
     let blocked = signal.block_scoped(
@@ -291,7 +291,7 @@ fn x4_a_subscriber_added_and_blocked_during_a_broadcast_does_not_run_in_a_nested
 }
 
 #[test]
-fn x4_a_scoped_block_unblocks_when_dropped_and_nested_guards_unblock_at_the_outermost() {
+fn x4_a_block_scoped_guard_unblocks_when_dropped_and_nested_guards_unblock_at_the_outermost() {
     let signal = Signal::new();
     let log = log();
     let handle = signal.add_lambda(say(&log, "x"));

@@ -468,7 +468,7 @@ impl Inspect for CoreDelegates {
 impl<E: EntityId> Inspect for MessageBus<E> {
     fn inspect(&self, name: &str, graph: &mut NotificationGraph) {
         let subscribers = self
-            .listeners()
+            .subscriptions()
             .iter()
             .map(|listener| Subscriber {
                 channel: Some(Channel {

@@ -305,7 +305,7 @@ impl<F: ?Sized + Send + Sync + 'static> SyncMulticastDelegate<F> {
 
     /// A guard that blocks `handle`'s subscription until it is dropped (`Send`, nests).
     #[must_use = "the block ends when the guard is dropped: `let _guard = ...`, not `let _ = ...`"]
-    pub fn scoped_block(&self, handle: DelegateHandle) -> SyncScopedBlock<'_, F> {
+    pub fn block_scoped(&self, handle: DelegateHandle) -> SyncScopedBlock<'_, F> {
         let blocked = self.block(handle);
         SyncScopedBlock {
             delegate: self,
