@@ -632,7 +632,9 @@ fn script_and_queue_rows() -> Vec<Row> {
             |n| {
                 let delegate: ScriptDelegate<()> = ScriptDelegate::new();
                 generations(n, move || {
-                    assert_ne!(delegate.bind_managed(Some(thunk), null_mut()), 0);
+                    delegate
+                        .bind_managed(Some(thunk), null_mut())
+                        .expect("bound");
                 })
             },
         ),
@@ -644,7 +646,9 @@ fn script_and_queue_rows() -> Vec<Row> {
                     let _ = delegate.bind_managed(Some(thunk), null_mut());
                 }
                 op(move |_| {
-                    let id = delegate.bind_managed(Some(thunk), null_mut());
+                    let id = delegate
+                        .bind_managed(Some(thunk), null_mut())
+                        .expect("bound");
                     assert!(delegate.unbind_managed(id));
                 })
             },
