@@ -1391,10 +1391,14 @@ fn x5_a_coroutine_on_the_game_thread_awaits_bus_messages() {
     lumina::main_thread::process_queue();
     bus.send(&tags::TEST_COMBAT_HEAL, 8);
     lumina::main_thread::process_queue();
-    assert!(!task.is_finished(), "waits for the bus to go");
+    assert_eq!(
+        task.status(),
+        lumina::coroutine::TaskStatus::Running,
+        "waits for the bus to go"
+    );
     drop(bus);
     lumina::main_thread::process_queue();
-    assert!(task.is_finished());
+    assert_eq!(task.status(), lumina::coroutine::TaskStatus::Finished);
     assert_eq!(
         *seen.borrow(),
         ["damage 3", "Test.Combat.Heal 8", "Err(Gone)"]
