@@ -2553,7 +2553,7 @@ impl CanQuit {
     /// or call `execute_if_bound`, which returns `None` instead.
     #[track_caller]
     pub fn execute(&self) -> bool {
-        let f = ::lumina::__private::callable_for(&self.0, "CanQuit");
+        let f = self.0.callable_or_panic("CanQuit");
         f()
     }
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is
@@ -2631,7 +2631,7 @@ impl StatusLine {
     #[track_caller]
     pub fn execute(&self, message: &str) {
         let message = ::lumina::__private::Guarded::new(message);
-        let f = ::lumina::__private::callable_for(&self.0, "StatusLine");
+        let f = self.0.callable_or_panic("StatusLine");
         f(message.into_inner())
     }
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is

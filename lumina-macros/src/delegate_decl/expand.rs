@@ -1359,7 +1359,7 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             #[track_caller]
             pub fn execute(&self, #(#names: #types),*) #output_arrow {
                 #(let #names = ::lumina::__private::Guarded::new(#names);)*
-                let #f = ::lumina::__private::callable_for(&self.0, #type_name);
+                let #f = self.0.callable_or_panic(#type_name);
                 #f(#(#names.into_inner()),*)
             }
 
