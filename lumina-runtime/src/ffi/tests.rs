@@ -177,6 +177,11 @@ fn sd5_a_panic_becomes_an_error_result_not_an_unwind() {
 
 static BIND_IN_HOOK: std::sync::Mutex<Vec<LuminaStatus>> = std::sync::Mutex::new(Vec::new());
 
+/// The delegate whose release `binding_hook` tries to bind to: the hook is process-wide, so
+/// releases of other tests running meanwhile (a bus's managed listeners, a generation's unload,
+/// with a null delegate, or another delegate's drop) reach it too and are passed over.
+static BIND_TARGET: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Taken by every test that installs the (process-wide) release hook.
 pub(crate) static HOOK_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -186,6 +191,9 @@ extern "C" fn binding_hook(
     _count: usize,
     _reason: crate::script_delegate::ReleaseReason,
 ) {
+    if delegate.addr() != BIND_TARGET.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
     let mut id = 0;
     // SAFETY: the hook gets the delegate being dropped, still valid during the call.
     let status = unsafe {
@@ -196,12 +204,17 @@ extern "C" fn binding_hook(
 
 #[test]
 fn sd4_sd5_a_destroyed_hook_cannot_bind_to_the_dying_delegate() {
-    let delegate = ScriptDelegate::<()>::new();
+    // Boxed: dropped where it is, at the address the hook is told to look for.
+    let delegate = Box::new(ScriptDelegate::<()>::new());
     let calls = Cell::new(0);
     let _ = delegate.bind_managed(Some(count_thunk), context(&calls));
     let _lock = HOOK_LOCK
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    BIND_TARGET.store(
+        std::ptr::from_ref(delegate.base()).addr(),
+        std::sync::atomic::Ordering::SeqCst,
+    );
     let previous = set_destroyed_hook(Some(binding_hook));
     drop(delegate);
     set_destroyed_hook(previous);
