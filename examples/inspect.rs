@@ -108,13 +108,13 @@ fn main() {
 
     let mut inspector = Inspector::new();
     inspector
-        .core_delegates(CoreDelegates::get())
-        .delegate("on_score_changed", &on_score.subscriptions())
-        .delegate("on_damaged", &on_damaged)
-        .delegate("on_level_loaded", &on_level_loaded)
-        .bus("gameplay bus", &bus)
-        .processor("input", &processor)
-        .viewports("viewports", &viewports);
+        .add("core", CoreDelegates::get())
+        .add("on_score_changed", &on_score.subscriptions())
+        .add("on_damaged", &on_damaged)
+        .add("on_level_loaded", &on_level_loaded)
+        .add("gameplay bus", &bus)
+        .add("input", &processor)
+        .add("viewports", &viewports);
     let graph = inspector.finish();
 
     std::fs::create_dir_all(&folder).expect("create the output folder");

@@ -178,5 +178,5 @@ fn main() {
 
     println!("round 2:");
     bus.send(&tags::MATCH_STATE, MatchState::Fighting { round: 2 });
-    println!("listeners: {}", bus.listeners().len());
+    println!("listeners: {}", bus.subscriptions().len());
 }

@@ -112,11 +112,18 @@ fn main() {
     });
 
     // Managed listeners: (thunk, context) pairs, as the C ABI binds them.
-    let first = body.on_hit.bind_managed(Some(managed_handler), context(1));
-    let _second = body.on_hit.bind_managed(Some(managed_handler), context(2));
+    let first = body
+        .on_hit
+        .bind_managed(Some(managed_handler), context(1))
+        .expect("bound");
+    let _second = body
+        .on_hit
+        .bind_managed(Some(managed_handler), context(2))
+        .expect("bound");
     let _sleep = body
         .on_sleep
-        .bind_managed(Some(managed_handler), context(3));
+        .bind_managed(Some(managed_handler), context(3))
+        .expect("bound");
 
     println!("broadcast: native listeners first, then managed ones");
     body.on_hit.broadcast(&CollisionEvent {

@@ -74,7 +74,7 @@
 /// for _frame in 0..3 {
 ///     main_thread::process_queue();
 /// }
-/// assert!(task.is_finished());
+/// assert_eq!(task.status(), coroutine::TaskStatus::Finished);
 /// ```
 pub mod prelude {
     pub use crate::gameplay_tags;
@@ -266,7 +266,7 @@ pub use lumina_runtime::__private;
 /// });
 /// on_chat.broadcast(7, "gg");
 /// main_thread::process_queue();
-/// assert!(task.is_finished());
+/// assert_eq!(task.status(), coroutine::TaskStatus::Finished);
 /// ```
 ///
 /// **The thread-safe form** (TS1): `sync` before the name declares a `Send + Sync` delegate over

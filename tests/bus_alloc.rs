@@ -286,7 +286,7 @@ fn bytes_left_by_entities(n: u32, one_shot: bool) -> i64 {
             }
         }
     });
-    assert!(bus.listeners().is_empty());
+    assert!(bus.subscriptions().is_empty());
     bytes
 }
 

@@ -122,7 +122,7 @@ fn id_code() {
     bus.send_to(&SILENT, Ent(SILENT_ENTITY), 1);
     assert!(bus.remove(handle));
     assert_eq!(bus.forget_entity(Ent(SILENT_ENTITY + 1)), 0);
-    assert!(!bus.is_listening(handle));
+    assert!(!bus.contains(handle));
     IN_ID_CODE.with(|inside| inside.set(false));
 }
 

@@ -341,7 +341,7 @@ fn remove_rust(k: usize) {
     });
     // Rust finds the managed listener's handle in the listing (B5).
     let handle = bus
-        .listeners()
+        .subscriptions()
         .into_iter()
         .map(|info| info.subscription.handle)
         .find(|handle| handle.id() == id)

@@ -531,7 +531,7 @@ fn x5_tasks_spawn_and_cancel_tasks_and_themselves() {
             let child = coroutine::spawn_local(async move {
                 inner_sink.borrow_mut().push("child".to_owned());
             });
-            assert!(!child.is_finished());
+            assert_eq!(child.status(), TaskStatus::Running);
             sink.borrow_mut().push("parent".to_owned());
             coroutine::frames(1).await;
             // Cancels itself: this poll finishes, and it never runs again.

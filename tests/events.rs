@@ -861,7 +861,7 @@ fn p4_nested_dispatch_works() {
     assert!(processor.register_event_handler(&text_field, 0));
     assert!(processor.dispatch(key(Key::H)));
     assert_eq!(*log.borrow(), ["translator", "CharInput"]);
-    assert!(!processor.is_dispatching());
+    assert!(!processor.is_broadcasting());
 }
 
 #[test]
@@ -889,7 +889,7 @@ fn p4_a_panicking_handler_leaves_the_processor_consistent() {
     assert!(processor.register_event_handler(&after, 0));
     let result = catch_unwind(AssertUnwindSafe(|| processor.dispatch(WindowCloseEvent)));
     assert!(result.is_err(), "the panic reaches the dispatcher");
-    assert!(!processor.is_dispatching(), "lock released");
+    assert!(!processor.is_broadcasting(), "lock released");
     assert!(log.borrow().is_empty());
     assert_eq!(
         processor.len(),

@@ -676,7 +676,7 @@ fn run(script: Vec<(Op, Behaviour)>) -> Result<(), TestCaseError> {
         prop_assert_eq!(&*log.borrow(), &expected_calls, "P1/P3/P4/X4/X6 order");
         prop_assert_eq!(real, expected, "P2 result, or the same panic");
         prop_assert_eq!(processor.len(), model.registered.len());
-        prop_assert!(!processor.is_dispatching());
+        prop_assert!(!processor.is_broadcasting());
         for slot in 0..SLOTS {
             let Some(handler) = slot_handler(&slots, slot) else {
                 continue;

@@ -261,7 +261,7 @@ fn x6_processor_self_aware_handler_removes_itself_and_finishes_its_call() {
     assert_eq!(calls.get(), 1);
     assert_eq!(handle_seen.get(), Some(subscription.handle()));
     assert!(processor.is_empty());
-    assert!(!subscription.unsubscribe());
+    assert!(!subscription.remove());
 }
 
 #[test]
@@ -341,7 +341,7 @@ fn x6_self_aware_handler_that_panics_leaves_the_chain_consistent() {
         });
     let outcome = catch_unwind(AssertUnwindSafe(|| processor.dispatch(press(Key::A))));
     assert!(outcome.is_err());
-    assert!(!processor.is_dispatching());
+    assert!(!processor.is_broadcasting());
     assert!(processor.is_blocked(subscription.handle()));
     assert!(processor.unblock(subscription.handle()));
     assert!(processor.dispatch(press(Key::A)));

@@ -96,14 +96,14 @@ fn world() -> World {
 
     let mut inspector = Inspector::new();
     inspector
-        .delegate("on_damage", &on_damage)
-        .delegate("on_hit", &on_hit.subscriptions())
-        .delegate("on_ready", &on_ready)
-        .delegate("on_spawned", &on_spawned)
-        .delegate("on_loaded", &on_loaded)
-        .bus("bus", &bus)
-        .processor("input", &processor)
-        .viewports("viewports", &viewports);
+        .add("on_damage", &on_damage)
+        .add("on_hit", &on_hit.subscriptions())
+        .add("on_ready", &on_ready)
+        .add("on_spawned", &on_spawned)
+        .add("on_loaded", &on_loaded)
+        .add("bus", &bus)
+        .add("input", &processor)
+        .add("viewports", &viewports);
     keep.push(Box::new(view));
     keep.push(Box::new(chrome));
     World {
@@ -438,9 +438,9 @@ fn v1_a_dropped_owner_is_drawn_as_such() {
     let line = line!() + 1;
     let _member = on_tick.add_member(&owner, |_| {});
     let mut inspector = Inspector::new();
-    inspector.delegate("on_tick", &on_tick);
+    inspector.add("on_tick", &on_tick);
     drop(owner);
-    inspector.delegate("on_tick after", &on_tick);
+    inspector.add("on_tick after", &on_tick);
     let dot = parse(&inspector.graph().to_dot());
     let alive = subscribers_of(&dot, source(&dot, "on_tick"));
     assert_eq!(
@@ -497,11 +497,11 @@ fn v1_self_aware_subscribers_and_one_shot_bus_listeners_are_flagged() {
 
     let mut inspector = Inspector::new();
     inspector
-        .delegate("on_damage", &on_damage)
-        .delegate("on_hit", &on_hit.subscriptions())
-        .delegate("on_spawned", &on_spawned)
-        .processor("input", &processor)
-        .bus("bus", &bus);
+        .add("on_damage", &on_damage)
+        .add("on_hit", &on_hit.subscriptions())
+        .add("on_spawned", &on_spawned)
+        .add("input", &processor)
+        .add("bus", &bus);
     let graph = inspector.finish();
     let dot = parse(&graph.to_dot());
     let labels = |name: &str| -> Vec<String> {
@@ -579,7 +579,7 @@ fn v1_self_aware_and_one_shot_viewport_handlers_are_flagged() {
         .once()
         .add_viewport_handler::<MouseButtonPressedEvent>(full, |_| true);
     let mut inspector = Inspector::new();
-    inspector.viewports("viewports", &viewports);
+    inspector.add("viewports", &viewports);
     let graph = inspector.finish();
 
     let flags: Vec<(bool, bool)> = graph.sources[0]
@@ -631,7 +631,7 @@ fn v1_pending_bus_futures_are_drawn_as_futures_at_their_bind_site() {
     let partial = line!() + 1;
     let any_below = bus.subscribe().partial().next::<u32>(parent);
     let mut inspector = Inspector::new();
-    inspector.bus("bus", &bus);
+    inspector.add("bus", &bus);
     let graph = inspector.finish();
 
     let futures: Vec<bool> = graph.sources[0]
@@ -678,7 +678,7 @@ fn v1_pending_bus_futures_are_drawn_as_futures_at_their_bind_site() {
     bus.send(&DAMAGE, 3);
     drop((waiting, any_below));
     let mut inspector = Inspector::new();
-    inspector.bus("bus", &bus);
+    inspector.add("bus", &bus);
     let after = inspector.finish();
     let left: Vec<(u32, bool)> = after.sources[0]
         .subscribers

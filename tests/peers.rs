@@ -93,7 +93,7 @@ fn x3_a_guard_on_a_one_shot_that_ran_is_harmless() {
     let guard = signal.scoped(signal.subscribe().once().add_lambda(say(&log, "once")));
     let _ = signal.add_lambda(say(&log, "other"));
     signal.broadcast(0);
-    assert!(!guard.unsubscribe(), "already gone");
+    assert!(!guard.remove(), "already gone");
     signal.broadcast(0);
     assert_eq!(taken(&log), ["once", "other", "other"]);
     let blocked = signal.block_scoped(
@@ -291,7 +291,7 @@ fn x4_a_subscriber_added_and_blocked_during_a_broadcast_does_not_run_in_a_nested
 }
 
 #[test]
-fn x4_a_scoped_block_unblocks_when_dropped_and_nested_guards_unblock_at_the_outermost() {
+fn x4_a_block_scoped_guard_unblocks_when_dropped_and_nested_guards_unblock_at_the_outermost() {
     let signal = Signal::new();
     let log = log();
     let handle = signal.add_lambda(say(&log, "x"));
@@ -1047,11 +1047,12 @@ fn x3_a_one_shot_native_listener_is_not_used_up_by_the_managed_pass() {
         delegate: Rc::clone(&on_hit),
         handle: Cell::new(DelegateHandle::default()),
     };
-    let id = on_hit.bind_managed(
-        Some(unblock_thunk),
-        std::ptr::from_ref(&context).cast_mut().cast(),
-    );
-    assert_ne!(id, 0);
+    let id = on_hit
+        .bind_managed(
+            Some(unblock_thunk),
+            std::ptr::from_ref(&context).cast_mut().cast(),
+        )
+        .expect("bound");
     let once = on_hit.subscribe().once().add_lambda(say_ref(&log, "once"));
     context.handle.set(once);
     assert!(on_hit.block(once));

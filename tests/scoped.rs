@@ -37,7 +37,7 @@ fn b1_dropping_the_guard_unsubscribes_generic_and_declared() {
     let guard = declared.scoped(declared.add_lambda(f));
     assert!(guard.handle().is_valid());
     declared.broadcast(4);
-    assert!(guard.unsubscribe(), "unsubscribe reports the removal");
+    assert!(guard.remove(), "remove reports the removal");
     declared.broadcast(5);
     assert_eq!(total.get(), 4);
 }
@@ -97,7 +97,7 @@ fn b1_a_guard_that_outlives_its_delegate_does_nothing() {
     let guard = delegate.scoped(delegate.add_lambda(f));
     drop(delegate);
     assert!(format!("{guard:?}").contains("delegate_alive: false"));
-    assert!(!guard.unsubscribe());
+    assert!(!guard.remove());
 }
 
 #[script_delegate]

@@ -149,8 +149,10 @@ impl Real {
             Kind::Native => Binding::Native(self.delegate.add_lambda(move |_| run(key))),
             Kind::Managed => {
                 let context = std::ptr::without_provenance_mut::<c_void>(key);
-                let id = self.delegate.bind_managed(Some(managed_thunk), context);
-                assert_ne!(id, 0);
+                let id = self
+                    .delegate
+                    .bind_managed(Some(managed_thunk), context)
+                    .expect("bound");
                 Binding::Managed(id)
             }
         };
@@ -479,7 +481,8 @@ mod r6_release_model {
                 let key = with(|w| w.bindings.len());
                 let generation = script_generation::current();
                 let context = std::ptr::without_provenance_mut(key);
-                let id = delegate.bind_managed(Some(thunk), context);
+                // Refused (the delegate is dying: bound from its destroyed hook): no id.
+                let id = delegate.bind_managed(Some(thunk), context).unwrap_or(0);
                 with(|w| {
                     w.bindings.push(Binding {
                         id,

@@ -66,7 +66,9 @@ fn exclusive() -> MutexGuard<'static, ()> {
 }
 
 fn bind(delegate: &ScriptDelegateBase, context: usize) -> u64 {
-    let id = delegate.bind_managed(Some(thunk), std::ptr::without_provenance_mut(context));
+    let id = delegate
+        .bind_managed(Some(thunk), std::ptr::without_provenance_mut(context))
+        .expect("bound");
     assert_ne!(id, 0);
     id
 }

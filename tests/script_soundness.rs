@@ -75,7 +75,9 @@ fn context(action: impl Fn() + 'static) -> *mut c_void {
 }
 
 fn bind(delegate: &ScriptDelegateBase, action: impl Fn() + 'static) -> u64 {
-    let id = delegate.bind_managed(Some(thunk), context(action));
+    let id = delegate
+        .bind_managed(Some(thunk), context(action))
+        .expect("bound");
     assert_ne!(id, 0);
     id
 }

@@ -128,8 +128,8 @@ fn ts1_guards_are_send_and_remove_on_drop_on_another_thread() {
 fn ts1_a2_blocks_are_counted_and_nest_in_any_order() {
     let delegate = OnValue::new();
     let (handle, calls) = counting(&delegate);
-    let first = delegate.scoped_block(handle);
-    let second = delegate.scoped_block(handle);
+    let first = delegate.block_scoped(handle);
+    let second = delegate.block_scoped(handle);
     delegate.broadcast(1);
     drop(first);
     delegate.broadcast(1);
@@ -433,7 +433,7 @@ fn ts2_sigslot_threaded_misc_clear_and_block_while_broadcasting() {
     }
     for _ in 0..rounds(200) {
         let (handle, _) = counting(&delegate);
-        let guard = delegate.scoped_block(handle);
+        let guard = delegate.block_scoped(handle);
         drop(guard);
         delegate.clear();
     }

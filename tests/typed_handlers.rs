@@ -140,7 +140,7 @@ fn x1_dropping_the_subscription_or_the_typed_handler_unregisters_it() {
     assert_eq!(calls.get(), 1);
 
     let guard = processor.add_handler::<KeyPressedEvent>(0, |_| true);
-    assert!(guard.unsubscribe());
+    assert!(guard.remove());
     assert!(processor.is_empty());
 
     // P3: a TypedHandler registered weakly is gone with its last `Rc`.
@@ -244,7 +244,7 @@ fn x1_a_panicking_typed_handler_leaves_the_chain_consistent() {
     });
     let result = catch_unwind(AssertUnwindSafe(|| processor.dispatch(press(Key::Escape))));
     assert!(result.is_err());
-    assert!(!processor.is_dispatching());
+    assert!(!processor.is_broadcasting());
     assert_eq!(processor.len(), 2);
     assert!(processor.dispatch(press(Key::A)));
     assert_eq!(calls.get(), 1);

@@ -754,12 +754,10 @@ pub mod script {
         fn with_subscribers(n: usize) -> Self {
             let delegate = ScriptDelegate::<Hit>::new();
             for _ in 0..n {
-                assert_ne!(
-                    delegate
-                        .base()
-                        .bind_managed(Some(managed), std::ptr::null_mut()),
-                    0
-                );
+                delegate
+                    .base()
+                    .bind_managed(Some(managed), std::ptr::null_mut())
+                    .expect("bound");
             }
             Managed(delegate)
         }

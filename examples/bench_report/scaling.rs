@@ -489,7 +489,7 @@ fn managed(n: usize) -> (MessageBus<u64>, Vec<u64>) {
 fn managed_removal(n: usize, remove: impl Fn(&MessageBus<u64>, DelegateHandle) + 'static) -> Op {
     let (bus, _) = managed(n);
     let handles: Vec<DelegateHandle> = bus
-        .listeners()
+        .subscriptions()
         .iter()
         .map(|listener| listener.subscription.handle)
         .collect();
@@ -598,12 +598,12 @@ fn bus_rows() -> Vec<Row> {
                 assert_eq!(bus.deliver_posted(), n);
             })
         }),
-        row("bus listeners() listing, per listener (flat)", |n| {
+        row("bus subscriptions() listing, per listener (flat)", |n| {
             let bus = MessageBus::<u32>::new();
             for _ in 0..n {
                 let _ = bus.listen(&SCALE_PLAIN, |_, _| {});
             }
-            per(n, move |_| assert_eq!(bus.listeners().len(), n))
+            per(n, move |_| assert_eq!(bus.subscriptions().len(), n))
         }),
         row("Tag::find, n tags (flat)", |n| {
             let (_bus, tags) = tagged(n);
@@ -632,7 +632,9 @@ fn script_and_queue_rows() -> Vec<Row> {
             |n| {
                 let delegate: ScriptDelegate<()> = ScriptDelegate::new();
                 generations(n, move || {
-                    assert_ne!(delegate.bind_managed(Some(thunk), null_mut()), 0);
+                    delegate
+                        .bind_managed(Some(thunk), null_mut())
+                        .expect("bound");
                 })
             },
         ),
@@ -644,7 +646,9 @@ fn script_and_queue_rows() -> Vec<Row> {
                     let _ = delegate.bind_managed(Some(thunk), null_mut());
                 }
                 op(move |_| {
-                    let id = delegate.bind_managed(Some(thunk), null_mut());
+                    let id = delegate
+                        .bind_managed(Some(thunk), null_mut())
+                        .expect("bound");
                     assert!(delegate.unbind_managed(id));
                 })
             },

@@ -66,7 +66,11 @@ impl ProjectLoaded {
     /// subscriptions made from a plain function take part (see
     /// `MulticastDelegate::remove_static` for what folding identical code does to it).
     pub fn remove_static(&self, f: fn()) -> usize {
-        self.0.remove_keyed(::lumina::__private::fn_address(f as *const ()))
+        self.0
+            .remove_keyed(
+                ::lumina::__private::fn_address(f as *const ()),
+                ::core::option::Option::None::<&::lumina::__private::Rc<()>>,
+            )
     }
     /// Adds `method` of `owner` (a plain method, such as `Hud::show`), held weakly like
     /// `add_member`; the returned handle removes it, and so does `remove_method` with the
@@ -89,9 +93,9 @@ impl ProjectLoaded {
         method: fn(&T),
     ) -> usize {
         self.0
-            .remove_method_keyed(
-                owner,
+            .remove_keyed(
                 ::lumina::__private::fn_address(method as *const ()),
+                ::core::option::Option::Some(owner),
             )
     }
     /// Adds a block to the subscription of `handle`: it keeps its place and priority and
@@ -466,8 +470,9 @@ impl<'a, M> ProjectLoadedSubscribe<'a, M> {
         M: ::lumina::__private::TakesPlainFunction,
     {
         self.0
-            .add_shared_keyed(
+            .add_keyed(
                 ::lumina::__private::fn_address(f as *const ()),
+                ::core::option::Option::None::<&::lumina::__private::Rc<()>>,
                 ::lumina::__private::Rc::new(f),
             )
     }
@@ -485,9 +490,9 @@ impl<'a, M> ProjectLoadedSubscribe<'a, M> {
     {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_method_keyed(
-                owner,
+            .add_keyed(
                 ::lumina::__private::fn_address(method as *const ()),
+                ::core::option::Option::Some(owner),
                 ::lumina::__private::Rc::new(move || {
                     ::lumina::__private::call_member(
                         &weak,
@@ -638,7 +643,11 @@ impl WindowResize {
     /// subscriptions made from a plain function take part (see
     /// `MulticastDelegate::remove_static` for what folding identical code does to it).
     pub fn remove_static(&self, f: fn(&Window, UVec2)) -> usize {
-        self.0.remove_keyed(::lumina::__private::fn_address(f as *const ()))
+        self.0
+            .remove_keyed(
+                ::lumina::__private::fn_address(f as *const ()),
+                ::core::option::Option::None::<&::lumina::__private::Rc<()>>,
+            )
     }
     /// Adds `method` of `owner` (a plain method, such as `Hud::show`), held weakly like
     /// `add_member`; the returned handle removes it, and so does `remove_method` with the
@@ -661,9 +670,9 @@ impl WindowResize {
         method: fn(&T, &Window, UVec2),
     ) -> usize {
         self.0
-            .remove_method_keyed(
-                owner,
+            .remove_keyed(
                 ::lumina::__private::fn_address(method as *const ()),
+                ::core::option::Option::Some(owner),
             )
     }
     /// Adds a block to the subscription of `handle`: it keeps its place and priority and
@@ -1071,8 +1080,9 @@ impl<'a, M> WindowResizeSubscribe<'a, M> {
         M: ::lumina::__private::TakesPlainFunction,
     {
         self.0
-            .add_shared_keyed(
+            .add_keyed(
                 ::lumina::__private::fn_address(f as *const ()),
+                ::core::option::Option::None::<&::lumina::__private::Rc<()>>,
                 ::lumina::__private::Rc::new(f),
             )
     }
@@ -1090,9 +1100,9 @@ impl<'a, M> WindowResizeSubscribe<'a, M> {
     {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_method_keyed(
-                owner,
+            .add_keyed(
                 ::lumina::__private::fn_address(method as *const ()),
+                ::core::option::Option::Some(owner),
                 ::lumina::__private::Rc::new(move |window: &Window, size: UVec2| {
                     ::lumina::__private::call_member(
                         &weak,
@@ -1247,7 +1257,11 @@ impl SaveQuery {
     /// subscriptions made from a plain function take part (see
     /// `MulticastDelegate::remove_static` for what folding identical code does to it).
     pub fn remove_static(&self, f: fn(&str) -> bool) -> usize {
-        self.0.remove_keyed(::lumina::__private::fn_address(f as *const ()))
+        self.0
+            .remove_keyed(
+                ::lumina::__private::fn_address(f as *const ()),
+                ::core::option::Option::None::<&::lumina::__private::Rc<()>>,
+            )
     }
     /// Adds `method` of `owner` (a plain method, such as `Hud::show`), held weakly like
     /// `add_member`; the returned handle removes it, and so does `remove_method` with the
@@ -1270,9 +1284,9 @@ impl SaveQuery {
         method: fn(&T, &str) -> bool,
     ) -> usize {
         self.0
-            .remove_method_keyed(
-                owner,
+            .remove_keyed(
                 ::lumina::__private::fn_address(method as *const ()),
+                ::core::option::Option::Some(owner),
             )
     }
     /// Adds a block to the subscription of `handle`: it keeps its place and priority and
@@ -1728,8 +1742,9 @@ impl<'a, M> SaveQuerySubscribe<'a, M> {
         M: ::lumina::__private::TakesPlainFunction,
     {
         self.0
-            .add_shared_keyed(
+            .add_keyed(
                 ::lumina::__private::fn_address(f as *const ()),
+                ::core::option::Option::None::<&::lumina::__private::Rc<()>>,
                 ::lumina::__private::Rc::new(f),
             )
     }
@@ -1747,9 +1762,9 @@ impl<'a, M> SaveQuerySubscribe<'a, M> {
     {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_method_keyed(
-                owner,
+            .add_keyed(
                 ::lumina::__private::fn_address(method as *const ()),
+                ::core::option::Option::Some(owner),
                 ::lumina::__private::Rc::new(move |path: &str| {
                     ::lumina::__private::call_member(
                         &weak,
@@ -1898,7 +1913,11 @@ impl AssetImported {
     /// subscriptions made from a plain function take part (see
     /// `MulticastDelegate::remove_static` for what folding identical code does to it).
     pub fn remove_static(&self, f: fn(String, usize)) -> usize {
-        self.0.remove_keyed(::lumina::__private::fn_address(f as *const ()))
+        self.0
+            .remove_keyed(
+                ::lumina::__private::fn_address(f as *const ()),
+                ::core::option::Option::None::<&::lumina::__private::Rc<()>>,
+            )
     }
     /// Adds `method` of `owner` (a plain method, such as `Hud::show`), held weakly like
     /// `add_member`; the returned handle removes it, and so does `remove_method` with the
@@ -1921,9 +1940,9 @@ impl AssetImported {
         method: fn(&T, String, usize),
     ) -> usize {
         self.0
-            .remove_method_keyed(
-                owner,
+            .remove_keyed(
                 ::lumina::__private::fn_address(method as *const ()),
+                ::core::option::Option::Some(owner),
             )
     }
     /// Adds a block to the subscription of `handle`: it keeps its place and priority and
@@ -2332,8 +2351,9 @@ impl<'a, M> AssetImportedSubscribe<'a, M> {
         M: ::lumina::__private::TakesPlainFunction,
     {
         self.0
-            .add_shared_keyed(
+            .add_keyed(
                 ::lumina::__private::fn_address(f as *const ()),
+                ::core::option::Option::None::<&::lumina::__private::Rc<()>>,
                 ::lumina::__private::Rc::new(f),
             )
     }
@@ -2351,9 +2371,9 @@ impl<'a, M> AssetImportedSubscribe<'a, M> {
     {
         let weak = ::lumina::__private::Rc::downgrade(owner);
         self.0
-            .add_shared_method_keyed(
-                owner,
+            .add_keyed(
                 ::lumina::__private::fn_address(method as *const ()),
+                ::core::option::Option::Some(owner),
                 ::lumina::__private::Rc::new(move |path: String, bytes: usize| {
                     ::lumina::__private::call_member(
                         &weak,
@@ -2533,7 +2553,7 @@ impl CanQuit {
     /// or call `execute_if_bound`, which returns `None` instead.
     #[track_caller]
     pub fn execute(&self) -> bool {
-        let f = ::lumina::__private::callable_for(&self.0, "CanQuit");
+        let f = self.0.callable_or_panic("CanQuit");
         f()
     }
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is
@@ -2611,7 +2631,7 @@ impl StatusLine {
     #[track_caller]
     pub fn execute(&self, message: &str) {
         let message = ::lumina::__private::Guarded::new(message);
-        let f = ::lumina::__private::callable_for(&self.0, "StatusLine");
+        let f = self.0.callable_or_panic("StatusLine");
         f(message.into_inner())
     }
     /// Calls the bound callable if there is one: `Some(result)`, or `None` when nothing is

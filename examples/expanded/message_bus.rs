@@ -236,5 +236,5 @@ fn main() {
     println!("  delivered {delivered} posted messages");
     println!("round 2:");
     bus.send(&tags::MATCH_STATE, MatchState::Fighting { round: 2 });
-    println!("listeners: {}", bus.listeners().len());
+    println!("listeners: {}", bus.subscriptions().len());
 }

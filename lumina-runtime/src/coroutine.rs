@@ -173,14 +173,10 @@ impl fmt::Debug for TaskHandle {
 }
 
 impl TaskHandle {
-    /// How the task is doing.
+    /// How the task is doing: whether it has ended, whichever way, is
+    /// `status() != TaskStatus::Running`.
     pub fn status(&self) -> TaskStatus {
         self.status.get()
-    }
-
-    /// Whether the task has ended, whichever way.
-    pub fn is_finished(&self) -> bool {
-        self.status.get() != TaskStatus::Running
     }
 
     /// Cancels the task: it is dropped now (with everything it holds: a pending

@@ -315,6 +315,32 @@ impl<F: ?Sized + 'static> Delegate<F> {
             binding: Rc::clone(binding),
         })
     }
+
+    /// The bound callable, or the S2 panic naming `delegate_name`: what `execute` of single-cast
+    /// delegates (generic and declared) goes through. The caller holds each of its arguments in
+    /// its own `Guarded` meanwhile and takes them out for the call: if this panics they are
+    /// dropped under the guard each on its own, so arguments whose `Drop` panics too do not abort
+    /// the process (R2; as plain parameters, or as one `Guarded` of their tuple, the later ones
+    /// would be dropped plainly while the first one's panic unwinds). Free when a callable is
+    /// bound.
+    #[track_caller]
+    #[inline(always)]
+    pub fn callable_or_panic(&self, delegate_name: &str) -> CallableRef<'_, F> {
+        match self.callable_ref() {
+            Some(callable) => callable,
+            None => unbound_execute(delegate_name),
+        }
+    }
+}
+
+/// The panic of `execute` on an unbound delegate (S2).
+#[cold]
+#[track_caller]
+fn unbound_execute(delegate_name: &str) -> ! {
+    panic!(
+        "`{delegate_name}::execute` called with nothing bound (or its object was dropped): \
+         check `is_bound()` first, or call `execute_if_bound()`, which returns None instead"
+    )
 }
 
 /// Implements the typed API for `Delegate<dyn Fn(A..) -> R>` with owned arguments.
@@ -352,9 +378,9 @@ macro_rules! impl_delegate_arity {
             /// [`execute_if_bound`](Self::execute_if_bound).
             #[track_caller]
             pub fn execute(&self, $($arg: $Arg),*) -> R {
-                // Each argument in its own guard meanwhile (see `callable_for`).
+                // Each argument in its own guard meanwhile (see `callable_or_panic`).
                 $(let $arg = crate::drops::Guarded::new($arg);)*
-                let callable = crate::__private::callable_for(self, ::core::any::type_name::<Self>());
+                let callable = self.callable_or_panic(::core::any::type_name::<Self>());
                 callable($($arg.into_inner()),*)
             }
 

@@ -17,7 +17,7 @@
 //! let _hud = on_damage.add_lambda(|_| {});
 //!
 //! let mut inspector = Inspector::new();
-//! inspector.delegate("on_damage", &on_damage);
+//! inspector.add("on_damage", &on_damage);
 //! let graph = inspector.finish();
 //! assert_eq!(graph.sources[0].subscribers.len(), 1);
 //! std::fs::write(std::env::temp_dir().join("on_damage.dot"), graph.to_dot()).unwrap();
@@ -57,7 +57,7 @@ pub struct NotificationGraph {
 ///
 /// let on_ready = LifecycleSignal::new("on_ready");
 /// let mut inspector = Inspector::new();
-/// inspector.delegate("on_ready", &on_ready);
+/// inspector.add("on_ready", &on_ready);
 /// let source = &inspector.graph().sources[0];
 /// assert_eq!((source.name.as_str(), source.kind), ("on_ready", SourceKind::CoreDelegate));
 /// ```
@@ -150,7 +150,7 @@ impl fmt::Display for Site {
 /// let handle = on_tick.add_lambda(|| {});
 /// assert!(on_tick.set_priority(handle, 7));
 /// let mut inspector = Inspector::new();
-/// inspector.delegate("on_tick", &on_tick);
+/// inspector.add("on_tick", &on_tick);
 /// let subscriber = &inspector.graph().sources[0].subscribers[0];
 /// assert_eq!(subscriber.priority, 7);
 /// assert_eq!(subscriber.site.as_ref().unwrap().line, line);
@@ -286,7 +286,7 @@ impl Subscriber {
     /// let handle = on_tick.add_lambda(|| {});
     /// assert!(on_tick.block(handle));
     /// let mut inspector = Inspector::new();
-    /// inspector.delegate("on_tick", &on_tick);
+    /// inspector.add("on_tick", &on_tick);
     /// let label = inspector.graph().sources[0].subscribers[0].label();
     /// assert!(label.starts_with(file!()) && label.ends_with("\nmuted"), "{label}");
     /// ```
@@ -468,7 +468,7 @@ impl Inspect for CoreDelegates {
 impl<E: EntityId> Inspect for MessageBus<E> {
     fn inspect(&self, name: &str, graph: &mut NotificationGraph) {
         let subscribers = self
-            .listeners()
+            .subscriptions()
             .iter()
             .map(|listener| Subscriber {
                 channel: Some(Channel {
@@ -527,11 +527,18 @@ impl Inspect for InputViewportRegistry {
     }
 }
 
-impl<T: Inspect + ?Sized> Inspect for &T {
-    fn inspect(&self, name: &str, graph: &mut NotificationGraph) {
-        (**self).inspect(name, graph);
-    }
+/// A source behind a reference or a shared pointer (an `Rc<InputViewportRegistry>`, an
+/// `Arc<SyncMulticastDelegate<..>>`) is listed as the source itself.
+macro_rules! inspect_through {
+    ($($pointer:ty),*) => {$(
+        impl<T: Inspect + ?Sized> Inspect for $pointer {
+            fn inspect(&self, name: &str, graph: &mut NotificationGraph) {
+                (**self).inspect(name, graph);
+            }
+        }
+    )*};
 }
+inspect_through!(&T, std::rc::Rc<T>, std::sync::Arc<T>);
 
 /// Collects what the game hands it into a [`NotificationGraph`]. Each call lists its source at
 /// once (O(n) in that source's subscribers, allocates); nothing is kept but the listing.
@@ -544,7 +551,7 @@ impl<T: Inspect + ?Sized> Inspect for &T {
 /// let bus: MessageBus = MessageBus::new();
 /// let processor = EventProcessor::new();
 /// let mut inspector = Inspector::new();
-/// inspector.bus("bus", &bus).processor("input", &processor);
+/// inspector.add("bus", &bus).add("input", &processor);
 /// assert_eq!(inspector.finish().sources.len(), 2);
 /// ```
 #[derive(Debug, Default)]
@@ -562,99 +569,50 @@ impl Inspector {
         Inspector::default()
     }
 
-    /// Lists `source` under `name`. O(n) in its subscribers.
+    /// Lists `source` under `name`: the one way to hand the inspector anything that is
+    /// [`Inspect`]. O(n) in its subscribers (a bus: plus sorting its channels).
+    ///
+    /// - a delegate (multicast, its [`Registration`] view, core, script or thread-safe), or a
+    ///   declared delegate's listing (`on_hit.subscriptions()`): one source;
+    /// - [`CoreDelegates`]: each core delegate as its own source, named `<name>.<delegate>`
+    ///   (`add("core", CoreDelegates::get())` gives `core.on_post_engine_init`, ...);
+    /// - a [`MessageBus`]: its listeners, with their tags, partial flags and entity filters;
+    /// - an [`EventProcessor`]: its handlers, by layer;
+    /// - an [`InputViewportRegistry`]: its live viewports.
     ///
     /// ```
     /// use lumina::MulticastDelegate;
-    /// use lumina::inspect::Inspector;
+    /// use lumina::bus::MessageBus;
+    /// use lumina::core_delegates::CoreDelegates;
+    /// use lumina::event::{EventProcessor, InputViewportRegistry};
+    /// use lumina::inspect::{Inspector, SourceKind};
     ///
+    /// lumina::main_thread::designate_game_thread();
     /// let on_tick: MulticastDelegate<dyn Fn()> = MulticastDelegate::new();
+    /// let on_damage: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
+    /// let _hud = on_damage.add_lambda(|_| {});
+    /// let bus: MessageBus = MessageBus::new();
+    /// let processor = EventProcessor::new();
+    /// let registry = InputViewportRegistry::new();
     /// let mut inspector = Inspector::new();
-    /// inspector.add("on_tick", &on_tick);
-    /// assert_eq!(inspector.graph().sources[0].name, "on_tick");
+    /// inspector
+    ///     .add("on_tick", &on_tick)
+    ///     .add("on_damage", &on_damage.subscriptions())
+    ///     .add("gameplay", &bus)
+    ///     .add("input", &processor)
+    ///     .add("viewports", &registry)
+    ///     .add("core", CoreDelegates::get());
+    /// let graph = inspector.graph();
+    /// assert_eq!(graph.sources[0].name, "on_tick");
+    /// assert_eq!(graph.sources[1].subscribers.len(), 1);
+    /// assert_eq!(graph.sources[2].kind, SourceKind::Bus);
+    /// assert_eq!(graph.sources[3].kind, SourceKind::Processor);
+    /// assert_eq!(graph.sources[4].kind, SourceKind::Viewports);
+    /// assert_eq!(graph.sources[6].name, "core.on_post_engine_init");
     /// ```
     pub fn add<S: Inspect + ?Sized>(&mut self, name: &str, source: &S) -> &mut Self {
         source.inspect(name, &mut self.graph);
         self
-    }
-
-    /// Lists a delegate (multicast, its view, core, script or thread-safe, or a declared
-    /// delegate's `subscriptions()`) under `name`: [`add`](Self::add). O(n) in its subscribers.
-    ///
-    /// ```
-    /// use lumina::MulticastDelegate;
-    /// use lumina::inspect::Inspector;
-    ///
-    /// let on_damage: MulticastDelegate<dyn Fn(u32)> = MulticastDelegate::new();
-    /// let _hud = on_damage.add_lambda(|_| {});
-    /// let mut inspector = Inspector::new();
-    /// inspector.delegate("on_damage", &on_damage.subscriptions());
-    /// assert_eq!(inspector.graph().sources[0].subscribers.len(), 1);
-    /// ```
-    pub fn delegate<S: Inspect + ?Sized>(&mut self, name: &str, delegate: &S) -> &mut Self {
-        self.add(name, delegate)
-    }
-
-    /// Lists every core delegate of `core`, each as a source named `core.<delegate>`. O(n) in
-    /// their subscribers.
-    ///
-    /// ```
-    /// use lumina::core_delegates::CoreDelegates;
-    /// use lumina::inspect::Inspector;
-    ///
-    /// lumina::main_thread::designate_game_thread();
-    /// let mut inspector = Inspector::new();
-    /// inspector.core_delegates(CoreDelegates::get());
-    /// assert_eq!(inspector.graph().sources[1].name, "core.on_post_engine_init");
-    /// ```
-    pub fn core_delegates(&mut self, core: &CoreDelegates) -> &mut Self {
-        self.add("core", core)
-    }
-
-    /// Lists a message bus's listeners under `name`, with their tags, partial flags and entity
-    /// filters. O(n) in its listeners, plus sorting its channels.
-    ///
-    /// ```
-    /// use lumina::bus::MessageBus;
-    /// use lumina::inspect::Inspector;
-    ///
-    /// let bus: MessageBus = MessageBus::new();
-    /// let mut inspector = Inspector::new();
-    /// inspector.bus("gameplay", &bus);
-    /// assert!(inspector.graph().sources[0].subscribers.is_empty());
-    /// ```
-    pub fn bus<E: EntityId>(&mut self, name: &str, bus: &MessageBus<E>) -> &mut Self {
-        self.add(name, bus)
-    }
-
-    /// Lists an event processor's handlers under `name`, by layer. O(n) in its handlers.
-    ///
-    /// ```
-    /// use lumina::event::EventProcessor;
-    /// use lumina::inspect::{Inspector, SourceKind};
-    ///
-    /// let processor = EventProcessor::new();
-    /// let mut inspector = Inspector::new();
-    /// inspector.processor("input", &processor);
-    /// assert_eq!(inspector.graph().sources[0].kind, SourceKind::Processor);
-    /// ```
-    pub fn processor(&mut self, name: &str, processor: &EventProcessor) -> &mut Self {
-        self.add(name, processor)
-    }
-
-    /// Lists a viewport registry's live viewports under `name`. O(n) in its viewports.
-    ///
-    /// ```
-    /// use lumina::event::InputViewportRegistry;
-    /// use lumina::inspect::{Inspector, SourceKind};
-    ///
-    /// let registry = InputViewportRegistry::new();
-    /// let mut inspector = Inspector::new();
-    /// inspector.viewports("viewports", &registry);
-    /// assert_eq!(inspector.graph().sources[0].kind, SourceKind::Viewports);
-    /// ```
-    pub fn viewports(&mut self, name: &str, registry: &InputViewportRegistry) -> &mut Self {
-        self.add(name, registry)
     }
 
     /// What was collected so far. O(1).
@@ -725,7 +683,7 @@ impl NotificationGraph {
     /// let on_tick: MulticastDelegate<dyn Fn()> = MulticastDelegate::new();
     /// let _a = on_tick.add_lambda(|| {});
     /// let mut inspector = Inspector::new();
-    /// inspector.delegate("on_tick", &on_tick);
+    /// inspector.add("on_tick", &on_tick);
     /// let dot = inspector.graph().to_dot();
     /// assert!(dot.contains("s0 -> s0_n0 [label=\"#1\"];"), "{dot}");
     /// ```
@@ -803,7 +761,7 @@ impl NotificationGraph {
     /// let on_tick: MulticastDelegate<dyn Fn()> = MulticastDelegate::new();
     /// let _a = on_tick.add_lambda(|| {});
     /// let mut inspector = Inspector::new();
-    /// inspector.delegate("on_tick", &on_tick);
+    /// inspector.add("on_tick", &on_tick);
     /// let svg = inspector.graph().to_svg();
     /// assert!(svg.contains("<svg") && svg.contains(">on_tick</tspan>"));
     /// ```
@@ -854,7 +812,7 @@ mod tests {
         let _engine = on_tick.add_lambda(|| {});
         let game = on_tick.add_shared(module_code);
         let mut inspector = Inspector::new();
-        inspector.delegate("on_tick", &on_tick);
+        inspector.add("on_tick", &on_tick);
         assert!(on_tick.remove(game));
         remove_range(FAKE);
         let subscribers = &inspector.graph().sources[0].subscribers;

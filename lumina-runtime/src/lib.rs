@@ -503,30 +503,11 @@ pub mod __private {
         value.clone_for_subscriber()
     }
 
-    /// Not public API; used by `execute` of single-cast delegates (generic and declared): the
-    /// bound callable, or the panic of an unbound `execute` (S2). The caller holds each of its
-    /// arguments in its own `Guarded` meanwhile and takes them out for the call: if this panics
-    /// they are dropped under the guard each on its own, so arguments whose `Drop` panics too do
-    /// not abort the process (R2; as plain parameters, or as one `Guarded` of their tuple, the
-    /// later ones would be dropped plainly while the first one's panic unwinds). Free when a
-    /// callable is bound.
-    #[doc(hidden)]
-    #[inline(always)]
-    #[track_caller]
-    pub fn callable_for<'a, F: ?Sized + 'static>(
-        delegate: &'a crate::delegate::Delegate<F>,
-        delegate_name: &str,
-    ) -> crate::delegate::CallableRef<'a, F> {
-        match delegate.callable_ref() {
-            Some(callable) => callable,
-            None => unbound_execute(delegate_name),
-        }
-    }
-
     /// Not public API; used by `execute_if_bound` of single-cast delegates (generic and
     /// declared): the bound callable with `args`, or `None` once `args` are dropped (S3): an
     /// unrun call's arguments are the library's to drop, under the guard while the thread
-    /// unwinds (R2). `args` come as a tuple of `Guarded`s, one per argument (see [`callable_for`]).
+    /// unwinds (R2). `args` come as a tuple of `Guarded`s, one per argument (see
+    /// [`Delegate::callable_or_panic`](crate::delegate::Delegate::callable_or_panic)).
     #[doc(hidden)]
     #[inline(always)]
     pub fn callable_if_bound<F: ?Sized + 'static, A>(
@@ -540,15 +521,5 @@ pub mod __private {
                 None
             }
         }
-    }
-
-    /// The panic of `execute` on an unbound delegate (S2), out of the callers' way.
-    #[cold]
-    #[track_caller]
-    fn unbound_execute(delegate_name: &str) -> ! {
-        panic!(
-            "`{delegate_name}::execute` called with nothing bound (or its object was dropped): \
-             check `is_bound()` first, or call `execute_if_bound()`, which returns None instead"
-        )
     }
 }

@@ -142,18 +142,13 @@ impl<F: ?Sized + 'static> MulticastDelegate<F> {
         self.list.is_empty()
     }
 
-    /// Not public API: what `remove_static` of a declared delegate expands to (X7).
+    /// Not public API; used by expansions: what `remove_static` (`owner` `None`) and
+    /// `remove_method` (generic and declared) expand to (X7): removes the subscriptions made
+    /// from the function at address `key`, by `add_static`, or by `add_method` on `owner`.
     #[doc(hidden)]
-    pub fn remove_keyed(&self, key: usize) -> usize {
-        self.list.remove_keyed(key, None)
-    }
-
-    /// Not public API: what `remove_method` (generic and declared) expands to (X7): removes the
-    /// subscriptions made by `add_method` with the method at address `key` on `owner`.
-    #[doc(hidden)]
-    pub fn remove_method_keyed<T: ?Sized>(&self, owner: &Rc<T>, key: usize) -> usize {
+    pub fn remove_keyed<T: ?Sized>(&self, key: usize, owner: Option<&Rc<T>>) -> usize {
         self.list
-            .remove_keyed(key, Some(Rc::as_ptr(owner).cast::<()>()))
+            .remove_keyed(key, owner.map(|owner| Rc::as_ptr(owner).cast::<()>()))
     }
 
     /// Adds a block to the subscription of `handle` (X4): it keeps its place, priority and
@@ -408,31 +403,22 @@ impl<F: ?Sized + 'static> Subscribe<'_, MulticastDelegate<F>, SelfAware> {
 }
 
 impl<F: ?Sized + 'static, M: TakesPlainFunction> Subscribe<'_, MulticastDelegate<F>, M> {
-    /// Not public API: what `add_static` (generic and declared) expands to. Finishes with
-    /// `callable`, made from the plain function at address `key`, so that `remove_static` finds
-    /// it (X7).
+    /// Not public API; used by expansions: what `add_static` (`owner` `None`) and
+    /// `add_method` (generic and declared) expand to. Finishes with `callable`, made from the
+    /// plain function or method at address `key` (a member binding of `owner`, held weakly, M9),
+    /// so that [`remove_keyed`](MulticastDelegate::remove_keyed) with the same key and owner
+    /// finds it: `remove_static` and `remove_method` (X7).
     #[doc(hidden)]
     #[track_caller]
     #[inline]
-    pub fn add_shared_keyed(self, key: usize, callable: Rc<F>) -> DelegateHandle {
-        let (delegate, options) = self.parts();
-        delegate.insert_built(options, None, Some(key), callable)
-    }
-
-    /// Not public API: what `add_method` (generic and declared) expands to. Finishes with
-    /// `callable`, a member binding of `owner` (held weakly, M9) made from the method at address
-    /// `key`, so that `remove_method` finds it by owner and method (X7).
-    #[doc(hidden)]
-    #[track_caller]
-    #[inline]
-    pub fn add_shared_method_keyed<T: Any>(
+    pub fn add_keyed<T: Any>(
         self,
-        owner: &Rc<T>,
         key: usize,
+        owner: Option<&Rc<T>>,
         callable: Rc<F>,
     ) -> DelegateHandle {
         let (delegate, options) = self.parts();
-        delegate.insert_built(options, weak_owner(owner), Some(key), callable)
+        delegate.insert_built(options, owner.and_then(weak_owner), Some(key), callable)
     }
 }
 
@@ -507,7 +493,7 @@ macro_rules! impl_subscribe_arity {
             where
                 M: TakesPlainFunction,
             {
-                self.add_shared_keyed((f as *const ()).addr(), Rc::new(f))
+                self.add_keyed((f as *const ()).addr(), None::<&Rc<()>>, Rc::new(f))
             }
 
             /// Finishes with `method` of `owner` (held weakly, M9), which
@@ -526,7 +512,7 @@ macro_rules! impl_subscribe_arity {
                         method(owner, $($arg),*)
                     })
                 });
-                self.add_shared_method_keyed(owner, (method as *const ()).addr(), callable)
+                self.add_keyed((method as *const ()).addr(), Some(owner), callable)
             }
         }
     };
@@ -581,7 +567,7 @@ macro_rules! impl_multicast_arity {
             /// assert_eq!(on_died.len(), 1);
             /// ```
             pub fn remove_static(&self, f: fn($($Arg),*) -> R) -> usize {
-                self.remove_keyed((f as *const ()).addr())
+                self.remove_keyed((f as *const ()).addr(), None::<&Rc<()>>)
             }
 
             /// Adds `method` of `owner`, held weakly like [`add_member`](Self::add_member), as a
@@ -633,7 +619,7 @@ macro_rules! impl_multicast_arity {
             /// Cost: O(k log n) for the owner's own k subscriptions, whatever else is bound to the
             /// same method (N4).
             pub fn remove_method<T: Any>(&self, owner: &Rc<T>, method: fn(&T, $($Arg),*) -> R) -> usize {
-                self.remove_method_keyed(owner, (method as *const ()).addr())
+                self.remove_keyed((method as *const ()).addr(), Some(owner))
             }
 
             /// Calls subscribers in order and folds their results as they come (X7; boost's

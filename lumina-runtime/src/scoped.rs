@@ -58,13 +58,13 @@ impl ScopedSubscription {
         self.handle
     }
 
-    /// Unsubscribes now; `false` if the subscription was already gone (removed, cleared, its
-    /// delegate dropped).
-    pub fn unsubscribe(mut self) -> bool {
-        self.remove()
+    /// Unsubscribes now, as [`ThisSubscription::remove`] does from inside a subscriber; `false`
+    /// if the subscription was already gone (removed, cleared, its delegate dropped).
+    pub fn remove(mut self) -> bool {
+        self.remove_now()
     }
 
-    fn remove(&mut self) -> bool {
+    fn remove_now(&mut self) -> bool {
         let Some(list) = self.list.take().and_then(|list| list.upgrade()) else {
             return false;
         };
@@ -74,7 +74,7 @@ impl ScopedSubscription {
 
 impl Drop for ScopedSubscription {
     fn drop(&mut self) {
-        self.remove();
+        self.remove_now();
     }
 }
 

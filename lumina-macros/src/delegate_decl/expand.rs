@@ -494,7 +494,10 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// subscriptions made from a plain function take part (see
             /// `MulticastDelegate::remove_static` for what folding identical code does to it).
             pub fn remove_static(&self, #f: fn(#(#types),*) #output_arrow) -> usize {
-                self.0.remove_keyed(::lumina::__private::fn_address(#f as *const ()))
+                self.0.remove_keyed(
+                    ::lumina::__private::fn_address(#f as *const ()),
+                    ::core::option::Option::None::<&#rc<()>>,
+                )
             }
 
             /// Adds `method` of `owner` (a plain method, such as `Hud::show`), held weakly like
@@ -518,9 +521,9 @@ fn expand_multicast(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
                 #owner: &#rc<T>,
                 #method: fn(&T, #(#types),*) #output_arrow,
             ) -> usize {
-                self.0.remove_method_keyed(
-                    #owner,
+                self.0.remove_keyed(
                     ::lumina::__private::fn_address(#method as *const ()),
+                    ::core::option::Option::Some(#owner),
                 )
             }
 
@@ -1129,7 +1132,11 @@ fn expand_builder(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream {
             where
                 M: #private::TakesPlainFunction,
             {
-                self.0.add_shared_keyed(#private::fn_address(#f as *const ()), #rc::new(#f))
+                self.0.add_keyed(
+                    #private::fn_address(#f as *const ()),
+                    ::core::option::Option::None::<&#rc<()>>,
+                    #rc::new(#f),
+                )
             }
 
             /// Finishes with a plain method of `owner`, held weakly; `remove_method` finds it.
@@ -1145,9 +1152,9 @@ fn expand_builder(decl: &DelegateDecl, common: &Common<'_>) -> TokenStream {
                 M: #private::TakesPlainFunction,
             {
                 #downgrade
-                self.0.add_shared_method_keyed(
-                    #owner,
+                self.0.add_keyed(
                     #private::fn_address(#method as *const ()),
+                    ::core::option::Option::Some(#owner),
                     #member_callable,
                 )
             }
@@ -1352,7 +1359,7 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             #[track_caller]
             pub fn execute(&self, #(#names: #types),*) #output_arrow {
                 #(let #names = ::lumina::__private::Guarded::new(#names);)*
-                let #f = ::lumina::__private::callable_for(&self.0, #type_name);
+                let #f = self.0.callable_or_panic(#type_name);
                 #f(#(#names.into_inner()),*)
             }
 

@@ -80,7 +80,7 @@ pub(super) fn expand(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// each with its own clone of the arguments; from any thread, also from inside a
             /// subscriber. Allocates nothing; holds no lock while a subscriber runs.
             pub fn broadcast(&self, #(#names: #types),*) {
-                self.0.broadcast_declared(
+                self.0.broadcast_with(
                     ::core::marker::PhantomData::<Self>,
                     (#(#names,)*),
                     |#f, (#(#names,)*)| #f(#(#clones),*),

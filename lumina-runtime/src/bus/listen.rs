@@ -248,7 +248,7 @@ impl<E: EntityId> MessageBus<E> {
         (handle, made)
     }
 
-    /// Records that `handle`'s listener is a one-shot, for [`listeners`](Self::listeners) (V1);
+    /// Records that `handle`'s listener is a one-shot, for [`subscriptions`](Self::subscriptions) (V1);
     /// its one-shot behaviour is its callable's own. Returns `handle`.
     pub(super) fn mark_once(&self, handle: DelegateHandle) -> DelegateHandle {
         // Gone already if a retained message it heard at once spent it.
@@ -432,15 +432,18 @@ impl<E: EntityId> MessageBus<E> {
         ScopedSubscription::new(handle, list)
     }
 
-    /// Whether the listener of `handle` is still listening.
-    pub fn is_listening(&self, handle: DelegateHandle) -> bool {
+    /// Whether the listener of `handle` is still listening: the question every delegate's
+    /// `contains` answers for its subscriptions.
+    pub fn contains(&self, handle: DelegateHandle) -> bool {
         let record = self.records.borrow().get(&handle.id()).copied();
         record.is_some_and(|record| self.is_listening_with(handle.id(), &record))
     }
 
     /// Every listener, by tag, then entity-less before per-entity, then dispatch order, with
-    /// where it was made (GB7, B5). Allocates: for diagnostics.
-    pub fn listeners(&self) -> Vec<ListenerInfo<E>> {
+    /// where it was made (GB7, B5): the bus's listing, as every delegate's `subscriptions`, with
+    /// each listener's tag, partial flag and entity filter beside its
+    /// [`Subscription`]. Allocates: for diagnostics.
+    pub fn subscriptions(&self) -> Vec<ListenerInfo<E>> {
         let mut channels: Vec<(Tag, Option<E>, Rc<Channel<E>>)> = self
             .channels
             .borrow()

@@ -154,7 +154,7 @@ struct Record<E> {
     future: bool,
 }
 
-/// A listener of the bus as [`MessageBus::listeners`] lists it (GB7, B5).
+/// A listener of the bus as [`MessageBus::subscriptions`] lists it (GB7, B5).
 #[derive(Clone, Debug)]
 pub struct ListenerInfo<E> {
     /// The tag it listens to.
@@ -185,13 +185,13 @@ pub struct ListenerInfo<E> {
 /// | operation | cost |
 /// |---|---|
 /// | [`listen`](Self::listen), [`next`](Self::next), and through [`subscribe`](Self::subscribe) (partial, entity, one-shot, priority) | O(1), plus O(log t + k) to find the k retained messages it hears at once (retained tag or partial) |
-/// | [`remove`](Self::remove), [`scoped`](Self::scoped), [`is_listening`](Self::is_listening) | O(log n) (O(log m) more for a managed listener); an entity's channel goes with its last listener |
+/// | [`remove`](Self::remove), [`scoped`](Self::scoped), [`contains`](Self::contains) | O(log n) (O(log m) more for a managed listener); an entity's channel goes with its last listener |
 /// | [`forget_entity`](Self::forget_entity) | O(k) in the entity's own channels and listeners |
 /// | [`send`](Self::send), [`send_to`](Self::send_to), [`send_tag`](Self::send_tag) | O(1) per listener that hears it and per level of the tag and entity hierarchies |
 /// | [`post`](Self::post), [`post_to`](Self::post_to) | O(1); [`deliver_posted`](Self::deliver_posted): O(1) per message |
 /// | [`retained`](Self::retained) | O(1); [`clear_retained`](Self::clear_retained): O(log t) |
 /// | `listen_managed`, `remove_managed` | O(log m) |
-/// | [`listeners`](Self::listeners), [`clear`](Self::clear), [`posted`](Self::posted), `managed_bindings`, `managed_len` | O(n) (or O(t)) in what they walk |
+/// | [`subscriptions`](Self::subscriptions), [`clear`](Self::clear), [`posted`](Self::posted), `managed_bindings`, `managed_len` | O(n) (or O(t)) in what they walk |
 ///
 /// Tables that lost most of their entries (records of listeners, entity channels) shrink.
 pub struct MessageBus<E: EntityId = u64> {
@@ -253,7 +253,7 @@ impl<E: EntityId> Default for MessageBus<E> {
 impl<E: EntityId> fmt::Debug for MessageBus<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MessageBus")
-            .field("listeners", &self.listeners())
+            .field("listeners", &self.subscriptions())
             .field("posted", &self.posted())
             .finish()
     }
@@ -346,7 +346,7 @@ impl<E: EntityId> MessageBus<E> {
     /// bus.send(&tags::DOOR_OPENED, 3);
     /// bus.send(&tags::DOOR_OPENED, 4);
     /// assert_eq!(heard.get(), 3);
-    /// assert!(!bus.is_listening(first));
+    /// assert!(!bus.contains(first));
     /// assert!(!bus.remove(first), "the handle is spent");
     /// ```
     #[inline]

@@ -602,7 +602,7 @@ impl<E: EntityId> MessageBus<E> {
             scripts
                 .ids()
                 .into_iter()
-                .filter(|id| self.is_listening(DelegateHandle::from_id(*id)))
+                .filter(|id| self.contains(DelegateHandle::from_id(*id)))
                 .count()
         })
     }
@@ -695,7 +695,7 @@ impl MessageBus<u64> {
     /// Cost: O(log m) in the managed listeners.
     pub fn remove_managed(&self, id: u64) -> bool {
         let handle = DelegateHandle::from_id(id);
-        if !self.is_listening(handle) {
+        if !self.contains(handle) {
             return false;
         }
         let scripts = self.scripts.borrow().clone();
@@ -713,7 +713,7 @@ impl MessageBus<u64> {
             .entries
             .borrow()
             .iter()
-            .filter(|entry| self.is_listening(DelegateHandle::from_id(entry.id)))
+            .filter(|entry| self.contains(DelegateHandle::from_id(entry.id)))
             .filter_map(|entry| entry.managed.upgrade())
             .map(|managed| managed.binding())
             .collect()

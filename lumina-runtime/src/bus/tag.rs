@@ -575,27 +575,20 @@ impl<P: 'static> TagKey<P> {
     }
 }
 
-impl<P: ScriptPayload> TagKey<P> {
-    /// A key for a tag whose payload managed scripts can send and hear through the C ABI (GB8):
-    /// the key carries `P`'s reflected layout, so only a reflected, blittable payload can be
-    /// declared so. What `#[script]` in `gameplay_tags!` makes (through [`script_tag_key`]).
-    #[doc(hidden)]
-    pub const fn new_script(name: &'static str, retained: bool) -> Self {
-        TagKey {
-            name,
-            retained,
-            script: Some(P::PAYLOAD),
-            resolved: OnceLock::new(),
-            payload: PhantomData,
-        }
-    }
-}
-
-/// Not public API: [`TagKey::new_script`] as a free function, so a payload that is not reflected
-/// is one error saying so, on the payload type `gameplay_tags!` was given.
+/// Not public API: what `#[script]` in `gameplay_tags!` expands to. A key for a tag whose payload
+/// managed scripts can send and hear through the C ABI (GB8): the key carries `P`'s reflected
+/// layout, so only a reflected, blittable payload can be declared so. A free function (not a
+/// constructor of `TagKey<P>`), so that a payload that is not reflected is one error saying so,
+/// on the payload type `gameplay_tags!` was given.
 #[doc(hidden)]
 pub const fn script_tag_key<P: ScriptPayload>(name: &'static str, retained: bool) -> TagKey<P> {
-    TagKey::new_script(name, retained)
+    TagKey {
+        name,
+        retained,
+        script: Some(P::PAYLOAD),
+        resolved: OnceLock::new(),
+        payload: PhantomData,
+    }
 }
 
 impl<P: 'static> fmt::Debug for TagKey<P> {

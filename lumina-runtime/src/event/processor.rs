@@ -420,8 +420,10 @@ impl EventProcessor {
         self.handlers.subscriptions()
     }
 
-    /// Whether a dispatch is running on this processor.
-    pub fn is_dispatching(&self) -> bool {
+    /// Whether a dispatch is running on this processor: the question every delegate's
+    /// `is_broadcasting` answers (a dispatch is the processor's broadcast, the walk over its
+    /// handlers running now).
+    pub fn is_broadcasting(&self) -> bool {
         self.handlers.is_broadcasting()
     }
 

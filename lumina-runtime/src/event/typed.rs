@@ -349,11 +349,10 @@ impl EventSubscription {
         &self.handler
     }
 
-    /// Unregisters now; `false` if it was already unregistered (or the processor dropped).
-    pub fn unsubscribe(mut self) -> bool {
-        self.scoped
-            .take()
-            .is_some_and(ScopedSubscription::unsubscribe)
+    /// Unregisters now, as [`ScopedSubscription::remove`]; `false` if it was already
+    /// unregistered (or the processor dropped).
+    pub fn remove(mut self) -> bool {
+        self.scoped.take().is_some_and(ScopedSubscription::remove)
     }
 }
 

@@ -544,7 +544,7 @@ fn gb8_wrong_payloads_and_layouts_are_clear_error_results_not_reads() {
         LuminaStatus::UnknownId,
         "a Rust listener is not the host's to remove"
     );
-    assert!(bus.is_listening(rust));
+    assert!(bus.contains(rust));
 }
 
 #[test]

@@ -70,7 +70,7 @@ fn sd5_bind_unbind_and_is_bound_through_the_c_abi() {
     let mut bound = 9;
     // SAFETY: the delegate is live for the whole test; out pointers are locals.
     unsafe {
-        let base = delegate.as_base_ptr();
+        let base = std::ptr::from_ref(delegate.base());
         assert_eq!(
             lumina_script_delegate_bind(base, Some(count_thunk), context(&calls), &mut id),
             LuminaStatus::Ok
@@ -104,7 +104,7 @@ fn sd5_null_pointers_and_null_thunks_are_error_results() {
     let mut count = 0;
     // SAFETY: null pointers are the point of the test; other pointers are live locals.
     unsafe {
-        let base = delegate.as_base_ptr();
+        let base = std::ptr::from_ref(delegate.base());
         let null = std::ptr::null();
         assert_eq!(
             lumina_script_delegate_bind(null, Some(count_thunk), std::ptr::null_mut(), &mut id),
@@ -152,7 +152,7 @@ fn sd2_sd5_bind_from_another_thread_is_refused() {
     // SAFETY: the other thread only passes the pointer to the C ABI, which must refuse it
     // before touching anything but the immutable thread id; that is what this test checks.
     unsafe impl Send for Foreign {}
-    let foreign = Foreign(delegate.as_base_ptr());
+    let foreign = Foreign(std::ptr::from_ref(delegate.base()));
     let status = std::thread::spawn(move || {
         let foreign = foreign;
         let mut id = 0;
@@ -177,6 +177,11 @@ fn sd5_a_panic_becomes_an_error_result_not_an_unwind() {
 
 static BIND_IN_HOOK: std::sync::Mutex<Vec<LuminaStatus>> = std::sync::Mutex::new(Vec::new());
 
+/// The delegate whose release `binding_hook` tries to bind to: the hook is process-wide, so
+/// releases of other tests running meanwhile (a bus's managed listeners, a generation's unload,
+/// with a null delegate, or another delegate's drop) reach it too and are passed over.
+static BIND_TARGET: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Taken by every test that installs the (process-wide) release hook.
 pub(crate) static HOOK_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -186,6 +191,9 @@ extern "C" fn binding_hook(
     _count: usize,
     _reason: crate::script_delegate::ReleaseReason,
 ) {
+    if delegate.addr() != BIND_TARGET.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
     let mut id = 0;
     // SAFETY: the hook gets the delegate being dropped, still valid during the call.
     let status = unsafe {
@@ -196,12 +204,17 @@ extern "C" fn binding_hook(
 
 #[test]
 fn sd4_sd5_a_destroyed_hook_cannot_bind_to_the_dying_delegate() {
-    let delegate = ScriptDelegate::<()>::new();
+    // Boxed: dropped where it is, at the address the hook is told to look for.
+    let delegate = Box::new(ScriptDelegate::<()>::new());
     let calls = Cell::new(0);
     let _ = delegate.bind_managed(Some(count_thunk), context(&calls));
     let _lock = HOOK_LOCK
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    BIND_TARGET.store(
+        std::ptr::from_ref(delegate.base()).addr(),
+        std::sync::atomic::Ordering::SeqCst,
+    );
     let previous = set_destroyed_hook(Some(binding_hook));
     drop(delegate);
     set_destroyed_hook(previous);

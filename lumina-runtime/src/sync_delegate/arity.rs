@@ -57,7 +57,11 @@ macro_rules! impl_sync_arity {
             where
                 $($Arg: Clone,)*
             {
-                self.broadcast_with(($($arg,)*), |f, ($($arg,)*)| f($($arg.clone()),*));
+                self.broadcast_traced(
+                    ($($arg,)*),
+                    |f, ($($arg,)*)| f($($arg.clone()),*),
+                    crate::trace::broadcast::<dyn Fn($($Arg),*) + Send + Sync>,
+                );
             }
         }
 

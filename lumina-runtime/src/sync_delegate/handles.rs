@@ -45,7 +45,7 @@ impl Drop for SyncScopedSubscription {
 }
 
 /// Blocks a subscription of a [`SyncMulticastDelegate`] until dropped (see
-/// [`scoped_block`](SyncMulticastDelegate::scoped_block)).
+/// [`block_scoped`](SyncMulticastDelegate::block_scoped)).
 pub struct SyncScopedBlock<'a, F: ?Sized + Send + Sync + 'static> {
     pub(super) delegate: &'a SyncMulticastDelegate<F>,
     pub(super) handle: DelegateHandle,

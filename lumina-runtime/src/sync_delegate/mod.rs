@@ -308,7 +308,7 @@ impl<F: ?Sized + Send + Sync + 'static> SyncMulticastDelegate<F> {
 
     /// A guard that blocks `handle`'s subscription until it is dropped (`Send`, nests).
     #[must_use = "the block ends when the guard is dropped: `let _guard = ...`, not `let _ = ...`"]
-    pub fn scoped_block(&self, handle: DelegateHandle) -> SyncScopedBlock<'_, F> {
+    pub fn block_scoped(&self, handle: DelegateHandle) -> SyncScopedBlock<'_, F> {
         let blocked = self.block(handle);
         SyncScopedBlock {
             delegate: self,
@@ -442,23 +442,16 @@ impl<F: ?Sized + Send + Sync + 'static> SyncMulticastDelegate<F> {
         drop_user(list.into_inner());
     }
 
-    /// Not public API; used by `broadcast` and by the expansion of
-    /// `declare_multicast_delegate!(sync ...)`: calls `call` with every subscriber whose call
-    /// starts and the arguments, which it keeps under a guard while subscribers run and drops
-    /// afterwards (R2). `call` clones the arguments for the subscriber (the expansion spans each
-    /// clone at the parameter's type, so a parameter that is not `Clone` is one error there).
+    /// Not public API; used by the expansion of `declare_multicast_delegate!(sync ...)`, as
+    /// `__private::broadcast_with` is by a game-thread declared delegate's: calls `call` with
+    /// every subscriber whose call starts and the arguments, which it keeps under a guard while
+    /// subscribers run and drops afterwards (R2). `call` clones the arguments for the subscriber
+    /// (the expansion spans each clone at the parameter's type, so a parameter that is not
+    /// `Clone` is one error there). `D` is the declared delegate's type, which names the trace
+    /// span (V2; zero-sized without the feature `trace`).
     #[doc(hidden)]
     #[inline(always)]
-    pub fn broadcast_with<Args>(&self, args: Args, call: impl FnMut(&F, &Args)) {
-        self.broadcast_traced(args, call, crate::trace::broadcast::<F>);
-    }
-
-    /// Not public API; used by the expansion of `declare_multicast_delegate!(sync ...)`:
-    /// [`broadcast_with`](Self::broadcast_with) whose trace span (V2) is named by `D`, the
-    /// declared delegate's type (zero-sized without the feature `trace`).
-    #[doc(hidden)]
-    #[inline(always)]
-    pub fn broadcast_declared<D: ?Sized, Args>(
+    pub fn broadcast_with<D: ?Sized, Args>(
         &self,
         _declared: std::marker::PhantomData<D>,
         args: Args,
@@ -467,7 +460,9 @@ impl<F: ?Sized + Send + Sync + 'static> SyncMulticastDelegate<F> {
         self.broadcast_traced(args, call, crate::trace::broadcast_declared::<D>);
     }
 
-    /// [`broadcast_with`](Self::broadcast_with) whose trace span `span` makes.
+    /// Calls `call` with every subscriber whose call starts and the arguments, kept under a
+    /// guard meanwhile (R2), in a trace span that `span` makes: `broadcast` (named by `F`) and
+    /// [`broadcast_with`](Self::broadcast_with) (named by the declared type).
     #[inline(always)]
     fn broadcast_traced<Args>(
         &self,

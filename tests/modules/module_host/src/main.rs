@@ -338,7 +338,7 @@ fn bus(dir: &Path) {
         let id = module::load(&path).unwrap();
         println!(
             "engine: loaded; listeners {}, posted {}",
-            bus.listeners().len(),
+            bus.subscriptions().len(),
             bus.posted()
         );
         bus.send_to(&engine_api::bus_tags::ENGINE_FRAME, 5, round);
@@ -353,7 +353,7 @@ fn bus(dir: &Path) {
         );
         println!(
             "engine: listeners {}, posted {}",
-            bus.listeners().len(),
+            bus.subscriptions().len(),
             bus.posted()
         );
         // The module's parent relation went with it: this reaches nobody.
