@@ -2504,12 +2504,22 @@ impl CanQuit {
     /// A delegate bound to a closure.
     #[must_use]
     pub fn create_lambda(f: impl ::core::ops::Fn() -> bool + 'static) -> Self {
-        Self(::lumina::__private::Delegate::from_shared(::lumina::__private::Rc::new(f)))
+        Self(
+            ::lumina::__private::Delegate::from(
+                ::lumina::__private::Rc::new(f)
+                    as ::lumina::__private::Rc<dyn ::core::ops::Fn() -> bool>,
+            ),
+        )
     }
     /// A delegate bound to a plain function.
     #[must_use]
     pub fn create_static(f: fn() -> bool) -> Self {
-        Self(::lumina::__private::Delegate::from_shared(::lumina::__private::Rc::new(f)))
+        Self(
+            ::lumina::__private::Delegate::from(
+                ::lumina::__private::Rc::new(f)
+                    as ::lumina::__private::Rc<dyn ::core::ops::Fn() -> bool>,
+            ),
+        )
     }
     /// A delegate bound to a method of `owner`, held weakly: once `owner` is dropped the
     /// delegate is unbound and never calls it.
@@ -2581,12 +2591,22 @@ impl StatusLine {
     /// A delegate bound to a closure.
     #[must_use]
     pub fn create_lambda(f: impl ::core::ops::Fn(&str) + 'static) -> Self {
-        Self(::lumina::__private::Delegate::from_shared(::lumina::__private::Rc::new(f)))
+        Self(
+            ::lumina::__private::Delegate::from(
+                ::lumina::__private::Rc::new(f)
+                    as ::lumina::__private::Rc<dyn ::core::ops::Fn(&str)>,
+            ),
+        )
     }
     /// A delegate bound to a plain function.
     #[must_use]
     pub fn create_static(f: fn(&str)) -> Self {
-        Self(::lumina::__private::Delegate::from_shared(::lumina::__private::Rc::new(f)))
+        Self(
+            ::lumina::__private::Delegate::from(
+                ::lumina::__private::Rc::new(f)
+                    as ::lumina::__private::Rc<dyn ::core::ops::Fn(&str)>,
+            ),
+        )
     }
     /// A delegate bound to a method of `owner`, held weakly: once `owner` is dropped the
     /// delegate is unbound and never calls it.

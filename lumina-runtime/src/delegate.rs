@@ -220,15 +220,27 @@ impl<F: ?Sized + 'static> Drop for Delegate<F> {
     }
 }
 
+/// A delegate bound to an already shared callable (the building block of `create_*`):
+/// `Delegate::from(Rc::clone(&callable))`, or `.into()`.
+///
+/// ```
+/// use lumina::Delegate;
+/// use std::rc::Rc;
+///
+/// let double: Rc<dyn Fn(i32) -> i32> = Rc::new(|x| x * 2);
+/// let on_query: Delegate<dyn Fn(i32) -> i32> = Delegate::from(Rc::clone(&double));
+/// assert_eq!(on_query.execute(21), 42);
+/// ```
+impl<F: ?Sized + 'static> From<Rc<F>> for Delegate<F> {
+    fn from(callable: Rc<F>) -> Self {
+        Self::bind(callable, None)
+    }
+}
+
 impl<F: ?Sized + 'static> Delegate<F> {
     /// An unbound delegate.
     pub const fn new() -> Self {
         Delegate { binding: None }
-    }
-
-    /// A delegate bound to an already shared callable; the building block of `create_*`.
-    pub fn from_shared(callable: Rc<F>) -> Self {
-        Self::bind(callable, None)
     }
 
     /// A delegate bound to a callable of `owner`, held weakly: once `owner` is dropped the
@@ -349,12 +361,12 @@ macro_rules! impl_delegate_arity {
         impl<$($Arg: 'static,)* R: 'static> Delegate<dyn Fn($($Arg),*) -> R> {
             /// A delegate bound to a closure.
             pub fn create_lambda(f: impl Fn($($Arg),*) -> R + 'static) -> Self {
-                Self::from_shared(Rc::new(f))
+                Self::from(Rc::new(f) as Rc<dyn Fn($($Arg),*) -> R>)
             }
 
             /// A delegate bound to a plain function.
             pub fn create_static(f: fn($($Arg),*) -> R) -> Self {
-                Self::from_shared(Rc::new(f))
+                Self::from(Rc::new(f) as Rc<dyn Fn($($Arg),*) -> R>)
             }
 
             /// A delegate bound to a method of `owner`, held weakly: once `owner` is dropped the
@@ -549,13 +561,13 @@ mod tests {
                 .vtable();
             track::add_range(FAKE, vtable, vtable + 1);
         }
-        let replaced = Delegate::from_shared(first);
+        let replaced = Delegate::from(first);
         assert_eq!(track::count(FAKE), 1, "recorded");
         let mut delegate = replaced.clone();
         drop(replaced);
         assert_eq!(track::count(FAKE), 1, "the block lives on in the clone");
         assert_eq!(delegate.execute(2), 4);
-        delegate = Delegate::from_shared(second);
+        delegate = Delegate::from(second);
         assert_eq!(drops.get(), 1, "the first callable went with its block");
         assert_eq!(
             track::count(FAKE),

@@ -1314,13 +1314,13 @@ fn expand_single(decl: &DelegateDecl, args: &[Arg]) -> TokenStream {
             /// A delegate bound to a closure.
             #[must_use]
             pub fn create_lambda(#f: impl #signature + 'static) -> Self {
-                Self(#delegate::from_shared(#rc::new(#f)))
+                Self(#delegate::from(#rc::new(#f) as #rc<dyn #signature>))
             }
 
             /// A delegate bound to a plain function.
             #[must_use]
             pub fn create_static(#f: fn(#(#types),*) #output_arrow) -> Self {
-                Self(#delegate::from_shared(#rc::new(#f)))
+                Self(#delegate::from(#rc::new(#f) as #rc<dyn #signature>))
             }
 
             /// A delegate bound to a method of `owner`, held weakly: once `owner` is dropped the
