@@ -238,7 +238,8 @@ impl Engine {
         let core = CoreDelegates::get();
         let _ = core.on_module_loaded().add_lambda(|module| {
             let from = module
-                .path()
+                .path
+                .as_deref()
                 .map_or("linked in".to_owned(), |path| path.display().to_string());
             println!("[engine] on_module_loaded({module}, {from})");
         });
@@ -248,7 +249,10 @@ impl Engine {
 
         let renderer = load_module(ModuleInfo::new("Renderer"), Renderer::start_up);
         let editor = load_module(
-            ModuleInfo::new("Editor").with_path("bin/libeditor.so"),
+            ModuleInfo {
+                path: Some("bin/libeditor.so".into()),
+                ..ModuleInfo::new("Editor")
+            },
             Editor::start_up,
         );
         load_module(ModuleInfo::new("Input"), start_up_input);

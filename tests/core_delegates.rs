@@ -192,8 +192,8 @@ fn c1_every_signal_of_the_spec_delivers_its_arguments() {
         .add_lambda(move |module: &ModuleInfo| {
             sink.push(format!(
                 "module loaded {} {:?}",
-                module.name(),
-                module.path()
+                module.name.as_str(),
+                module.path.as_deref()
             ));
         });
     let sink = calls.clone();
@@ -234,7 +234,10 @@ fn c1_every_signal_of_the_spec_delivers_its_arguments() {
         .on_game_quit_requested()
         .add_lambda(move || sink.push("quit requested"));
 
-    let module = ModuleInfo::new("Editor").with_path("bin/libeditor.so");
+    let module = ModuleInfo {
+        path: Some("bin/libeditor.so".into()),
+        ..ModuleInfo::new("Editor")
+    };
     core.on_module_loaded().broadcast(&module);
     core.on_module_unloaded().broadcast();
     core.post_world_unload().broadcast();
@@ -279,10 +282,13 @@ fn c1_world_ids_are_unique_identities_across_threads() {
 #[test]
 fn c1_the_engine_types_describe_what_subscribers_filter_on() {
     let module = ModuleInfo::new("Renderer");
-    assert_eq!((module.name(), module.path()), ("Renderer", None));
+    assert_eq!(
+        (module.name.as_str(), module.path.as_deref()),
+        ("Renderer", None)
+    );
     assert_eq!(module.to_string(), "Renderer");
-    assert_eq!(INPUT_SETTINGS.name(), "InputSettings");
-    assert_eq!(INPUT_SETTINGS.category(), "Engine");
+    assert_eq!(INPUT_SETTINGS.name, "InputSettings");
+    assert_eq!(INPUT_SETTINGS.category, "Engine");
     assert_eq!(
         INPUT_SETTINGS,
         SettingsClass::new("InputSettings", "Engine")

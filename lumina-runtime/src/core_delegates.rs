@@ -70,16 +70,22 @@ use lumina_macros::declare_multicast_delegate;
 /// use lumina::core_delegates::ModuleInfo;
 ///
 /// let renderer = ModuleInfo::new("Renderer");
-/// assert_eq!(renderer.name(), "Renderer");
-/// assert_eq!(renderer.path(), None); // linked into the executable
+/// assert_eq!(renderer.name, "Renderer");
+/// assert_eq!(renderer.path, None); // linked into the executable
 ///
-/// let game = ModuleInfo::new("ArenaGame").with_path("bin/libarena_game.so");
-/// assert_eq!(game.path().unwrap().to_str(), Some("bin/libarena_game.so"));
+/// let game = ModuleInfo {
+///     path: Some("bin/libarena_game.so".into()),
+///     ..ModuleInfo::new("ArenaGame")
+/// };
+/// assert_eq!(game.path.unwrap().to_str(), Some("bin/libarena_game.so"));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ModuleInfo {
-    name: String,
-    path: Option<PathBuf>,
+    /// The module's name, unique in the process.
+    pub name: String,
+    /// The shared library the module was loaded from, or `None` when it is linked into the
+    /// executable.
+    pub path: Option<PathBuf>,
 }
 
 impl ModuleInfo {
@@ -89,24 +95,6 @@ impl ModuleInfo {
             name: name.into(),
             path: None,
         }
-    }
-
-    /// The same module, loaded from the shared library at `path`.
-    #[must_use]
-    pub fn with_path(mut self, path: impl Into<PathBuf>) -> Self {
-        self.path = Some(path.into());
-        self
-    }
-
-    /// The module's name, unique in the process.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The shared library the module was loaded from, or `None` when it is linked into the
-    /// executable.
-    pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
     }
 }
 
@@ -168,7 +156,7 @@ impl fmt::Display for WorldId {
 /// static INPUT_SETTINGS: SettingsClass = SettingsClass::new("InputSettings", "Engine");
 /// static AUDIO_SETTINGS: SettingsClass = SettingsClass::new("AudioSettings", "Engine");
 ///
-/// assert_eq!(INPUT_SETTINGS.name(), "InputSettings");
+/// assert_eq!(INPUT_SETTINGS.name, "InputSettings");
 /// assert_eq!(INPUT_SETTINGS.to_string(), "Engine.InputSettings");
 /// assert_ne!(INPUT_SETTINGS, AUDIO_SETTINGS);
 ///
@@ -187,24 +175,16 @@ impl fmt::Display for WorldId {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SettingsClass {
-    name: &'static str,
-    category: &'static str,
+    /// The class name, e.g. `"InputSettings"`.
+    pub name: &'static str,
+    /// The editor category, e.g. `"Engine"`.
+    pub category: &'static str,
 }
 
 impl SettingsClass {
     /// A settings class called `name`, shown under `category` in the editor.
     pub const fn new(name: &'static str, category: &'static str) -> Self {
         SettingsClass { name, category }
-    }
-
-    /// The class name, e.g. `"InputSettings"`.
-    pub const fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// The editor category, e.g. `"Engine"`.
-    pub const fn category(&self) -> &'static str {
-        self.category
     }
 }
 

@@ -99,7 +99,7 @@ pub unsafe fn unmap(id: ModuleId) -> Result<(), ModuleError> {
     let (name, mapped) = kept(|kept| {
         let unloaded = &kept[index].unloaded;
         (
-            unloaded.info.name().to_owned(),
+            unloaded.info.name.as_str().to_owned(),
             unloaded.mapped_path.clone(),
         )
     });

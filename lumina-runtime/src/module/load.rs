@@ -157,7 +157,7 @@ fn check_record(
             path: path.to_owned(),
         });
     }
-    match modules(|modules| modules.iter().any(|m| m.info.name() == name)) {
+    match modules(|modules| modules.iter().any(|m| m.info.name.as_str() == name)) {
         Some(true) => return Err(ModuleError::AlreadyLoaded { module: name }),
         Some(false) => {}
         None => {
@@ -186,7 +186,10 @@ fn start(
     for &(start, end) in &ranges {
         track::add_range(id.0, start, end);
     }
-    let info = ModuleInfo::new(name.clone()).with_path(path);
+    let info = ModuleInfo {
+        name: name.clone(),
+        path: Some(path.into()),
+    };
     let mut loaded = Some(Loaded {
         id,
         info: info.clone(),

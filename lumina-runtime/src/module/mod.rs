@@ -426,7 +426,7 @@ static NEXT_COPY: AtomicU64 = AtomicU64::new(1);
 pub fn source_changed(id: ModuleId) -> bool {
     modules(|modules| {
         modules.iter().find(|m| m.id == id).is_some_and(|m| {
-            let now = m.info.path().and_then(|path| {
+            let now = m.info.path.as_deref().and_then(|path| {
                 std::fs::metadata(path)
                     .and_then(|meta| meta.modified())
                     .ok()

@@ -37,7 +37,7 @@ fn check_unload(id: ModuleId) -> Result<(), ModuleError> {
         modules
             .iter()
             .find(|m| m.id == id)
-            .map(|m| (m.info.name().to_owned(), m.unloading))
+            .map(|m| (m.info.name.as_str().to_owned(), m.unloading))
     })
     .flatten() else {
         return Err(ModuleError::NotLoaded { id });
@@ -122,35 +122,35 @@ pub(super) fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, M
         track::belongs_to(id.0, track::code_of(&hook))
     }) {
         tracing::warn!(
-            module = loaded.info.name(),
+            module = loaded.info.name.as_str(),
             "lumina: game module `{}` had installed the script delegates' destroyed hook; it \
              was uninstalled with the module (releases are logged as leaks until a host \
              installs one)",
-            loaded.info.name()
+            loaded.info.name.as_str()
         );
     }
     // Only now: a value the drops above made is attributed to the module while its range is
     // registered, so the rounds above find it.
     track::remove_range(id.0);
-    released.warn(loaded.info.name());
+    released.warn(loaded.info.name.as_str());
     let panicked = drops.into_text();
     if !settled {
         tracing::warn!(
-            module = loaded.info.name(),
+            module = loaded.info.name.as_str(),
             "lumina: unloading game module `{}` ran `Drop`s that went on subscribing, queuing \
              or spawning its code round after round; what they made last is still there",
-            loaded.info.name()
+            loaded.info.name.as_str()
         );
     }
     let referenced = track::count(id.0);
     if referenced > 0 {
         tracing::warn!(
-            module = loaded.info.name(),
+            module = loaded.info.name.as_str(),
             "lumina: game module `{}` was unloaded with {referenced} subscription(s) or \
              value(s) still referring to it: on delegates of other threads, which the game \
              thread cannot remove, or held by a broadcast (or bus delivery) running around the \
              unload until it ends; its library stays mapped, so they run its old code",
-            loaded.info.name()
+            loaded.info.name.as_str()
         );
     }
     let info = loaded.info.clone();
@@ -160,7 +160,7 @@ pub(super) fn finish_unload(id: ModuleId, started: bool) -> Result<ModuleInfo, M
     }
     match failed {
         Some(message) => Err(ModuleError::ShutDownFailed {
-            module: info.name().to_owned(),
+            module: info.name.as_str().to_owned(),
             message,
         }),
         None => Ok(info),
@@ -362,7 +362,7 @@ pub fn reload(id: ModuleId) -> Result<ModuleId, ModuleError> {
         modules
             .iter()
             .find(|m| m.id == id)
-            .and_then(|m| m.info.path().map(Path::to_owned))
+            .and_then(|m| m.info.path.as_deref().map(Path::to_owned))
     })
     .flatten()
     .ok_or(ModuleError::NotLoaded { id })?;

@@ -172,7 +172,7 @@ fn cycle(dir: &Path) {
     let core = CoreDelegates::get();
     let _ = core
         .on_module_loaded()
-        .add_lambda(|info| println!("engine: on_module_loaded {}", info.name()));
+        .add_lambda(|info| println!("engine: on_module_loaded {}", info.name));
     let _ = core
         .on_module_unloaded()
         .add_lambda(|| println!("engine: on_module_unloaded"));
@@ -215,7 +215,7 @@ fn cycle(dir: &Path) {
     let info = module::unload(v2).unwrap();
     println!(
         "engine: unloaded {}; v2 still mapped: {}",
-        info.name(),
+        info.name,
         mapped(&v2_mapped)
     );
     counts();
@@ -285,13 +285,13 @@ fn errors(dir: &Path) {
             .subscribe()
             .priority(1)
             .add_lambda(move |_| match module::unload(id) {
-                Ok(info) => println!("unload during a broadcast: {}", info.name()),
+                Ok(info) => println!("unload during a broadcast: {}", info.name),
                 Err(error) => println!("unload during a broadcast: {error}"),
             });
     engine().on_tick.broadcast(7);
     assert!(engine().on_tick.remove(during));
     match module::unload(id) {
-        Ok(info) => println!("unload again: {}", info.name()),
+        Ok(info) => println!("unload again: {}", info.name),
         Err(error) => println!("unload again: {error}"),
     }
     // A module whose reflected types the registry cannot forget stays mapped.
@@ -347,7 +347,7 @@ fn bus(dir: &Path) {
         let info = module::unload(id).unwrap();
         println!(
             "engine: unloaded {}; still mapped: {}; module payloads dropped by the unload: {}",
-            info.name(),
+            info.name,
             mapped(&mapped_copy),
             engine_api::payloads_dropped() - before
         );
@@ -432,7 +432,7 @@ fn findings(dir: &Path) {
     );
     let _ = core
         .on_settings_saved()
-        .add_lambda(|class| engine_api::keep_name(class.name()));
+        .add_lambda(|class| engine_api::keep_name(class.name));
     // Held weakly by the processor: kept alive here.
     let name_keeper = std::rc::Rc::new(NameKeeper);
     let _ = engine().input.register_event_handler(&name_keeper, 0);
@@ -468,7 +468,7 @@ fn findings(dir: &Path) {
         module::subscription_count(id)
     );
     let info = module::unload(id).unwrap();
-    println!("engine: unloaded {}", info.name());
+    println!("engine: unloaded {}", info.name);
     report("unloaded");
 
     // Nothing of the module's runs any more.
@@ -550,7 +550,7 @@ fn reentry(dir: &Path, plans: &[&'static str]) {
                 for (id, info) in module::loaded() {
                     println!(
                         "engine: task unloads {} ({id}): {}",
-                        info.name(),
+                        info.name,
                         result(module::unload(id))
                     );
                 }
@@ -567,7 +567,7 @@ fn reentry(dir: &Path, plans: &[&'static str]) {
             for (id, info) in module::loaded() {
                 println!(
                     "engine: unload {} ({id}) while the score query is held: {}",
-                    info.name(),
+                    info.name,
                     result(module::unload(id))
                 );
             }
@@ -585,7 +585,7 @@ fn reentry(dir: &Path, plans: &[&'static str]) {
             for (id, info) in module::loaded() {
                 println!(
                     "engine: unload {} ({id}): {}",
-                    info.name(),
+                    info.name,
                     result(module::unload(id))
                 );
             }

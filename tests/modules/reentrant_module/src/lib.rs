@@ -70,7 +70,7 @@ fn act(point: &str) {
     }
     let id = me();
     let result = match operation {
-        "unload" => module::unload(id).map(|info| format!("Ok({})", info.name())),
+        "unload" => module::unload(id).map(|info| format!("Ok({})", info.name)),
         "reload" => module::reload(id).map(|new| format!("Ok({new})")),
         other => panic!("unknown operation {other}"),
     };
