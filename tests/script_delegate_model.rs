@@ -149,10 +149,8 @@ impl Real {
             Kind::Native => Binding::Native(self.delegate.add_lambda(move |_| run(key))),
             Kind::Managed => {
                 let context = std::ptr::without_provenance_mut::<c_void>(key);
-                let id = self
-                    .delegate
-                    .bind_managed(Some(managed_thunk), context)
-                    .expect("bound");
+                let id = self.delegate.bind_managed(Some(managed_thunk), context);
+                assert_ne!(id, 0);
                 Binding::Managed(id)
             }
         };
@@ -481,8 +479,7 @@ mod r6_release_model {
                 let key = with(|w| w.bindings.len());
                 let generation = script_generation::current();
                 let context = std::ptr::without_provenance_mut(key);
-                // Refused (the delegate is dying: bound from its destroyed hook): no id.
-                let id = delegate.bind_managed(Some(thunk), context).unwrap_or(0);
+                let id = delegate.bind_managed(Some(thunk), context);
                 with(|w| {
                     w.bindings.push(Binding {
                         id,

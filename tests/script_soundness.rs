@@ -75,9 +75,7 @@ fn context(action: impl Fn() + 'static) -> *mut c_void {
 }
 
 fn bind(delegate: &ScriptDelegateBase, action: impl Fn() + 'static) -> u64 {
-    let id = delegate
-        .bind_managed(Some(thunk), context(action))
-        .expect("bound");
+    let id = delegate.bind_managed(Some(thunk), context(action));
     assert_ne!(id, 0);
     id
 }

@@ -754,10 +754,12 @@ pub mod script {
         fn with_subscribers(n: usize) -> Self {
             let delegate = ScriptDelegate::<Hit>::new();
             for _ in 0..n {
-                delegate
-                    .base()
-                    .bind_managed(Some(managed), std::ptr::null_mut())
-                    .expect("bound");
+                assert_ne!(
+                    delegate
+                        .base()
+                        .bind_managed(Some(managed), std::ptr::null_mut()),
+                    0
+                );
             }
             Managed(delegate)
         }

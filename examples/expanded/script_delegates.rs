@@ -209,18 +209,9 @@ fn main() {
                 "  [native] hit entity {} with impulse {}", hit.other_entity, hit.impulse
             );
         });
-    let first = body
-        .on_hit
-        .bind_managed(Some(managed_handler), context(1))
-        .expect("bound");
-    let _second = body
-        .on_hit
-        .bind_managed(Some(managed_handler), context(2))
-        .expect("bound");
-    let _sleep = body
-        .on_sleep
-        .bind_managed(Some(managed_handler), context(3))
-        .expect("bound");
+    let first = body.on_hit.bind_managed(Some(managed_handler), context(1));
+    let _second = body.on_hit.bind_managed(Some(managed_handler), context(2));
+    let _sleep = body.on_sleep.bind_managed(Some(managed_handler), context(3));
     println!("broadcast: native listeners first, then managed ones");
     body.on_hit
         .broadcast(

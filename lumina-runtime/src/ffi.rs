@@ -253,7 +253,7 @@ pub unsafe extern "C" fn lumina_script_delegate_bind(
             Ok(delegate) => delegate,
             Err(status) => return status,
         };
-        match delegate.bind_managed(thunk, context) {
+        match delegate.try_bind_managed(thunk, context) {
             // SAFETY: `out_id` is non-null and valid for a write (caller contract).
             Ok(id) => unsafe { write_out(out_id, id) },
             Err(BindError::NullThunk) => LuminaStatus::NullThunk,

@@ -157,9 +157,8 @@ pub(crate) fn remove_destroyed_hook_if(doomed: impl FnOnce(DestroyedHook) -> boo
     remove
 }
 
-/// The installed destroyed hook, for the release path (a host that wants to know it sets and
-/// restores: [`set_destroyed_hook`] returns the previous one).
-fn destroyed_hook() -> Option<DestroyedHook> {
+/// The installed destroyed hook.
+pub fn destroyed_hook() -> Option<DestroyedHook> {
     *DESTROYED_HOOK
         .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -320,10 +319,8 @@ impl ScriptDelegateBase {
         thread_number() == self.thread
     }
 
-    /// Binds a managed listener; returns its id (never 0). Refused, with the reason, when `thunk`
-    /// is `None` (a null function pointer over the C ABI), when called off the delegate's thread
-    /// (SD2), or while the delegate is being dropped (from its destroyed hook); the C ABI's
-    /// `lumina_script_delegate_bind` turns the reason into its status.
+    /// Binds a managed listener; returns its id (never 0). Refused when `thunk` is `None` (a null
+    /// function pointer over the C ABI) or when called off the delegate's thread (SD2).
     ///
     /// "Game thread only" means, for a script delegate, the thread that owns it: a delegate is
     /// neither `Send` nor `Sync`, so it is only ever used on the thread that made it, and the
@@ -334,7 +331,7 @@ impl ScriptDelegateBase {
     ///
     /// A managed listener bound during a broadcast runs from the next broadcast on (M2).
     #[track_caller]
-    pub fn bind_managed(
+    pub fn try_bind_managed(
         &self,
         thunk: Option<ManagedThunk>,
         context: *mut c_void,
@@ -358,6 +355,22 @@ impl ScriptDelegateBase {
             crate::script_generation::note_binding(generation, block, id);
         }
         Ok(id)
+    }
+
+    /// [`try_bind_managed`](Self::try_bind_managed) with the C convention of SD2: the id, or 0
+    /// when refused (the reason is logged through `tracing`).
+    #[track_caller]
+    pub fn bind_managed(&self, thunk: Option<ManagedThunk>, context: *mut c_void) -> u64 {
+        match self.try_bind_managed(thunk, context) {
+            Ok(id) => id,
+            Err(error) => {
+                tracing::error!(
+                    payload = self.payload.name,
+                    "lumina: bind_managed refused: {error}"
+                );
+                0
+            }
+        }
     }
 
     /// Removes the managed binding `id`; `false` (and no change) for 0, an id already unbound, an
@@ -625,10 +638,13 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         }
     }
 
-    /// The base, for the payload-independent API and for handing to a host: its address
-    /// (`std::ptr::from_ref(delegate.base())`) is also this delegate's address (SD1), what a host
-    /// receives.
+    /// The base, for the payload-independent API and for handing to a host.
     pub fn base(&self) -> &ScriptDelegateBase {
+        &self.base
+    }
+
+    /// The base's address, which is also this delegate's address (SD1): what a host receives.
+    pub fn as_base_ptr(&self) -> *const ScriptDelegateBase {
         &self.base
     }
 

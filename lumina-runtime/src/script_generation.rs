@@ -18,7 +18,7 @@
 //!
 //! let on_died: ScriptDelegate<()> = ScriptDelegate::new();
 //! let scripts = script_generation::begin();
-//! let id = on_died.bind_managed(Some(thunk), std::ptr::null_mut()).expect("bound");
+//! let id = on_died.bind_managed(Some(thunk), std::ptr::null_mut());
 //! assert_eq!(on_died.managed_len(), 1);
 //! // The host unloads the scripts: their binding goes (the release hook gets it).
 //! assert_eq!(script_generation::unload(scripts), Some(1));
@@ -144,7 +144,7 @@ pub fn unload(generation: u64) -> Option<usize> {
 }
 
 /// Records that the delegate whose heap block is `block` has the binding `id` made in
-/// `generation` (hook in `ScriptDelegateBase::bind_managed` and
+/// `generation` (hook in `ScriptDelegateBase::try_bind_managed` and
 /// `MessageBus::listen_managed`). O(1) amortized.
 pub(crate) fn note_binding<B: Member + 'static>(generation: u64, block: Weak<B>, id: u64) {
     let block: Weak<dyn Member> = block;

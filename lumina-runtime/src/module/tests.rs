@@ -265,7 +265,7 @@ fn r5_mb6_a_module_callable_whose_removal_waits_for_a_broadcast_is_still_referen
 fn mb4_a_managed_thunk_and_a_release_hook_of_the_module_go_before_the_unmap() {
     use crate::script_delegate::{
         DestroyedHook, ManagedBinding, ManagedThunk, ReleaseReason, ScriptDelegate,
-        ScriptDelegateBase, set_destroyed_hook,
+        ScriptDelegateBase, destroyed_hook, set_destroyed_hook,
     };
     use std::ffi::c_void;
 
@@ -314,12 +314,8 @@ fn mb4_a_managed_thunk_and_a_release_hook_of_the_module_go_before_the_unmap() {
         track::add_range(FAKE.0, code, code + 1);
     }
     let delegate: ScriptDelegate<()> = ScriptDelegate::new();
-    let module_id = delegate
-        .bind_managed(Some(module_thunk), std::ptr::null_mut())
-        .expect("bound");
-    let engine_id = delegate
-        .bind_managed(Some(engine_thunk), std::ptr::null_mut())
-        .expect("bound");
+    let module_id = delegate.bind_managed(Some(module_thunk), std::ptr::null_mut());
+    let engine_id = delegate.bind_managed(Some(engine_thunk), std::ptr::null_mut());
     assert_ne!(module_id, 0);
     assert_eq!(
         track::count(FAKE.0),
@@ -340,7 +336,8 @@ fn mb4_a_managed_thunk_and_a_release_hook_of_the_module_go_before_the_unmap() {
         });
     });
     let unloaded = super::unload(FAKE);
-    let hook_after = set_destroyed_hook(previous);
+    let hook_after = destroyed_hook();
+    set_destroyed_hook(previous);
     track::remove_range(FAKE.0);
     assert!(unloaded.is_ok(), "{unloaded:?}");
     assert_eq!(

@@ -150,9 +150,7 @@ fn n4_a_script_generations_unload_costs_its_bindings() {
     });
     assert_flat("script generation unload (script delegate)", |n| {
         unload_each(n, ScriptDelegate::<()>::new(), |delegate| {
-            delegate
-                .bind_managed(Some(thunk), null_mut())
-                .expect("bound");
+            assert_ne!(delegate.bind_managed(Some(thunk), null_mut()), 0);
         })
     });
 }
