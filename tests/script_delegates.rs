@@ -115,11 +115,11 @@ fn sd1_base_is_at_offset_zero_so_a_base_pointer_reaches_any_delegate() {
     let target = Target::default();
     let component = std::ptr::from_ref(&target) as usize;
     assert_eq!(
-        target.on_hit.as_base_ptr() as usize - component,
+        std::ptr::from_ref(target.on_hit.base()) as usize - component,
         std::mem::offset_of!(Target, on_hit)
     );
     assert_eq!(
-        target.on_hit.as_base_ptr() as usize,
+        std::ptr::from_ref(target.on_hit.base()) as usize,
         std::ptr::from_ref(&target.on_hit) as usize
     );
     let base: &ScriptDelegateBase = &target.on_hit;
@@ -670,7 +670,7 @@ fn m13_the_release_hook_at_the_end_of_a_broadcast_may_re_enter_the_delegate() {
     let _turn = HOOK_TURN.lock().unwrap_or_else(|e| e.into_inner());
     let previous = set_destroyed_hook(Some(rebinding_hook));
     let on_hit = Rc::new(ScriptDelegate::<Hit>::new());
-    TARGET.with(|t| t.set(on_hit.as_base_ptr()));
+    TARGET.with(|t| t.set(std::ptr::from_ref(on_hit.base())));
     let inner = Rc::clone(&on_hit);
     let clearing = context_with(Some(Rc::new(move || inner.clear())));
     let _ = on_hit.bind_managed(Some(recording_thunk), clearing);

@@ -157,8 +157,9 @@ pub(crate) fn remove_destroyed_hook_if(doomed: impl FnOnce(DestroyedHook) -> boo
     remove
 }
 
-/// The installed destroyed hook.
-pub fn destroyed_hook() -> Option<DestroyedHook> {
+/// The installed destroyed hook, for the release path and the crate's tests (a host that wants
+/// to know it sets and restores: [`set_destroyed_hook`] returns the previous one).
+pub(crate) fn destroyed_hook() -> Option<DestroyedHook> {
     *DESTROYED_HOOK
         .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -638,13 +639,10 @@ impl<P: ScriptPayload> ScriptDelegate<P> {
         }
     }
 
-    /// The base, for the payload-independent API and for handing to a host.
+    /// The base, for the payload-independent API and for handing to a host: its address
+    /// (`std::ptr::from_ref(delegate.base())`) is also this delegate's address (SD1), what a host
+    /// receives.
     pub fn base(&self) -> &ScriptDelegateBase {
-        &self.base
-    }
-
-    /// The base's address, which is also this delegate's address (SD1): what a host receives.
-    pub fn as_base_ptr(&self) -> *const ScriptDelegateBase {
         &self.base
     }
 

@@ -70,7 +70,7 @@ fn sd5_bind_unbind_and_is_bound_through_the_c_abi() {
     let mut bound = 9;
     // SAFETY: the delegate is live for the whole test; out pointers are locals.
     unsafe {
-        let base = delegate.as_base_ptr();
+        let base = std::ptr::from_ref(delegate.base());
         assert_eq!(
             lumina_script_delegate_bind(base, Some(count_thunk), context(&calls), &mut id),
             LuminaStatus::Ok
@@ -104,7 +104,7 @@ fn sd5_null_pointers_and_null_thunks_are_error_results() {
     let mut count = 0;
     // SAFETY: null pointers are the point of the test; other pointers are live locals.
     unsafe {
-        let base = delegate.as_base_ptr();
+        let base = std::ptr::from_ref(delegate.base());
         let null = std::ptr::null();
         assert_eq!(
             lumina_script_delegate_bind(null, Some(count_thunk), std::ptr::null_mut(), &mut id),
@@ -152,7 +152,7 @@ fn sd2_sd5_bind_from_another_thread_is_refused() {
     // SAFETY: the other thread only passes the pointer to the C ABI, which must refuse it
     // before touching anything but the immutable thread id; that is what this test checks.
     unsafe impl Send for Foreign {}
-    let foreign = Foreign(delegate.as_base_ptr());
+    let foreign = Foreign(std::ptr::from_ref(delegate.base()));
     let status = std::thread::spawn(move || {
         let foreign = foreign;
         let mut id = 0;

@@ -160,7 +160,7 @@ fn with<R>(f: impl FnOnce(&mut World) -> R) -> R {
 }
 
 fn base(delegate: &ScriptDelegate<()>) -> *const ScriptDelegateBase {
-    delegate.as_base_ptr()
+    std::ptr::from_ref(delegate.base())
 }
 
 extern "C" fn thunk(context: *mut c_void, _payload: *const c_void) {
