@@ -58,11 +58,12 @@
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
 use crate::drops::{AtThreadExit, Drops, Guarded};
@@ -96,8 +97,8 @@ pub enum TaskStatus {
 struct Slot {
     /// `None` while it is being polled.
     future: Option<BoxedTask>,
+    /// Its waker, which also holds its status (shared with its handle).
     waker: Arc<TaskWaker>,
-    status: Rc<Cell<TaskStatus>>,
     /// Whose it is: the module that spawned it, and its code (the future's vtable), when a game
     /// module was loaded at spawn (MB4, MB6).
     origin: Origin,
@@ -117,7 +118,7 @@ impl Drop for Tasks {
     /// local) report them abandoned; the tasks are dropped next, under the guard.
     fn drop(&mut self) {
         for slot in self.slots.values() {
-            slot.status.set(TaskStatus::Abandoned);
+            slot.waker.set_status(TaskStatus::Abandoned);
         }
     }
 }
@@ -135,12 +136,39 @@ thread_local! {
     static ENDS_WITH_THE_SESSION: Cell<bool> = const { Cell::new(false) };
 }
 
-/// The waker of one task: its id and session. `Send + Sync`; waking queues one poll.
+/// The waker of one task: its id and session, and its status, which its handle reads (one
+/// allocation per task for both). `Send + Sync`; waking queues one poll.
 struct TaskWaker {
     id: u64,
     session: u64,
     /// A poll is queued and has not started: further wakes add nothing.
     queued: AtomicBool,
+    /// The task's [`TaskStatus`], as a number. Set and read on the game thread only (the slot
+    /// and the handle are the game thread's); atomic because a waker is `Sync`.
+    status: AtomicU8,
+}
+
+impl TaskWaker {
+    const STATUSES: [TaskStatus; 6] = [
+        TaskStatus::Running,
+        TaskStatus::Finished,
+        TaskStatus::Cancelled,
+        TaskStatus::Panicked,
+        TaskStatus::Unloaded,
+        TaskStatus::Abandoned,
+    ];
+
+    fn status(&self) -> TaskStatus {
+        Self::STATUSES[usize::from(self.status.load(Ordering::Relaxed))]
+    }
+
+    fn set_status(&self, status: TaskStatus) {
+        let index = Self::STATUSES
+            .iter()
+            .position(|&known| known == status)
+            .expect("every status is listed");
+        self.status.store(index as u8, Ordering::Relaxed);
+    }
 }
 
 impl Wake for TaskWaker {
@@ -160,14 +188,17 @@ impl Wake for TaskWaker {
 /// (it keeps running), as a thread's `JoinHandle` does.
 pub struct TaskHandle {
     id: u64,
-    status: Rc<Cell<TaskStatus>>,
+    /// The task's waker, for its status.
+    waker: Arc<TaskWaker>,
+    /// The game thread's: `cancel` reaches its table of tasks.
+    _game_thread: PhantomData<Rc<()>>,
 }
 
 impl fmt::Debug for TaskHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TaskHandle")
             .field("id", &self.id)
-            .field("status", &self.status.get())
+            .field("status", &self.waker.status())
             .finish()
     }
 }
@@ -176,7 +207,7 @@ impl TaskHandle {
     /// How the task is doing: whether it has ended, whichever way, is
     /// `status() != TaskStatus::Running`.
     pub fn status(&self) -> TaskStatus {
-        self.status.get()
+        self.waker.status()
     }
 
     /// Cancels the task: it is dropped now (with everything it holds: a pending
@@ -209,8 +240,8 @@ pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
         id,
         session,
         queued: AtomicBool::new(false),
+        status: AtomicU8::new(0),
     });
-    let status = Rc::new(Cell::new(TaskStatus::Running));
     drop_stale_tasks();
     if !ENDS_WITH_THE_SESSION.replace(true) {
         main_thread::at_session_end(end_session_tasks);
@@ -226,7 +257,6 @@ pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
             Slot {
                 future: Some(future),
                 waker: Arc::clone(&waker),
-                status: Rc::clone(&status),
                 origin,
                 ended: None,
             },
@@ -234,12 +264,16 @@ pub fn spawn_local(future: impl Future<Output = ()> + 'static) -> TaskHandle {
     });
     if let Some(future) = future {
         // The thread exits and its table of tasks is gone: nothing would ever poll the task.
-        status.set(TaskStatus::Abandoned);
+        waker.set_status(TaskStatus::Abandoned);
         drop(future);
     } else {
         waker.wake_by_ref();
     }
-    TaskHandle { id, status }
+    TaskHandle {
+        id,
+        waker,
+        _game_thread: PhantomData,
+    }
 }
 
 /// How many tasks are alive on this thread (spawned, not ended); 0 once the thread's table of
@@ -287,7 +321,7 @@ fn abandon(all: impl FnOnce(&mut Tasks) -> bool) {
     ended.sort_unstable_by_key(|&(id, _)| id);
     let mut drops = Drops::default();
     for (_, slot) in ended {
-        slot.status.set(TaskStatus::Abandoned);
+        slot.waker.set_status(TaskStatus::Abandoned);
         drops.drop(slot);
     }
     drops.finish();
@@ -358,7 +392,7 @@ fn poll_task(id: u64, session: u64) {
                 }
                 Some(status) => {
                     let slot = tasks.slots.remove(&id)?;
-                    slot.status.set(status);
+                    slot.waker.set_status(status);
                     Some(slot)
                 }
             }
@@ -369,7 +403,7 @@ fn poll_task(id: u64, session: u64) {
     // The task and what it holds are user values: dropped with nothing borrowed, guarded. A
     // panic of their `Drop` (or of the poll's payload's) is the task's: reported as a panic of
     // its poll is, and the task `Panicked`; it does not reach the drain (X5).
-    let status = done.as_ref().map(|slot| Rc::clone(&slot.status));
+    let status = done.as_ref().map(|slot| Arc::clone(&slot.waker));
     drops.drop(done);
     drops.drop(future);
     if let Some(message) = drops.into_text() {
@@ -379,7 +413,7 @@ fn poll_task(id: u64, session: u64) {
              go on"
         );
         if let Some(status) = status {
-            status.set(TaskStatus::Panicked);
+            status.set_status(TaskStatus::Panicked);
         }
     }
 }
@@ -396,11 +430,11 @@ fn end_task(id: u64, status: TaskStatus) -> bool {
                 return None;
             }
             slot.ended = Some(status);
-            slot.status.set(status);
+            slot.waker.set_status(status);
             return Some(None);
         }
         let slot = tasks.slots.remove(&id)?;
-        slot.status.set(status);
+        slot.waker.set_status(status);
         Some(Some(slot))
     });
     match taken.ok().flatten() {
