@@ -385,3 +385,84 @@ fn m13_a_declared_delegates_argument_clone_that_removes_its_subscriber_stops_it_
         |d| d.broadcast(Arg, "owned".to_owned()),
     );
 }
+
+/// A subscription waiting in the deferred list (added above every priority, outside a
+/// broadcast) is removed by handle: it stays there as a tombstone while its callable is dropped,
+/// and once 32 such removals are half of the list, it is swept. The callable's `Drop` re-enters at
+/// that point: it removes itself again (refused), removes other waiting subscriptions (whose
+/// own drops re-enter the same way, and may start the sweep while an outer removal's tombstone
+/// still holds its callable), adds one more above every priority, and broadcasts. Nothing
+/// meets lumina's own borrow, and afterwards exactly the subscriptions never removed are called.
+#[test]
+fn m13_a_deferred_subscriptions_drop_re_enters_its_removal_and_the_sweep() {
+    type D = MulticastDelegate<dyn Fn(u32)>;
+    let delegate = Rc::new(D::new());
+    // A main list large enough that the waiting ones are not merged by their own number.
+    for _ in 0..200 {
+        let _ = delegate.add_lambda(|_| {});
+    }
+    let calls = Rc::new(RefCell::new(Vec::new()));
+    let handles: Rc<RefCell<Vec<DelegateHandle>>> = Rc::new(RefCell::new(Vec::new()));
+    let removed = Rc::new(RefCell::new(std::collections::BTreeSet::new()));
+    for i in 0..80_u32 {
+        let (weak, list) = (Rc::downgrade(&delegate), Rc::clone(&handles));
+        let taken = Rc::clone(&removed);
+        let on_drop = OnDrop(Some(Box::new(move || {
+            let Some(delegate) = weak.upgrade() else {
+                return;
+            };
+            let own = list.borrow()[i as usize];
+            assert!(
+                !delegate.remove(own),
+                "a removed subscription was removed twice"
+            );
+            // Every third drop removes the next waiting subscription too.
+            let next = list.borrow().get(i as usize + 1).copied();
+            if i % 3 == 0
+                && let Some(next) = next
+                && delegate.remove(next)
+            {
+                taken.borrow_mut().insert(i as usize + 1);
+            }
+            if i % 10 == 0 {
+                let _ = delegate
+                    .subscribe()
+                    .priority(1_000 + i32::try_from(i).unwrap())
+                    .add_lambda(|_| {});
+            }
+            // One broadcast, late (a broadcast merges the waiting list).
+            if i == 78 {
+                delegate.broadcast(0);
+            }
+        })));
+        let seen = Rc::clone(&calls);
+        let handle = delegate
+            .subscribe()
+            .priority(i32::try_from(i).unwrap() + 1)
+            .add_lambda(move |_| {
+                let _keep = &on_drop;
+                seen.borrow_mut().push(i);
+            });
+        handles.borrow_mut().push(handle);
+    }
+    // Remove the even ones (each drop may take the next one too), without a broadcast between.
+    let all: Vec<DelegateHandle> = handles.borrow().clone();
+    for (i, handle) in all.iter().enumerate() {
+        if i % 2 == 0 && delegate.remove(*handle) {
+            removed.borrow_mut().insert(i);
+        }
+    }
+    // Present: exactly the ones never removed, here or by a drop.
+    let present: Vec<usize> = (0..all.len())
+        .filter(|&i| delegate.subscriptions().iter().any(|s| s.handle == all[i]))
+        .collect();
+    let kept: Vec<usize> = (0..all.len())
+        .filter(|i| !removed.borrow().contains(i))
+        .collect();
+    assert_eq!(present, kept);
+    calls.borrow_mut().clear();
+    delegate.broadcast(0);
+    let mut heard = calls.borrow().clone();
+    heard.sort_unstable();
+    assert_eq!(heard, present.iter().map(|&i| i as u32).collect::<Vec<_>>());
+}

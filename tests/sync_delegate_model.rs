@@ -555,6 +555,16 @@ proptest! {
 fn ts6_the_checker_rejects_a_broadcast_that_calls_a_removed_subscriber() {
     // The checker itself can fail: a log where a broadcast began after a removal returned and
     // still called the subscriber.
+    let broadcast_4_to_6 = Rec::Broadcast {
+        id: 0,
+        start: 4,
+        end: 6,
+    };
+    let call_at_5 = Rec::Call {
+        sub: 0,
+        broadcast: 0,
+        at: 5,
+    };
     let log = vec![
         Rec::Add {
             sub: 0,
@@ -569,29 +579,14 @@ fn ts6_the_checker_rejects_a_broadcast_that_calls_a_removed_subscriber() {
             end: 3,
             removed: true,
         },
-        Rec::Broadcast {
-            id: 0,
-            start: 4,
-            end: 6,
-        },
-        Rec::Call {
-            sub: 0,
-            broadcast: 0,
-            at: 5,
-        },
+        broadcast_4_to_6.clone(),
+        call_at_5.clone(),
     ];
     let drops = HashMap::from([(0, 1)]);
     let error = check(&log, &drops).unwrap_err();
     assert!(error.contains("after 0 was removed"), "{error}");
     // And one where a broadcast misses a subscriber live throughout.
-    let log = vec![
-        log[0].clone(),
-        Rec::Broadcast {
-            id: 0,
-            start: 4,
-            end: 6,
-        },
-    ];
+    let log = vec![log[0].clone(), broadcast_4_to_6.clone()];
     let error = check(&log, &drops).unwrap_err();
     assert!(error.contains("missed 0"), "{error}");
     // And one where a broadcast inside a mute calls a subscriber.
@@ -601,16 +596,8 @@ fn ts6_the_checker_rejects_a_broadcast_that_calls_a_removed_subscriber() {
             on: (2, 3),
             off: (7, 8),
         },
-        Rec::Broadcast {
-            id: 0,
-            start: 4,
-            end: 6,
-        },
-        Rec::Call {
-            sub: 0,
-            broadcast: 0,
-            at: 5,
-        },
+        broadcast_4_to_6,
+        call_at_5,
     ];
     let error = check(&log, &drops).unwrap_err();
     assert!(error.contains("muted"), "{error}");

@@ -79,6 +79,7 @@ type BoxedTask = Pin<Box<dyn Future<Output = ()>>>;
 /// How a task is doing, as its [`TaskHandle`] reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[repr(u8)]
 pub enum TaskStatus {
     /// Spawned, not finished: it runs at the drains it is woken for.
     Running,
@@ -149,6 +150,7 @@ struct TaskWaker {
 }
 
 impl TaskWaker {
+    /// Every status, at its discriminant.
     const STATUSES: [TaskStatus; 6] = [
         TaskStatus::Running,
         TaskStatus::Finished,
@@ -163,11 +165,8 @@ impl TaskWaker {
     }
 
     fn set_status(&self, status: TaskStatus) {
-        let index = Self::STATUSES
-            .iter()
-            .position(|&known| known == status)
-            .expect("every status is listed");
-        self.status.store(index as u8, Ordering::Relaxed);
+        debug_assert_eq!(Self::STATUSES[status as usize], status);
+        self.status.store(status as u8, Ordering::Relaxed);
     }
 }
 

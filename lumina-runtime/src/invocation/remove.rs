@@ -74,13 +74,7 @@ impl<C: Subscriber> Block<C> {
             return;
         }
         steps::add(deferred.len());
-        deferred.retain(|_, pending| {
-            let keep = !pending.entry.is_removed() || pending.entry.has_callable();
-            if !keep {
-                self.set_priority_of(pending.entry.id(), 0);
-            }
-            keep
-        });
+        deferred.retain(|_, pending| self.keeps_waiting(pending));
         self.deferred_removed.set(0);
         self.stale_rows.set(true);
         let empty = deferred.is_empty();

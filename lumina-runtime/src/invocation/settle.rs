@@ -166,6 +166,18 @@ impl<C> Drop for Block<C> {
 }
 
 impl<C: Subscriber> Block<C> {
+    /// Whether a pending or deferred entry stays: removed and its callable already gone, it is
+    /// discarded (no user code: only its id and weak owner remain), and the index of priorities
+    /// forgets it now (its owner rows and keys go at the next compaction). What the compaction
+    /// and the sweep of the deferred list keep.
+    pub(super) fn keeps_waiting(&self, pending: &Pending<C>) -> bool {
+        let keep = !pending.entry.is_removed() || pending.entry.has_callable();
+        if !keep {
+            self.set_priority_of(pending.entry.id(), 0);
+        }
+        keep
+    }
+
     /// Applies the changes of priority asked for during the broadcasts, drops every tombstone
     /// whose callable is already gone, and merges the pending subscribers in. Only runs when no
     /// broadcast is running. Dropping an entry here only drops its id and weak owner: no user
@@ -182,11 +194,8 @@ impl<C: Subscriber> Block<C> {
         // Pending entries removed and already emptied: dropped; the indexes forget them.
         let mut discarded = false;
         let mut keep = |pending: &Pending<C>| {
-            let keep = !pending.entry.is_removed() || pending.entry.has_callable();
-            if !keep {
-                discarded = true;
-                self.set_priority_of(pending.entry.id(), 0);
-            }
+            let keep = self.keeps_waiting(pending);
+            discarded |= !keep;
             keep
         };
         self.pending.borrow_mut().retain(|pending| keep(pending));
