@@ -453,8 +453,13 @@ fn m13_a_deferred_subscriptions_drop_re_enters_its_removal_and_the_sweep() {
         }
     }
     // Present: exactly the ones never removed, here or by a drop.
+    let listed: std::collections::HashSet<DelegateHandle> = delegate
+        .subscriptions()
+        .iter()
+        .map(|subscription| subscription.handle)
+        .collect();
     let present: Vec<usize> = (0..all.len())
-        .filter(|&i| delegate.subscriptions().iter().any(|s| s.handle == all[i]))
+        .filter(|&i| listed.contains(&all[i]))
         .collect();
     let kept: Vec<usize> = (0..all.len())
         .filter(|i| !removed.borrow().contains(i))
